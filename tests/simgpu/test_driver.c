@@ -1,0 +1,785 @@
+/* test_driver.c: the simulated libcuda.so.1 through its driver API: memory model, pools, VMM,
+ * cuGetProcAddress, failure injection and threads. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include "helpers.h"
+#include "simgpu.h"
+
+#define OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s", #call)
+
+/* cuInit, then device 0's primary context current on this thread. */
+static CUcontext start(void)
+{
+    CUcontext ctx;
+    OK(cuInit(0));
+    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    OK(cuCtxSetCurrent(ctx));
+    return ctx;
+}
+
+static uint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute a)
+{
+    cuuint64_t v = 0;
+    OK(cuMemPoolGetAttribute(pool, a, &v));
+    return v;
+}
+
+static void *driver_symbol(const char *name)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    cr_assert(h != NULL);
+    void *p = dlsym(h, name);
+    dlclose(h);
+    cr_assert(p != NULL, "%s", name);
+    return p;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+Test(simgpu_driver, needs_cuinit)
+{
+    CUdeviceptr p;
+    int v = 0, n;
+    sim_env_clear();
+    cr_assert_eq(cuMemAlloc_v2(&p, 512), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(cuDeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+    OK(cuDriverGetVersion(&v));
+    cr_assert_eq(v, 13000);
+    cr_assert_eq(simgpu_used_bytes(0), 0);
+    cr_assert_eq(cuInit(1), CUDA_ERROR_INVALID_VALUE);
+    OK(cuInit(0));
+    OK(cuInit(0));
+    OK(cuDeviceGetCount(&n));
+    cr_assert_eq(n, 1);
+    cr_assert_eq(cuMemAlloc_v2(&p, 512), CUDA_ERROR_INVALID_CONTEXT, "no current context");
+}
+
+Test(simgpu_driver, no_devices)
+{
+    sim_env_clear();
+    setenv("SIMGPU_DEVICES", "0", 1);
+    cr_assert_eq(cuInit(0), CUDA_ERROR_NO_DEVICE);
+}
+
+Test(simgpu_driver, device_queries)
+{
+    char name[256], bus[32];
+    size_t total;
+    int v;
+    CUdevice dev;
+    CUuuid u1, u2;
+
+    sim_env_clear();
+    OK(cuInit(0));
+    OK(cuDeviceGet(&dev, 0));
+    cr_assert_eq(cuDeviceGet(&dev, 1), CUDA_ERROR_INVALID_DEVICE);
+    OK(cuDeviceGetName(name, sizeof name, 0));
+    cr_assert_str_eq(name, "vramwatch simulated GPU");
+    OK(cuDeviceTotalMem_v2(&total, 0));
+    cr_assert_eq(total, 16 * GiB);
+    OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0));
+    cr_assert_eq(v, 9);
+    OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0));
+    cr_assert_eq(v, 0);
+    OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+    cr_assert_gt(v, 0);
+    OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0));
+    cr_assert_eq(v, 1);
+    cr_assert_eq(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX, 0), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 3),
+                 CUDA_ERROR_INVALID_DEVICE);
+    OK(cuDeviceGetPCIBusId(bus, sizeof bus, 0));
+    cr_assert_str_eq(bus, "0000:01:00.0");
+    OK(cuDeviceGetUuid(&u1, 0));
+    OK(cuDeviceGetUuid_v2(&u2, 0));
+    cr_assert_eq(memcmp(&u1, &u2, sizeof u1), 0);
+    cr_assert_eq(cuDeviceGetName(NULL, 10, 0), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(simgpu_driver, contexts)
+{
+    CUcontext ctx, cur = (CUcontext)1;
+    CUdevice dev = -1;
+    sim_env_clear();
+    OK(cuInit(0));
+    OK(cuCtxGetCurrent(&cur));
+    cr_assert_null(cur);
+    cr_assert_eq(cuCtxGetDevice(&dev), CUDA_ERROR_INVALID_CONTEXT);
+    cr_assert_eq(cuCtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
+    cr_assert_eq(cuCtxSetCurrent((CUcontext)&dev), CUDA_ERROR_INVALID_CONTEXT);
+    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    OK(cuCtxSetCurrent(ctx));
+    OK(cuCtxGetCurrent(&cur));
+    cr_assert_eq(cur, ctx);
+    OK(cuCtxGetDevice(&dev));
+    cr_assert_eq(dev, 0);
+    dev = -1;
+    OK(cuCtxGetDevice_v2(&dev, NULL));
+    cr_assert_eq(dev, 0);
+    OK(cuCtxSynchronize());
+    OK(cuCtxSynchronize_v2(ctx));
+    OK(cuStreamSynchronize(NULL));
+    OK(cuDevicePrimaryCtxRelease_v2(0));
+    cr_assert_eq(cuDevicePrimaryCtxRelease(0), CUDA_ERROR_INVALID_CONTEXT, "released twice");
+}
+
+Test(simgpu_driver, context_needs_memory)
+{
+    CUcontext ctx;
+    sim_env("64MiB", "16MiB", "60MiB");
+    OK(cuInit(0));
+    cr_assert_eq(cuDevicePrimaryCtxRetain(&ctx, 0), CUDA_ERROR_OUT_OF_MEMORY,
+                 "another process leaves no room for a context");
+}
+
+Test(simgpu_driver, capacity_and_oom)
+{
+    CUdeviceptr a, b, c;
+    sim_env("64MiB", "0", NULL);
+    start();
+    OK(cuMemAlloc_v2(&a, 1));
+    cr_assert_eq(simgpu_used_bytes(0), 512, "rounded up to 512");
+    OK(cuMemFree_v2(a));
+    cr_assert_eq(simgpu_used_bytes(0), 0);
+
+    OK(cuMemAlloc_v2(&a, 32 * MiB));
+    OK(cuMemAlloc_v2(&b, 32 * MiB));
+    cr_assert_eq(cuMemAlloc_v2(&c, 512), CUDA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(simgpu_used_bytes(0), 64 * MiB);
+    cr_assert_eq(simgpu_largest_free_block(0), 0);
+    OK(cuMemFree_v2(a));
+    OK(cuMemFree_v2(b));
+    cr_assert_eq(cuMemFree_v2(b), CUDA_ERROR_INVALID_VALUE, "double free");
+    cr_assert_eq(cuMemFree_v2(12345), CUDA_ERROR_INVALID_VALUE, "unknown pointer");
+    OK(cuMemFree_v2(0));
+    OK(cuMemFreeHost(NULL));
+    cr_assert_eq(cuMemAlloc_v2(NULL, 512), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuMemAlloc_v2(&a, 0), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuMemAlloc_v2(&a, (size_t)-1), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(cuMemAlloc_v2(&a, 64 * MiB));
+    OK(cuMemFree_v2(a));
+    cr_assert_eq(simgpu_largest_free_block(0), 64 * MiB);
+}
+
+Test(simgpu_driver, device_pointers_are_not_host_memory)
+{
+    CUdeviceptr a;
+    sim_env("64MiB", "0", NULL);
+    start();
+    OK(cuMemAlloc_v2(&a, MiB));
+    cr_assert_neq(a, 0);
+    cr_assert_eq(a % 512, 0);
+    /* The range is reserved PROT_NONE: malloc can never hand out the same addresses. */
+    void *m = malloc(MiB);
+    cr_assert((uintptr_t)m + MiB <= a || (uintptr_t)m >= a + MiB);
+    free(m);
+}
+
+Test(simgpu_driver, fragmentation)
+{
+    CUdeviceptr p[64], big;
+    size_t free_b, total;
+    sim_env("64MiB", "0", NULL);
+    start();
+    for (int i = 0; i < 64; i++)
+        OK(cuMemAlloc_v2(&p[i], MiB));
+    for (int i = 0; i < 64; i += 2)
+        OK(cuMemFree_v2(p[i]));
+    OK(cuMemGetInfo_v2(&free_b, &total));
+    cr_assert_eq(free_b, 32 * MiB, "half the card is free...");
+    cr_assert_eq(simgpu_largest_free_block(0), MiB, "...in 1 MiB holes");
+    cr_assert_eq(cuMemAlloc_v2(&big, 2 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(cuMemFree_v2(p[1]));
+    cr_assert_eq(simgpu_largest_free_block(0), 3 * MiB, "neighbours coalesce");
+    OK(cuMemAlloc_v2(&big, 3 * MiB));
+    cr_assert_eq(big, p[0]);
+}
+
+Test(simgpu_driver, mem_get_info_counts_context_and_others)
+{
+    CUdeviceptr a, b;
+    size_t free_b = 0, total = 0;
+    sim_env("1GiB", "100MiB", "50MiB");
+    OK(cuInit(0));
+    cr_assert_eq(cuMemGetInfo_v2(&free_b, &total), CUDA_ERROR_INVALID_CONTEXT);
+    start();
+    OK(cuMemGetInfo_v2(&free_b, &total));
+    cr_assert_eq(total, GiB);
+    cr_assert_eq(free_b, GiB - 150 * MiB);
+    OK(cuMemAlloc_v2(&a, 100 * MiB));
+    OK(cuMemGetInfo_v2(&free_b, &total));
+    cr_assert_eq(free_b, GiB - 250 * MiB);
+    cr_assert_eq(simgpu_used_bytes(0), 100 * MiB, "context and other process not included");
+    cr_assert_eq(simgpu_largest_free_block(0), free_b, "capped by capacity, not by the hole");
+    cr_assert_eq(cuMemAlloc_v2(&b, free_b + 512), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(cuMemAlloc_v2(&b, free_b));
+    OK(cuMemGetInfo_v2(&free_b, &total));
+    cr_assert_eq(free_b, 0);
+    cr_assert_eq(cuMemGetInfo_v2(NULL, &total), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(simgpu_driver, per_device_capacity)
+{
+    size_t total, free_b;
+    int n;
+    CUcontext c1;
+    CUdeviceptr p;
+    sim_env("0:16GiB,1:8GiB", "0", NULL);
+    OK(cuInit(0));
+    OK(cuDeviceGetCount(&n));
+    cr_assert_eq(n, 2);
+    OK(cuDeviceTotalMem_v2(&total, 0));
+    cr_assert_eq(total, 16 * GiB);
+    OK(cuDeviceTotalMem_v2(&total, 1));
+    cr_assert_eq(total, 8 * GiB);
+    OK(cuDevicePrimaryCtxRetain(&c1, 1));
+    OK(cuCtxSetCurrent(c1));
+    OK(cuMemAlloc_v2(&p, GiB));
+    OK(cuMemGetInfo_v2(&free_b, &total));
+    cr_assert_eq(total, 8 * GiB, "cuMemGetInfo follows the current context");
+    cr_assert_eq(free_b, 7 * GiB);
+    cr_assert_eq(simgpu_used_bytes(1), GiB);
+    cr_assert_eq(simgpu_used_bytes(0), 0);
+}
+
+Test(simgpu_driver, decimal_units)
+{
+    size_t total;
+    sim_env("16000MB", NULL, NULL);
+    OK(cuInit(0));
+    OK(cuDeviceTotalMem_v2(&total, 0));
+    cr_assert_eq(total, 16000000000ULL / 512 * 512);
+}
+
+Test(simgpu_driver, bad_memory_value_warns)
+{
+    size_t total;
+    char name[64];
+    sim_env("sixteen", NULL, NULL);
+    setenv("SIMGPU_NAME", "NVIDIA H100 80GB HBM3", 1);
+    struct stderr_capture cap = stderr_begin();
+    OK(cuInit(0));
+    char *err = stderr_end(cap);
+    cr_assert(strncmp(err, "simgpu: SIMGPU_MEMORY", 21) == 0, "got: %s", err);
+    cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "one line: %s", err);
+    free(err);
+    OK(cuDeviceTotalMem_v2(&total, 0));
+    cr_assert_eq(total, 16 * GiB);
+    OK(cuDeviceGetName(name, sizeof name, 0));
+    cr_assert_str_eq(name, "NVIDIA H100 80GB HBM3");
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Pools                                                                                    */
+
+Test(simgpu_driver, pool_keeps_memory_until_sync)
+{
+    CUmemoryPool pool;
+    CUdeviceptr a;
+    size_t free_b, total;
+    sim_env("1GiB", "0", NULL);
+    start();
+    OK(cuDeviceGetDefaultMemPool(&pool, 0));
+    OK(cuMemAllocAsync(&a, 10 * MiB, NULL));
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 10 * MiB);
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 10 * MiB);
+    OK(cuMemFreeAsync(a, NULL));
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0);
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 10 * MiB,
+                 "freed memory stays in the pool");
+    cr_assert_eq(simgpu_used_bytes(0), 10 * MiB);
+    OK(cuMemGetInfo_v2(&free_b, &total));
+    cr_assert_eq(free_b, GiB - 10 * MiB, "the card sees it as used");
+    OK(cuStreamSynchronize(NULL));
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0,
+                 "threshold 0: released at the sync");
+    cr_assert_eq(simgpu_used_bytes(0), 0);
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 10 * MiB);
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH), 10 * MiB);
+}
+
+Test(simgpu_driver, pool_release_threshold)
+{
+    CUmemoryPool pool;
+    CUdeviceptr p[3];
+    cuuint64_t thr = 8 * MiB, zero = 0;
+    sim_env("1GiB", "0", NULL);
+    start();
+    OK(cuDeviceGetDefaultMemPool(&pool, 0));
+    OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr));
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD), 8 * MiB);
+    for (int i = 0; i < 3; i++)
+        OK(cuMemAllocAsync(&p[i], 4 * MiB, NULL));
+    for (int i = 0; i < 3; i++)
+        OK(cuMemFreeAsync(p[i], NULL));
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 12 * MiB);
+    OK(cuCtxSynchronize());
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 8 * MiB,
+                 "kept up to the threshold");
+    OK(cuMemPoolTrimTo(pool, 4 * MiB));
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 4 * MiB);
+    OK(cuMemPoolTrimTo(pool, 0));
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0);
+    cr_assert_eq(simgpu_used_bytes(0), 0);
+
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 12 * MiB);
+    OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero));
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 0, "reset to current");
+    cr_assert_eq(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &thr),
+                 CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &zero),
+                 CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(simgpu_driver, pool_reuses_and_suballocates)
+{
+    CUmemoryPool pool;
+    CUdeviceptr a, b, c;
+    sim_env("1GiB", "0", NULL);
+    start();
+    OK(cuDeviceGetDefaultMemPool(&pool, 0));
+    OK(cuMemAllocAsync(&a, 10 * MiB, NULL));
+    OK(cuMemFreeAsync(a, NULL));
+    OK(cuMemAllocAsync_ptsz(&b, 4 * MiB, NULL));
+    OK(cuMemAllocAsync(&c, 6 * MiB, NULL));
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 10 * MiB,
+                 "both came out of the chunk already reserved");
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 10 * MiB);
+    OK(cuMemFreeAsync_ptsz(b, NULL));
+    OK(cuMemFree_v2(c)); /* cuMemFree takes stream-ordered memory too */
+    OK(cuStreamSynchronize_ptsz(NULL));
+    cr_assert_eq(simgpu_used_bytes(0), 0);
+}
+
+Test(simgpu_driver, pool_gives_back_idle_chunks_before_failing)
+{
+    CUmemoryPool pool;
+    CUdeviceptr a, b;
+    sim_env("64MiB", "0", NULL);
+    start();
+    OK(cuDeviceGetDefaultMemPool(&pool, 0));
+    OK(cuMemAllocAsync(&a, 40 * MiB, NULL));
+    OK(cuMemFreeAsync(a, NULL));
+    cr_assert_eq(cuMemAlloc_v2(&b, 40 * MiB), CUDA_ERROR_OUT_OF_MEMORY,
+                 "the pool still holds 40 MiB");
+    OK(cuMemAllocAsync(&b, 50 * MiB, NULL));
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 50 * MiB);
+    cr_assert_eq(cuMemAllocAsync(&a, 20 * MiB, NULL), CUDA_ERROR_OUT_OF_MEMORY);
+    OK(cuMemFreeAsync(b, NULL));
+}
+
+Test(simgpu_driver, user_pools)
+{
+    CUmemoryPool pool, got, def;
+    CUmemPoolProps props;
+    CUdeviceptr a, b;
+    sim_env("1GiB", "0", NULL);
+    start();
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    props.maxSize = 16 * MiB;
+    OK(cuMemPoolCreate(&pool, &props));
+    OK(cuMemAllocFromPoolAsync(&a, 10 * MiB, pool, NULL));
+    cr_assert_eq(cuMemAllocFromPoolAsync_ptsz(&b, 10 * MiB, pool, NULL), CUDA_ERROR_OUT_OF_MEMORY,
+                 "maxSize caps the pool");
+    OK(cuDeviceGetDefaultMemPool(&def, 0));
+    OK(cuDeviceGetMemPool(&got, 0));
+    cr_assert_eq(got, def);
+    OK(cuDeviceSetMemPool(0, pool));
+    OK(cuDeviceGetMemPool(&got, 0));
+    cr_assert_eq(got, pool);
+    OK(cuMemAllocAsync(&b, 2 * MiB, NULL));
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 12 * MiB);
+
+    cr_assert_eq(cuMemPoolDestroy(def), CUDA_ERROR_INVALID_VALUE, "default pool");
+    OK(cuMemPoolDestroy(pool));
+    OK(cuDeviceGetMemPool(&got, 0));
+    cr_assert_eq(got, def, "back to the default pool");
+    cr_assert_eq(cuMemPoolTrimTo(pool, 0), CUDA_ERROR_INVALID_VALUE, "handle is gone");
+    cr_assert_eq(simgpu_used_bytes(0), 12 * MiB, "outstanding allocations keep their memory");
+    OK(cuMemFreeAsync(a, NULL));
+    OK(cuMemFreeAsync(b, NULL));
+    cr_assert_eq(simgpu_used_bytes(0), 0);
+
+    props.location.id = 5;
+    cr_assert_eq(cuMemPoolCreate(&pool, &props), CUDA_ERROR_INVALID_DEVICE);
+    props.location.id = 0;
+    props.allocType = CU_MEM_ALLOCATION_TYPE_INVALID;
+    cr_assert_eq(cuMemPoolCreate(&pool, &props), CUDA_ERROR_INVALID_VALUE);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* VMM                                                                                      */
+
+static CUmemAllocationProp vmm_prop(int dev)
+{
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = dev;
+    return prop;
+}
+
+Test(simgpu_driver, vmm_create_map_release)
+{
+    CUmemAllocationProp prop = vmm_prop(0);
+    CUmemGenericAllocationHandle h1, h2;
+    CUdeviceptr va;
+    CUmemAccessDesc acc;
+    size_t gran, free_b, total;
+
+    sim_env("64MiB", "0", NULL);
+    start();
+    OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+    cr_assert_eq(gran, 2 * MiB);
+    cr_assert_eq(cuMemCreate(&h1, 3 * MiB, &prop, 0), CUDA_ERROR_INVALID_VALUE, "not a multiple");
+    OK(cuMemCreate(&h1, 4 * MiB, &prop, 0));
+    OK(cuMemCreate(&h2, 2 * MiB, &prop, 0));
+    cr_assert_neq(h1, 0);
+    cr_assert_neq(h1, h2);
+    cr_assert_eq(simgpu_used_bytes(0), 6 * MiB);
+
+    OK(cuMemAddressReserve(&va, 16 * MiB, 0, 0, 0));
+    cr_assert_eq(va % (2 * MiB), 0);
+    cr_assert_eq(simgpu_used_bytes(0), 6 * MiB, "address space costs no memory");
+    OK(cuMemMap(va, 4 * MiB, 0, h1, 0));
+    OK(cuMemMap(va + 4 * MiB, 2 * MiB, 0, h2, 0));
+    cr_assert_eq(cuMemMap(va + 2 * MiB, 2 * MiB, 0, h2, 0), CUDA_ERROR_INVALID_VALUE, "overlap");
+    cr_assert_eq(cuMemMap(va + 14 * MiB, 4 * MiB, 0, h1, 0), CUDA_ERROR_INVALID_VALUE,
+                 "past the reservation");
+    cr_assert_eq(cuMemMap(va + 8 * MiB, 2 * MiB, 4 * MiB, h1, 0), CUDA_ERROR_INVALID_VALUE,
+                 "past the handle");
+    cr_assert_eq(cuMemMap(va + 8 * MiB, 2 * MiB, 0, 777, 0), CUDA_ERROR_INVALID_VALUE, "bad handle");
+    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    acc.location.id = 0;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    OK(cuMemSetAccess(va, 6 * MiB, &acc, 1));
+    cr_assert_eq(cuMemSetAccess(va, 8 * MiB, &acc, 1), CUDA_ERROR_INVALID_VALUE, "unmapped tail");
+    OK(cuMemGetInfo_v2(&free_b, &total));
+    cr_assert_eq(free_b, 58 * MiB);
+
+    /* Released while mapped: the memory stays until the unmap. */
+    OK(cuMemRelease(h1));
+    cr_assert_eq(cuMemRelease(h1), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(simgpu_used_bytes(0), 6 * MiB);
+    cr_assert_eq(cuMemUnmap(va, 2 * MiB), CUDA_ERROR_INVALID_VALUE, "partial unmap");
+    cr_assert_eq(cuMemAddressFree(va, 16 * MiB), CUDA_ERROR_INVALID_VALUE, "still mapped");
+    OK(cuMemUnmap(va, 6 * MiB));
+    cr_assert_eq(simgpu_used_bytes(0), 2 * MiB);
+    OK(cuMemRelease(h2));
+    cr_assert_eq(simgpu_used_bytes(0), 0);
+    cr_assert_eq(cuMemAddressFree(va, 8 * MiB), CUDA_ERROR_INVALID_VALUE, "wrong size");
+    OK(cuMemAddressFree(va, 16 * MiB));
+}
+
+Test(simgpu_driver, vmm_ignores_fragmentation_but_not_capacity)
+{
+    CUmemAllocationProp prop = vmm_prop(0);
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr p[32], va;
+    sim_env("64MiB", "0", NULL);
+    start();
+    for (int i = 0; i < 32; i++)
+        OK(cuMemAlloc_v2(&p[i], 2 * MiB));
+    for (int i = 0; i < 32; i += 2)
+        OK(cuMemFree_v2(p[i]));
+    cr_assert_eq(cuMemAlloc_v2(&va, 4 * MiB), CUDA_ERROR_OUT_OF_MEMORY, "no 4 MiB hole");
+    OK(cuMemCreate(&h, 32 * MiB, &prop, 0));
+    cr_assert_eq(cuMemCreate(&h, 2 * MiB, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY, "card is full");
+    cr_assert_eq(cuMemAlloc_v2(&va, 512), CUDA_ERROR_OUT_OF_MEMORY, "holes exist, capacity not");
+    /* A VA reservation far bigger than the card is fine. */
+    OK(cuMemAddressReserve(&va, 256 * MiB, 0, 0, 0));
+    OK(cuMemAddressFree(va, 256 * MiB));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Host-visible memory                                                                      */
+
+Test(simgpu_driver, managed_and_pinned_are_host_writable)
+{
+    CUdeviceptr m;
+    void *h1, *h2;
+    CUdeviceptr base;
+    size_t size;
+    sim_env("64MiB", "0", NULL);
+    start();
+
+    OK(cuMemAllocManaged(&m, 3 * MiB, CU_MEM_ATTACH_GLOBAL));
+    memset((void *)(uintptr_t)m, 0xab, 3 * MiB);
+    cr_assert_eq(((unsigned char *)(uintptr_t)m)[3 * MiB - 1], 0xab);
+    cr_assert_eq(simgpu_used_bytes(0), 3 * MiB, "managed memory counts against the card");
+    OK(cuMemsetD8_v2(m + 10, 0x11, 20));
+    cr_assert_eq(((unsigned char *)(uintptr_t)m)[29], 0x11);
+    cr_assert_eq(((unsigned char *)(uintptr_t)m)[30], 0xab);
+    OK(cuMemGetAddressRange_v2(&base, &size, m + 100));
+    cr_assert_eq(base, m);
+    cr_assert_eq(size, 3 * MiB);
+    cr_assert_eq(cuMemAllocManaged(&m, 64 * MiB, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(cuMemAllocManaged(&m, 512, 0), CUDA_ERROR_INVALID_VALUE);
+
+    OK(cuMemAllocHost_v2(&h1, 5000));
+    OK(cuMemHostAlloc(&h2, 100 * MiB, CU_MEMHOSTALLOC_PORTABLE));
+    memset(h1, 1, 5000);
+    memset(h2, 2, 100 * MiB);
+    cr_assert_eq(((unsigned char *)h2)[100 * MiB - 1], 2);
+    cr_assert_eq(simgpu_used_bytes(0), 3 * MiB, "pinned host memory does not");
+    cr_assert_eq(cuMemFree_v2((CUdeviceptr)(uintptr_t)h1), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuMemFreeHost((void *)(uintptr_t)m), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuMemHostAlloc(&h1, 512, 0x80), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemFreeHost(h1));
+    OK(cuMemFreeHost(h2));
+    OK(cuMemFree_v2(m));
+    cr_assert_eq(simgpu_used_bytes(0), 0);
+}
+
+Test(simgpu_driver, pitch_and_address_range)
+{
+    CUdeviceptr p, base;
+    size_t pitch, size;
+    sim_env("64MiB", "0", NULL);
+    start();
+    OK(cuMemAllocPitch_v2(&p, &pitch, 1000, 10, 4));
+    cr_assert_eq(pitch, 1024);
+    cr_assert_eq(simgpu_used_bytes(0), 10240);
+    OK(cuMemGetAddressRange_v2(&base, &size, p + 5000));
+    cr_assert_eq(base, p);
+    cr_assert_eq(size, 10240);
+    cr_assert_eq(cuMemGetAddressRange_v2(&base, &size, p + 10240), CUDA_ERROR_NOT_FOUND);
+    OK(cuMemsetD8_v2(p, 0, 10240));
+    cr_assert_eq(cuMemsetD8_v2(p, 0, 10241), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuMemAllocPitch_v2(&p, &pitch, 1000, 10, 3), CUDA_ERROR_INVALID_VALUE);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* cuGetProcAddress                                                                         */
+
+static void *lookup(const char *name, int version, cuuint64_t flags, CUresult want,
+                    CUdriverProcAddressQueryResult want_status)
+{
+    void *fn = (void *)1;
+    CUdriverProcAddressQueryResult st = (CUdriverProcAddressQueryResult)77;
+    CUresult r = cuGetProcAddress_v2(name, &fn, version, flags, &st);
+    cr_assert_eq(r, want, "%s@%d flags %llu: %d", name, version, (unsigned long long)flags, r);
+    cr_assert_eq(st, want_status, "%s@%d: status %d", name, version, st);
+    if (r != CUDA_SUCCESS)
+        cr_assert_null(fn, "%s@%d", name, version);
+    return fn;
+}
+
+#define FOUND(name, ver, flags, sym) \
+    cr_assert_eq(lookup(name, ver, flags, CUDA_SUCCESS, CU_GET_PROC_ADDRESS_SUCCESS), \
+                 driver_symbol(sym), "%s@%d flags %d should be %s", name, ver, flags, sym)
+#define TOO_OLD(name, ver) \
+    lookup(name, ver, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT)
+
+Test(simgpu_driver, proc_address_versions)
+{
+    sim_env_clear();
+    /* Works before cuInit, as cudart needs it to. */
+    FOUND("cuMemAlloc", 13000, 0, "cuMemAlloc_v2");
+    FOUND("cuMemAlloc", 3020, 0, "cuMemAlloc_v2");
+    FOUND("cuMemAlloc", 3010, 0, "cuMemAlloc");
+    TOO_OLD("cuMemAlloc", 1000);
+    FOUND("cuMemFree", 3020, 0, "cuMemFree_v2");
+    FOUND("cuMemFree", 2000, 0, "cuMemFree");
+    FOUND("cuMemGetInfo", 3020, 0, "cuMemGetInfo_v2");
+    TOO_OLD("cuMemGetInfo", 3010);
+    FOUND("cuMemAllocPitch", 12000, 0, "cuMemAllocPitch_v2");
+    FOUND("cuDeviceTotalMem", 3020, 0, "cuDeviceTotalMem_v2");
+    FOUND("cuMemAllocHost", 3020, 0, "cuMemAllocHost_v2");
+    TOO_OLD("cuMemAllocHost", 3000);
+    FOUND("cuMemAllocManaged", 6000, 0, "cuMemAllocManaged");
+    TOO_OLD("cuMemAllocManaged", 5050);
+    FOUND("cuMemCreate", 10020, 0, "cuMemCreate");
+    TOO_OLD("cuMemCreate", 10010);
+    TOO_OLD("cuMemAddressReserve", 10000);
+    FOUND("cuMemPoolGetAttribute", 11020, 0, "cuMemPoolGetAttribute");
+    TOO_OLD("cuMemPoolTrimTo", 11010);
+    FOUND("cuDeviceGetUuid", 11000, 0, "cuDeviceGetUuid");
+    FOUND("cuDeviceGetUuid", 11040, 0, "cuDeviceGetUuid_v2");
+    FOUND("cuDevicePrimaryCtxRelease", 10020, 0, "cuDevicePrimaryCtxRelease");
+    FOUND("cuDevicePrimaryCtxRelease", 11000, 0, "cuDevicePrimaryCtxRelease_v2");
+    FOUND("cuCtxSynchronize", 12080, 0, "cuCtxSynchronize");
+    FOUND("cuCtxSynchronize", 13000, 0, "cuCtxSynchronize_v2");
+    FOUND("cuGetExportTable", 13000, 0, "cuGetExportTable");
+}
+
+Test(simgpu_driver, proc_address_entry_points)
+{
+    sim_env_clear();
+    FOUND("cuGetProcAddress", 11030, 0, "cuGetProcAddress");
+    FOUND("cuGetProcAddress", 11080, 0, "cuGetProcAddress");
+    FOUND("cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2");
+    FOUND("cuGetProcAddress", 13000, 0, "cuGetProcAddress_v2");
+    TOO_OLD("cuGetProcAddress", 11020);
+
+    /* The 4-argument entry point answers the same way. */
+    void *fn = NULL;
+    OK(cuGetProcAddress("cuMemAlloc", &fn, 11030, 0));
+    cr_assert_eq(fn, driver_symbol("cuMemAlloc_v2"));
+    cr_assert_eq(cuGetProcAddress("cuNoSuchFunction", &fn, 11030, 0), CUDA_ERROR_NOT_FOUND);
+    cr_assert_null(fn);
+}
+
+Test(simgpu_driver, proc_address_per_thread_stream)
+{
+    sim_env_clear();
+    FOUND("cuMemAllocAsync", 11020, 0, "cuMemAllocAsync");
+    FOUND("cuMemAllocAsync", 11020, 1, "cuMemAllocAsync");
+    FOUND("cuMemAllocAsync", 11020, 2, "cuMemAllocAsync_ptsz");
+    FOUND("cuMemAllocAsync", 13000, 2, "cuMemAllocAsync_ptsz");
+    FOUND("cuMemAllocFromPoolAsync", 12000, 0, "cuMemAllocFromPoolAsync");
+    FOUND("cuMemAllocFromPoolAsync", 12000, 2, "cuMemAllocFromPoolAsync_ptsz");
+    FOUND("cuMemFreeAsync", 12000, 0, "cuMemFreeAsync");
+    FOUND("cuMemFreeAsync", 12000, 2, "cuMemFreeAsync_ptsz");
+    FOUND("cuStreamSynchronize", 12000, 2, "cuStreamSynchronize_ptsz");
+    /* No per-thread variant: the legacy function is the answer. */
+    FOUND("cuMemAlloc", 12000, 2, "cuMemAlloc_v2");
+    lookup("cuMemAllocAsync", 11010, 2, CUDA_ERROR_NOT_FOUND,
+           CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+}
+
+Test(simgpu_driver, proc_address_misses)
+{
+    void *fn = (void *)1;
+    sim_env_clear();
+    lookup("", 13000, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    lookup("cuNoSuchFunction", 13000, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    lookup("cuMemAlloc_v2", 13000, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    cr_assert_eq(cuGetProcAddress_v2("cuMemAlloc", &fn, 13000, 0, NULL), CUDA_SUCCESS,
+                 "status pointer is optional");
+    cr_assert_eq(cuGetProcAddress_v2("cuMemAlloc", &fn, 13010, 0, NULL), CUDA_ERROR_INVALID_VALUE,
+                 "newer than the driver");
+    cr_assert_eq(cuGetProcAddress_v2("cuMemAlloc", &fn, 13000, 8, NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuGetProcAddress_v2(NULL, &fn, 13000, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuGetProcAddress_v2("cuMemAlloc", NULL, 13000, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(simgpu_driver, legacy_v1_functions_refuse)
+{
+    CUdeviceptr_v1 p;
+    sim_env_clear();
+    start();
+    cr_assert_eq(cuMemAlloc(&p, 512), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuMemFree(0), CUDA_ERROR_NOT_SUPPORTED);
+}
+
+Test(simgpu_driver, misc_entry_points)
+{
+    const char *s = NULL;
+    const void *table = (const void *)1;
+    CUuuid id;
+    sim_env_clear();
+    memset(&id, 0, sizeof id);
+    cr_assert_eq(cuGetExportTable(&table, &id), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_null(table);
+    OK(cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, &s));
+    cr_assert_str_eq(s, "CUDA_ERROR_OUT_OF_MEMORY");
+    OK(cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY, &s));
+    cr_assert_str_eq(s, "out of memory");
+    cr_assert_eq(cuGetErrorName((CUresult)123456, &s), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_null(s);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Failure injection                                                                        */
+
+Test(simgpu_driver, failure_injection)
+{
+    CUmemAllocationProp prop = vmm_prop(0);
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr a, b, c;
+    sim_env("1GiB", "0", NULL);
+    setenv("SIMGPU_FAIL", "cuMemAlloc_v2:2,cuMemCreate:1:999,cuMemAllocAsync_ptsz:1", 1);
+    start();
+    OK(cuMemAlloc_v2(&a, MiB));
+    cr_assert_eq(cuMemAlloc_v2(&b, MiB), CUDA_ERROR_OUT_OF_MEMORY, "second call fails");
+    cr_assert_eq(simgpu_used_bytes(0), MiB, "without allocating");
+    OK(cuMemAlloc_v2(&c, MiB));
+    cr_assert_eq(cuMemCreate(&h, 2 * MiB, &prop, 0), (CUresult)999);
+    OK(cuMemCreate(&h, 2 * MiB, &prop, 0));
+    OK(cuMemAllocAsync(&b, MiB, NULL));
+    cr_assert_eq(cuMemAllocAsync_ptsz(&b, MiB, NULL), CUDA_ERROR_OUT_OF_MEMORY,
+                 "counted per exported function");
+}
+
+Test(simgpu_driver, failure_injection_before_init)
+{
+    sim_env_clear();
+    setenv("SIMGPU_FAIL", "cuInit:1:100", 1);
+    cr_assert_eq(cuInit(0), CUDA_ERROR_NO_DEVICE);
+    OK(cuInit(0));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Threads                                                                                  */
+
+#define THREADS 8
+#define ROUNDS 20000
+
+struct worker {
+    CUcontext ctx;
+    int id;
+    int failures;
+};
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    CUdeviceptr held[4] = { 0 };
+    unsigned seed = (unsigned)w->id * 2654435761u + 1;
+
+    if (cuCtxSetCurrent(w->ctx) != CUDA_SUCCESS) {
+        w->failures++;
+        return NULL;
+    }
+    for (int i = 0; i < ROUNDS; i++) {
+        CUdeviceptr p;
+        seed = seed * 1103515245u + 12345u;
+        size_t size = 1 + (seed >> 8) % (256 * 1024);
+        int slot = (int)((seed >> 4) & 3);
+        /* Keep a few allocations alive across rounds so threads really interleave. */
+        if (held[slot]) {
+            if (cuMemFree_v2(held[slot]) != CUDA_SUCCESS)
+                w->failures++;
+            held[slot] = 0;
+        }
+        if (cuMemAlloc_v2(&p, size) != CUDA_SUCCESS) {
+            w->failures++;
+            continue;
+        }
+        held[slot] = p;
+    }
+    for (int s = 0; s < 4; s++)
+        if (held[s] && cuMemFree_v2(held[s]) != CUDA_SUCCESS)
+            w->failures++;
+    return NULL;
+}
+
+Test(simgpu_driver, threads, .timeout = 60)
+{
+    pthread_t t[THREADS];
+    struct worker w[THREADS];
+    sim_env("1GiB", "0", NULL);
+    CUcontext ctx = start();
+    for (int i = 0; i < THREADS; i++) {
+        w[i].ctx = ctx;
+        w[i].id = i;
+        w[i].failures = 0;
+        cr_assert_eq(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        cr_assert_eq(w[i].failures, 0, "thread %d", i);
+    }
+    cr_assert_eq(simgpu_used_bytes(0), 0, "every byte came back");
+    cr_assert_eq(simgpu_largest_free_block(0), GiB, "and coalesced into one hole");
+}

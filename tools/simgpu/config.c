@@ -1,0 +1,288 @@
+/* config.c: parsing of the SIMGPU_* environment variables (see config.h and docs/simgpu.md). */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *skip_space(const char *s)
+{
+    while (*s && isspace((unsigned char)*s))
+        s++;
+    return s;
+}
+
+static const struct {
+    const char *suffix;
+    uint64_t mult;
+} units[] = {
+    { "", 1 }, { "b", 1 },
+    /* Bare letters and the IEC spellings are powers of 1024, as nvidia-smi and PyTorch print them. */
+    { "k", 1ULL << 10 }, { "kib", 1ULL << 10 }, { "kb", 1000ULL },
+    { "m", 1ULL << 20 }, { "mib", 1ULL << 20 }, { "mb", 1000ULL * 1000 },
+    { "g", 1ULL << 30 }, { "gib", 1ULL << 30 }, { "gb", 1000ULL * 1000 * 1000 },
+    { "t", 1ULL << 40 }, { "tib", 1ULL << 40 }, { "tb", 1000ULL * 1000 * 1000 * 1000 },
+};
+
+/* Parses a size that ends at `end` (exclusive). */
+static int parse_size_n(const char *s, const char *end, uint64_t *out)
+{
+    uint64_t whole = 0, frac = 0, frac_div = 1;
+    int digits = 0;
+
+    while (s < end && isspace((unsigned char)*s))
+        s++;
+    while (end > s && isspace((unsigned char)end[-1]))
+        end--;
+    while (s < end && isdigit((unsigned char)*s)) {
+        unsigned d = (unsigned)(*s - '0');
+        if (whole > (UINT64_MAX - d) / 10)
+            return -1;
+        whole = whole * 10 + d;
+        s++;
+        digits++;
+    }
+    if (s < end && *s == '.') {
+        s++;
+        while (s < end && isdigit((unsigned char)*s)) {
+            /* Six decimals are plenty for a memory size and keep frac * mult inside 64 bits. */
+            if (frac_div < 1000000) {
+                frac = frac * 10 + (uint64_t)(*s - '0');
+                frac_div *= 10;
+            }
+            s++;
+            digits++;
+        }
+    }
+    if (digits == 0)
+        return -1;
+    while (s < end && isspace((unsigned char)*s))
+        s++;
+
+    size_t ulen = (size_t)(end - s);
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strlen(units[i].suffix) != ulen || strncasecmp(s, units[i].suffix, ulen) != 0)
+            continue;
+        uint64_t mult = units[i].mult;
+        if (whole > UINT64_MAX / mult)
+            return -1;
+        uint64_t v = whole * mult;
+        uint64_t f = frac * mult / frac_div;
+        if (v + f < v)
+            return -1;
+        *out = v + f;
+        return 0;
+    }
+    return -1;
+}
+
+int simgpu_parse_size(const char *s, uint64_t *out)
+{
+    if (!s)
+        return -1;
+    return parse_size_n(s, s + strlen(s), out);
+}
+
+int simgpu_parse_device_sizes(const char *s, uint64_t *out, int *highest)
+{
+    uint64_t vals[SIMGPU_MAX_DEVICES];
+    uint64_t all = 0;
+    int have_all = 0;
+    uint64_t per[SIMGPU_MAX_DEVICES];
+    unsigned char named[SIMGPU_MAX_DEVICES] = { 0 };
+    int top = -1;
+
+    if (!s || !*skip_space(s))
+        return -1;
+    const char *p = s;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        const char *end = comma ? comma : p + strlen(p);
+        const char *colon = memchr(p, ':', (size_t)(end - p));
+        uint64_t v;
+        if (colon) {
+            const char *q = skip_space(p);
+            long idx = 0;
+            int nd = 0;
+            while (q < colon && isdigit((unsigned char)*q)) {
+                idx = idx * 10 + (*q - '0');
+                if (idx >= SIMGPU_MAX_DEVICES)
+                    return -1;
+                q++;
+                nd++;
+            }
+            while (q < colon && isspace((unsigned char)*q))
+                q++;
+            if (nd == 0 || q != colon || parse_size_n(colon + 1, end, &v) != 0)
+                return -1;
+            per[idx] = v;
+            named[idx] = 1;
+            if ((int)idx > top)
+                top = (int)idx;
+        } else {
+            if (parse_size_n(p, end, &v) != 0)
+                return -1;
+            all = v;
+            have_all = 1;
+        }
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+
+    /* An entry without an index sets every device; indexed entries win wherever both appear. */
+    for (int i = 0; i < SIMGPU_MAX_DEVICES; i++)
+        vals[i] = named[i] ? per[i] : have_all ? all : out[i];
+    memcpy(out, vals, sizeof vals);
+    *highest = top;
+    return 0;
+}
+
+static void warn_bad(const char *var, const char *value, const char *expect, const char *fallback)
+{
+    fprintf(stderr, "simgpu: %s='%s' is not %s; using %s\n", var, value, expect, fallback);
+}
+
+static void load_sizes(const char *var, uint64_t *out, uint64_t dflt, uint64_t min, uint64_t max,
+                       const char *fallback, int *highest)
+{
+    const char *v = getenv(var);
+    uint64_t tmp[SIMGPU_MAX_DEVICES];
+    int top = -1;
+
+    for (int i = 0; i < SIMGPU_MAX_DEVICES; i++)
+        out[i] = tmp[i] = dflt;
+    if (highest)
+        *highest = -1;
+    if (!v)
+        return;
+    if (simgpu_parse_device_sizes(v, tmp, &top) != 0) {
+        warn_bad(var, v, "a size (like 16GiB, 16000MB or 0:16GiB,1:8GiB)", fallback);
+        return;
+    }
+    for (int i = 0; i < SIMGPU_MAX_DEVICES; i++) {
+        if (tmp[i] < min || tmp[i] > max) {
+            warn_bad(var, v, "a size in the supported range", fallback);
+            return;
+        }
+    }
+    memcpy(out, tmp, sizeof tmp);
+    if (highest)
+        *highest = top;
+}
+
+static void load_fail_rules(struct simgpu_config *cfg, int (*is_known_func)(const char *name))
+{
+    const char *v = getenv("SIMGPU_FAIL");
+    if (!v)
+        return;
+
+    const char *p = v;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        char entry[SIMGPU_FUNC_LEN + 48];
+        char func[SIMGPU_FUNC_LEN];
+        unsigned long long nth = 0;
+        long err = 2; /* CUDA_ERROR_OUT_OF_MEMORY: the failure this project cares about */
+        int ok = 0;
+
+        if (n > 0 && n < sizeof entry) {
+            memcpy(entry, p, n);
+            entry[n] = '\0';
+            char *c1 = strchr(entry, ':');
+            if (c1 && (size_t)(c1 - entry) < sizeof func && c1 != entry) {
+                memcpy(func, entry, (size_t)(c1 - entry));
+                func[c1 - entry] = '\0';
+                char *endp;
+                errno = 0;
+                nth = strtoull(c1 + 1, &endp, 10);
+                ok = errno == 0 && endp != c1 + 1 && nth >= 1 && isdigit((unsigned char)c1[1]);
+                if (ok && *endp == ':') {
+                    char *e2;
+                    errno = 0;
+                    err = strtol(endp + 1, &e2, 10);
+                    ok = errno == 0 && e2 != endp + 1 && *e2 == '\0' && err >= 0 && err <= 100000;
+                } else if (ok && *endp != '\0') {
+                    ok = 0;
+                }
+                if (ok && is_known_func && !is_known_func(func)) {
+                    fprintf(stderr, "simgpu: SIMGPU_FAIL entry '%s' ignored: %s is not a function "
+                                    "of the simulated driver\n", entry, func);
+                    ok = -1;
+                }
+            }
+        }
+        if (ok == 0)
+            fprintf(stderr, "simgpu: SIMGPU_FAIL entry '%.*s' ignored (expected FUNC:N[:ERR], "
+                            "e.g. cuMemAlloc_v2:3:2)\n", (int)n, p);
+        if (ok == 1) {
+            if (cfg->nfail == SIMGPU_MAX_FAIL_RULES) {
+                fprintf(stderr, "simgpu: SIMGPU_FAIL has more than %d entries; the rest are "
+                                "ignored\n", SIMGPU_MAX_FAIL_RULES);
+                return;
+            }
+            struct simgpu_fail_rule *r = &cfg->fail[cfg->nfail++];
+            memset(r, 0, sizeof *r);
+            memcpy(r->func, func, strlen(func) + 1);
+            r->nth = nth;
+            r->err = (int)err;
+        }
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+}
+
+void simgpu_config_load(struct simgpu_config *cfg, int (*is_known_func)(const char *name))
+{
+    int highest = -1;
+    int devices_set = 0;
+    const char *v;
+
+    memset(cfg, 0, sizeof *cfg);
+    cfg->devices = 1;
+    if ((v = getenv("SIMGPU_DEVICES")) != NULL) {
+        char *end;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno != 0 || end == v || *skip_space(end) != '\0' || n < 0 || n > SIMGPU_MAX_DEVICES) {
+            fprintf(stderr, "simgpu: SIMGPU_DEVICES='%s' is not a device count (0..%d); using 1\n",
+                    v, SIMGPU_MAX_DEVICES);
+        } else {
+            cfg->devices = (int)n;
+            devices_set = 1;
+        }
+    }
+
+    load_sizes("SIMGPU_MEMORY", cfg->memory, SIMGPU_DEFAULT_MEMORY, 512, SIMGPU_MAX_MEMORY,
+               "16GiB", &highest);
+    if (highest >= cfg->devices) {
+        if (devices_set)
+            fprintf(stderr, "simgpu: SIMGPU_MEMORY names device %d but SIMGPU_DEVICES=%d; that "
+                            "entry is ignored\n", highest, cfg->devices);
+        else
+            cfg->devices = highest + 1; /* "0:16GiB,1:8GiB" alone means two devices */
+    }
+    /* Capacities are whole 512-byte units, the granule of every allocation in the simulator. */
+    for (int i = 0; i < SIMGPU_MAX_DEVICES; i++)
+        cfg->memory[i] &= ~511ULL;
+
+    load_sizes("SIMGPU_CONTEXT_BYTES", cfg->context_bytes, SIMGPU_DEFAULT_CONTEXT_BYTES, 0,
+               SIMGPU_MAX_MEMORY, "300MiB", NULL);
+    load_sizes("SIMGPU_OTHER_BYTES", cfg->other_bytes, 0, 0, SIMGPU_MAX_MEMORY, "0", NULL);
+
+    v = getenv("SIMGPU_NAME");
+    if (v && *v) {
+        snprintf(cfg->name, sizeof cfg->name, "%s", v);
+    } else {
+        if (v)
+            fprintf(stderr, "simgpu: SIMGPU_NAME is empty; using '%s'\n", SIMGPU_DEFAULT_NAME);
+        snprintf(cfg->name, sizeof cfg->name, "%s", SIMGPU_DEFAULT_NAME);
+    }
+
+    load_fail_rules(cfg, is_known_func);
+}

@@ -1,0 +1,53 @@
+/* config.h: the SIMGPU_* environment settings of the simulated driver, read once per process. */
+#ifndef SIMGPU_CONFIG_H
+#define SIMGPU_CONFIG_H
+
+#include <stdint.h>
+
+#define SIMGPU_MAX_DEVICES 64
+#define SIMGPU_MAX_FAIL_RULES 32
+#define SIMGPU_NAME_LEN 256
+#define SIMGPU_FUNC_LEN 64
+
+#define SIMGPU_DEFAULT_MEMORY (16ULL << 30)
+#define SIMGPU_DEFAULT_CONTEXT_BYTES (300ULL << 20)
+#define SIMGPU_DEFAULT_NAME "vramwatch simulated GPU"
+/* Upper bound per device: keeps every address computation far away from overflow. */
+#define SIMGPU_MAX_MEMORY (16ULL << 40)
+
+/* SIMGPU_FAIL entry: the nth call of func returns err. */
+struct simgpu_fail_rule {
+    char func[SIMGPU_FUNC_LEN];
+    uint64_t nth;
+    int err;
+    uint64_t seen; /* calls counted so far */
+};
+
+struct simgpu_config {
+    int devices;
+    uint64_t memory[SIMGPU_MAX_DEVICES];
+    uint64_t context_bytes[SIMGPU_MAX_DEVICES];
+    uint64_t other_bytes[SIMGPU_MAX_DEVICES];
+    char name[SIMGPU_NAME_LEN];
+    struct simgpu_fail_rule fail[SIMGPU_MAX_FAIL_RULES];
+    int nfail;
+};
+
+/* "16GiB", "16G", "16000MB", "1.5 GiB", "4096": 0 and *out on success, -1 if malformed. */
+int simgpu_parse_size(const char *s, uint64_t *out);
+
+/*
+ * A size for every device ("8GiB") and/or per device ("0:16GiB,1:8GiB"). out[] (of
+ * SIMGPU_MAX_DEVICES entries) must hold the defaults; entries named in s overwrite them.
+ * *highest gets the largest device index named, -1 if none. 0 on success, -1 if malformed
+ * (out[] is then left untouched).
+ */
+int simgpu_parse_device_sizes(const char *s, uint64_t *out, int *highest);
+
+/*
+ * Fills cfg from the environment. A bad value prints one line "simgpu: ..." on stderr and
+ * keeps the default. is_known_func (may be NULL) vets SIMGPU_FAIL function names.
+ */
+void simgpu_config_load(struct simgpu_config *cfg, int (*is_known_func)(const char *name));
+
+#endif

@@ -1,0 +1,1833 @@
+/* driver.c: libcuda.so.1 of the simulated GPU, a fake CUDA driver whose memory accounting is real. */
+
+/* Off: cuda.h's name-mapping macros, so this file defines the exact exported names (cuMemAlloc_v2,
+ * the v1 cuMemAlloc, the _ptsz variants) the way the real driver exports them. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "alloc.h"
+#include "config.h"
+#include "simgpu.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+#define SIM_DRIVER_VERSION 13000
+#define SIM_ALIGN 512ULL                /* every allocation is rounded to this */
+#define SIM_GRANULARITY (2ULL << 20)    /* VMM granularity, also the pool chunk unit */
+#define SIM_VA_MIN (4ULL << 30)         /* VMM address space: at least this (small enough for valgrind)... */
+#define SIM_VA_MAX (64ULL << 40)        /* ...and at most this */
+
+/* The primary context of a device. cuda.h leaves the struct incomplete; any layout will do. */
+struct CUctx_st {
+    int device;
+};
+
+/* A chunk a pool took from the device; pool allocations are carved out of it. */
+struct pool_seg {
+    struct range_alloc ra;
+    uint64_t addr;
+    uint64_t len;
+    struct pool_seg *next;
+};
+
+/* A stream-ordered memory pool (CUmemoryPool points to this). */
+struct CUmemPoolHandle_st {
+    int device;
+    int is_default;
+    int destroyed;          /* destroyed with allocations outstanding: freed with the last one */
+    uint64_t max_size;      /* 0: no limit */
+    uint64_t threshold;     /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */
+    uint64_t reserved, reserved_high;
+    uint64_t used, used_high;
+    int reuse[3];           /* the three REUSE_* attributes, stored but without effect */
+    struct pool_seg *segs;
+    struct CUmemPoolHandle_st *next; /* in g.pools while the handle is valid */
+};
+
+struct sim_device {
+    int ordinal;
+    uint64_t capacity;
+    uint64_t ctx_bytes;
+    uint64_t other_bytes;
+    void *map;              /* PROT_NONE reservation backing the device address range */
+    struct range_alloc ra;  /* device address range: cuMemAlloc and pool chunks */
+    uint64_t phys;          /* managed + VMM memory: takes capacity but no device addresses */
+    int ctx_alive;
+    unsigned ctx_refs;
+    struct CUctx_st ctx;
+    struct CUmemPoolHandle_st *default_pool;
+    struct CUmemPoolHandle_st *current_pool;
+};
+
+enum rec_kind { REC_DEVICE, REC_POOL, REC_MANAGED, REC_HOST };
+
+/* One live allocation, keyed by the address handed to the caller. */
+struct rec {
+    uint64_t addr;
+    uint64_t len;           /* bytes charged, rounded */
+    uint64_t map_len;       /* length of the host mapping (managed, host) */
+    int kind;
+    int device;
+    struct CUmemPoolHandle_st *pool;
+    struct pool_seg *seg;
+    UT_hash_handle hh;
+};
+
+struct vmm_handle {
+    uint64_t id;
+    uint64_t len;
+    int device;
+    int released;           /* cuMemRelease came while mapped: freed at the last unmap */
+    unsigned maps;
+    UT_hash_handle hh;
+};
+
+struct va_range {
+    uint64_t addr;
+    uint64_t len;
+};
+
+struct va_mapping {
+    uint64_t addr;
+    uint64_t len;
+    struct vmm_handle *h;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    struct simgpu_config cfg;
+    int initialized;
+    int ndev;
+    struct sim_device dev[SIMGPU_MAX_DEVICES];
+    struct rec *recs;
+    struct CUmemPoolHandle_st *pools;
+    struct vmm_handle *handles;
+    uint64_t next_handle;
+    void *va_map;
+    uint64_t va_len;
+    struct range_alloc va;
+    struct va_range *resv;
+    size_t nresv, cap_resv;
+    struct va_mapping *maps;
+    size_t nmaps, cap_maps;
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static __thread struct CUctx_st *tls_ctx;
+
+static int is_driver_function(const char *name);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Entry and exit of every exported function                                                */
+
+static void atfork_prepare(void) { pthread_mutex_lock(&g.lock); }
+static void atfork_release(void) { pthread_mutex_unlock(&g.lock); }
+
+static void load_once(void)
+{
+    simgpu_config_load(&g.cfg, is_driver_function);
+    /* A child forked while another thread held the lock would otherwise deadlock on first use. */
+    pthread_atfork(atfork_prepare, atfork_release, atfork_release);
+}
+
+/* Counts the call for SIMGPU_FAIL; true when this call is the one to fail. */
+static int fail_take(const char *func, CUresult *err)
+{
+    int hit = 0;
+    for (int i = 0; i < g.cfg.nfail; i++) {
+        struct simgpu_fail_rule *r = &g.cfg.fail[i];
+        if (strcmp(r->func, func) != 0)
+            continue;
+        if (++r->seen == r->nth) {
+            hit = 1;
+            *err = (CUresult)r->err;
+        }
+    }
+    return hit;
+}
+
+/* Always takes the lock (leave() drops it). Returns an injected failure, NOT_INITIALIZED, or
+ * success; the caller does its work only on success. */
+static CUresult enter(const char *func, int need_init)
+{
+    CUresult inj = CUDA_SUCCESS;
+    pthread_once(&g_once, load_once);
+    pthread_mutex_lock(&g.lock);
+    if (fail_take(func, &inj))
+        return inj;
+    if (need_init && !g.initialized)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return CUDA_SUCCESS;
+}
+
+static CUresult leave(CUresult r)
+{
+    pthread_mutex_unlock(&g.lock);
+    return r;
+}
+
+#define API(need_init, call)                     \
+    CUresult r_ = enter(__func__, (need_init));  \
+    if (r_ == CUDA_SUCCESS)                      \
+        r_ = (call);                             \
+    return leave(r_)
+
+/* ---------------------------------------------------------------------------------------- */
+/* Capacity accounting                                                                      */
+
+static int round_up(uint64_t v, uint64_t unit, uint64_t *out)
+{
+    if (v > UINT64_MAX - (unit - 1))
+        return -1;
+    *out = (v + unit - 1) & ~(unit - 1);
+    return 0;
+}
+
+/* Everything that takes memory on the card, as cuMemGetInfo counts it. */
+static uint64_t dev_committed(const struct sim_device *d)
+{
+    return d->ra.used + d->phys + (d->ctx_alive ? d->ctx_bytes : 0) + d->other_bytes;
+}
+
+static uint64_t dev_available(const struct sim_device *d)
+{
+    uint64_t c = dev_committed(d);
+    return c >= d->capacity ? 0 : d->capacity - c;
+}
+
+/* Takes len bytes of device address range; needs both the capacity and a hole. */
+static int dev_take(struct sim_device *d, uint64_t len, uint64_t *addr)
+{
+    if (len > dev_available(d))
+        return -1;
+    return ra_alloc(&d->ra, len, SIM_ALIGN, addr);
+}
+
+static int valid_device(CUdevice dev)
+{
+    return dev >= 0 && dev < g.ndev;
+}
+
+static CUresult current_device(struct sim_device **out)
+{
+    if (!tls_ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *out = &g.dev[tls_ctx->device];
+    return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Allocation records                                                                       */
+
+static struct rec *rec_find(uint64_t addr)
+{
+    struct rec *r = NULL;
+    HASH_FIND(hh, g.recs, &addr, sizeof addr, r);
+    return r;
+}
+
+/* The allocation (not pinned host memory) holding [p, p + n), or NULL. */
+static struct rec *rec_containing(uint64_t p, uint64_t n)
+{
+    struct rec *r, *tmp;
+    HASH_ITER(hh, g.recs, r, tmp) {
+        if (r->kind == REC_HOST)
+            continue;
+        if (p >= r->addr && p - r->addr < r->len && n <= r->len - (p - r->addr))
+            return r;
+    }
+    return NULL;
+}
+
+static void rec_add(struct rec *r)
+{
+    HASH_ADD(hh, g.recs, addr, sizeof r->addr, r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Stream-ordered pools                                                                     */
+
+static int pool_valid(const struct CUmemPoolHandle_st *p)
+{
+    for (const struct CUmemPoolHandle_st *q = g.pools; q; q = q->next)
+        if (q == p)
+            return 1;
+    return 0;
+}
+
+/* Gives back every unused chunk while the pool holds more than keep bytes. */
+static void pool_trim(struct CUmemPoolHandle_st *p, uint64_t keep)
+{
+    struct pool_seg **link = &p->segs;
+    while (*link && p->reserved > keep) {
+        struct pool_seg *s = *link;
+        if (s->ra.used != 0) {
+            link = &s->next;
+            continue;
+        }
+        *link = s->next;
+        ra_free(&g.dev[p->device].ra, s->addr, s->len);
+        p->reserved -= s->len;
+        ra_fini(&s->ra);
+        free(s);
+    }
+}
+
+static int pool_grow(struct CUmemPoolHandle_st *p, uint64_t chunk, struct pool_seg **out)
+{
+    struct sim_device *d = &g.dev[p->device];
+    uint64_t addr;
+
+    if (p->max_size && (chunk > p->max_size || p->reserved > p->max_size - chunk))
+        return -1;
+    struct pool_seg *s = calloc(1, sizeof *s);
+    if (!s)
+        return -1;
+    if (dev_take(d, chunk, &addr) != 0) {
+        free(s);
+        return -1;
+    }
+    if (ra_init(&s->ra, addr, chunk) != 0) {
+        ra_free(&d->ra, addr, chunk);
+        free(s);
+        return -1;
+    }
+    s->addr = addr;
+    s->len = chunk;
+    s->next = p->segs;
+    p->segs = s;
+    p->reserved += chunk;
+    if (p->reserved > p->reserved_high)
+        p->reserved_high = p->reserved;
+    *out = s;
+    return 0;
+}
+
+static CUresult pool_alloc(struct CUmemPoolHandle_st *p, size_t bytesize, CUdeviceptr *dptr)
+{
+    struct sim_device *d = &g.dev[p->device];
+    struct pool_seg *s;
+    uint64_t len, chunk = 0, addr = 0;
+
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (round_up(bytesize, SIM_ALIGN, &len) != 0 || len > d->capacity)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct rec *r = calloc(1, sizeof *r);
+    if (!r)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+
+    /* Memory freed earlier stays reserved by the pool and is reused first. */
+    for (s = p->segs; s; s = s->next)
+        if (s->len - s->ra.used >= len && ra_alloc(&s->ra, len, SIM_ALIGN, &addr) == 0)
+            break;
+    if (!s) {
+        (void)round_up(len, SIM_GRANULARITY, &chunk); /* len <= capacity: cannot overflow */
+        if (pool_grow(p, chunk, &s) != 0) {
+            /* Like the real driver: before failing, hand the pool's idle chunks back and retry. */
+            pool_trim(p, 0);
+            if (pool_grow(p, chunk, &s) != 0) {
+                free(r);
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            }
+        }
+        if (ra_alloc(&s->ra, len, SIM_ALIGN, &addr) != 0) {
+            free(r);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    p->used += len;
+    if (p->used > p->used_high)
+        p->used_high = p->used;
+
+    r->addr = addr;
+    r->len = len;
+    r->kind = REC_POOL;
+    r->device = p->device;
+    r->pool = p;
+    r->seg = s;
+    rec_add(r);
+    *dptr = addr;
+    return CUDA_SUCCESS;
+}
+
+static void sync_pools(void)
+{
+    for (struct CUmemPoolHandle_st *p = g.pools; p; p = p->next)
+        pool_trim(p, p->threshold);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Releasing an allocation of any kind                                                      */
+
+static void rec_release(struct rec *r)
+{
+    struct sim_device *d = &g.dev[r->device];
+
+    HASH_DEL(g.recs, r);
+    switch (r->kind) {
+    case REC_DEVICE:
+        ra_free(&d->ra, r->addr, r->len);
+        break;
+    case REC_MANAGED:
+        munmap((void *)(uintptr_t)r->addr, r->map_len);
+        d->phys -= r->len;
+        break;
+    case REC_HOST:
+        munmap((void *)(uintptr_t)r->addr, r->map_len);
+        break;
+    case REC_POOL: {
+        struct CUmemPoolHandle_st *p = r->pool;
+        ra_free(&r->seg->ra, r->addr, r->len);
+        p->used -= r->len;
+        if (p->destroyed) {
+            pool_trim(p, 0);
+            if (p->used == 0)
+                free(p);
+        }
+        break;
+    }
+    }
+    free(r);
+}
+
+/* cuMemFree and cuMemFreeAsync accept any device allocation, not pinned host memory. */
+static CUresult free_device_pointer(CUdeviceptr dptr)
+{
+    if (dptr == 0)
+        return CUDA_SUCCESS; /* free(NULL) semantics, as the real driver */
+    struct rec *r = rec_find(dptr);
+    if (!r || r->kind == REC_HOST)
+        return CUDA_ERROR_INVALID_VALUE;
+    rec_release(r);
+    return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Initialisation                                                                           */
+
+static void unmap_devices(int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct sim_device *d = &g.dev[i];
+        free(d->default_pool);
+        ra_fini(&d->ra);
+        munmap(d->map, d->capacity);
+        memset(d, 0, sizeof *d);
+    }
+    g.pools = NULL;
+}
+
+static CUresult do_init(unsigned int flags)
+{
+    uint64_t total = 0;
+    int i;
+
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (g.initialized)
+        return CUDA_SUCCESS;
+    if (g.cfg.devices == 0)
+        return CUDA_ERROR_NO_DEVICE;
+
+    for (i = 0; i < g.cfg.devices; i++) {
+        struct sim_device *d = &g.dev[i];
+        d->ordinal = i;
+        d->capacity = g.cfg.memory[i];
+        d->ctx_bytes = g.cfg.context_bytes[i];
+        d->other_bytes = g.cfg.other_bytes[i];
+        d->ctx.device = i;
+        /* Address space only: device pointers can never alias real host memory, and nothing is
+         * committed because they are never dereferenced. */
+        d->map = mmap(NULL, d->capacity, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                      -1, 0);
+        if (d->map == MAP_FAILED) {
+            fprintf(stderr, "simgpu: cannot reserve %llu bytes of address space for device %d: %s\n",
+                    (unsigned long long)d->capacity, i, strerror(errno));
+            memset(d, 0, sizeof *d);
+            break;
+        }
+        struct CUmemPoolHandle_st *p = calloc(1, sizeof *p);
+        if (!p || ra_init(&d->ra, (uint64_t)(uintptr_t)d->map, d->capacity) != 0) {
+            free(p);
+            munmap(d->map, d->capacity);
+            memset(d, 0, sizeof *d);
+            break;
+        }
+        p->device = i;
+        p->is_default = 1;
+        p->reuse[0] = p->reuse[1] = p->reuse[2] = 1;
+        d->default_pool = d->current_pool = p;
+        total += d->capacity;
+    }
+    if (i < g.cfg.devices) {
+        unmap_devices(i);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+
+    /* VMM address space is separate from the device ranges: reserving it uses no capacity. */
+    uint64_t va = total > SIM_VA_MAX / 4 ? SIM_VA_MAX : total * 4;
+    if (va < SIM_VA_MIN)
+        va = SIM_VA_MIN;
+    g.va_map = mmap(NULL, va, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (g.va_map == MAP_FAILED) {
+        fprintf(stderr, "simgpu: cannot reserve %llu bytes of address space for VMM: %s\n",
+                (unsigned long long)va, strerror(errno));
+        g.va_map = NULL;
+        unmap_devices(g.cfg.devices);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (ra_init(&g.va, (uint64_t)(uintptr_t)g.va_map, va) != 0) {
+        munmap(g.va_map, va);
+        unmap_devices(g.cfg.devices);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    g.va_len = va;
+
+    for (i = g.cfg.devices - 1; i >= 0; i--) {
+        g.dev[i].default_pool->next = g.pools;
+        g.pools = g.dev[i].default_pool;
+    }
+    g.ndev = g.cfg.devices;
+    g.next_handle = 0x5100000;
+    g.initialized = 1;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuInit(unsigned int Flags)
+{
+    API(0, do_init(Flags));
+}
+
+static CUresult do_driver_version(int *v)
+{
+    if (!v)
+        return CUDA_ERROR_INVALID_VALUE;
+    *v = SIM_DRIVER_VERSION;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *driverVersion)
+{
+    API(0, do_driver_version(driverVersion));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Devices                                                                                  */
+
+static CUresult do_device_count(int *count)
+{
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    *count = g.ndev;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetCount(int *count)
+{
+    API(1, do_device_count(count));
+}
+
+static CUresult do_device_get(CUdevice *device, int ordinal)
+{
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(ordinal))
+        return CUDA_ERROR_INVALID_DEVICE;
+    *device = ordinal;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+    API(1, do_device_get(device, ordinal));
+}
+
+static CUresult do_device_name(char *name, int len, CUdevice dev)
+{
+    if (!name || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    snprintf(name, (size_t)len, "%s", g.cfg.name);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    API(1, do_device_name(name, len, dev));
+}
+
+static CUresult do_total_mem(size_t *bytes, CUdevice dev)
+{
+    if (!bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    *bytes = g.dev[dev].capacity;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    API(1, do_total_mem(bytes, dev));
+}
+
+/* An H100/H200-like part; enough for cudaGetDeviceProperties and the usual capability checks. */
+static int attribute_value(CUdevice_attribute a, int dev)
+{
+    switch (a) {
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: return 64;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 49152;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: return 65536;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH: return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1980000;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: return 512;
+    case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: return 1;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
+    case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT: return 512;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
+    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: return 1;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return dev + 1;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 50331648;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 3;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 32;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
+    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: return 233472;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: return 65536;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: return dev;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return 232448;
+    case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE: return 32505856;
+    case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE: return 134213632;
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: return 1;
+    default: return 0;
+    }
+}
+
+static CUresult do_attribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+    if (!pi || (int)attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    *pi = attribute_value(attrib, dev);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+    API(1, do_attribute(pi, attrib, dev));
+}
+
+static CUresult do_pci_bus_id(char *pciBusId, int len, CUdevice dev)
+{
+    if (!pciBusId || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    snprintf(pciBusId, (size_t)len, "%04x:%02x:%02x.0", 0u, (unsigned)(dev + 1), 0u);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+{
+    API(1, do_pci_bus_id(pciBusId, len, dev));
+}
+
+static CUresult do_uuid(CUuuid *uuid, CUdevice dev)
+{
+    /* Stable per ordinal, so reports of two runs can be compared. */
+    static const unsigned char stem[12] = { 0x76, 0x72, 0x61, 0x6d, 0x77, 0x61,
+                                            0x74, 0x63, 0x68, 0x2d, 0x47, 0x50 };
+    if (!uuid)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    memcpy(uuid->bytes, stem, sizeof stem);
+    uuid->bytes[12] = 0x55;
+    uuid->bytes[13] = 0x2d;
+    uuid->bytes[14] = 0x30;
+    uuid->bytes[15] = (char)dev;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+    API(1, do_uuid(uuid, dev));
+}
+
+EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+    API(1, do_uuid(uuid, dev));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Contexts: only primary contexts exist                                                    */
+
+static CUresult do_retain(CUcontext *pctx, CUdevice dev)
+{
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct sim_device *d = &g.dev[dev];
+    if (!d->ctx_alive) {
+        /* A context needs memory of its own: on a full card its creation fails. */
+        if (d->ctx_bytes > dev_available(d))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        d->ctx_alive = 1;
+    }
+    d->ctx_refs++;
+    *pctx = &d->ctx;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    API(1, do_retain(pctx, dev));
+}
+
+static CUresult do_release(CUdevice dev)
+{
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (g.dev[dev].ctx_refs == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    /* The context stays alive at zero references: tearing down its allocations is out of scope. */
+    g.dev[dev].ctx_refs--;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    API(1, do_release(dev));
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    API(1, do_release(dev));
+}
+
+static int valid_context(CUcontext ctx)
+{
+    for (int i = 0; i < g.ndev; i++)
+        if (ctx == &g.dev[i].ctx)
+            return g.dev[i].ctx_alive;
+    return 0;
+}
+
+static CUresult do_set_current(CUcontext ctx)
+{
+    if (ctx && !valid_context(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    tls_ctx = ctx;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    API(1, do_set_current(ctx));
+}
+
+static CUresult do_get_current(CUcontext *pctx)
+{
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pctx = tls_ctx;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    API(1, do_get_current(pctx));
+}
+
+static CUresult do_ctx_device(CUdevice *device, CUcontext ctx)
+{
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ctx)
+        ctx = tls_ctx;
+    if (!ctx || !valid_context(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *device = ctx->device;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+{
+    API(1, do_ctx_device(device, NULL));
+}
+
+EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+    API(1, do_ctx_device(device, ctx));
+}
+
+/* There is no work to wait for; a synchronisation point is where pools release memory. */
+static CUresult do_ctx_sync(CUcontext ctx)
+{
+    if (!ctx)
+        ctx = tls_ctx;
+    if (!ctx || !valid_context(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    sync_pools();
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSynchronize(void)
+{
+    API(1, do_ctx_sync(NULL));
+}
+
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    API(1, do_ctx_sync(ctx));
+}
+
+/* Streams are not modelled: any handle is accepted and they all behave like one stream. */
+static CUresult do_stream_sync(CUstream stream)
+{
+    (void)stream;
+    sync_pools();
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream hStream)
+{
+    API(1, do_stream_sync(hStream));
+}
+
+EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+    API(1, do_stream_sync(hStream));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Error names                                                                              */
+
+static const struct {
+    CUresult code;
+    const char *name;
+    const char *text;
+} errors[] = {
+    { CUDA_SUCCESS, "CUDA_SUCCESS", "no error" },
+    { CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument" },
+    { CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory" },
+    { CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error" },
+    { CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down" },
+    { CUDA_ERROR_STUB_LIBRARY, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library" },
+    { CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected" },
+    { CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal" },
+    { CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context" },
+    { CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation not supported on this OS" },
+    { CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle" },
+    { CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found" },
+    { CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready" },
+    { CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered" },
+    { CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed" },
+    { CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted" },
+    { CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported" },
+    { CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error" },
+};
+
+static CUresult do_error_text(CUresult error, const char **pStr, int want_name)
+{
+    if (!pStr)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++) {
+        if (errors[i].code == error) {
+            *pStr = want_name ? errors[i].name : errors[i].text;
+            return CUDA_SUCCESS;
+        }
+    }
+    *pStr = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+    API(0, do_error_text(error, pStr, 1));
+}
+
+EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr)
+{
+    API(0, do_error_text(error, pStr, 0));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Plain device memory                                                                      */
+
+static CUresult do_mem_info(size_t *free_bytes, size_t *total)
+{
+    struct sim_device *d;
+    CUresult r = current_device(&d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!free_bytes || !total)
+        return CUDA_ERROR_INVALID_VALUE;
+    *free_bytes = dev_available(d);
+    *total = d->capacity;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+    API(1, do_mem_info(free, total));
+}
+
+static CUresult device_alloc(struct sim_device *d, uint64_t bytesize, CUdeviceptr *dptr)
+{
+    uint64_t len, addr;
+    if (round_up(bytesize, SIM_ALIGN, &len) != 0 || len > d->capacity)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct rec *r = calloc(1, sizeof *r);
+    if (!r)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (dev_take(d, len, &addr) != 0) {
+        free(r);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    r->addr = addr;
+    r->len = len;
+    r->kind = REC_DEVICE;
+    r->device = d->ordinal;
+    rec_add(r);
+    *dptr = addr;
+    return CUDA_SUCCESS;
+}
+
+static CUresult do_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
+{
+    struct sim_device *d;
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = current_device(&d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    return device_alloc(d, bytesize, dptr);
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    API(1, do_mem_alloc(dptr, bytesize));
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    API(1, free_device_pointer(dptr));
+}
+
+/* The 32-bit API of CUDA 3.0 and older. Simulated device addresses never fit in 32 bits, so
+ * these exist for cuGetProcAddress's version cut-offs and refuse to work. */
+EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
+{
+    (void)dptr;
+    (void)bytesize;
+    API(1, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr)
+{
+    (void)dptr;
+    API(1, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+static CUresult do_alloc_pitch(CUdeviceptr *dptr, size_t *pPitch, size_t width, size_t height,
+                               unsigned int elem)
+{
+    struct sim_device *d;
+    uint64_t pitch;
+    if (!dptr || !pPitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = current_device(&d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (round_up(width, SIM_ALIGN, &pitch) != 0 || height > UINT64_MAX / pitch)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    r = device_alloc(d, pitch * height, dptr);
+    if (r == CUDA_SUCCESS)
+        *pPitch = pitch;
+    return r;
+}
+
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                   size_t Height, unsigned int ElementSizeBytes)
+{
+    API(1, do_alloc_pitch(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
+}
+
+/* Managed and pinned memory is real host memory the caller may write to. */
+static void *host_map(uint64_t bytesize, uint64_t *map_len)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (round_up(bytesize, page > 0 ? (uint64_t)page : 4096, map_len) != 0)
+        return NULL;
+    void *p = mmap(NULL, *map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static CUresult do_alloc_managed(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    struct sim_device *d;
+    uint64_t len, map_len;
+    if (!dptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = current_device(&d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    /* Charged to the device like resident memory; it takes no device addresses, so it does
+     * not fragment the device range. */
+    if (round_up(bytesize, SIM_ALIGN, &len) != 0 || len > dev_available(d))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct rec *rc = calloc(1, sizeof *rc);
+    if (!rc)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *p = host_map(bytesize, &map_len);
+    if (!p) {
+        free(rc);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    d->phys += len;
+    rc->addr = (uint64_t)(uintptr_t)p;
+    rc->len = len;
+    rc->map_len = map_len;
+    rc->kind = REC_MANAGED;
+    rc->device = d->ordinal;
+    rec_add(rc);
+    *dptr = rc->addr;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    API(1, do_alloc_managed(dptr, bytesize, flags));
+}
+
+static CUresult do_host_alloc(void **pp, size_t bytesize, unsigned int flags)
+{
+    struct sim_device *d;
+    uint64_t map_len;
+    if (!pp || bytesize == 0 ||
+        (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
+                             CU_MEMHOSTALLOC_WRITECOMBINED)))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = current_device(&d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct rec *rc = calloc(1, sizeof *rc);
+    if (!rc)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *p = host_map(bytesize, &map_len);
+    if (!p) {
+        free(rc);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    rc->addr = (uint64_t)(uintptr_t)p;
+    rc->len = map_len;
+    rc->map_len = map_len;
+    rc->kind = REC_HOST;
+    rc->device = d->ordinal;
+    rec_add(rc);
+    *pp = p;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    API(1, do_host_alloc(pp, bytesize, 0));
+}
+
+EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    API(1, do_host_alloc(pp, bytesize, Flags));
+}
+
+static CUresult do_free_host(void *p)
+{
+    if (!p)
+        return CUDA_SUCCESS; /* free(NULL) semantics, as the real driver */
+    struct rec *r = rec_find((uint64_t)(uintptr_t)p);
+    if (!r || r->kind != REC_HOST)
+        return CUDA_ERROR_INVALID_VALUE;
+    rec_release(r);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+    API(1, do_free_host(p));
+}
+
+/* The VMM mapping holding [p, p + n), or NULL. */
+static const struct va_mapping *mapping_containing(uint64_t p, uint64_t n)
+{
+    for (size_t i = 0; i < g.nmaps; i++) {
+        const struct va_mapping *m = &g.maps[i];
+        if (p >= m->addr && p - m->addr < m->len && n <= m->len - (p - m->addr))
+            return m;
+    }
+    return NULL;
+}
+
+static CUresult do_address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    const struct rec *r = rec_containing(dptr, 1);
+    if (r) {
+        if (pbase)
+            *pbase = r->addr;
+        if (psize)
+            *psize = r->len;
+        return CUDA_SUCCESS;
+    }
+    const struct va_mapping *m = mapping_containing(dptr, 1);
+    if (m) {
+        if (pbase)
+            *pbase = m->addr;
+        if (psize)
+            *psize = m->len;
+        return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    API(1, do_address_range(pbase, psize, dptr));
+}
+
+/* Checks the range; writes only where there is host memory behind it (managed). */
+static CUresult do_memset8(CUdeviceptr dst, unsigned char uc, size_t n)
+{
+    const struct rec *r = rec_containing(dst, n);
+    if (r) {
+        if (r->kind == REC_MANAGED && n > 0)
+            memset((void *)(uintptr_t)dst, uc, n);
+        return CUDA_SUCCESS;
+    }
+    if (mapping_containing(dst, n))
+        return CUDA_SUCCESS;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
+{
+    API(1, do_memset8(dstDevice, uc, N));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Stream-ordered allocation                                                                */
+
+static CUresult do_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
+{
+    struct sim_device *d;
+    (void)stream;
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = current_device(&d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    return pool_alloc(d->current_pool, bytesize, dptr);
+}
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    API(1, do_alloc_async(dptr, bytesize, hStream));
+}
+
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    API(1, do_alloc_async(dptr, bytesize, hStream));
+}
+
+static CUresult do_alloc_from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool)
+{
+    if (!pool_valid(pool))
+        return CUDA_ERROR_INVALID_VALUE;
+    return pool_alloc(pool, bytesize, dptr);
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                        CUstream hStream)
+{
+    (void)hStream;
+    API(1, do_alloc_from_pool(dptr, bytesize, pool));
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                             CUmemoryPool pool, CUstream hStream)
+{
+    (void)hStream;
+    API(1, do_alloc_from_pool(dptr, bytesize, pool));
+}
+
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    (void)hStream;
+    API(1, free_device_pointer(dptr));
+}
+
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    (void)hStream;
+    API(1, free_device_pointer(dptr));
+}
+
+static CUresult do_get_pool(CUmemoryPool *pool_out, CUdevice dev, int want_default)
+{
+    if (!pool_out)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    *pool_out = want_default ? g.dev[dev].default_pool : g.dev[dev].current_pool;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+    API(1, do_get_pool(pool_out, dev, 1));
+}
+
+EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    API(1, do_get_pool(pool, dev, 0));
+}
+
+static CUresult do_set_pool(CUdevice dev, CUmemoryPool pool)
+{
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!pool_valid(pool) || pool->device != dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    g.dev[dev].current_pool = pool;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    API(1, do_set_pool(dev, pool));
+}
+
+static CUresult do_pool_create(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(props->location.id))
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct CUmemPoolHandle_st *p = calloc(1, sizeof *p);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    p->device = props->location.id;
+    p->max_size = props->maxSize;
+    p->reuse[0] = p->reuse[1] = p->reuse[2] = 1;
+    p->next = g.pools;
+    g.pools = p;
+    *pool = p;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+{
+    API(1, do_pool_create(pool, poolProps));
+}
+
+static CUresult do_pool_destroy(CUmemoryPool pool)
+{
+    if (!pool_valid(pool) || pool->is_default)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (struct CUmemPoolHandle_st **link = &g.pools; *link; link = &(*link)->next) {
+        if (*link == pool) {
+            *link = pool->next;
+            break;
+        }
+    }
+    struct sim_device *d = &g.dev[pool->device];
+    if (d->current_pool == pool)
+        d->current_pool = d->default_pool;
+    /* Outstanding allocations keep the pool's memory until they are freed, as on the card. */
+    pool->destroyed = 1;
+    pool_trim(pool, 0);
+    if (pool->used == 0)
+        free(pool);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    API(1, do_pool_destroy(pool));
+}
+
+static CUresult do_pool_get_attr(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    if (!pool_valid(pool) || !value)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        *(int *)value = pool->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        *(cuuint64_t *)value = pool->threshold;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+        *(cuuint64_t *)value = pool->reserved;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+        *(cuuint64_t *)value = pool->reserved_high;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+        *(cuuint64_t *)value = pool->used;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        *(cuuint64_t *)value = pool->used_high;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    API(1, do_pool_get_attr(pool, attr, value));
+}
+
+static CUresult do_pool_set_attr(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    if (!pool_valid(pool) || !value)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        pool->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES] = *(int *)value != 0;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        pool->threshold = *(cuuint64_t *)value;
+        return CUDA_SUCCESS;
+    /* The high-water marks can only be reset (to the current value), by writing 0. */
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+        if (*(cuuint64_t *)value != 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        pool->reserved_high = pool->reserved;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        if (*(cuuint64_t *)value != 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        pool->used_high = pool->used;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    API(1, do_pool_set_attr(pool, attr, value));
+}
+
+static CUresult do_pool_trim(CUmemoryPool pool, size_t keep)
+{
+    if (!pool_valid(pool))
+        return CUDA_ERROR_INVALID_VALUE;
+    pool_trim(pool, keep);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    API(1, do_pool_trim(pool, minBytesToKeep));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Virtual memory management                                                                */
+
+static CUresult check_alloc_prop(const CUmemAllocationProp *prop)
+{
+    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(prop->location.id))
+        return CUDA_ERROR_INVALID_DEVICE;
+    return CUDA_SUCCESS;
+}
+
+static CUresult do_granularity(size_t *granularity, const CUmemAllocationProp *prop,
+                               CUmemAllocationGranularity_flags option)
+{
+    if (!granularity || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+                         option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = check_alloc_prop(prop);
+    if (r != CUDA_SUCCESS)
+        return r;
+    *granularity = SIM_GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                              CUmemAllocationGranularity_flags option)
+{
+    API(1, do_granularity(granularity, prop, option));
+}
+
+static CUresult do_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
+                              const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    if (!handle || size == 0 || size % SIM_GRANULARITY != 0 || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = check_alloc_prop(prop);
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct sim_device *d = &g.dev[prop->location.id];
+    /* Physical memory without addresses: it needs capacity but never a contiguous hole. */
+    if (size > dev_available(d))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct vmm_handle *h = calloc(1, sizeof *h);
+    if (!h)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    h->id = ++g.next_handle;
+    h->len = size;
+    h->device = d->ordinal;
+    d->phys += size;
+    HASH_ADD(hh, g.handles, id, sizeof h->id, h);
+    *handle = h->id;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                            const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    API(1, do_mem_create(handle, size, prop, flags));
+}
+
+static struct vmm_handle *handle_find(CUmemGenericAllocationHandle id)
+{
+    struct vmm_handle *h = NULL;
+    uint64_t key = id;
+    HASH_FIND(hh, g.handles, &key, sizeof key, h);
+    return h;
+}
+
+static void handle_free(struct vmm_handle *h)
+{
+    g.dev[h->device].phys -= h->len;
+    HASH_DEL(g.handles, h);
+    free(h);
+}
+
+static CUresult do_mem_release(CUmemGenericAllocationHandle id)
+{
+    struct vmm_handle *h = handle_find(id);
+    if (!h || h->released)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* Released while mapped: the memory lives on until the last mapping goes away. */
+    if (h->maps > 0)
+        h->released = 1;
+    else
+        handle_free(h);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    API(1, do_mem_release(handle));
+}
+
+static int grow_array(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    void *p = realloc(*arr, ncap * elem);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+static CUresult do_address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                   CUdeviceptr addr, unsigned long long flags)
+{
+    uint64_t got;
+    (void)flags;
+    if (!ptr || size == 0 || size % SIM_GRANULARITY != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (alignment & (alignment - 1))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (alignment < SIM_GRANULARITY)
+        alignment = SIM_GRANULARITY;
+    if (grow_array((void **)&g.resv, &g.cap_resv, g.nresv, sizeof *g.resv) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    /* addr is a hint: honoured when that range is free, ignored otherwise. */
+    if (addr != 0 && addr % alignment == 0 && ra_alloc_at(&g.va, addr, size) == 0)
+        got = addr;
+    else if (ra_alloc(&g.va, size, alignment, &got) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    g.resv[g.nresv].addr = got;
+    g.resv[g.nresv].len = size;
+    g.nresv++;
+    *ptr = got;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                    CUdeviceptr addr, unsigned long long flags)
+{
+    API(1, do_address_reserve(ptr, size, alignment, addr, flags));
+}
+
+static int overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
+
+static CUresult do_address_free(CUdeviceptr ptr, size_t size)
+{
+    for (size_t i = 0; i < g.nresv; i++) {
+        if (g.resv[i].addr != ptr || g.resv[i].len != size)
+            continue;
+        /* Refused while something is still mapped inside: unmap first. */
+        for (size_t j = 0; j < g.nmaps; j++)
+            if (overlaps(g.maps[j].addr, g.maps[j].len, ptr, size))
+                return CUDA_ERROR_INVALID_VALUE;
+        ra_free(&g.va, ptr, size);
+        g.resv[i] = g.resv[--g.nresv];
+        return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    API(1, do_address_free(ptr, size));
+}
+
+static CUresult do_mem_map(CUdeviceptr ptr, size_t size, size_t offset,
+                           CUmemGenericAllocationHandle id, unsigned long long flags)
+{
+    struct vmm_handle *h = handle_find(id);
+    int inside = 0;
+
+    if (flags != 0 || size == 0 || ptr % SIM_GRANULARITY || size % SIM_GRANULARITY ||
+        offset % SIM_GRANULARITY)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!h || h->released || offset > h->len || size > h->len - offset)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < g.nresv; i++) {
+        const struct va_range *v = &g.resv[i];
+        if (ptr >= v->addr && ptr - v->addr < v->len && size <= v->len - (ptr - v->addr))
+            inside = 1;
+    }
+    if (!inside)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t j = 0; j < g.nmaps; j++)
+        if (overlaps(g.maps[j].addr, g.maps[j].len, ptr, size))
+            return CUDA_ERROR_INVALID_VALUE;
+    if (grow_array((void **)&g.maps, &g.cap_maps, g.nmaps, sizeof *g.maps) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    g.maps[g.nmaps].addr = ptr;
+    g.maps[g.nmaps].len = size;
+    g.maps[g.nmaps].h = h;
+    g.nmaps++;
+    h->maps++;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                         CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    API(1, do_mem_map(ptr, size, offset, handle, flags));
+}
+
+static CUresult do_mem_unmap(CUdeviceptr ptr, size_t size)
+{
+    size_t hits = 0;
+    if (size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* Every mapping touched must lie wholly inside the range: no partial unmaps. */
+    for (size_t j = 0; j < g.nmaps; j++) {
+        const struct va_mapping *m = &g.maps[j];
+        if (!overlaps(m->addr, m->len, ptr, size))
+            continue;
+        if (m->addr < ptr || m->addr + m->len > ptr + size)
+            return CUDA_ERROR_INVALID_VALUE;
+        hits++;
+    }
+    if (hits == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t j = 0; j < g.nmaps;) {
+        struct va_mapping m = g.maps[j];
+        if (!overlaps(m.addr, m.len, ptr, size)) {
+            j++;
+            continue;
+        }
+        g.maps[j] = g.maps[--g.nmaps];
+        if (--m.h->maps == 0 && m.h->released)
+            handle_free(m.h);
+    }
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    API(1, do_mem_unmap(ptr, size));
+}
+
+static CUresult do_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+                              size_t count)
+{
+    if (!desc || count == 0 || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++) {
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (!valid_device(desc[i].location.id))
+            return CUDA_ERROR_INVALID_DEVICE;
+        if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
+            desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+            desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    /* The whole range must be backed by mappings, which may be several adjacent ones. */
+    uint64_t cur = ptr, end = ptr + size;
+    while (cur < end) {
+        const struct va_mapping *m = mapping_containing(cur, 1);
+        if (!m)
+            return CUDA_ERROR_INVALID_VALUE;
+        cur = m->addr + m->len;
+    }
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+                               size_t count)
+{
+    API(1, do_set_access(ptr, size, desc, count));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Entry points                                                                             */
+
+static CUresult do_export_table(const void **ppExportTable)
+{
+    /* The real runtime's private tables: nothing here implements them. */
+    if (ppExportTable)
+        *ppExportTable = NULL;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+{
+    (void)pExportTableId;
+    API(0, do_export_table(ppExportTable));
+}
+
+/* One row per exported function: base name, the CUDA version that introduced this ABI, and
+ * whether it is the per-thread-default-stream variant. cuGetProcAddress picks, among the rows
+ * of a base name, the newest one not newer than the version asked for. */
+struct proc_entry {
+    const char *base;
+    const char *symbol;
+    int version;
+    int ptsz;
+    void *fn;
+};
+
+#define PROC(base, fn, version, ptsz) { base, #fn, version, ptsz, (void *)fn }
+
+static const struct proc_entry proc_table[] = {
+    PROC("cuInit", cuInit, 2000, 0),
+    PROC("cuDriverGetVersion", cuDriverGetVersion, 2020, 0),
+    PROC("cuDeviceGet", cuDeviceGet, 2000, 0),
+    PROC("cuDeviceGetCount", cuDeviceGetCount, 2000, 0),
+    PROC("cuDeviceGetName", cuDeviceGetName, 2000, 0),
+    PROC("cuDeviceTotalMem", cuDeviceTotalMem_v2, 3020, 0),
+    PROC("cuDeviceGetAttribute", cuDeviceGetAttribute, 2000, 0),
+    PROC("cuDeviceGetPCIBusId", cuDeviceGetPCIBusId, 4010, 0),
+    PROC("cuDeviceGetUuid", cuDeviceGetUuid, 9020, 0),
+    PROC("cuDeviceGetUuid", cuDeviceGetUuid_v2, 11040, 0),
+    PROC("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain, 7000, 0),
+    PROC("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease, 7000, 0),
+    PROC("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease_v2, 11000, 0),
+    PROC("cuCtxSetCurrent", cuCtxSetCurrent, 4000, 0),
+    PROC("cuCtxGetCurrent", cuCtxGetCurrent, 4000, 0),
+    PROC("cuCtxGetDevice", cuCtxGetDevice, 2000, 0),
+    PROC("cuCtxGetDevice", cuCtxGetDevice_v2, 13000, 0),
+    PROC("cuCtxSynchronize", cuCtxSynchronize, 2000, 0),
+    PROC("cuCtxSynchronize", cuCtxSynchronize_v2, 13000, 0),
+    PROC("cuStreamSynchronize", cuStreamSynchronize, 2000, 0),
+    PROC("cuStreamSynchronize", cuStreamSynchronize_ptsz, 7000, 1),
+    PROC("cuGetErrorName", cuGetErrorName, 6000, 0),
+    PROC("cuGetErrorString", cuGetErrorString, 6000, 0),
+    PROC("cuMemGetInfo", cuMemGetInfo_v2, 3020, 0),
+    PROC("cuMemAlloc", cuMemAlloc, 2000, 0),
+    PROC("cuMemAlloc", cuMemAlloc_v2, 3020, 0),
+    PROC("cuMemFree", cuMemFree, 2000, 0),
+    PROC("cuMemFree", cuMemFree_v2, 3020, 0),
+    PROC("cuMemAllocPitch", cuMemAllocPitch_v2, 3020, 0),
+    PROC("cuMemGetAddressRange", cuMemGetAddressRange_v2, 3020, 0),
+    PROC("cuMemsetD8", cuMemsetD8_v2, 3020, 0),
+    PROC("cuMemAllocManaged", cuMemAllocManaged, 6000, 0),
+    PROC("cuMemAllocHost", cuMemAllocHost_v2, 3020, 0),
+    PROC("cuMemHostAlloc", cuMemHostAlloc, 2020, 0),
+    PROC("cuMemFreeHost", cuMemFreeHost, 2000, 0),
+    PROC("cuMemAllocAsync", cuMemAllocAsync, 11020, 0),
+    PROC("cuMemAllocAsync", cuMemAllocAsync_ptsz, 11020, 1),
+    PROC("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync, 11020, 0),
+    PROC("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync_ptsz, 11020, 1),
+    PROC("cuMemFreeAsync", cuMemFreeAsync, 11020, 0),
+    PROC("cuMemFreeAsync", cuMemFreeAsync_ptsz, 11020, 1),
+    PROC("cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool, 11020, 0),
+    PROC("cuDeviceGetMemPool", cuDeviceGetMemPool, 11020, 0),
+    PROC("cuDeviceSetMemPool", cuDeviceSetMemPool, 11020, 0),
+    PROC("cuMemPoolCreate", cuMemPoolCreate, 11020, 0),
+    PROC("cuMemPoolDestroy", cuMemPoolDestroy, 11020, 0),
+    PROC("cuMemPoolGetAttribute", cuMemPoolGetAttribute, 11020, 0),
+    PROC("cuMemPoolSetAttribute", cuMemPoolSetAttribute, 11020, 0),
+    PROC("cuMemPoolTrimTo", cuMemPoolTrimTo, 11020, 0),
+    PROC("cuMemGetAllocationGranularity", cuMemGetAllocationGranularity, 10020, 0),
+    PROC("cuMemCreate", cuMemCreate, 10020, 0),
+    PROC("cuMemRelease", cuMemRelease, 10020, 0),
+    PROC("cuMemAddressReserve", cuMemAddressReserve, 10020, 0),
+    PROC("cuMemAddressFree", cuMemAddressFree, 10020, 0),
+    PROC("cuMemMap", cuMemMap, 10020, 0),
+    PROC("cuMemUnmap", cuMemUnmap, 10020, 0),
+    PROC("cuMemSetAccess", cuMemSetAccess, 10020, 0),
+    PROC("cuGetExportTable", cuGetExportTable, 3000, 0),
+    PROC("cuGetProcAddress", cuGetProcAddress, 11030, 0),
+    PROC("cuGetProcAddress", cuGetProcAddress_v2, 12000, 0),
+};
+
+static int is_driver_function(const char *name)
+{
+    for (size_t i = 0; i < sizeof proc_table / sizeof proc_table[0]; i++)
+        if (strcmp(proc_table[i].symbol, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Best row of one kind (per-thread or legacy) for base name and version. */
+static const struct proc_entry *proc_pick(const char *symbol, int version, int ptsz, int *named)
+{
+    const struct proc_entry *best = NULL;
+    for (size_t i = 0; i < sizeof proc_table / sizeof proc_table[0]; i++) {
+        const struct proc_entry *e = &proc_table[i];
+        if (e->ptsz != ptsz || strcmp(e->base, symbol) != 0)
+            continue;
+        *named = 1;
+        if (e->version <= version && (!best || e->version > best->version))
+            best = e;
+    }
+    return best;
+}
+
+static CUresult do_proc_address(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                CUdriverProcAddressQueryResult *status)
+{
+    const struct proc_entry *e = NULL;
+    int named = 0;
+
+    if (!symbol || !pfn)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+                              CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+        return CUDA_ERROR_INVALID_VALUE;
+    /* Asking for a newer ABI than this driver provides is an error, not a miss. */
+    if (version > SIM_DRIVER_VERSION)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pfn = NULL;
+    if (status)
+        *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (!*symbol)
+        return CUDA_ERROR_NOT_FOUND; /* the runtime's probe */
+
+    /* Per-thread variants when asked for, falling back to the legacy one where none exists. */
+    if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
+        e = proc_pick(symbol, version, 1, &named);
+    if (!e)
+        e = proc_pick(symbol, version, 0, &named);
+    if (!e) {
+        if (status && named)
+            *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    *pfn = e->fn;
+    if (status)
+        *status = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    API(0, do_proc_address(symbol, pfn, cudaVersion, flags, NULL));
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                    cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
+{
+    API(0, do_proc_address(symbol, pfn, cudaVersion, flags, symbolStatus));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Inspection API for tests                                                                 */
+
+EXPORT size_t simgpu_used_bytes(int dev)
+{
+    size_t v = 0;
+    if (enter(__func__, 1) == CUDA_SUCCESS && valid_device(dev))
+        v = g.dev[dev].ra.used + g.dev[dev].phys;
+    leave(CUDA_SUCCESS);
+    return v;
+}
+
+EXPORT size_t simgpu_largest_free_block(int dev)
+{
+    size_t v = 0;
+    if (enter(__func__, 1) == CUDA_SUCCESS && valid_device(dev)) {
+        uint64_t hole = ra_largest_hole(&g.dev[dev].ra);
+        uint64_t avail = dev_available(&g.dev[dev]);
+        v = hole < avail ? hole : avail;
+    }
+    leave(CUDA_SUCCESS);
+    return v;
+}
