@@ -1,0 +1,30 @@
+/* vramwatch public API: markers and on-demand reports, exported by libvramwatch.so.
+ *
+ * Callable from C, or from Python through ctypes.CDLL(None) when the library is preloaded.
+ * Every function is safe to call from any thread and never ends the process. */
+#ifndef VRAMWATCH_VRAMWATCH_H
+#define VRAMWATCH_VRAMWATCH_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VRAMWATCH_VERSION_STRING "0.1.0"
+
+/* Put a named marker on the timeline ("epoch 3", "validation"). Returns 0, or -1 when the
+ * library is disabled or the label is NULL. */
+int vramwatch_mark(const char *label);
+
+/* Write a report now. `reason` becomes the report's reason when it is one of the allowed
+ * words ("oom", "exit", "request", "signal"), else "request". Returns 0 when the report was
+ * written, -1 otherwise (disabled, or the folder is not writable: a warning says why). */
+int vramwatch_dump(const char *reason);
+
+/* The library's version, e.g. "0.1.0". */
+const char *vramwatch_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

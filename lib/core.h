@@ -1,0 +1,174 @@
+/* The accounting core: allocations, call sites, failures and pressure events per device.
+ *
+ * It knows nothing of CUDA or of how calls were intercepted: the shims turn each CUDA call
+ * into one of the calls below, and the unit tests call them directly. All state lives in
+ * memory mapped by the core itself (no malloc), behind one mutex that is never held while
+ * unwinding, calling the driver or writing files. */
+#ifndef VW_CORE_H
+#define VW_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VW_MAX_DEVICES 64
+#define VW_DEV_UNKNOWN (-1)
+#define VW_MAX_FRAMES 128         /* hard cap on VRAMWATCH_STACK_DEPTH */
+#define VW_MAX_CALLSITES 65536    /* distinct stacks; further ones share the overflow site 0 */
+#define VW_MAX_ALLOC_SLOTS (1u << 22) /* live allocations tracked one by one: ~2.9 million at 70% load */
+#define VW_FAILURES_KEPT 256      /* the first 64 and the latest 192 */
+#define VW_EVENTS_KEPT 256        /* pressure events, same rule */
+#define VW_POOLS_PER_DEVICE 16    /* distinct stream-ordered pools remembered per device */
+#define VW_RETRY_WINDOW_NS 10000000000ull /* a retry later than this is a new request */
+
+/* What kind of memory an allocation is; it decides which table and counters it goes to. */
+enum core_kind {
+    CORE_DEVICE = 0,  /* cudaMalloc, cuMemAlloc, pitched, 3D */
+    CORE_POOL,        /* stream-ordered: cudaMallocAsync, cuMemAllocFromPoolAsync, ... */
+    CORE_MANAGED,     /* cudaMallocManaged, cuMemAllocManaged: counted as device memory */
+    CORE_VMM,         /* cuMemCreate handles: physical memory, keyed by handle */
+    CORE_HOST,        /* pinned host memory: tracked, never counted as device memory */
+    CORE_KINDS
+};
+
+struct core_alloc {
+    uint64_t key;         /* address, or VMM handle */
+    uint64_t size;
+    uint64_t time_ns;
+    const char *api;      /* static string: the function the application called */
+    uint32_t callsite;
+    int16_t device;
+    uint8_t kind;
+    uint8_t used;         /* slot in use (keys may legitimately be 0 for VMM handles) */
+};
+
+struct core_device {
+    uint64_t live_bytes, live_count, peak_live_bytes, peak_time_ns;
+    uint64_t pool_live_bytes;   /* part of live_bytes handed out by stream-ordered pools */
+    uint64_t alloc_calls, free_calls, failed_calls, cache_flushes;
+    uint64_t va_reserved_bytes;
+    uint64_t pools[VW_POOLS_PER_DEVICE];
+    int npools;
+    bool active;                /* any call was recorded for this device */
+    bool pool_used;             /* an async allocation happened: ask the pools at report time */
+};
+
+struct core_host {
+    uint64_t live_bytes, peak_live_bytes, alloc_calls, free_calls, failed_calls;
+};
+
+struct core_failure {
+    uint64_t time_ns, size;
+    const char *api;
+    const char *error_name;
+    int error_code;
+    int device;
+    uint32_t callsite;
+    int tid;
+    bool oom;
+    uint8_t retried;            /* 0 no retry seen, 1 succeeded, 2 failed */
+    uint64_t seq;               /* position among all failures, to find it again */
+    uint64_t live_at, reserved_at;
+    int64_t free_at;            /* -1: unknown */
+};
+
+struct core_event {
+    uint64_t time_ns, size, freed_bytes, freed_count;
+    const char *api;
+    int device;
+    uint32_t callsite;
+};
+
+struct core_marker {
+    uint64_t time_ns;
+    char label[80];             /* truncated at a character boundary */
+};
+
+struct core_callsite {
+    uint64_t hash;
+    uint64_t live_bytes, live_count, alloc_calls, alloc_bytes_total;
+    uint32_t frames_off;        /* index into the frame arena */
+    uint16_t nframes;
+    uint16_t pad;
+};
+
+/* Result of recording a failure: what the caller should do about the report. */
+enum core_failure_verdict {
+    CORE_FAIL_QUIET = 0,        /* not out of memory, or rate-limited */
+    CORE_FAIL_REPORT,           /* write an OOM report now */
+};
+
+/* One-time set-up; idempotent and cheap after the first call. Returns false when the core's
+ * memory could not be mapped (the library then stays a pass-through). */
+bool core_init(void);
+/* Forget everything (the child side of fork, and the unit tests). */
+void core_reset(void);
+/* Lock helpers for fork: the parent holds the lock across fork() so the child's copy is sane. */
+void core_lock_for_fork(void);
+void core_unlock_after_fork(bool child);
+
+/* Intern a stack (innermost first); returns its call-site id (0: the overflow site). */
+uint32_t core_callsite(const uint64_t *frames, int n);
+
+/* Record a successful allocation. Returns false if it could not be tracked (table full).
+ * core_alloc and core_failure also recognise a retry: the same thread asking again for the
+ * same size on the same device within VW_RETRY_WINDOW_NS of a failure. A retry that succeeds
+ * is a pressure event (a cache flush), one that fails makes the failure the real OOM. */
+bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, const char *api,
+                uint32_t callsite, uint64_t now_ns);
+/* Take a tracked allocation out before the real free is called, so that a racing allocation
+ * that gets the same address cannot be lost; the free is counted (and feeds a pending retry on
+ * this thread) in the same locked section. Returns false if `key` is not tracked. */
+bool core_take(enum core_kind kind, uint64_t key, struct core_alloc *out);
+/* The real free failed: put the allocation back and the counts as they were. */
+void core_untake(const struct core_alloc *a);
+
+/* Record a failed allocation call. `free_bytes` is the driver's free memory at that moment, or
+ * -1. The verdict says whether an OOM report must be written before returning. */
+enum core_failure_verdict core_failure(enum core_kind kind, int device, uint64_t size,
+                                       const char *api, int error_code, const char *error_name,
+                                       bool oom, uint32_t callsite, int64_t free_bytes,
+                                       uint64_t pool_extra, uint64_t now_ns);
+
+void core_note_pool(int device, uint64_t pool);
+/* A named marker on the timeline (vramwatch_mark). */
+void core_mark(const char *label, uint64_t now_ns);
+void core_va_reserve(int device, int64_t delta);
+/* Any device allocation call at all (successful or not): the process now owes a report. */
+bool core_touched(void);
+
+/* ---- snapshots, for the report writer ---- */
+struct core_snapshot {
+    struct core_device devices[VW_MAX_DEVICES + 1];   /* last slot: unknown device */
+    struct core_host host;
+    struct core_failure failures[VW_FAILURES_KEPT];
+    int nfailures;
+    uint64_t failures_total;
+    struct core_event events[VW_EVENTS_KEPT];
+    int nevents;
+    uint64_t events_total;
+    struct core_marker markers[VW_EVENTS_KEPT];
+    int nmarkers;
+    uint64_t markers_total;
+    uint32_t ncallsites;
+    uint64_t callsites_dropped, allocs_untracked;
+};
+/* Copy the counters (not the tables) under the lock. */
+void core_snapshot(struct core_snapshot *s);
+/* Copy call-site records [0, n) into `out` (n <= ncallsites); frames are copied into `frames`
+ * (capacity `fcap` entries), `out[i].frames_off` rebased onto it. Returns frames copied. */
+uint32_t core_copy_callsites(struct core_callsite *out, uint32_t n, uint64_t *frames, uint32_t fcap);
+/* The `max` largest live device allocations (CORE_HOST excluded), largest first. Returns the
+ * number written; *total gets the number of live device allocations. */
+int core_largest_live(struct core_alloc *out, int max, uint64_t *total);
+
+/* Memory the core has mapped, for the documented bound and the benchmarks. */
+size_t core_mapped_bytes(void);
+
+/* The slot used for a device ordinal (unknown and out-of-range ordinals share the last). */
+static inline int core_dev_slot(int device)
+{
+    return (device >= 0 && device < VW_MAX_DEVICES) ? device : VW_MAX_DEVICES;
+}
+
+#endif

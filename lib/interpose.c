@@ -1,0 +1,449 @@
+/* Interposition machinery: the hook table generated from hooks.def, lazy set-up, the dlsym and
+ * cuGetProcAddress wrapping rules, and the driver queries made for reports.
+ *
+ * Facts this rests on (see docs/design.md): libcudart finds libcuda with dlopen + dlsym of
+ * cuGetProcAddress_v2 and then resolves every driver function through the pointer that lookup
+ * returns, so the global driver symbols alone would see none of the runtime's calls. We hand
+ * out our own shims from dlsym and from every cuGetProcAddress / cudaGetDriverEntryPoint
+ * lookup, keep the real pointer per shim, and count each allocation once, at the outermost
+ * hooked call on the thread. */
+#include "interpose.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "errnames.h"
+#include "log.h"
+#include "report.h"
+
+struct vw_real_fns vw_real;
+VW_TLS int vw_depth;
+bool vw_ready;
+
+struct hook {
+    const char *name;
+    const char *base;   /* driver: the name cuGetProcAddress knows it by; runtime: NULL */
+    int since;
+    int stream;
+    void *shim;
+    void **real;
+    uintptr_t owner;    /* load address of the library the real function lives in */
+};
+
+static struct hook hooks[VW_HOOK_COUNT] = {
+#define VW_RT(name, ret, params) { #name, NULL, 0, VW_ANY, (void *)name, (void **)&vw_real.name, 0 },
+#define VW_DRV(name, base, since, stream, ret, params) \
+    { #name, base, since, stream, (void *)name, (void **)&vw_real.name, 0 },
+#include "hooks.def"
+#undef VW_RT
+#undef VW_DRV
+};
+
+/* Real driver functions used for our own queries; never handed to the application. */
+static struct {
+    bool tried_ok;
+    unsigned attempts;
+    CUresult (*ctx_get_device)(CUdevice *);
+    CUresult (*mem_get_info)(size_t *, size_t *);
+    CUresult (*device_total_mem)(size_t *, CUdevice);
+    CUresult (*device_get_name)(char *, int, CUdevice);
+    CUresult (*device_get_pci)(char *, int, CUdevice);
+    CUresult (*pool_get_attr)(CUmemoryPool, CUmemPool_attribute, void *);
+    CUresult (*device_get_mem_pool)(CUmemoryPool *, CUdevice);
+    CUresult (*device_get_default_pool)(CUmemoryPool *, CUdevice);
+} drv;
+
+static int warned_copies, warned_init;
+static bool exit_registered;
+
+/* ---------- set-up ---------- */
+
+static void on_exit_report(void);
+
+static void fork_prepare(void)
+{
+    core_lock_for_fork();
+}
+
+static void fork_parent(void)
+{
+    core_unlock_after_fork(false);
+}
+
+static void fork_child(void)
+{
+    core_unlock_after_fork(true);
+    report_reset();
+    vw_depth = 0;
+}
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_body(void)
+{
+    options_load();
+    if (!vw_opt.dir[0] && !getcwd(vw_opt.dir, sizeof(vw_opt.dir)))
+        strcpy(vw_opt.dir, ".");
+    if (vw_opt.disable)
+        return;
+    if (vw_opt.limit[0] || vw_opt.limit[1])
+        vw_log(VW_LOG_WARN, "VRAMWATCH_LIMIT is read but capacity emulation is not in this "
+                            "version yet; the real capacity applies");
+    stack_init();
+    if (!core_init()) {
+        vw_warn_once(warned_init, "cannot map memory for the tables; recording is off");
+        return;
+    }
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    __atomic_store_n(&vw_ready, true, __ATOMIC_RELEASE);
+}
+
+bool vw_init_slow(void)
+{
+    /* Our own calls into CUDA or libc during set-up must not be recorded. */
+    int saved = vw_depth;
+    vw_depth = 1;
+    pthread_once(&init_once, init_body);
+    vw_depth = saved;
+    return __atomic_load_n(&vw_ready, __ATOMIC_ACQUIRE);
+}
+
+/* ---------- finding real functions ---------- */
+
+static bool in_self(const void *p)
+{
+    static void *self_base;
+    Dl_info di;
+    if (!self_base && dladdr((void *)&in_self, &di))
+        self_base = di.dli_fbase;
+    return dladdr(p, &di) && di.dli_fbase == self_base;
+}
+
+static bool module_is(const char *path, const char *prefix)
+{
+    if (!path)
+        return false;
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    return strncmp(b, prefix, strlen(prefix)) == 0;
+}
+
+/* Accept `p` as the real function of hook `id`, or refuse it when another copy of the same
+ * library already owns the slot (the shim could only forward to one of them). */
+static bool adopt(int id, void *p, const Dl_info *di)
+{
+    struct hook *h = &hooks[id];
+    uintptr_t owner = (uintptr_t)di->dli_fbase;
+    void *cur = __atomic_load_n(h->real, __ATOMIC_ACQUIRE);
+    if (!cur) {
+        h->owner = owner;
+        __atomic_store_n(h->real, p, __ATOMIC_RELEASE);
+        return true;
+    }
+    if (h->owner == owner || h->owner == 0) {
+        h->owner = owner;
+        return true;
+    }
+    vw_warn_once(warned_copies, "a second copy of a CUDA library (%s) is in this process; calls "
+                 "through it are passed on unrecorded", di->dli_fname ? di->dli_fname : "?");
+    return false;
+}
+
+static void *libcuda_handle(void)
+{
+    /* Only a libcuda that is already loaded: loading the driver ourselves would be a side
+     * effect the application did not ask for. */
+    return dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+}
+
+void *vw_resolve(int id)
+{
+    struct hook *h = &hooks[id];
+    void *p = vw_real_dlsym(RTLD_NEXT, h->name);
+    if (!p && h->base) {
+        void *lib = libcuda_handle();
+        if (lib) {
+            p = vw_real_dlsym(lib, h->name);
+            dlclose(lib);
+        }
+    }
+    if (!p)
+        return NULL;
+    Dl_info di;
+    if (!dladdr(p, &di))
+        memset(&di, 0, sizeof(di));
+    if (!adopt(id, p, &di) && h->owner)
+        return NULL;
+    return __atomic_load_n(h->real, __ATOMIC_ACQUIRE);
+}
+
+static int hook_by_name(const char *name)
+{
+    /* About fifty names: a linear scan that compares the third character first is cheap,
+     * and dlsym is nowhere near a hot path for CUDA names. */
+    for (int i = 0; i < VW_HOOK_COUNT; i++)
+        if (hooks[i].name[2] == name[2] && strcmp(hooks[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static int hook_by_request(const char *symbol, int version, uint64_t flags)
+{
+    int best = -1;
+    bool ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    for (int i = 0; i < VW_HOOK_COUNT; i++) {
+        const struct hook *h = &hooks[i];
+        if (!h->base || strcmp(h->base, symbol) != 0 || h->since > version)
+            continue;
+        if ((h->stream == VW_PTSZ && !ptsz) || (h->stream == VW_LEGACY && ptsz))
+            continue;
+        if (best < 0 || h->since > hooks[best].since)
+            best = i;
+    }
+    return best;
+}
+
+void *vw_wrap_proc(const char *symbol, int version, uint64_t flags, void *p)
+{
+    if (!p || !symbol || !vw_active() || in_self(p))
+        return p;
+    Dl_info di;
+    if (!dladdr(p, &di) || !module_is(di.dli_fname, "libcuda."))
+        return p;
+    int id = -1;
+    /* An exported function at exactly this address names itself; trust that over our reading
+     * of the version and flag rules. */
+    if (di.dli_sname && di.dli_saddr == p) {
+        id = hook_by_name(di.dli_sname);
+        if (id >= 0 && (!hooks[id].base || strcmp(hooks[id].base, symbol) != 0))
+            id = -1;
+    }
+    if (id < 0)
+        id = hook_by_request(symbol, version, flags);
+    if (id < 0 || !adopt(id, p, &di))
+        return p;
+    return hooks[id].shim;
+}
+
+/* Called by the dlsym entry stub for every handle except RTLD_NEXT. */
+void *vw_dlsym_impl(void *handle, const char *name);
+static void *wrap_dlsym_result(const char *name, void *p);
+VW_NO_SANITIZE void *vw_dlsym_impl(void *handle, const char *name)
+{
+    void *p = vw_real_dlsym(handle, name);
+    if (!p || !name || name[0] != 'c' || name[1] != 'u')
+        return p;
+    return wrap_dlsym_result(name, p);
+}
+
+/* Only reached for CUDA names, long after any sanitizer runtime has started. */
+static void *wrap_dlsym_result(const char *name, void *p)
+{
+    int id = hook_by_name(name);
+    if (id < 0 || !vw_active() || in_self(p))
+        return p;
+    Dl_info di;
+    if (!dladdr(p, &di) || !module_is(di.dli_fname, hooks[id].base ? "libcuda." : "libcudart."))
+        return p;
+    return adopt(id, p, &di) ? hooks[id].shim : p;
+}
+
+/* ---------- driver queries ---------- */
+
+static bool drv_ready(void)
+{
+    if (__atomic_load_n(&drv.tried_ok, __ATOMIC_ACQUIRE))
+        return true;
+    /* Before the application has loaded libcuda there is nothing to ask; try again now and
+     * then rather than on every call. */
+    if (drv.attempts++ % 64 != 0)
+        return false;
+    void *lib = libcuda_handle();
+    if (!lib)
+        return false;
+#define GET(field, sym) *(void **)&drv.field = vw_real_dlsym(lib, sym)
+    GET(ctx_get_device, "cuCtxGetDevice");
+    GET(mem_get_info, "cuMemGetInfo_v2");
+    GET(device_total_mem, "cuDeviceTotalMem_v2");
+    GET(device_get_name, "cuDeviceGetName");
+    GET(device_get_pci, "cuDeviceGetPCIBusId");
+    GET(pool_get_attr, "cuMemPoolGetAttribute");
+    GET(device_get_mem_pool, "cuDeviceGetMemPool");
+    GET(device_get_default_pool, "cuDeviceGetDefaultMemPool");
+#undef GET
+    /* The handle stays open on purpose: these pointers must outlive this function. */
+    __atomic_store_n(&drv.tried_ok, drv.ctx_get_device != NULL, __ATOMIC_RELEASE);
+    return drv.ctx_get_device != NULL;
+}
+
+int vw_current_device(void)
+{
+    CUdevice d;
+    if (drv_ready() && drv.ctx_get_device(&d) == CUDA_SUCCESS)
+        return (int)d;
+    return -1;
+}
+
+static int64_t query_free(int device)
+{
+    size_t f, t;
+    if (device < 0 || !drv_ready() || !drv.mem_get_info || vw_current_device() != device)
+        return -1;
+    return drv.mem_get_info(&f, &t) == CUDA_SUCCESS ? (int64_t)f : -1;
+}
+
+static uint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute a, bool *ok)
+{
+    cuuint64_t v = 0;
+    if (drv.pool_get_attr(pool, a, &v) != CUDA_SUCCESS)
+        *ok = false;
+    return (uint64_t)v;
+}
+
+/* What the device's pools hold beyond what they handed out, and their reserved high-water
+ * mark. Returns false when the pools cannot be asked. */
+static bool query_pools(int device, const struct core_device *d, int64_t *extra, int64_t *high)
+{
+    *extra = 0;
+    *high = 0;
+    if (!d->pool_used)
+        return true;
+    if (device < 0 || !drv_ready() || !drv.pool_get_attr)
+        return false;
+    CUmemoryPool pools[VW_POOLS_PER_DEVICE + 2];
+    int n = 0;
+    CUmemoryPool p;
+    if (drv.device_get_default_pool && drv.device_get_default_pool(&p, device) == CUDA_SUCCESS)
+        pools[n++] = p;
+    if (drv.device_get_mem_pool && drv.device_get_mem_pool(&p, device) == CUDA_SUCCESS)
+        pools[n++] = p;
+    for (int i = 0; i < d->npools; i++)
+        pools[n++] = (CUmemoryPool)(uintptr_t)d->pools[i];
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        bool dup = false;
+        for (int j = 0; j < i; j++)
+            dup |= pools[j] == pools[i];
+        if (dup)
+            continue;
+        uint64_t r = pool_attr(pools[i], CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &ok);
+        uint64_t u = pool_attr(pools[i], CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &ok);
+        uint64_t h = pool_attr(pools[i], CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &ok);
+        if (r > u)
+            *extra += (int64_t)(r - u);
+        *high += (int64_t)h;
+    }
+    return ok;
+}
+
+/* ---------- recording ---------- */
+
+static void register_exit(void)
+{
+    if (VW_LIKELY(__atomic_load_n(&exit_registered, __ATOMIC_RELAXED)))
+        return;
+    if (!__atomic_exchange_n(&exit_registered, true, __ATOMIC_ACQ_REL))
+        atexit(on_exit_report);
+}
+
+void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool ok, int err,
+                     bool runtime, uint64_t key, uint64_t size, int device)
+{
+    uint64_t now = vw_now_ns();
+    if (device == VW_DEV_UNKNOWN && kind != CORE_HOST)
+        device = vw_current_device();
+    /* A zero-byte request that succeeds hands out nothing (cudaMalloc returns NULL). */
+    if (ok && size == 0) {
+        vw_leave();
+        return;
+    }
+    uint32_t site = core_callsite(c->frames, c->nframes);
+    register_exit();
+    if (ok) {
+        core_alloc(kind, key, size, device, api, site, now);
+        vw_leave();
+        return;
+    }
+    bool oom = err == 2; /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY are both 2 */
+    const char *name = runtime ? vw_runtime_error_name(err) : vw_driver_error_name(err);
+    int64_t free_bytes = kind == CORE_HOST ? -1 : query_free(device);
+    int64_t extra = 0, high = 0;
+    if (kind == CORE_POOL && device >= 0) {
+        /* The device's default and current pools: what they cache counts as reserved. */
+        struct core_device d = { .pool_used = true };
+        if (!query_pools(device, &d, &extra, &high))
+            extra = 0;
+    }
+    enum core_failure_verdict v = core_failure(kind, device, size, api, err, name, oom, site,
+                                               free_bytes, (uint64_t)extra, now);
+    if (v == CORE_FAIL_REPORT)
+        vw_write_report("oom"); /* on disk before the failing call returns */
+    vw_leave();
+}
+
+bool vw_free_begin(enum core_kind kind, uint64_t key, struct core_alloc *taken)
+{
+    return core_take(kind, key, taken);
+}
+
+void vw_free_end(bool was_tracked, const struct core_alloc *taken, bool ok)
+{
+    if (was_tracked && !ok)
+        core_untake(taken);
+    vw_leave();
+}
+
+/* ---------- reports ---------- */
+
+int vw_write_report(const char *reason)
+{
+    static struct report_devinfo info[VW_MAX_DEVICES + 1];
+    static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
+    struct core_snapshot *snap = malloc(sizeof(*snap));
+    if (!snap)
+        return -1;
+    int saved = vw_depth;
+    vw_depth = 1; /* our queries below go to the real driver unrecorded */
+    core_snapshot(snap);
+    pthread_mutex_lock(&info_lock);
+    int cur = vw_current_device();
+    for (int i = 0; i <= VW_MAX_DEVICES; i++) {
+        struct report_devinfo *in = &info[i];
+        memset(in, 0, sizeof(*in));
+        in->total = in->free = in->pool_reserved_high = -1;
+        if (!snap->devices[i].active || i == VW_MAX_DEVICES)
+            continue;
+        size_t t, f;
+        if (drv_ready()) {
+            if (drv.device_total_mem && drv.device_total_mem(&t, i) == CUDA_SUCCESS)
+                in->total = (int64_t)t;
+            if (drv.device_get_name && drv.device_get_name(in->name, sizeof(in->name), i) != CUDA_SUCCESS)
+                in->name[0] = 0;
+            if (drv.device_get_pci && drv.device_get_pci(in->pci_bus_id, sizeof(in->pci_bus_id), i) != CUDA_SUCCESS)
+                in->pci_bus_id[0] = 0;
+            /* The driver answers free memory for the current context's device only. */
+            if (i == cur && drv.mem_get_info && drv.mem_get_info(&f, &t) == CUDA_SUCCESS) {
+                in->free = (int64_t)f;
+                in->total = (int64_t)t;
+            }
+        }
+        if (!query_pools(i, &snap->devices[i], &in->pool_extra, &in->pool_reserved_high)) {
+            in->pool_extra = -1;
+            in->pool_reserved_high = -1;
+        }
+    }
+    int rc = report_write(reason, info);
+    pthread_mutex_unlock(&info_lock);
+    vw_depth = saved;
+    free(snap);
+    return rc;
+}
+
+static void on_exit_report(void)
+{
+    if (vw_ready && !vw_opt.disable && core_touched())
+        vw_write_report("exit");
+}

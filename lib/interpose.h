@@ -1,0 +1,114 @@
+/* The CUDA side of the library: real-function table, lookups, and the helpers every shim uses.
+ * Generated from hooks.def; included by the shim files and interpose.c only. */
+#ifndef VW_INTERPOSE_H
+#define VW_INTERPOSE_H
+
+/* Turn off cuda.h's name macros (cuMemAlloc -> cuMemAlloc_v2, ...): we define exact names. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core.h"
+#include "options.h"
+#include "stack.h"
+#include "util.h"
+
+enum { VW_ANY = 0, VW_LEGACY = 1, VW_PTSZ = 2 };
+
+/* Prototypes the headers only declare under per-thread-default-stream builds (or not at all).
+ * Some hooked functions are deprecated in the headers; we must still define them. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#define VW_RT(name, ret, params) VW_EXPORT ret name params;
+#define VW_DRV(name, base, since, stream, ret, params) VW_EXPORT ret name params;
+#include "hooks.def"
+#undef VW_RT
+#undef VW_DRV
+
+enum vw_hook_id {
+#define VW_RT(name, ret, params) VW_HOOK_##name,
+#define VW_DRV(name, base, since, stream, ret, params) VW_HOOK_##name,
+#include "hooks.def"
+#undef VW_RT
+#undef VW_DRV
+    VW_HOOK_COUNT
+};
+
+/* The real functions, typed. A slot is filled by the first lookup that finds the function:
+ * RTLD_NEXT for calls that reached our exported symbol, or the pointer the application's own
+ * dlsym / cuGetProcAddress / cudaGetDriverEntryPoint returned. */
+struct vw_real_fns {
+#define VW_RT(name, ret, params) ret(*name) params;
+#define VW_DRV(name, base, since, stream, ret, params) ret(*name) params;
+#include "hooks.def"
+#undef VW_RT
+#undef VW_DRV
+};
+extern struct vw_real_fns vw_real;
+
+/* Resolve a slot through RTLD_NEXT (then libcuda, for driver functions); NULL if nowhere. */
+void *vw_resolve(int id);
+#define VW_REAL(name)                                                                  \
+    (VW_LIKELY(vw_real.name) ? vw_real.name                                            \
+                             : (__typeof__(vw_real.name))vw_resolve(VW_HOOK_##name))
+
+/* Per-thread state: the depth of hooked calls on this thread. Only the outermost one records:
+ * a runtime call that reaches the driver inside, and our own calls into CUDA while writing a
+ * report, pass through. */
+extern VW_TLS int vw_depth;
+extern bool vw_ready;   /* options read and core mapped; false: pass everything through */
+
+/* Lazy set-up on the first hooked call: options, core, fork handlers. */
+bool vw_init_slow(void);
+static inline bool vw_active(void)
+{
+    if (VW_UNLIKELY(!vw_ready) && !vw_init_slow())
+        return false;
+    return !vw_opt.disable;
+}
+
+/* One hooked allocation call in flight. */
+struct vw_call {
+    int nframes;
+    uint64_t frames[VW_MAX_FRAMES];
+};
+
+/* Enter a hooked call. Returns false when the call must pass through (disabled, or nested
+ * inside another hooked call on this thread); otherwise the stack is captured now, before
+ * anything is locked, and vw_leave() must follow. */
+static inline bool vw_enter(struct vw_call *c, bool want_stack)
+{
+    if (!vw_active() || vw_depth)
+        return false;
+    vw_depth = 1;
+    c->nframes = want_stack ? stack_capture(c->frames, vw_opt.stack_depth) : 0;
+    return true;
+}
+static inline void vw_leave(void)
+{
+    vw_depth = 0;
+}
+
+/* Record an allocation call's outcome. `ok` is the call's success; `key` the address or
+ * handle; `family_runtime` chooses the error names. */
+void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool ok, int err,
+                     bool runtime, uint64_t key, uint64_t size, int device);
+/* Take an allocation out before the real free; then report the free's outcome. */
+bool vw_free_begin(enum core_kind kind, uint64_t key, struct core_alloc *taken);
+void vw_free_end(bool was_tracked, const struct core_alloc *taken, bool ok);
+
+/* The device the calling thread's current context belongs to, or -1. */
+int vw_current_device(void);
+
+/* Wrap a driver function pointer returned by a lookup (cuGetProcAddress, cudaGetDriverEntryPoint):
+ * returns our shim when `p` is a hooked libcuda function, else `p` unchanged. */
+void *vw_wrap_proc(const char *symbol, int version, uint64_t flags, void *p);
+
+/* The real dlsym (glibc's), found without going through our own exported dlsym. */
+void *vw_real_dlsym(void *handle, const char *name);
+
+/* Gather device facts and write a report (reason "oom", "exit", "request"). */
+int vw_write_report(const char *reason);
+
+#endif

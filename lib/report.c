@@ -1,0 +1,615 @@
+/* Writes the report (schema vramwatch.report/1, documented in docs/report-format.md).
+ *
+ * Order of work, and why: the core's counters and tables are copied under its lock, the lock
+ * is dropped, and only then are stacks symbolised (dladdr takes the loader's lock, and a
+ * thread inside dlopen may be waiting for ours) and the file written. The file is written
+ * whole to a temporary name in the same folder (O_EXCL | O_NOFOLLOW, mode 0600) and renamed
+ * over the previous report, so a reader never sees half a report and a crash mid-write leaves
+ * the previous one intact. */
+#include "report.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#include "jsonw.h"
+#include "log.h"
+#include "options.h"
+#include "util.h"
+
+#define LIVE_MAX 1000
+#define CALLSITES_MAX 5000 /* sites with live memory listed; referenced ones are always added */
+
+extern char **environ;
+
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct core_snapshot snap;          /* under report_lock */
+static struct core_alloc live[LIVE_MAX];   /* under report_lock */
+static char path_buf[PATH_MAX + 512]; /* the folder, plus host and pid */
+static int64_t peak_reserved_seen[VW_MAX_DEVICES + 1];
+static unsigned report_seq;
+static int warned_write;
+
+void report_reset(void)
+{
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    memcpy(&report_lock, &fresh, sizeof(report_lock));
+    memset(peak_reserved_seen, 0, sizeof(peak_reserved_seen));
+    path_buf[0] = 0;
+}
+
+/* ---------- process facts ---------- */
+
+static void host_name(char *out, size_t n)
+{
+    if (gethostname(out, n) != 0)
+        snprintf(out, n, "unknown");
+    out[n - 1] = 0;
+}
+
+/* Host names end up in file names: keep them to a safe alphabet. */
+static void file_safe(char *s)
+{
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '.' || *s == '-' || *s == '_'))
+            *s = '_';
+}
+
+static ssize_t read_file(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t off = 0;
+    while (off < cap) {
+        ssize_t n = read(fd, buf + off, cap - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+    close(fd);
+    return (ssize_t)off;
+}
+
+static int64_t process_start_ns(void)
+{
+    char stat[4096], st[8192];
+    ssize_t n = read_file("/proc/self/stat", stat, sizeof(stat) - 1);
+    if (n <= 0)
+        return -1;
+    stat[n] = 0;
+    /* Field 22, counted after the command name, which may hold spaces and parentheses. */
+    char *p = strrchr(stat, ')');
+    if (!p)
+        return -1;
+    unsigned long long ticks = 0;
+    int field = 2;
+    for (p++; *p && field < 22; p++)
+        if (*p == ' ')
+            field++;
+    if (field != 22 || sscanf(p, "%llu", &ticks) != 1)
+        return -1;
+    n = read_file("/proc/stat", st, sizeof(st) - 1);
+    if (n <= 0)
+        return -1;
+    st[n] = 0;
+    char *b = strstr(st, "\nbtime ");
+    unsigned long long btime;
+    if (!b || sscanf(b + 7, "%llu", &btime) != 1)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0)
+        return -1;
+    return (int64_t)btime * 1000000000ll + (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
+}
+
+static void write_int_env(struct jsonw *w, const char *key, const char *const *names)
+{
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        char *end;
+        if (!v || !*v)
+            continue;
+        long long x = strtoll(v, &end, 10);
+        if (*end == 0 && x >= 0) {
+            jw_i64(w, key, x);
+            return;
+        }
+    }
+    jw_null(w, key);
+}
+
+static bool env_allowed(const char *e)
+{
+    static const char *exact[] = { "CUDA_VISIBLE_DEVICES=", "PYTORCH_CUDA_ALLOC_CONF=",
+                                   "PYTORCH_ALLOC_CONF=", "TF_GPU_ALLOCATOR=", NULL };
+    for (int i = 0; exact[i]; i++)
+        if (!strncmp(e, exact[i], strlen(exact[i])))
+            return true;
+    return !strncmp(e, "XLA_PYTHON_CLIENT_", 18) || !strncmp(e, "VRAMWATCH_", 10);
+}
+
+static void write_process(struct jsonw *w)
+{
+    char buf[PATH_MAX];
+    jw_obj_begin(w, "process");
+    jw_i64(w, "pid", getpid());
+    jw_i64(w, "ppid", getppid());
+    host_name(buf, 256);
+    jw_str(w, "host", buf);
+
+    jw_arr_begin(w, "argv");
+    /* The command line as the kernel has it; bounded so a huge argv cannot bloat the report. */
+    static char cmd[65536];
+    ssize_t n = read_file("/proc/self/cmdline", cmd, sizeof(cmd) - 1);
+    if (n > 0) {
+        cmd[n] = 0;
+        for (char *p = cmd; p < cmd + n; p += strlen(p) + 1)
+            jw_str(w, NULL, p);
+    }
+    jw_arr_end(w);
+
+    ssize_t l = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (l > 0) {
+        buf[l] = 0;
+        jw_str(w, "exe", buf);
+    } else {
+        jw_null(w, "exe");
+    }
+    jw_str(w, "cwd", getcwd(buf, sizeof(buf)) ? buf : NULL);
+    int64_t start = process_start_ns();
+    if (start > 0)
+        jw_i64(w, "start_unix_ns", start);
+    else
+        jw_null(w, "start_unix_ns");
+
+    /* MPI before Slurm: mpirun inside an allocation inherits SLURM_PROCID. */
+    static const char *rank[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", NULL };
+    static const char *local[] = { "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                   "SLURM_LOCALID", NULL };
+    static const char *world[] = { "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS",
+                                   NULL };
+    write_int_env(w, "rank", rank);
+    write_int_env(w, "local_rank", local);
+    write_int_env(w, "world_size", world);
+
+    jw_obj_begin(w, "env");
+    for (char **e = environ; e && *e; e++) {
+        if (!env_allowed(*e))
+            continue;
+        const char *eq = strchr(*e, '=');
+        if (!eq || eq - *e >= 128)
+            continue;
+        char name[128];
+        memcpy(name, *e, (size_t)(eq - *e));
+        name[eq - *e] = 0;
+        jw_str(w, name, eq + 1);
+    }
+    jw_obj_end(w);
+    jw_obj_end(w);
+}
+
+/* ---------- symbols ---------- */
+
+struct sym {
+    uint64_t ip;
+    const char *module;  /* owned by the loader: valid while the module is loaded */
+    char *symbol;        /* malloc'd, demangled when the process has a demangler */
+    uint64_t offset;
+    int64_t symbol_offset;
+    UT_hash_handle hh;
+};
+
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+static struct sym *symbolize(struct sym **cache, uint64_t ip, demangle_fn demangle,
+                             const char *exe)
+{
+    struct sym *s;
+    HASH_FIND(hh, *cache, &ip, sizeof(ip), s);
+    if (s)
+        return s;
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->ip = ip;
+    s->symbol_offset = -1;
+    /* Return addresses point after the call: look up the byte before, inside the caller. */
+    uint64_t at = ip ? ip - 1 : 0;
+    Dl_info di;
+    struct link_map *lm = NULL;
+    if (dladdr1((void *)(uintptr_t)at, &di, (void **)&lm, RTLD_DL_LINKMAP) && lm) {
+        s->module = (di.dli_fname && di.dli_fname[0]) ? di.dli_fname : exe;
+        s->offset = at - (uint64_t)lm->l_addr;
+        if (di.dli_sname) {
+            int status = -1;
+            char *d = NULL;
+            if (demangle && di.dli_sname[0] == '_' && di.dli_sname[1] == 'Z')
+                d = demangle(di.dli_sname, NULL, NULL, &status);
+            s->symbol = (d && status == 0) ? d : strdup(di.dli_sname);
+            if (d && status != 0)
+                free(d);
+            s->symbol_offset = (int64_t)(at - (uint64_t)(uintptr_t)di.dli_saddr);
+        }
+    } else {
+        s->offset = at;
+    }
+    HASH_ADD(hh, *cache, ip, sizeof(s->ip), s);
+    return s;
+}
+
+static void write_frames(struct jsonw *w, const uint64_t *frames, int n, struct sym **cache,
+                         demangle_fn demangle, const char *exe)
+{
+    jw_arr_begin(w, "frames");
+    for (int i = 0; i < n; i++) {
+        struct sym *s = symbolize(cache, frames[i], demangle, exe);
+        jw_obj_begin(w, NULL);
+        jw_str(w, "kind", "native");
+        jw_str(w, "module", s ? s->module : NULL);
+        jw_str(w, "symbol", s ? s->symbol : NULL);
+        jw_u64(w, "offset", s ? s->offset : frames[i]);
+        if (s && s->symbol_offset >= 0)
+            jw_i64(w, "symbol_offset", s->symbol_offset);
+        else
+            jw_null(w, "symbol_offset");
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+}
+
+/* ---------- the file ---------- */
+
+static int mkdirs(const char *dir)
+{
+    char tmp[PATH_MAX];
+    size_t len = strlen(dir);
+    if (len == 0 || len >= sizeof(tmp))
+        return -1;
+    memcpy(tmp, dir, len + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+const char *report_path(void)
+{
+    char host[256];
+    host_name(host, sizeof(host));
+    file_safe(host);
+    snprintf(path_buf, sizeof(path_buf), "%s/vramwatch-%s-%d.json", vw_opt.dir, host,
+             (int)getpid());
+    return path_buf;
+}
+
+static const char *kind_name(int kind)
+{
+    static const char *names[CORE_KINDS] = { "device", "pool", "managed", "vmm", "host" };
+    return kind >= 0 && kind < CORE_KINDS ? names[kind] : "device";
+}
+
+static void opt_i64(struct jsonw *w, const char *k, int64_t v)
+{
+    if (v < 0)
+        jw_null(w, k);
+    else
+        jw_i64(w, k, v);
+}
+
+static void write_devices(struct jsonw *w, const struct report_devinfo *info)
+{
+    jw_arr_begin(w, "devices");
+    for (int i = 0; i <= VW_MAX_DEVICES; i++) {
+        const struct core_device *d = &snap.devices[i];
+        if (!d->active)
+            continue;
+        const struct report_devinfo *in = &info[i];
+        jw_obj_begin(w, NULL);
+        if (i == VW_MAX_DEVICES)
+            jw_null(w, "ordinal");
+        else
+            jw_i64(w, "ordinal", i);
+        jw_str(w, "name", in->name[0] ? in->name : NULL);
+        jw_str(w, "pci_bus_id", in->pci_bus_id[0] ? in->pci_bus_id : NULL);
+        opt_i64(w, "total_bytes", in->total);
+        opt_i64(w, "free_bytes", in->free);
+        jw_null(w, "limit_bytes");
+        jw_u64(w, "live_bytes", d->live_bytes);
+        jw_u64(w, "live_count", d->live_count);
+        jw_u64(w, "peak_live_bytes", d->peak_live_bytes);
+        if (d->peak_time_ns)
+            jw_u64(w, "peak_time_unix_ns", d->peak_time_ns);
+        else
+            jw_null(w, "peak_time_unix_ns");
+        int64_t extra = in->pool_extra > 0 ? in->pool_extra : 0;
+        int64_t reserved = (int64_t)d->live_bytes + extra;
+        int64_t peak = (int64_t)d->peak_live_bytes;
+        if (reserved > peak)
+            peak = reserved;
+        if (in->pool_reserved_high > peak)
+            peak = in->pool_reserved_high;
+        if (peak_reserved_seen[i] > peak)
+            peak = peak_reserved_seen[i];
+        peak_reserved_seen[i] = peak;
+        jw_i64(w, "reserved_bytes", reserved);
+        jw_i64(w, "peak_reserved_bytes", peak);
+        if (d->pool_used && in->pool_extra >= 0)
+            jw_i64(w, "pool_cached_bytes", in->pool_extra);
+        else if (d->pool_used)
+            jw_null(w, "pool_cached_bytes");
+        else
+            jw_i64(w, "pool_cached_bytes", 0);
+        if (in->total >= 0 && in->free >= 0) {
+            int64_t used = in->total - in->free;
+            jw_i64(w, "used_bytes", used);
+            jw_i64(w, "untracked_bytes", used - reserved);
+        } else {
+            jw_null(w, "used_bytes");
+            jw_null(w, "untracked_bytes");
+        }
+        jw_u64(w, "alloc_calls", d->alloc_calls);
+        jw_u64(w, "free_calls", d->free_calls);
+        jw_u64(w, "failed_calls", d->failed_calls);
+        jw_u64(w, "cache_flushes", d->cache_flushes);
+        jw_u64(w, "va_reserved_bytes", d->va_reserved_bytes);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+}
+
+static void write_failures(struct jsonw *w)
+{
+    static const char *retried[] = { NULL, "succeeded", "failed" };
+    jw_arr_begin(w, "failures");
+    for (int i = 0; i < snap.nfailures; i++) {
+        const struct core_failure *f = &snap.failures[i];
+        jw_obj_begin(w, NULL);
+        jw_u64(w, "time_unix_ns", f->time_ns);
+        jw_str(w, "api", f->api);
+        if (f->device >= 0)
+            jw_i64(w, "device", f->device);
+        else
+            jw_null(w, "device");
+        jw_u64(w, "size", f->size);
+        jw_i64(w, "error_code", f->error_code);
+        jw_str(w, "error_name", f->error_name);
+        jw_bool(w, "oom", f->oom);
+        jw_u64(w, "callsite", f->callsite);
+        jw_u64(w, "live_bytes_at_failure", f->live_at);
+        jw_u64(w, "reserved_bytes_at_failure", f->reserved_at);
+        opt_i64(w, "free_bytes_at_failure", f->free_at);
+        jw_str(w, "retried", retried[f->retried < 3 ? f->retried : 0]);
+        jw_i64(w, "thread", f->tid);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+    jw_u64(w, "failures_total", snap.failures_total);
+
+    jw_arr_begin(w, "pressure_events");
+    for (int i = 0; i < snap.nevents; i++) {
+        const struct core_event *e = &snap.events[i];
+        jw_obj_begin(w, NULL);
+        jw_str(w, "kind", "cache_flush");
+        jw_u64(w, "time_unix_ns", e->time_ns);
+        jw_str(w, "api", e->api);
+        if (e->device >= 0)
+            jw_i64(w, "device", e->device);
+        else
+            jw_null(w, "device");
+        jw_u64(w, "size", e->size);
+        jw_u64(w, "freed_bytes", e->freed_bytes);
+        jw_u64(w, "freed_count", e->freed_count);
+        jw_u64(w, "callsite", e->callsite);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+    jw_u64(w, "pressure_events_total", snap.events_total);
+
+    jw_arr_begin(w, "markers");
+    for (int i = 0; i < snap.nmarkers; i++) {
+        jw_obj_begin(w, NULL);
+        jw_u64(w, "time_unix_ns", snap.markers[i].time_ns);
+        jw_str(w, "label", snap.markers[i].label);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+}
+
+static struct core_callsite *sort_sites; /* for the comparator */
+
+static int by_live(const void *a, const void *b)
+{
+    const struct core_callsite *x = &sort_sites[*(const uint32_t *)a];
+    const struct core_callsite *y = &sort_sites[*(const uint32_t *)b];
+    if (x->live_bytes != y->live_bytes)
+        return x->live_bytes < y->live_bytes ? 1 : -1;
+    if (x->alloc_bytes_total != y->alloc_bytes_total)
+        return x->alloc_bytes_total < y->alloc_bytes_total ? 1 : -1;
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+static int write_callsites(struct jsonw *w, int nlive)
+{
+    uint32_t n = snap.ncallsites;
+    int depth = vw_opt.stack_depth;
+    uint32_t fcap = n * (uint32_t)(depth > 0 ? depth : 1);
+    struct core_callsite *cs = malloc(sizeof(*cs) * (n ? n : 1));
+    uint64_t *fr = malloc(sizeof(*fr) * (fcap ? fcap : 1));
+    uint32_t *order = malloc(sizeof(*order) * (n ? n : 1));
+    bool *want = calloc(n ? n : 1, 1);
+    if (!cs || !fr || !order || !want) {
+        free(cs);
+        free(fr);
+        free(order);
+        free(want);
+        return -1;
+    }
+    core_copy_callsites(cs, n, fr, fcap);
+    /* Sites referenced elsewhere in the report are always listed. */
+    for (int i = 0; i < snap.nfailures; i++)
+        if (snap.failures[i].callsite < n)
+            want[snap.failures[i].callsite] = true;
+    for (int i = 0; i < snap.nevents; i++)
+        if (snap.events[i].callsite < n)
+            want[snap.events[i].callsite] = true;
+    for (int i = 0; i < nlive; i++)
+        if (live[i].callsite < n)
+            want[live[i].callsite] = true;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (cs[i].live_count > 0 || cs[i].alloc_calls > 0 || want[i])
+            order[k++] = i;
+    sort_sites = cs;
+    qsort(order, k, sizeof(*order), by_live);
+
+    void *dm = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    demangle_fn demangle;
+    memcpy(&demangle, &dm, sizeof(demangle));
+    char exe[PATH_MAX];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[el > 0 ? el : 0] = 0;
+    struct sym *cache = NULL;
+    uint64_t left_out = 0;
+    jw_arr_begin(w, "callsites");
+    for (uint32_t j = 0, listed = 0; j < k; j++) {
+        uint32_t i = order[j];
+        if (listed >= CALLSITES_MAX && !want[i]) {
+            left_out++;
+            continue;
+        }
+        listed++;
+        jw_obj_begin(w, NULL);
+        jw_u64(w, "id", i);
+        write_frames(w, &fr[cs[i].frames_off], cs[i].nframes, &cache, demangle, exe);
+        jw_u64(w, "live_bytes", cs[i].live_bytes);
+        jw_u64(w, "live_count", cs[i].live_count);
+        jw_u64(w, "alloc_calls", cs[i].alloc_calls);
+        jw_u64(w, "alloc_bytes_total", cs[i].alloc_bytes_total);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+    jw_u64(w, "callsites_truncated", left_out);
+    jw_u64(w, "callsites_dropped", snap.callsites_dropped);
+    struct sym *s, *t;
+    HASH_ITER(hh, cache, s, t)
+    {
+        HASH_DEL(cache, s);
+        free(s->symbol);
+        free(s);
+    }
+    free(cs);
+    free(fr);
+    free(order);
+    free(want);
+    return 0;
+}
+
+static bool write_body(int fd, const char *reason, const struct report_devinfo *info, int nlive,
+                       uint64_t live_total)
+{
+    static struct jsonw w; /* 16 KiB buffer: under report_lock, kept off the caller's stack */
+    jw_init(&w, fd);
+    jw_obj_begin(&w, NULL);
+    jw_str(&w, "schema", "vramwatch.report/1");
+    jw_str(&w, "reason", reason);
+    jw_u64(&w, "time_unix_ns", vw_now_ns());
+    jw_obj_begin(&w, "vramwatch");
+    jw_str(&w, "version", VW_VERSION);
+    jw_i64(&w, "stack_depth", vw_opt.stack_depth);
+    jw_bool(&w, "python", false);
+    jw_obj_end(&w);
+    write_process(&w);
+    write_devices(&w, info);
+    write_failures(&w);
+    if (write_callsites(&w, nlive) != 0)
+        return false;
+    jw_arr_begin(&w, "live");
+    for (int i = 0; i < nlive; i++) {
+        const struct core_alloc *a = &live[i];
+        jw_obj_begin(&w, NULL);
+        jw_hex(&w, "address", a->key);
+        jw_u64(&w, "size", a->size);
+        if (a->device >= 0)
+            jw_i64(&w, "device", a->device);
+        else
+            jw_null(&w, "device");
+        jw_str(&w, "api", a->api);
+        jw_str(&w, "kind", kind_name(a->kind));
+        jw_u64(&w, "callsite", a->callsite);
+        jw_u64(&w, "time_unix_ns", a->time_ns);
+        jw_obj_end(&w);
+    }
+    jw_arr_end(&w);
+    jw_u64(&w, "live_truncated", live_total > (uint64_t)nlive ? live_total - (uint64_t)nlive : 0);
+    jw_u64(&w, "allocations_untracked", snap.allocs_untracked);
+    jw_arr_begin(&w, "limit_crossings");
+    jw_arr_end(&w);
+    jw_obj_begin(&w, "host_pinned");
+    jw_u64(&w, "live_bytes", snap.host.live_bytes);
+    jw_u64(&w, "peak_live_bytes", snap.host.peak_live_bytes);
+    jw_u64(&w, "alloc_calls", snap.host.alloc_calls);
+    jw_u64(&w, "free_calls", snap.host.free_calls);
+    jw_u64(&w, "failed_calls", snap.host.failed_calls);
+    jw_obj_end(&w);
+    jw_obj_end(&w);
+    return jw_finish(&w);
+}
+
+int report_write(const char *reason, const struct report_devinfo *info)
+{
+    int rc = -1;
+    pthread_mutex_lock(&report_lock);
+    core_snapshot(&snap);
+    uint64_t live_total = 0;
+    int nlive = core_largest_live(live, LIVE_MAX, &live_total);
+
+    const char *final = report_path();
+    char tmp[PATH_MAX];
+    if (mkdirs(vw_opt.dir) != 0) {
+        vw_warn_once(warned_write, "cannot create the report folder %s: %s; no report written",
+                     vw_opt.dir, strerror(errno));
+        goto out;
+    }
+    snprintf(tmp, sizeof(tmp), "%s.tmp-%ld-%u", final, (long)syscall(SYS_gettid), report_seq++);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        vw_warn_once(warned_write, "cannot write a report in %s: %s", vw_opt.dir, strerror(errno));
+        goto out;
+    }
+    fchmod(fd, 0600); /* whatever the umask */
+    bool ok = write_body(fd, reason, info, nlive, live_total);
+    if (close(fd) != 0)
+        ok = false;
+    if (!ok || rename(tmp, final) != 0) {
+        int e = errno;
+        unlink(tmp);
+        vw_warn_once(warned_write, "writing the report %s failed: %s", final, strerror(e));
+        goto out;
+    }
+    vw_log(VW_LOG_INFO, "report written: %s (%s)", final, reason);
+    rc = 0;
+out:
+    pthread_mutex_unlock(&report_lock);
+    return rc;
+}

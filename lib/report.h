@@ -1,0 +1,30 @@
+/* The report file (schema vramwatch.report/1): gathered from the core, written atomically. */
+#ifndef VW_REPORT_H
+#define VW_REPORT_H
+
+#include <stdint.h>
+
+#include "core.h"
+
+/* What the CUDA side measured for one device just before the report; -1 where unknown. */
+struct report_devinfo {
+    char name[256];                /* empty: unknown */
+    char pci_bus_id[32];           /* empty: unknown */
+    int64_t total;                 /* the device's capacity as the driver reports it */
+    int64_t free;                  /* the driver's free memory */
+    int64_t pool_extra;            /* pools' reserved beyond what they handed out, 0 without pools */
+    int64_t pool_reserved_high;    /* the pools' high-water mark of reserved memory */
+};
+
+/* Write the report. `info` has VW_MAX_DEVICES + 1 entries, indexed like the core's devices.
+ * Returns 0 when the file was written, -1 otherwise (one warning says why). Thread-safe:
+ * concurrent calls are serialised. */
+int report_write(const char *reason, const struct report_devinfo *info);
+
+/* Forget per-process report state (the child side of fork). */
+void report_reset(void);
+
+/* The path the next report goes to (for messages and tests). */
+const char *report_path(void);
+
+#endif

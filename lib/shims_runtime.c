@@ -1,0 +1,157 @@
+/* Exported shims of the CUDA runtime (libcudart) functions listed in hooks.def.
+ *
+ * Each shim forwards to the real function and turns the outcome into a core record; the
+ * application's return value and out-parameters are never changed. */
+#include <dlfcn.h>
+
+#include "interpose.h"
+
+/* No real function anywhere (our exported name was found, but no CUDA runtime is loaded). */
+#define RT_MISSING cudaErrorSymbolNotFound
+
+#define PTR_KEY(p) ((uint64_t)(uintptr_t)(p))
+
+/* An allocation shim: `call` is the real call, `key` and `size` are read after it returns. */
+#define RT_ALLOC(name, kind, params, args, key, size)                                      \
+    VW_EXPORT cudaError_t name params                                                      \
+    {                                                                                      \
+        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
+        if (VW_UNLIKELY(!real))                                                            \
+            return RT_MISSING;                                                             \
+        struct vw_call c;                                                                  \
+        if (!vw_enter(&c, true))                                                           \
+            return real args;                                                              \
+        cudaError_t r = real args;                                                         \
+        bool ok = r == cudaSuccess;                                                        \
+        vw_record_alloc(&c, #name, kind, ok, (int)r, true, ok ? (key) : 0, (size),         \
+                        VW_DEV_UNKNOWN);                                                   \
+        return r;                                                                          \
+    }
+
+/* A free shim: the allocation leaves the tables before the real free, so an address the
+ * driver hands out again at once cannot be confused with it. */
+#define RT_FREE(name, kind, params, args, ptr)                                             \
+    VW_EXPORT cudaError_t name params                                                      \
+    {                                                                                      \
+        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
+        if (VW_UNLIKELY(!real))                                                            \
+            return RT_MISSING;                                                             \
+        struct vw_call c;                                                                  \
+        if (!(ptr) || !vw_enter(&c, false))                                                \
+            return real args;                                                              \
+        struct core_alloc a;                                                               \
+        bool tracked = vw_free_begin(kind, PTR_KEY(ptr), &a);                              \
+        cudaError_t r = real args;                                                         \
+        vw_free_end(tracked, &a, r == cudaSuccess);                                        \
+        return r;                                                                          \
+    }
+
+/* A plain pass-through: the hook exists so later features (capacity emulation) have a place. */
+#define RT_PASS(name, params, args)                                                        \
+    VW_EXPORT cudaError_t name params                                                      \
+    {                                                                                      \
+        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
+        return real ? real args : RT_MISSING;                                              \
+    }
+
+RT_ALLOC(cudaMalloc, CORE_DEVICE, (void **devPtr, size_t size), (devPtr, size),
+         PTR_KEY(*devPtr), size)
+RT_ALLOC(cudaMallocAsync, CORE_POOL, (void **devPtr, size_t size, cudaStream_t stream),
+         (devPtr, size, stream), PTR_KEY(*devPtr), size)
+RT_ALLOC(cudaMallocAsync_ptsz, CORE_POOL, (void **devPtr, size_t size, cudaStream_t stream),
+         (devPtr, size, stream), PTR_KEY(*devPtr), size)
+RT_ALLOC(cudaMallocManaged, CORE_MANAGED, (void **devPtr, size_t size, unsigned int flags),
+         (devPtr, size, flags), PTR_KEY(*devPtr), size)
+RT_ALLOC(cudaMallocHost, CORE_HOST, (void **ptr, size_t size), (ptr, size), PTR_KEY(*ptr), size)
+RT_ALLOC(cudaHostAlloc, CORE_HOST, (void **pHost, size_t size, unsigned int flags),
+         (pHost, size, flags), PTR_KEY(*pHost), size)
+/* Pitched memory occupies pitch x height; a failed request is counted at width x height. */
+RT_ALLOC(cudaMallocPitch, CORE_DEVICE,
+         (void **devPtr, size_t *pitch, size_t width, size_t height),
+         (devPtr, pitch, width, height), PTR_KEY(*devPtr),
+         ok && pitch ? *pitch * height : width * height)
+RT_ALLOC(cudaMalloc3D, CORE_DEVICE, (struct cudaPitchedPtr * pitchedDevPtr, struct cudaExtent extent),
+         (pitchedDevPtr, extent), PTR_KEY(pitchedDevPtr->ptr),
+         ok ? pitchedDevPtr->pitch * extent.height * extent.depth
+            : extent.width * extent.height * extent.depth)
+
+/* Allocations from an explicit pool also remember the pool, so reports can ask it what it
+ * holds beyond what it handed out. */
+#define RT_POOL_ALLOC(name)                                                                \
+    VW_EXPORT cudaError_t name(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream) \
+    {                                                                                      \
+        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
+        if (VW_UNLIKELY(!real))                                                            \
+            return RT_MISSING;                                                             \
+        struct vw_call c;                                                                  \
+        if (!vw_enter(&c, true))                                                           \
+            return real(ptr, size, pool, stream);                                          \
+        cudaError_t r = real(ptr, size, pool, stream);                                     \
+        bool ok = r == cudaSuccess;                                                        \
+        int dev = vw_current_device();                                                     \
+        if (pool)                                                                          \
+            core_note_pool(dev, PTR_KEY(pool));                                            \
+        vw_record_alloc(&c, #name, CORE_POOL, ok, (int)r, true, ok ? PTR_KEY(*ptr) : 0, size, \
+                        dev);                                                              \
+        return r;                                                                          \
+    }
+RT_POOL_ALLOC(cudaMallocFromPoolAsync)
+RT_POOL_ALLOC(cudaMallocFromPoolAsync_ptsz)
+
+RT_FREE(cudaFree, CORE_DEVICE, (void *devPtr), (devPtr), devPtr)
+RT_FREE(cudaFreeAsync, CORE_POOL, (void *devPtr, cudaStream_t stream), (devPtr, stream), devPtr)
+RT_FREE(cudaFreeAsync_ptsz, CORE_POOL, (void *devPtr, cudaStream_t stream), (devPtr, stream),
+        devPtr)
+RT_FREE(cudaFreeHost, CORE_HOST, (void *ptr), (ptr), ptr)
+
+RT_PASS(cudaMemGetInfo, (size_t * free, size_t *total), (free, total))
+RT_PASS(cudaGetDeviceProperties, (struct cudaDeviceProp * prop, int device), (prop, device))
+RT_PASS(cudaGetDeviceProperties_v2, (struct cudaDeviceProp * prop, int device), (prop, device))
+
+/* ---- lookups of driver functions through the runtime ---- */
+
+/* cudaGetDriverEntryPoint searches at the runtime's own version; ask the runtime once. */
+static int runtime_version(void)
+{
+    static int v;
+    if (!v) {
+        cudaError_t (*get)(int *) = (cudaError_t(*)(int *))vw_real_dlsym(RTLD_NEXT,
+                                                                         "cudaRuntimeGetVersion");
+        int got = 0;
+        if (!get || get(&got) != cudaSuccess || got <= 0)
+            got = CUDART_VERSION;
+        v = got;
+    }
+    return v;
+}
+
+#define RT_ENTRY(name)                                                                     \
+    VW_EXPORT cudaError_t name(const char *symbol, void **funcPtr, unsigned long long flags, \
+                               enum cudaDriverEntryPointQueryResult *driverStatus)         \
+    {                                                                                      \
+        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
+        if (VW_UNLIKELY(!real))                                                            \
+            return RT_MISSING;                                                             \
+        cudaError_t r = real(symbol, funcPtr, flags, driverStatus);                        \
+        if (r == cudaSuccess && funcPtr && *funcPtr)                                       \
+            *funcPtr = vw_wrap_proc(symbol, runtime_version(), flags, *funcPtr);           \
+        return r;                                                                          \
+    }
+RT_ENTRY(cudaGetDriverEntryPoint)
+RT_ENTRY(cudaGetDriverEntryPoint_ptsz)
+
+#define RT_ENTRY_BY_VERSION(name)                                                          \
+    VW_EXPORT cudaError_t name(const char *symbol, void **funcPtr, unsigned int cudaVersion, \
+                               unsigned long long flags,                                   \
+                               enum cudaDriverEntryPointQueryResult *driverStatus)         \
+    {                                                                                      \
+        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
+        if (VW_UNLIKELY(!real))                                                            \
+            return RT_MISSING;                                                             \
+        cudaError_t r = real(symbol, funcPtr, cudaVersion, flags, driverStatus);           \
+        if (r == cudaSuccess && funcPtr && *funcPtr)                                       \
+            *funcPtr = vw_wrap_proc(symbol, (int)cudaVersion, flags, *funcPtr);            \
+        return r;                                                                          \
+    }
+RT_ENTRY_BY_VERSION(cudaGetDriverEntryPointByVersion)
+RT_ENTRY_BY_VERSION(cudaGetDriverEntryPointByVersion_ptsz)

@@ -1,0 +1,58 @@
+/* Native stack capture for call sites.
+ *
+ * unw_backtrace walks with libunwind's cached fast path (no malloc, no lock of ours). Frames
+ * that belong to libvramwatch itself (the shim, this function) are dropped so a call site
+ * starts at the application's call into CUDA. */
+#define UNW_LOCAL_ONLY
+#include "stack.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <libunwind.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "core.h"
+
+static uintptr_t self_lo, self_hi;
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    uintptr_t probe = (uintptr_t)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (probe >= lo && probe < hi) {
+            self_lo = lo;
+            self_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void stack_init(void)
+{
+    dl_iterate_phdr(find_self, (void *)(uintptr_t)&stack_init);
+}
+
+int stack_capture(uint64_t *out, int max)
+{
+    if (max <= 0)
+        return 0;
+    /* A few extra slots for our own frames, which are dropped below. */
+    void *ips[VW_MAX_FRAMES + 8];
+    int want = max + 8 > (int)(sizeof(ips) / sizeof(ips[0])) ? (int)(sizeof(ips) / sizeof(ips[0]))
+                                                              : max + 8;
+    int n = unw_backtrace(ips, want);
+    int k = 0;
+    for (int i = 0; i < n && k < max; i++) {
+        uintptr_t ip = (uintptr_t)ips[i];
+        if (ip >= self_lo && ip < self_hi)
+            continue;
+        out[k++] = (uint64_t)ip;
+    }
+    return k;
+}

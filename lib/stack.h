@@ -1,0 +1,13 @@
+/* Native call stacks: captured with libunwind in the hook, before any lock is taken. */
+#ifndef VW_STACK_H
+#define VW_STACK_H
+
+#include <stdint.h>
+
+/* Learn the library's own address range once, so its frames can be left out. */
+void stack_init(void);
+/* Fill `out` with up to `max` return addresses of the caller's stack, innermost first,
+ * leaving out frames inside libvramwatch. Returns the count (0 when max is 0). */
+int stack_capture(uint64_t *out, int max);
+
+#endif

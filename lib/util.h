@@ -1,0 +1,25 @@
+/* Small helpers shared by the library's files: thread-local storage, branch hints, clocks. */
+#ifndef VW_UTIL_H
+#define VW_UTIL_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* The library is preloaded, so its TLS can live in the static block: no __tls_get_addr call
+ * in the hooks. */
+#define VW_TLS __thread __attribute__((tls_model("initial-exec")))
+#define VW_LIKELY(x) __builtin_expect(!!(x), 1)
+#define VW_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define VW_EXPORT __attribute__((visibility("default")))
+/* For code a sanitizer runtime may call while it is still initialising (its interceptors look
+ * functions up with dlsym before shadow memory exists). */
+#define VW_NO_SANITIZE __attribute__((no_sanitize_address, no_sanitize_undefined))
+
+static inline uint64_t vw_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* vDSO: no system call */
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#endif

@@ -1,0 +1,411 @@
+#!/usr/bin/env python3
+"""Runs one integration case: a real program under LD_PRELOAD=libvramwatch.so against the
+simulated GPU, in a fresh folder, then checks the exact figures of the report(s) it left and
+validates each against docs/report.schema.json.
+
+usage: run_case.py --lib LIB --sim SIMDIR --paths PATHS_EXE --schema SCHEMA [--realrc EXE] CASE
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+MiB = 1 << 20
+GiB = 1 << 30
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class CaseFailed(Exception):
+    pass
+
+
+def expect(cond, what):
+    if not cond:
+        raise CaseFailed(what)
+
+
+def eq(actual, expected, what):
+    if actual != expected:
+        raise CaseFailed(f"{what}: expected {expected!r}, got {actual!r}")
+
+
+class Run:
+    def __init__(self, args, case_dir):
+        self.args = args
+        self.dir = case_dir
+        self.rc = None
+        self.stdout = ""
+        self.stderr = ""
+
+    def env(self, extra=None, preload=True, sim=True):
+        env = dict(os.environ)
+        for k in list(env):
+            if k.startswith("VRAMWATCH_") or k.startswith("SIMGPU_"):
+                del env[k]
+        env.pop("LD_PRELOAD", None)
+        if sim:
+            env["LD_LIBRARY_PATH"] = self.args.sim
+        if preload:
+            env["LD_PRELOAD"] = ":".join(filter(None, [self.args.preload_first, self.args.lib]))
+        if self.args.preload_first:
+            # The interpreter and /bin/true are not ours to leak-check.
+            env["ASAN_OPTIONS"] = "detect_leaks=0"
+        env["VRAMWATCH_DIR"] = self.dir
+        env.update(extra or {})
+        return env
+
+    def run(self, cmd, extra=None, preload=True, sim=True, expect_rc=0):
+        p = subprocess.run(cmd, env=self.env(extra, preload, sim), cwd=self.dir,
+                           capture_output=True, text=True, timeout=120)
+        self.rc, self.stdout, self.stderr = p.returncode, p.stdout, p.stderr
+        if expect_rc is not None and p.returncode != expect_rc:
+            raise CaseFailed(f"{cmd} exited {p.returncode}, expected {expect_rc}\n"
+                             f"stdout: {p.stdout}\nstderr: {p.stderr}")
+        return p
+
+    def paths(self, mode, extra=None, **kw):
+        return self.run([self.args.paths, mode], extra, **kw)
+
+    def reports(self):
+        files = sorted(glob.glob(os.path.join(self.dir, "vramwatch-*.json")))
+        out = []
+        for f in files:
+            with open(f, encoding="utf-8") as fh:
+                out.append(json.load(fh))
+            validate(self.args.schema, f, out[-1])
+            mode = os.stat(f).st_mode & 0o777
+            eq(mode, 0o600, f"mode of {f}")
+        leftovers = [f for f in os.listdir(self.dir) if ".tmp-" in f]
+        eq(leftovers, [], "temporary files left behind")
+        return out
+
+    def report(self):
+        r = self.reports()
+        eq(len(r), 1, "number of reports")
+        return r[0]
+
+
+_validator = None
+
+
+def validate(schema_path, path, doc):
+    global _validator
+    try:
+        import jsonschema
+    except ImportError:
+        raise CaseFailed("python3-jsonschema is required to validate reports")
+    if _validator is None:
+        with open(schema_path, encoding="utf-8") as fh:
+            schema = json.load(fh)
+        cls = jsonschema.validators.validator_for(schema)
+        _validator = cls(schema)
+    errors = sorted(_validator.iter_errors(doc), key=lambda e: list(e.path))
+    if errors:
+        e = errors[0]
+        raise CaseFailed(f"{path} does not match the schema at {list(e.path)}: {e.message}")
+
+
+def dev0(r):
+    devs = [d for d in r["devices"] if d["ordinal"] == 0]
+    eq(len(devs), 1, "device 0 listed once")
+    return devs[0]
+
+
+def site(r, cid):
+    for c in r["callsites"]:
+        if c["id"] == cid:
+            return c
+    raise CaseFailed(f"call site {cid} not listed")
+
+
+def counts(d, alloc, free, failed=0):
+    eq(d["alloc_calls"], alloc, "alloc_calls")
+    eq(d["free_calls"], free, "free_calls")
+    eq(d["failed_calls"], failed, "failed_calls")
+
+
+def app_frame_first(r, cid):
+    """The call site's innermost frame is the application's own code, not ours."""
+    frames = site(r, cid)["frames"]
+    expect(frames, f"call site {cid} has frames")
+    expect(all(f["kind"] == "native" for f in frames), "native frames")
+    expect(not any("libvramwatch" in (f["module"] or "") for f in frames),
+           "frames inside libvramwatch are left out")
+    eq(os.path.basename(frames[0]["module"]), "paths", "innermost module")
+
+
+# ---------------------------------------------------------------- cases
+
+def case_rt_malloc(run):
+    run.paths("rt_malloc")
+    r = run.report()
+    eq(r["reason"], "exit", "reason")
+    d = dev0(r)
+    eq(d["live_bytes"], 6 * MiB, "live")
+    eq(d["peak_live_bytes"], 7 * MiB, "peak")
+    eq(d["reserved_bytes"], 6 * MiB, "reserved equals live without pools")
+    eq(d["live_count"], 2, "live_count")
+    counts(d, 3, 1)
+    eq(d["total_bytes"], 16 * GiB, "total (simulated default)")
+    # Untracked: the simulated context's 300 MiB, exactly (sizes are multiples of 512).
+    eq(d["untracked_bytes"], 300 * MiB, "untracked")
+    eq(d["used_bytes"], 306 * MiB, "used")
+    eq(r["failures"], [], "failures")
+    eq([(l["size"], l["api"]) for l in r["live"]], [(4 * MiB, "cudaMalloc"), (2 * MiB, "cudaMalloc")],
+       "live list")
+    top = r["callsites"][0]
+    eq(top["live_bytes"], 4 * MiB, "top call site")
+    app_frame_first(r, top["id"])
+    eq(r["process"]["argv"][1], "rt_malloc", "argv")
+
+
+def case_rt_pitch(run):
+    run.paths("rt_pitch")
+    d = dev0(run.report())
+    eq(d["live_bytes"], 1024 * 100 + 1024 * 10 * 5, "pitch x height (+ x depth)")
+    counts(d, 2, 0)
+
+
+def case_rt_managed_host(run):
+    run.paths("rt_managed_host")
+    r = run.report()
+    d = dev0(r)
+    eq(d["live_bytes"], 1 * MiB, "managed memory is device memory")
+    counts(d, 1, 0)
+    eq([l["kind"] for l in r["live"]], ["managed"], "kinds")
+    h = r["host_pinned"]
+    eq((h["live_bytes"], h["peak_live_bytes"], h["alloc_calls"], h["free_calls"]),
+       (2 * MiB, 3 * MiB, 2, 1), "pinned host memory, tracked apart")
+
+
+def case_rt_async(run):
+    run.paths("rt_async")
+    r = run.report()
+    d = dev0(r)
+    eq(d["live_bytes"], 4 * MiB, "live")
+    eq(d["pool_cached_bytes"], 12 * MiB, "pools hold the freed 4 MiB and 8 MiB")
+    eq(d["reserved_bytes"], 16 * MiB, "reserved = live + pool cache")
+    expect(d["peak_reserved_bytes"] >= 16 * MiB, "peak reserved >= reserved")
+    counts(d, 4, 2)
+    eq(sorted({l["api"] for l in r["live"]}), ["cudaMallocAsync_ptsz", "cudaMallocFromPoolAsync"],
+       "apis of live allocations")
+    eq(d["untracked_bytes"], 300 * MiB, "untracked stays the context")
+
+
+def case_drv_direct(run):
+    p = run.paths("drv_direct")
+    vals = dict(kv.split("=") for kv in p.stdout.split())
+    pitch, gran = int(vals["pitch"]), int(vals["gran"])
+    r = run.report()
+    d = dev0(r)
+    eq(d["live_bytes"], pitch * 10 + 1 * MiB + 2 * MiB + 4 * gran, "live")
+    counts(d, 7, 3)
+    eq(d["va_reserved_bytes"], 64 * gran, "address space is reported apart")
+    expect(d["reserved_bytes"] >= d["live_bytes"], "reserved >= live")
+    eq(r["host_pinned"]["live_bytes"], 1 * MiB, "cuMemHostAlloc is host memory")
+    apis = {l["api"] for l in r["live"]}
+    eq(apis, {"cuMemAllocPitch_v2", "cuMemAllocManaged", "cuMemAllocAsync", "cuMemCreate"}, "apis")
+
+
+def case_drv_dlsym(run):
+    run.paths("drv_dlsym")
+    r = run.report()
+    d = dev0(r)
+    eq(d["live_bytes"], 5 * MiB, "live")
+    counts(d, 2, 1)
+    eq(r["live"][0]["api"], "cuMemAlloc_v2", "api")
+
+
+def case_drv_procaddr(run):
+    run.paths("drv_procaddr")
+    r = run.report()
+    d = dev0(r)
+    eq(d["live_bytes"], 3 * MiB, "live")
+    eq(d["peak_live_bytes"], 10 * MiB, "peak")
+    counts(d, 3, 1)
+    eq(sorted(l["api"] for l in r["live"]), ["cuMemAllocAsync", "cuMemAllocAsync_ptsz"],
+       "per-thread-stream flag picks the _ptsz shim")
+
+
+def case_rt_entrypoint(run):
+    run.paths("rt_entrypoint")
+    r = run.report()
+    d = dev0(r)
+    eq(d["live_bytes"], 7 * MiB, "live")
+    counts(d, 3, 0)
+    eq(sorted(l["api"] for l in r["live"]), ["cuMemAlloc_v2", "cuMemAlloc_v2", "cudaMalloc"],
+       "a runtime call counts once, as itself")
+
+
+def case_oom(run):
+    run.paths("oom", {"SIMGPU_MEMORY": "1GiB", "SIMGPU_CONTEXT_BYTES": "0"})
+    r = run.report()
+    eq(r["reason"], "exit", "final report at exit")
+    d = dev0(r)
+    counts(d, 4, 2, failed=3)
+    eq(d["live_bytes"], 900 * MiB, "live")
+    eq(d["cache_flushes"], 1, "cache flushes")
+    f = r["failures"]
+    eq(len(f), 3, "failures")
+    eq([(x["size"], x["retried"], x["oom"]) for x in f],
+       [(500 * MiB, "succeeded", True), (300 * MiB, "failed", True), (300 * MiB, None, True)],
+       "failure outcomes")
+    eq(f[0]["api"], "cudaMalloc", "api")
+    eq(f[0]["error_name"], "cudaErrorMemoryAllocation", "error name")
+    eq(f[0]["error_code"], 2, "error code")
+    eq(f[0]["live_bytes_at_failure"], 600 * MiB, "live at failure")
+    eq(f[0]["free_bytes_at_failure"], 424 * MiB, "free at failure")
+    eq(r["failures_total"], 3, "failures_total")
+    ev = r["pressure_events"]
+    eq(len(ev), 1, "pressure events")
+    eq((ev[0]["kind"], ev[0]["size"], ev[0]["freed_bytes"], ev[0]["freed_count"]),
+       ("cache_flush", 500 * MiB, 200 * MiB, 2), "cache flush")
+    app_frame_first(r, f[1]["callsite"])
+
+
+def case_fragmentation(run):
+    run.paths("fragmentation", {"SIMGPU_MEMORY": "1GiB", "SIMGPU_CONTEXT_BYTES": "0"})
+    r = run.report()
+    f = r["failures"][0]
+    eq(f["size"], 200 * MiB, "size")
+    eq(f["free_bytes_at_failure"], 524 * MiB, "free bytes exceed the request: fragmentation")
+    eq(dev0(r)["live_bytes"], 500 * MiB, "live")
+
+
+def case_threads(run):
+    run.paths("threads")
+    d = dev0(run.report())
+    eq(d["live_bytes"], 8 * 8192, "live")
+    counts(d, 8 * 20001, 8 * 20000)
+
+
+def case_fork(run):
+    p = run.paths("fork")
+    busy = int(p.stdout.split("=")[1])
+    reps = run.reports()
+    eq(len(reps), 2, "reports: the parent and the child that allocated, no other")
+    by_pid = {x["process"]["pid"]: x for x in reps}
+    expect(busy in by_pid, "the allocating child reported")
+    child = by_pid[busy]
+    parent = [x for x in reps if x is not child][0]
+    eq(dev0(parent)["live_bytes"], 10 * MiB, "parent live")
+    eq(dev0(child)["live_bytes"], 3 * MiB, "child reports only its own allocations")
+    eq(child["process"]["ppid"], parent["process"]["pid"], "child's parent")
+
+
+def case_dump(run):
+    run.paths("dump")
+    r = run.report()
+    eq([m["label"] for m in r["markers"]], ["epoch 1"], "markers")
+
+
+def case_queries_only(run):
+    run.paths("queries_only")
+    eq(run.reports(), [], "no allocation call: no report")
+
+
+def case_no_cuda(run):
+    py = shutil.which("python3") or sys.executable
+    for cmd in (["/bin/true"], [py, "-c", "import ctypes, json; print(json.dumps([1]))"]):
+        plain = run.run(cmd, preload=False)
+        out_plain = (plain.stdout, plain.returncode)
+        pre = run.run(cmd)
+        eq((pre.stdout, pre.returncode), out_plain, f"{cmd[0]} output and status unchanged")
+        eq(pre.stderr, plain.stderr, "nothing on stderr")
+    eq(run.reports(), [], "processes that never touch CUDA write nothing")
+
+
+def case_disabled(run):
+    run.paths("rt_malloc", {"VRAMWATCH_DISABLE": "1"})
+    eq(run.reports(), [], "disabled: nothing written")
+
+
+def case_bad_env(run):
+    run.paths("rt_malloc", {"VRAMWATCH_STACK_DEPTH": "lots", "VRAMWATCH_LOG": "warn"})
+    lines = [l for l in run.stderr.splitlines() if l.startswith("vramwatch: ")]
+    eq(len(lines), 1, f"one warning line, got {run.stderr!r}")
+    expect("VRAMWATCH_STACK_DEPTH" in lines[0], "the warning names the variable")
+    eq(run.report()["vramwatch"]["stack_depth"], 32, "default kept")
+
+
+def case_no_stacks(run):
+    run.paths("rt_malloc", {"VRAMWATCH_STACK_DEPTH": "0"})
+    r = run.report()
+    eq(dev0(r)["live_bytes"], 6 * MiB, "live")
+    expect(all(c["frames"] == [] for c in r["callsites"]), "no frames")
+
+
+def case_unwritable(run):
+    bad = os.path.join(run.dir, "file-not-folder")
+    open(bad, "w").close()
+    run.paths("oom", {"SIMGPU_MEMORY": "1GiB", "SIMGPU_CONTEXT_BYTES": "0",
+                      "VRAMWATCH_DIR": os.path.join(bad, "sub")}, expect_rc=134)
+    # The workload itself checks that its report exists, which cannot be here; what matters is
+    # that the job ran on to that check (134) with one warning and no crash.
+    lines = [l for l in run.stderr.splitlines() if l.startswith("vramwatch: ")]
+    eq(len(lines), 1, f"one warning line, got {run.stderr!r}")
+
+
+def case_exit_status(run):
+    run.run(["/bin/sh", "-c", f"{run.args.paths} rt_malloc && exit 7"], expect_rc=7)
+    eq(len(run.reports()), 1, "report of the child written")
+
+
+def case_ctypes(run):
+    py = shutil.which("python3") or sys.executable
+    script = os.path.join(HERE, "ctypes_alloc.py")
+    run.run([py, script])
+    r = run.report()
+    d = dev0(r)
+    eq(d["live_bytes"], 3 * MiB, "live: 1 MiB through CDLL (GIL released) + 2 MiB through PyDLL")
+    counts(d, 3, 1)
+
+
+def case_real_cudart(run):
+    """The real toolkit libcudart, no driver and the toolkit's stub driver: same return codes."""
+    exe = run.args.realrc
+    expect(exe and os.path.exists(exe), "realrc program built")
+    stubdir = os.path.join(run.dir, "stub")
+    os.mkdir(stubdir)
+    stub_src = run.args.stub
+    expect(stub_src and os.path.exists(stub_src), f"stub driver at {stub_src}")
+    os.symlink(stub_src, os.path.join(stubdir, "libcuda.so.1"))
+    for libpath in ("", stubdir):
+        extra = {"LD_LIBRARY_PATH": libpath}
+        plain = run.run([exe], extra, preload=False, sim=False)
+        pre = run.run([exe], extra, sim=False)
+        eq(pre.stdout, plain.stdout, f"return codes with LD_LIBRARY_PATH={libpath!r}")
+        expect(plain.stdout.strip(), "the program printed its return codes")
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--sim", required=True)
+    ap.add_argument("--paths", required=True)
+    ap.add_argument("--schema", required=True)
+    ap.add_argument("--realrc")
+    ap.add_argument("--stub")
+    ap.add_argument("--preload-first", help="a sanitizer runtime to load before the library")
+    ap.add_argument("case", choices=sorted(CASES))
+    args = ap.parse_args()
+    case_dir = tempfile.mkdtemp(prefix=f"vw-{args.case}-")
+    try:
+        CASES[args.case](Run(args, case_dir))
+    except CaseFailed as e:
+        print(f"FAIL {args.case}: {e}\n(folder kept: {case_dir})", file=sys.stderr)
+        return 1
+    shutil.rmtree(case_dir, ignore_errors=True)
+    print(f"PASS {args.case}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+/* Unit tests of the accounting core, called directly (no preload, no CUDA). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "core.h"
+
+static void setup(void)
+{
+    cr_assert(core_init());
+    core_reset();
+}
+
+TestSuite(core, .init = setup);
+
+static const uint64_t stack_a[] = { 0x1000, 0x2000, 0x3000 };
+static const uint64_t stack_b[] = { 0x1000, 0x2000, 0x3001 };
+
+Test(core, interning_stores_each_stack_once)
+{
+    uint32_t a1 = core_callsite(stack_a, 3);
+    uint32_t a2 = core_callsite(stack_a, 3);
+    uint32_t b = core_callsite(stack_b, 3);
+    uint32_t prefix = core_callsite(stack_a, 2);
+    cr_assert_neq(a1, 0);
+    cr_assert_eq(a1, a2);
+    cr_assert_neq(a1, b);
+    cr_assert_neq(a1, prefix);
+    struct core_snapshot s;
+    core_snapshot(&s);
+    cr_assert_eq(s.ncallsites, 4); /* overflow site + 3 */
+}
+
+Test(core, live_peak_and_counts_per_device)
+{
+    uint32_t site = core_callsite(stack_a, 3);
+    cr_assert(core_alloc(CORE_DEVICE, 0x10000, 1000, 0, "cudaMalloc", site, 10));
+    cr_assert(core_alloc(CORE_DEVICE, 0x20000, 3000, 0, "cudaMalloc", site, 20));
+    cr_assert(core_alloc(CORE_DEVICE, 0x30000, 500, 1, "cuMemAlloc_v2", site, 30));
+    struct core_alloc a;
+    cr_assert(core_take(CORE_DEVICE, 0x10000, &a));
+    cr_assert_eq(a.size, 1000);
+        cr_assert(!core_take(CORE_DEVICE, 0x10000, &a), "freed twice");
+    cr_assert(core_alloc(CORE_DEVICE, 0x40000, 200, 0, "cudaMalloc", site, 40));
+
+    struct core_snapshot s;
+    core_snapshot(&s);
+    cr_assert_eq(s.devices[0].live_bytes, 3200);
+    cr_assert_eq(s.devices[0].live_count, 2);
+    cr_assert_eq(s.devices[0].peak_live_bytes, 4000);
+    cr_assert_eq(s.devices[0].peak_time_ns, 20);
+    cr_assert_eq(s.devices[0].alloc_calls, 3);
+    cr_assert_eq(s.devices[0].free_calls, 1);
+    cr_assert_eq(s.devices[1].live_bytes, 500);
+    cr_assert(!s.devices[2].active);
+
+    struct core_callsite cs[8];
+    uint64_t fr[64];
+    core_copy_callsites(cs, s.ncallsites, fr, 64);
+    cr_assert_eq(cs[site].live_bytes, 3700);
+    cr_assert_eq(cs[site].live_count, 3);
+    cr_assert_eq(cs[site].alloc_calls, 4);
+    cr_assert_eq(cs[site].alloc_bytes_total, 4700);
+    cr_assert_eq(cs[site].nframes, 3);
+    cr_assert_eq(fr[cs[site].frames_off + 2], 0x3000);
+}
+
+Test(core, failed_free_puts_the_allocation_back)
+{
+    cr_assert(core_alloc(CORE_POOL, 0x5000, 4096, 0, "cudaMallocAsync", 0, 1));
+    struct core_alloc a;
+    cr_assert(core_take(CORE_POOL, 0x5000, &a));
+    core_untake(&a);
+    struct core_snapshot s;
+    core_snapshot(&s);
+    cr_assert_eq(s.devices[0].live_bytes, 4096);
+    cr_assert_eq(s.devices[0].pool_live_bytes, 4096);
+    cr_assert_eq(s.devices[0].alloc_calls, 1, "the failed free must not count a new allocation");
+    cr_assert_eq(s.devices[0].free_calls, 0);
+}
+
+Test(core, kinds_do_not_mix)
+{
+    cr_assert(core_alloc(CORE_HOST, 0x7000, 100, -1, "cudaMallocHost", 0, 1));
+    cr_assert(core_alloc(CORE_VMM, 0x7000, 2 << 20, 0, "cuMemCreate", 0, 1));
+    struct core_alloc a;
+    cr_assert(!core_take(CORE_DEVICE, 0x7000, &a), "a device free must not release pinned memory");
+    struct core_snapshot s;
+    core_snapshot(&s);
+    cr_assert_eq(s.host.live_bytes, 100);
+    cr_assert_eq(s.devices[0].live_bytes, 2 << 20, "pinned host memory is never device memory");
+    cr_assert(core_take(CORE_VMM, 0x7000, &a));
+    cr_assert_eq(a.size, 2 << 20);
+    cr_assert(core_take(CORE_HOST, 0x7000, &a));
+}
+
+Test(core, reused_address_replaces_the_stale_record)
+{
+    cr_assert(core_alloc(CORE_DEVICE, 0x9000, 100, 0, "cudaMalloc", 0, 1));
+    cr_assert(core_alloc(CORE_DEVICE, 0x9000, 300, 0, "cudaMalloc", 0, 2));
+    struct core_snapshot s;
+    core_snapshot(&s);
+    cr_assert_eq(s.devices[0].live_bytes, 300);
+    cr_assert_eq(s.devices[0].live_count, 1);
+}
+
+Test(core, cache_flush_is_pressure_not_oom)
+{
+    cr_assert(core_alloc(CORE_DEVICE, 0x1000, 1 << 20, 0, "cudaMalloc", 0, 1));
+    cr_assert(core_alloc(CORE_DEVICE, 0x2000, 2 << 20, 0, "cudaMalloc", 0, 2));
+    enum core_failure_verdict v =
+        core_failure(CORE_DEVICE, 0, 8 << 20, "cudaMalloc", 2, "cudaErrorMemoryAllocation", true,
+                     0, 1234, 0, 100);
+    cr_assert_eq(v, CORE_FAIL_REPORT, "the first OOM is always written");
+    struct core_alloc a;
+    cr_assert(core_take(CORE_DEVICE, 0x1000, &a));
+    cr_assert(core_take(CORE_DEVICE, 0x2000, &a));
+        cr_assert(core_alloc(CORE_DEVICE, 0x3000, 8 << 20, 0, "cudaMalloc", 0, 200));
+
+    struct core_snapshot s;
+    core_snapshot(&s);
+    cr_assert_eq(s.nevents, 1);
+    cr_assert_eq(s.events[0].freed_bytes, 3 << 20);
+    cr_assert_eq(s.events[0].freed_count, 2);
+    cr_assert_eq(s.events[0].size, 8 << 20);
+    cr_assert_eq(s.devices[0].cache_flushes, 1);
+    cr_assert_eq(s.nfailures, 1);
+    cr_assert_eq(s.failures[0].retried, 1);
+    cr_assert_eq(s.failures[0].free_at, 1234);
+    cr_assert_eq(s.failures[0].live_at, 3 << 20);
+}
+
+Test(core, failed_retry_is_the_oom_and_always_reported)
+{
+    cr_assert_eq(core_failure(CORE_DEVICE, 0, 1 << 30, "cudaMalloc", 2, "x", true, 0, -1, 0, 1000),
+                 CORE_FAIL_REPORT);
+    /* A different request soon after: rate-limited. */
+    cr_assert_eq(core_failure(CORE_DEVICE, 0, 5 << 20, "cudaMalloc", 2, "x", true, 0, -1, 0, 2000),
+                 CORE_FAIL_QUIET);
+    /* Its retry fails: that is the OOM the application sees, written despite the rate limit. */
+    cr_assert_eq(core_failure(CORE_DEVICE, 0, 5 << 20, "cudaMalloc", 2, "x", true, 0, -1, 0, 3000),
+                 CORE_FAIL_REPORT);
+    struct core_snapshot s;
+    core_snapshot(&s);
+    cr_assert_eq(s.nfailures, 3);
+    cr_assert_eq(s.failures[0].retried, 0);
+    cr_assert_eq(s.failures[1].retried, 2);
+    cr_assert_eq(s.failures[2].retried, 0);
+    cr_assert_eq(s.nevents, 0);
+    cr_assert_eq(s.devices[0].failed_calls, 3);
+}
+
+Test(core, non_oom_failures_never_ask_for_a_report)
+{
+    cr_assert_eq(core_failure(CORE_DEVICE, 0, 100, "cudaMalloc", 1, "cudaErrorInvalidValue", false,
+                              0, -1, 0, 1),
+                 CORE_FAIL_QUIET);
+    cr_assert(core_touched());
+}
+
+Test(core, failure_list_keeps_first_and_latest)
+{
+    for (uint64_t i = 0; i < 1000; i++)
+        core_failure(CORE_DEVICE, 0, i + 1, "cudaMalloc", 1, "x", false, 0, -1, 0, i);
+    struct core_snapshot s;
+    core_snapshot(&s);
+    cr_assert_eq(s.failures_total, 1000);
+    cr_assert_eq(s.nfailures, VW_FAILURES_KEPT);
+    cr_assert_eq(s.failures[0].size, 1);
+    cr_assert_eq(s.failures[63].size, 64);
+    cr_assert_eq(s.failures[64].size, 1000 - (VW_FAILURES_KEPT - 64) + 1);
+    cr_assert_eq(s.failures[VW_FAILURES_KEPT - 1].size, 1000);
+    for (int i = 1; i < s.nfailures; i++)
+        cr_assert_lt(s.failures[i - 1].time_ns, s.failures[i].time_ns, "oldest first");
+}
+
+Test(core, tables_grow_and_stay_exact)
+{
+    const uint64_t n = 200000;
+    for (uint64_t i = 0; i < n; i++)
+        cr_assert(core_alloc(CORE_DEVICE, 0x100000000ull + i * 512, 512, 0, "cudaMalloc", 0, i));
+    for (uint64_t i = 0; i < n; i += 2) {
+        struct core_alloc a;
+        cr_assert(core_take(CORE_DEVICE, 0x100000000ull + i * 512, &a));
+    }
+    struct core_snapshot s;
+    core_snapshot(&s);
+    cr_assert_eq(s.devices[0].live_count, n / 2);
+    cr_assert_eq(s.devices[0].live_bytes, n / 2 * 512);
+    /* Every odd one is still findable after the shifts of backward deletion. */
+    for (uint64_t i = 1; i < n; i += 2) {
+        struct core_alloc a;
+        cr_assert(core_take(CORE_DEVICE, 0x100000000ull + i * 512, &a));
+    }
+}
+
+Test(core, largest_live_sorted_and_bounded)
+{
+    for (uint64_t i = 1; i <= 50; i++)
+        core_alloc(CORE_DEVICE, i * 0x1000, i * 100, 0, "cudaMalloc", 0, i);
+    core_alloc(CORE_HOST, 0xdead000, 1 << 30, -1, "cudaMallocHost", 0, 1);
+    struct core_alloc out[10];
+    uint64_t total;
+    int n = core_largest_live(out, 10, &total);
+    cr_assert_eq(n, 10);
+    cr_assert_eq(total, 50, "pinned host memory is not listed");
+    for (int i = 0; i < 10; i++)
+        cr_assert_eq(out[i].size, (uint64_t)(50 - i) * 100);
+}
+
+Test(core, markers_are_kept_and_truncated_safely)
+{
+    core_mark("epoch 1", 5);
+    char long_label[200];
+    memset(long_label, 'a', sizeof(long_label));
+    /* a two-byte character straddling the cut */
+    long_label[78] = (char)0xc3;
+    long_label[79] = (char)0xa9;
+    long_label[199] = 0;
+    core_mark(long_label, 6);
+    struct core_snapshot s;
+    core_snapshot(&s);
+    cr_assert_eq(s.nmarkers, 2);
+    cr_assert_str_eq(s.markers[0].label, "epoch 1");
+    cr_assert_eq(strlen(s.markers[1].label), 78);
+}
+
+struct worker_arg {
+    int id;
+};
+
+static void *worker(void *p)
+{
+    struct worker_arg *w = p;
+    uint64_t frames[2] = { 0xabc, (uint64_t)w->id };
+    uint32_t site = core_callsite(frames, 2);
+    for (uint64_t i = 0; i < 20000; i++) {
+        uint64_t key = ((uint64_t)w->id << 40) | (i << 9);
+        core_alloc(CORE_DEVICE, key, 512, w->id % 2, "cudaMalloc", site, i);
+        if (i % 4 != 3) {
+            struct core_alloc a;
+            core_take(CORE_DEVICE, key, &a);
+        }
+    }
+    return NULL;
+}
+
+Test(core, threads_keep_exact_totals)
+{
+    pthread_t t[8];
+    struct worker_arg args[8];
+    for (int i = 0; i < 8; i++) {
+        args[i].id = i + 1;
+        pthread_create(&t[i], NULL, worker, &args[i]);
+    }
+    for (int i = 0; i < 8; i++)
+        pthread_join(t[i], NULL);
+    struct core_snapshot s;
+    core_snapshot(&s);
+    uint64_t live = s.devices[0].live_bytes + s.devices[1].live_bytes;
+    cr_assert_eq(live, 8 * 5000 * 512ull);
+    cr_assert_eq(s.devices[0].alloc_calls + s.devices[1].alloc_calls, 8 * 20000);
+    cr_assert_eq(s.devices[0].free_calls + s.devices[1].free_calls, 8 * 15000);
+}
