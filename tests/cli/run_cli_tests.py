@@ -1,0 +1,506 @@
+#!/usr/bin/python3
+"""Golden and behaviour tests of the vramwatch command line; one group per meson test.
+
+Usage: run_cli_tests.py --vramwatch EXE --data DIR --golden DIR [--child EXE --stub SO]
+                        [--validator PY] [--docs MD] [--libvramwatch SO] GROUP
+
+GROUP: golden, malformed, json, usage, run, schema. Every command runs with LC_ALL=C TERM=dumb
+NO_COLOR=1 and no VRAMWATCH_* variables from outside. VRAMWATCH_UPDATE_GOLDEN=1 rewrites the
+golden files instead of comparing (then read the diff before committing it).
+"""
+import argparse
+import json
+import os
+import pty
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+
+# golden file, then the arguments of vramwatch (run from the data folder)
+GOLDEN = [
+    ("oom-pytorch.txt", ["report", "oom-pytorch.json"]),
+    ("oom-pytorch-full.txt", ["report", "--full", "oom-pytorch.json"]),
+    ("exit-clean.txt", ["report", "exit-clean.json"]),
+    ("two-devices.txt", ["report", "two-devices.json"]),
+    ("unknowns.txt", ["report", "unknowns.json"]),
+    ("job.txt", ["report", "two-devices.json", "rank0-oom.json"]),
+    ("job.json", ["report", "--json", "rank0-oom.json", "two-devices.json"]),
+]
+GOOD = ["oom-pytorch.json", "exit-clean.json", "two-devices.json", "rank0-oom.json", "unknowns.json"]
+LATER = ["advise", "timeline", "fit", "merge"]
+
+
+class Failed(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failed(what)
+
+
+def base_env(extra=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_")}
+    for k in ("LD_PRELOAD", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+        env.pop(k, None)
+    env.update(LC_ALL="C", TERM="dumb", NO_COLOR="1")
+    # A preloaded library comes before the sanitizer runtime in a sanitized build; that is fine here.
+    env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run(opts, args, env=None, cwd=None, timeout=60):
+    return subprocess.run([opts.vramwatch] + args, capture_output=True, cwd=cwd or opts.data,
+                          env=env or base_env(), timeout=timeout)
+
+
+def one_line_error(r, what, code=2):
+    """Exit status code, nothing on stdout, exactly one 'vramwatch: ' line on stderr."""
+    err = r.stderr.decode("utf-8", "replace")
+    check(r.returncode == code, "%s: exit %d, expected %d; stderr: %s" % (what, r.returncode, code, err))
+    check(r.stdout == b"", "%s: printed on stdout: %r" % (what, r.stdout[:200]))
+    lines = err.splitlines()
+    check(len(lines) == 1 and lines[0].startswith("vramwatch: "),
+          "%s: expected one 'vramwatch: ' line on stderr, got: %r" % (what, err))
+    return lines[0]
+
+
+def compare_golden(opts, name, actual):
+    path = os.path.join(opts.golden, name)
+    if os.environ.get("VRAMWATCH_UPDATE_GOLDEN") == "1":
+        with open(path, "wb") as f:
+            f.write(actual)
+        print("updated", path)
+        return
+    with open(path, "rb") as f:
+        expected = f.read()
+    if actual != expected:
+        import difflib
+        diff = difflib.unified_diff(expected.decode("utf-8", "replace").splitlines(),
+                                    actual.decode("utf-8", "replace").splitlines(),
+                                    "golden/" + name, "actual", lineterm="")
+        raise Failed("%s differs:\n%s" % (name, "\n".join(list(diff)[:80])))
+
+
+# ---- groups ----
+
+def group_golden(opts):
+    for name, args in GOLDEN:
+        r = run(opts, args)
+        check(r.returncode == 0, "%s: exit %d: %s" % (name, r.returncode, r.stderr.decode()))
+        check(r.stderr == b"", "%s: stderr: %s" % (name, r.stderr.decode()))
+        compare_golden(opts, name, r.stdout)
+
+
+def mutations(doc, rng, count):
+    """Type and range changes at random places of a good report, as JSON text."""
+    replacements = [None, True, "text", -1, 1.5, 2 ** 63, -2 ** 63 - 1, 10 ** 30, [], {}, [1, [2]],
+                    {"kind": "native"}, "", 0]
+
+    def places(node, path):
+        yield path
+        if isinstance(node, dict):
+            for k, v in node.items():
+                yield from places(v, path + [k])
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                yield from places(v, path + [i])
+
+    all_places = list(places(doc, []))[1:]
+    for _ in range(count):
+        d = json.loads(json.dumps(doc))
+        path = rng.choice(all_places)
+        parent = d
+        for p in path[:-1]:
+            parent = parent[p]
+        if rng.random() < 0.2 and isinstance(parent, dict):
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = rng.choice(replacements)
+        yield json.dumps(d).encode()
+
+
+def group_malformed(opts):
+    lines = []
+    for name in sorted(f for f in os.listdir(opts.data) if f.startswith("bad-")):
+        r = run(opts, ["report", name])
+        lines.append(one_line_error(r, name))
+        r = run(opts, ["report", "--json", name])
+        one_line_error(r, name + " with --json")
+    r = run(opts, ["report", "no-such-file.json"])
+    lines.append(one_line_error(r, "a missing file"))
+    r = run(opts, ["report", "."])
+    lines.append(one_line_error(r, "a folder"))
+    compare_golden(opts, "malformed.txt", ("\n".join(lines) + "\n").encode())
+
+    # Random damage to good reports: never a crash; either a post-mortem or one line and exit 2.
+    rng = random.Random(20241130)
+    tmp = tempfile.mkdtemp(prefix="vramwatch-cli-damaged-")
+    try:
+        n = 0
+        for name in GOOD:
+            with open(os.path.join(opts.data, name), "rb") as f:
+                raw = f.read()
+            cases = list(mutations(json.loads(raw), rng, 40))
+            for _ in range(10):  # byte-level damage too
+                b = bytearray(raw)
+                for _ in range(rng.randint(1, 8)):
+                    b[rng.randrange(len(b))] = rng.randrange(256)
+                cases.append(bytes(b))
+            for case in cases:
+                path = os.path.join(tmp, "m%d.json" % n)
+                n += 1
+                with open(path, "wb") as f:
+                    f.write(case)
+                for args in (["report", path], ["report", "--full", path], ["report", "--json", path]):
+                    r = run(opts, args)
+                    if r.returncode == 0:
+                        check(r.stderr == b"", "%s: exit 0 with stderr %r" % (path, r.stderr[:300]))
+                    else:
+                        one_line_error(r, "%s (%s)" % (path, case[:200]))
+        shutil.rmtree(tmp)
+    except Failed:
+        print("damaged inputs kept in", tmp)
+        raise
+
+
+def group_json(opts):
+    for name in GOOD:
+        with open(os.path.join(opts.data, name), "rb") as f:
+            original = json.loads(f.read())
+        r = run(opts, ["report", "--json", name])
+        check(r.returncode == 0 and r.stderr == b"", "%s --json: exit %d %s" % (name, r.returncode, r.stderr))
+        # Python reads integers exactly: nanosecond times beyond 2**53 must survive.
+        check(json.loads(r.stdout) == original, "%s: --json does not give the same report back" % name)
+        tmp = tempfile.NamedTemporaryFile(suffix=".json", delete=False)
+        try:
+            tmp.write(r.stdout)
+            tmp.close()
+            again = run(opts, ["report", "--json", tmp.name])
+            check(again.stdout == r.stdout, "%s: --json of the --json output differs" % name)
+        finally:
+            os.unlink(tmp.name)
+    r = run(opts, ["report", "--json", "two-devices.json", "rank0-oom.json"])
+    check(r.returncode == 0, "job --json: exit %d" % r.returncode)
+    job = json.loads(r.stdout)
+    check(job["schema"] == "vramwatch.job/1", "job schema")
+    check([p["rank"] for p in job["processes"]] == [0, 1], "job processes in rank order")
+    with open(os.path.join(opts.data, "rank0-oom.json")) as f:
+        check(job["processes"][0]["report"] == json.load(f), "job: the report is not carried whole")
+    check(job["first_failure"]["pid"] == 7001, "job: first_failure")
+    r = run(opts, ["report", "--json", "exit-clean.json", "two-devices.json"])
+    check(json.loads(r.stdout)["first_failure"] is None, "job without an out-of-memory: first_failure null")
+
+
+def pty_output(opts, args, env):
+    """stdout of vramwatch when it is a terminal."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([opts.vramwatch] + args, stdout=slave, stderr=subprocess.PIPE, cwd=opts.data, env=env)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    p.wait(timeout=30)
+    os.close(master)
+    return out
+
+
+def group_usage(opts):
+    one_line_error(run(opts, []), "no command")
+    one_line_error(run(opts, ["frobnicate"]), "an unknown command")
+    r = run(opts, ["--help"])
+    check(r.returncode == 0 and b"report" in r.stdout and b"run" in r.stdout, "--help")
+    for later in LATER:
+        check(later.encode() in r.stdout, "--help lists %s" % later)
+        line = one_line_error(run(opts, [later, "x.json"]), later)
+        check("not yet available" in line, "%s: says it is not yet available: %s" % (later, line))
+        one_line_error(run(opts, [later, "--help"]), later + " --help")
+    r = run(opts, ["--version"])
+    check(r.returncode == 0 and r.stdout.startswith(b"vramwatch "), "--version: %r" % r.stdout)
+    for cmd in ("report", "run"):
+        r = run(opts, [cmd, "--help"])
+        check(r.returncode == 0 and r.stdout.startswith(b"usage: vramwatch " + cmd.encode()), cmd + " --help")
+    one_line_error(run(opts, ["report"]), "report without a file")
+    one_line_error(run(opts, ["report", "--bogus", "oom-pytorch.json"]), "report with an unknown option")
+    r = run(opts, ["report", "oom-pytorch.json", "--json"])
+    check(r.returncode == 0 and r.stdout.startswith(b"{"), "options after the file")
+
+    # Colour: a terminal, unless NO_COLOR is set or TERM is dumb.
+    env = base_env()
+    del env["NO_COLOR"]
+    env["TERM"] = "xterm-256color"
+    check(b"\033[" in pty_output(opts, ["report", "oom-pytorch.json"], env), "colour on a terminal")
+    check(b"\033[" not in run(opts, ["report", "oom-pytorch.json"], env=env).stdout, "no colour into a pipe")
+    check(b"\033[" not in pty_output(opts, ["report", "oom-pytorch.json"], dict(env, NO_COLOR="1")),
+          "no colour with NO_COLOR")
+    check(b"\033[" not in pty_output(opts, ["report", "oom-pytorch.json"], dict(env, TERM="dumb")),
+          "no colour with TERM=dumb")
+
+
+def read_env_file(path):
+    values = {}
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if "=" in line:
+                k, v = line.split("=", 1)
+                values[k] = v
+    return values
+
+
+def group_run(opts):
+    if not opts.child or not opts.stub:
+        print("run tests need --child and --stub")
+        return SKIP
+    stub = os.path.realpath(opts.stub)
+    work = tempfile.mkdtemp(prefix="vramwatch-cli-run-")
+    try:
+        env = base_env({"VRAMWATCH_LIB": stub})
+
+        def vw(args, extra=None, cwd=work):
+            return run(opts, args, env=dict(env, **(extra or {})), cwd=cwd)
+
+        # The child's status is passed through; a signal N gives 128+N.
+        for args, code in ((["exit", "0"], 0), (["exit", "3"], 3), (["signal", "9"], 137),
+                           (["signal", "15"], 143)):
+            r = vw(["run", "--", opts.child] + args)
+            check(r.returncode == code, "run %s: exit %d, expected %d" % (args, r.returncode, code))
+            check(b"no report: the program made no device allocation" in r.stderr, "run %s: no-report line" % args)
+
+        # Variables: LD_PRELOAD first, kept entries after; VRAMWATCH_DIR absolute; limit and mode.
+        envfile = os.path.join(work, "env.txt")
+        r = vw(["run", "--dir", "reports", "--limit", "8GiB", "--", opts.child, "env", envfile],
+               {"LD_PRELOAD": "libm.so.6"})
+        check(r.returncode == 0, "run env: exit %d %s" % (r.returncode, r.stderr))
+        e = read_env_file(envfile)
+        check(e.get("LD_PRELOAD") == stub + ":libm.so.6", "LD_PRELOAD: %r" % e.get("LD_PRELOAD"))
+        check(e.get("preloaded") == "1", "the library was not preloaded")
+        check(e.get("VRAMWATCH_DIR") == os.path.join(work, "reports"), "VRAMWATCH_DIR: %r" % e.get("VRAMWATCH_DIR"))
+        check(e.get("VRAMWATCH_LIMIT") == "8GiB" and e.get("VRAMWATCH_LIMIT_MODE") == "enforce", "limit: %r" % e)
+        check("PYTORCH_CUDA_ALLOC_CONF" not in e, "PYTORCH_CUDA_ALLOC_CONF set without --tensors")
+
+        r = vw(["run", "--limit=0:16GiB,1:8000MB", "--observe", "--", opts.child, "env", envfile],
+               {"VRAMWATCH_DIR": "rel"})
+        e = read_env_file(envfile)
+        check(e.get("VRAMWATCH_LIMIT") == "0:16GiB,1:8000MB" and e.get("VRAMWATCH_LIMIT_MODE") == "observe",
+              "observe: %r" % e)
+        check(e.get("VRAMWATCH_DIR") == os.path.join(work, "rel"), "VRAMWATCH_DIR from the environment: %r" % e)
+        check(e.get("LD_PRELOAD") == stub, "LD_PRELOAD without earlier entries: %r" % e.get("LD_PRELOAD"))
+
+        r = vw(["run", "--", opts.child, "env", envfile])
+        e = read_env_file(envfile)
+        check(e.get("VRAMWATCH_DIR") == work, "VRAMWATCH_DIR defaults to the current folder: %r" % e)
+        check("VRAMWATCH_LIMIT" not in e and "VRAMWATCH_LIMIT_MODE" not in e, "no limit unless asked: %r" % e)
+
+        # --tensors merges backend:cudaMallocAsync into what is there, and says so in one line.
+        r = vw(["run", "--tensors", "--", opts.child, "env", envfile],
+               {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True,backend:native"})
+        e = read_env_file(envfile)
+        check(e.get("PYTORCH_CUDA_ALLOC_CONF") == "expandable_segments:True,backend:cudaMallocAsync",
+              "--tensors merge: %r" % e.get("PYTORCH_CUDA_ALLOC_CONF"))
+        said = [l for l in r.stderr.decode().splitlines() if "--tensors" in l]
+        check(len(said) == 1 and said[0].startswith("vramwatch: --tensors: PYTORCH_CUDA_ALLOC_CONF=") and
+              "not cache segments" in said[0], "--tensors line: %r" % said)
+        r = vw(["run", "--tensors", "--", opts.child, "env", envfile], {"PYTORCH_ALLOC_CONF": "max_split_size_mb:128"})
+        e = read_env_file(envfile)
+        check(e.get("PYTORCH_CUDA_ALLOC_CONF") == "backend:cudaMallocAsync", "--tensors alone: %r" % e)
+        check(e.get("PYTORCH_ALLOC_CONF") == "max_split_size_mb:128,backend:cudaMallocAsync",
+              "--tensors and PYTORCH_ALLOC_CONF: %r" % e)
+
+        # Bad usage: one line, exit 2, and the command never runs.
+        os.unlink(envfile)
+        for args, what in ((["--limit", "16XB"], "a bad unit"), (["--limit", "0"], "a zero limit"),
+                           (["--limit", "GiB"], "no number"), (["--limit", "0:8G,0:4G"], "a device twice"),
+                           (["--limit", "99999999999999999999"], "a huge limit"), (["--observe"], "--observe alone"),
+                           (["--bogus"], "an unknown option")):
+            line = one_line_error(vw(["run"] + args + ["--", opts.child, "env", envfile]), what)
+            check(not os.path.exists(envfile), "%s: the command ran anyway" % what)
+        one_line_error(vw(["run"]), "no command")
+        one_line_error(vw(["run", "--dir"]), "--dir without a value")
+        one_line_error(vw(["run", "--dir=", "--", opts.child, "exit", "0"]), "--dir with an empty value")
+        line = one_line_error(vw(["run", "--", "/no/such/program"]), "a command that does not exist")
+        check("/no/such/program" in line, "names the command: %s" % line)
+        line = one_line_error(run(opts, ["run", "--", opts.child, "exit", "0"],
+                                  env=dict(env, VRAMWATCH_LIB="/no/such/lib.so"), cwd=work), "a missing VRAMWATCH_LIB")
+
+        # Reports: the child's own, one written by a grandchild (a shell in between), none, stale ones.
+        host = socket.gethostname()
+        rdir = os.path.join(work, "r1")
+        r = vw(["run", "--dir", rdir, "--", opts.child, "report"])
+        check(r.returncode == 0, "run report: exit %d %s" % (r.returncode, r.stderr))
+        check(r.stdout.startswith(b"vramwatch report: cli-child report\n"), "post-mortem: %r" % r.stdout[:200])
+        check(b"What failed: cudaMalloc of 1.00 MiB on device 0" in r.stdout, "post-mortem failure: %r" % r.stdout)
+        rdir2 = os.path.join(work, "r2")
+        os.mkdir(rdir2)
+        stale = os.path.join(rdir2, "vramwatch-%s-1.json" % host)
+        with open(os.path.join(opts.data, "exit-clean.json")) as f:
+            doc = json.load(f)
+        doc["process"]["host"] = host
+        with open(stale, "w") as f:
+            json.dump(doc, f)
+        old = time.time() - 3600
+        os.utime(stale, (old, old))
+        r = vw(["run", "--dir", rdir2, "--", "sh", "-c", '"$0" report; exit 4', opts.child])
+        check(r.returncode == 4, "through a shell: exit %d %s" % (r.returncode, r.stderr))
+        check(r.stdout.count(b"vramwatch report: ") == 1 and b"saxpy" not in r.stdout,
+              "through a shell: one report, not the stale one: %r" % r.stdout[:300])
+        r = vw(["run", "--dir", rdir2, "--", opts.child, "exit", "0"])
+        check(r.stdout == b"" and b"no report" in r.stderr, "a stale report is not this run's")
+        r = vw(["run", "--dir", rdir2, "--", "sh", "-c", '"$0" report; "$0" report', opts.child])
+        check(r.stdout.startswith(b"vramwatch job: 2 processes on 1 host"), "two reports: a job: %r" % r.stdout[:200])
+
+        # Signals sent to vramwatch reach the command.
+        ready = os.path.join(work, "ready")
+        p = subprocess.Popen([opts.vramwatch, "run", "--", opts.child, "wait", ready], cwd=work, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(300):
+            if os.path.exists(ready):
+                break
+            time.sleep(0.05)
+        check(os.path.exists(ready), "the waiting child did not start")
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+        check(p.returncode == 128 + signal.SIGTERM, "SIGTERM forwarded: exit %d %s" % (p.returncode, err))
+
+        # Without VRAMWATCH_LIB: the library next to the executable, else the build tree's
+        # BUILD/lib beside BUILD/tools/vramwatch, else the install libdir. The stub stands in for
+        # the library, copied into those places, so this holds whatever the real library does.
+        layout = os.path.join(work, "layout")
+        exe_dir = os.path.join(layout, "tools", "vramwatch")
+        os.makedirs(exe_dir)
+        os.makedirs(os.path.join(layout, "lib"))
+        exe = os.path.join(exe_dir, "vramwatch")
+        shutil.copy2(opts.vramwatch, exe)
+        in_tree = os.path.join(layout, "lib", "libvramwatch.so")
+        shutil.copy2(stub, in_tree)
+        no_lib_env = base_env()
+
+        def found(executable):
+            if os.path.exists(envfile):
+                os.unlink(envfile)
+            r = subprocess.run([executable, "run", "--", opts.child, "env", envfile], env=no_lib_env, cwd=work,
+                               capture_output=True, timeout=60)
+            return r, read_env_file(envfile) if os.path.exists(envfile) else {}
+
+        r, e = found(exe)
+        check(e.get("LD_PRELOAD") == in_tree and e.get("preloaded") == "1", "build tree library: %r %r" % (e, r.stderr))
+        beside = os.path.join(exe_dir, "libvramwatch.so")
+        shutil.copy2(stub, beside)
+        r, e = found(exe)
+        check(e.get("LD_PRELOAD") == beside, "library next to the executable: %r" % e)
+        bare = os.path.join(work, "bare")
+        os.mkdir(bare)
+        shutil.copy2(opts.vramwatch, os.path.join(bare, "vramwatch"))
+        r, e = found(os.path.join(bare, "vramwatch"))
+        if r.returncode == 2:
+            line = one_line_error(r, "no library anywhere")
+            check("cannot find libvramwatch.so" in line and "VRAMWATCH_LIB" in line, "no library: %s" % line)
+        else:  # an installed copy in the libdir
+            check(not e.get("LD_PRELOAD", "").startswith(bare), "no library: %r" % e)
+
+        # The build really has that layout (checked by path: the real library is not run here).
+        if opts.libvramwatch:
+            tree_lib = os.path.join(os.path.dirname(opts.vramwatch), "..", "..", "lib", "libvramwatch.so")
+            check(os.path.realpath(tree_lib) == os.path.realpath(opts.libvramwatch),
+                  "libvramwatch is not at BUILD/lib/libvramwatch.so: %s" % opts.libvramwatch)
+        shutil.rmtree(work)
+    except Failed:
+        print("files kept in", work)
+        raise
+
+
+def group_schema(opts):
+    if not opts.validator:
+        return SKIP
+    py = sys.executable
+    good = [os.path.join(opts.data, f) for f in GOOD]
+    r = subprocess.run([py, opts.validator] + good, capture_output=True)
+    if r.returncode == SKIP:
+        print(r.stderr.decode())
+        return SKIP
+    lines = r.stdout.decode().splitlines()
+    check(r.returncode == 0 and len(lines) == len(good) and all(l.endswith(": valid") for l in lines),
+          "good fixtures: exit %d\n%s%s" % (r.returncode, r.stdout.decode(), r.stderr.decode()))
+    for name in sorted(f for f in os.listdir(opts.data) if f.startswith("bad-")):
+        r = subprocess.run([py, opts.validator, os.path.join(opts.data, name)], capture_output=True)
+        check(r.returncode == 1 and b": invalid: " in r.stdout, "%s passes the schema: %s" % (name, r.stdout))
+    # The example in docs/report-format.md is a valid report, and the output shown under it is real.
+    if opts.docs:
+        import re
+        with open(opts.docs) as f:
+            md = f.read()
+        example = md[md.index("## Example"):]
+        blocks = re.findall(r"```(json)?\n(.*?)```", example, re.S)
+        check(len(blocks) >= 2 and blocks[0][0] == "json", "docs: the example and its output")
+        tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        try:
+            tmp.write(blocks[0][1])
+            tmp.close()
+            r = subprocess.run([py, opts.validator, tmp.name], capture_output=True)
+            check(r.returncode == 0, "docs example: %s" % r.stdout.decode())
+            r = run(opts, ["report", tmp.name])
+            check(r.returncode == 0, "docs example: vramwatch report exit %d" % r.returncode)
+            check(r.stdout.decode().startswith(blocks[1][1]),
+                  "docs: the output shown differs from:\n" + r.stdout.decode()[:len(blocks[1][1])])
+        finally:
+            os.unlink(tmp.name)
+    # What --json prints is a report too.
+    tmp = tempfile.mkdtemp(prefix="vramwatch-cli-schema-")
+    try:
+        for name in GOOD:
+            out = os.path.join(tmp, name)
+            with open(out, "wb") as f:
+                f.write(run(opts, ["report", "--json", name]).stdout)
+            r = subprocess.run([py, opts.validator, out], capture_output=True)
+            check(r.returncode == 0, "--json output of %s: %s" % (name, r.stdout))
+    finally:
+        shutil.rmtree(tmp)
+
+
+GROUPS = {"golden": group_golden, "malformed": group_malformed, "json": group_json, "usage": group_usage,
+          "run": group_run, "schema": group_schema}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vramwatch", required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--golden", required=True)
+    ap.add_argument("--child")
+    ap.add_argument("--stub")
+    ap.add_argument("--validator")
+    ap.add_argument("--libvramwatch")
+    ap.add_argument("--docs")
+    ap.add_argument("group", choices=sorted(GROUPS))
+    opts = ap.parse_args()
+    opts.vramwatch = os.path.abspath(opts.vramwatch)
+    if opts.child:
+        opts.child = os.path.abspath(opts.child)
+    try:
+        status = GROUPS[opts.group](opts)
+    except Failed as e:
+        print("FAIL:", e)
+        return 1
+    if status == SKIP:
+        return SKIP
+    print("ok:", opts.group)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

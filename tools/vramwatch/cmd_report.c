@@ -1,0 +1,843 @@
+/* cmd_report.c: `vramwatch report`: the post-mortem a person reads in ten seconds, or the report JSON back. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "json.h"
+
+#define TOP_CALLSITES 10
+/* Application frames shown for the failure without --full. */
+#define FAILURE_FRAMES 4
+#define JOB_SCHEMA "vramwatch.job/1"
+
+struct style {
+	const char *bold, *red, *reset;
+};
+
+static const struct style plain = {"", "", ""};
+static const struct style ansi = {"\033[1m", "\033[1;31m", "\033[0m"};
+
+bool report_want_color(void)
+{
+	const char *term = getenv("TERM");
+	return isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && term && *term && strcmp(term, "dumb") != 0;
+}
+
+/* Times count from the process start; absolute when the report does not know it. */
+static const char *when(const struct model_report *r, int64_t t, char buf[UTIL_TIME_LEN])
+{
+	const model_int *start = &r->process.start_unix_ns;
+	return start->known ? util_fmt_reltime(t, start->v, buf) : util_fmt_abstime(t, buf);
+}
+
+static void add_device_name(struct strbuf *b, model_int ordinal)
+{
+	if (ordinal.known)
+		sb_printf(b, "device %" PRId64, ordinal.v);
+	else
+		sb_add(b, "an unknown device");
+}
+
+/* Frames of CUDA and of the frameworks around it: a user cannot act on them, so the call site
+ * shown is the first frame outside them. */
+static const char *const native_libraries[] = {
+	"libcuda", "libcudart", "libc10", "libtorch", "libcublas", "libcudnn", "libnccl", "libvramwatch",
+	"libffi", "_ctypes", /* Python's ctypes calling into C */
+};
+/* The Python interpreter: its frames say nothing of the application's code. */
+static const char *const interpreter_modules[] = {"python", "libpython"};
+/* Python code of installed packages, and of the standard library. */
+static const char *const python_packages[] = {"/site-packages/", "/dist-packages/"};
+#define PYTHON_STDLIB "/lib/python3"
+/* The C runtime under everything: never the interesting frame. */
+static const char *const system_libraries[] = {"libc.so", "libc-", "libstdc++", "libpthread", "libgcc_s", "ld-linux"};
+
+static bool module_matches(const struct model_frame *f, const char *const *prefixes, size_t n)
+{
+	if (f->python || !f->module)
+		return false;
+	const char *base = util_basename(f->module);
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+#define MODULE_IN(f, list) module_matches(f, list, sizeof list / sizeof list[0])
+
+static bool frame_in_system(const struct model_frame *f)
+{
+	return MODULE_IN(f, system_libraries);
+}
+
+static bool frame_in_interpreter(const struct model_frame *f)
+{
+	return MODULE_IN(f, interpreter_modules);
+}
+
+static bool frame_in_library(const struct model_frame *f)
+{
+	if (f->python) {
+		if (f->file[0] == '<') /* <frozen importlib._bootstrap>, <string> */
+			return true;
+		for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++)
+			if (strstr(f->file, python_packages[i]))
+				return true;
+		return strstr(f->file, PYTHON_STDLIB) != NULL;
+	}
+	return MODULE_IN(f, native_libraries) || frame_in_system(f) || frame_in_interpreter(f);
+}
+
+/* The first frame of the application. Without one, the outermost framework frame below the
+ * interpreter and the C runtime says most: the entry of a thread the framework started
+ * (torch::autograd::Engine::thread_main: the backward pass), or the binding of the operation
+ * Python called when Python frames are off (THPVariable_conv2d). */
+static size_t app_frame(const struct model_callsite *cs)
+{
+	for (size_t i = 0; i < cs->n_frames; i++)
+		if (!frame_in_library(&cs->frames[i]))
+			return i;
+	for (size_t i = cs->n_frames; i-- > 0;)
+		if (!frame_in_system(&cs->frames[i]) && !frame_in_interpreter(&cs->frames[i]))
+			return i;
+	return 0;
+}
+
+/* A Python file as short as it stays clear: relative to the process's folder, or from inside
+ * site-packages; else as recorded. */
+static void add_python_file(struct strbuf *b, const char *file, const char *cwd, bool full)
+{
+	size_t n = cwd ? strlen(cwd) : 0;
+	if (!full) {
+		if (n > 1 && strncmp(file, cwd, n) == 0 && file[n] == '/') {
+			util_add_text(b, file + n + 1);
+			return;
+		}
+		for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++) {
+			const char *m = strstr(file, python_packages[i]);
+			if (m) {
+				util_add_text(b, m + strlen(python_packages[i]));
+				return;
+			}
+		}
+	}
+	util_add_text(b, file);
+}
+
+/* A demangled C++ name without its parameter list: "ns::Class::method" of
+ * "ns::Class::method(std::shared_ptr<X> const&) const". */
+static void add_short_symbol(struct strbuf *b, const char *sym)
+{
+	size_t len = strlen(sym), end = len, keep = len;
+	if (end > 6 && strcmp(sym + end - 6, " const") == 0)
+		end -= 6;
+	if (end > 0 && sym[end - 1] == ')') {
+		/* Back to the '(' that opens the parameter list; a name must stand before it. */
+		size_t depth = 0;
+		for (size_t i = end; i-- > 0;) {
+			if (sym[i] == ')') {
+				depth++;
+			} else if (sym[i] == '(' && --depth == 0) {
+				if (i > 0)
+					keep = i;
+				break;
+			}
+		}
+	}
+	char *cut = util_xmalloc(keep + 1);
+	memcpy(cut, sym, keep);
+	cut[keep] = '\0';
+	util_add_text(b, cut);
+	free(cut);
+}
+
+/* "file:line in function" for Python, "symbol (module+0xoffset)" for native code. */
+static void add_frame(struct strbuf *b, const struct model_frame *f, const char *cwd, bool full)
+{
+	if (f->python) {
+		add_python_file(b, f->file, cwd, full);
+		sb_printf(b, ":%" PRId64 " in ", f->line);
+		util_add_text(b, f->function);
+		return;
+	}
+	if (f->symbol) {
+		if (full)
+			util_add_text(b, f->symbol);
+		else
+			add_short_symbol(b, f->symbol);
+		if (full && f->symbol_offset.known)
+			sb_printf(b, "+0x%" PRIx64, (uint64_t)f->symbol_offset.v);
+		sb_add(b, " (");
+	}
+	const char *module = !f->module ? "" : full ? f->module : util_basename(f->module);
+	util_add_text(b, *module ? module : "?");
+	sb_printf(b, "+0x%" PRIx64, (uint64_t)f->offset);
+	if (f->symbol)
+		sb_addc(b, ')');
+}
+
+/* The one line that names a call site. */
+static void add_callsite(struct strbuf *b, const struct model_report *r, int64_t id)
+{
+	const struct model_callsite *cs = model_callsite(r, id);
+	if (!cs)
+		sb_printf(b, "call site %" PRId64 " (not listed in the report)", id);
+	else if (cs->n_frames == 0 && cs->id == 0)
+		sb_add(b, "(no call site of its own: the call-site table was full)");
+	else if (cs->n_frames == 0)
+		sb_add(b, "(no stack recorded)");
+	else
+		add_frame(b, &cs->frames[app_frame(cs)], r->process.cwd, false);
+}
+
+static void put_line(FILE *out, const char *indent, struct strbuf *b)
+{
+	fprintf(out, "%s%s\n", indent, sb_str(b));
+	sb_truncate(b, 0);
+}
+
+/* "  label          text": the label column of the device and failure blocks. */
+static void put_row(FILE *out, const char *label, struct strbuf *b)
+{
+	fprintf(out, "  %-14s %s\n", label, sb_str(b));
+	sb_truncate(b, 0);
+}
+
+static void print_full_stack(FILE *out, const struct model_report *r, const struct model_callsite *cs, const char *indent)
+{
+	struct strbuf b = {0};
+	for (size_t i = 0; i < cs->n_frames; i++) {
+		sb_printf(&b, "#%zu ", i);
+		add_frame(&b, &cs->frames[i], r->process.cwd, true);
+		put_line(out, indent, &b);
+	}
+	sb_free(&b);
+}
+
+static const char *reason_text(const char *reason)
+{
+	if (strcmp(reason, "oom") == 0)
+		return "an allocation ran out of memory";
+	if (strcmp(reason, "exit") == 0)
+		return "the program exited";
+	if (strcmp(reason, "request") == 0)
+		return "vramwatch_dump() was called";
+	return "the program received a fatal signal";
+}
+
+static void print_header(FILE *out, const struct model_report *r, const struct style *st)
+{
+	const struct model_process *p = &r->process;
+	struct strbuf b = {0};
+	char t[UTIL_TIME_LEN];
+	if (p->argc)
+		util_add_argv(&b, p->argv, p->argc);
+	else
+		util_add_text(&b, p->exe ? p->exe : "(command line unknown)");
+	fprintf(out, "%svramwatch report: %s%s\n", st->bold, sb_str(&b), st->reset);
+	sb_truncate(&b, 0);
+	sb_printf(&b, "pid %" PRId64 " on ", p->pid);
+	util_add_text(&b, p->host);
+	if (p->rank.known) {
+		sb_printf(&b, ", rank %" PRId64, p->rank.v);
+		if (p->world_size.known)
+			sb_printf(&b, " of %" PRId64, p->world_size.v);
+		if (p->local_rank.known)
+			sb_printf(&b, " (local rank %" PRId64 ")", p->local_rank.v);
+	}
+	put_line(out, "  ", &b);
+	if (p->start_unix_ns.known)
+		fprintf(out, "  report written at %s (times count from the process start): %s\n",
+			when(r, r->time_unix_ns, t), reason_text(r->reason));
+	else
+		fprintf(out, "  report written at %s (the process start is unknown): %s\n", when(r, r->time_unix_ns, t),
+			reason_text(r->reason));
+	sb_free(&b);
+}
+
+/* "  label          value  note": the value right-aligned so sizes line up. Empties the note. */
+static void add_plural(struct strbuf *b, int64_t n, const char *one, const char *many)
+{
+	sb_printf(b, "%" PRId64 " %s", n, n == 1 ? one : many);
+}
+
+static void print_row(FILE *out, const char *label, const char *value, struct strbuf *note)
+{
+	fprintf(out, "  %-14s %12s%s%s\n", label, value, note->len ? "  " : "", sb_str(note));
+	sb_truncate(note, 0);
+}
+
+static void print_device(FILE *out, const struct model_report *r, const struct model_device *d, const struct style *st)
+{
+	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
+	struct strbuf b = {0};
+	if (d->ordinal.known)
+		fprintf(out, "%sDevice %" PRId64 ": ", st->bold, d->ordinal.v);
+	else
+		fprintf(out, "%sDevice of unknown ordinal: ", st->bold);
+	util_put_text(out, d->name ? d->name : "name unknown");
+	if (d->limit_bytes.known)
+		fprintf(out, ", %s emulated by VRAMWATCH_LIMIT", util_fmt_size(d->limit_bytes.v, s1));
+	else if (d->total_bytes.known)
+		fprintf(out, ", %s", util_fmt_size(d->total_bytes.v, s1));
+	else
+		fputs(", capacity unknown", out);
+	fprintf(out, "%s\n", st->reset);
+
+	if (d->live_count.known)
+		sb_printf(&b, "in %" PRId64 " allocation%s", d->live_count.v, d->live_count.v == 1 ? "" : "s");
+	print_row(out, "live", util_fmt_size(d->live_bytes, s1), &b);
+	if (d->peak_time_unix_ns.known)
+		sb_printf(&b, "at %s", when(r, d->peak_time_unix_ns.v, t));
+	print_row(out, "peak", util_fmt_size(d->peak_live_bytes, s1), &b);
+	sb_printf(&b, "peak %s", util_fmt_size(d->peak_reserved_bytes, s2));
+	print_row(out, "reserved", util_fmt_size(d->reserved_bytes, s1), &b);
+	sb_add(&b, "reserved - live: held by pools, not handed out");
+	print_row(out, "fragmentation", util_fmt_size(d->reserved_bytes - d->live_bytes, s1), &b);
+	if (d->untracked_bytes.known) {
+		sb_add(&b, "driver used - reserved: CUDA context, libraries, other processes");
+		print_row(out, "untracked", util_fmt_size(d->untracked_bytes.v, s1), &b);
+	} else {
+		sb_add(&b, "the driver's used memory was not known");
+		print_row(out, "untracked", "unknown", &b);
+	}
+	print_row(out, "driver free", d->free_bytes.known ? util_fmt_size(d->free_bytes.v, s1) : "unknown", &b);
+	if (d->va_reserved_bytes.known && d->va_reserved_bytes.v > 0) {
+		sb_add(&b, "reserved with cuMemAddressReserve: not memory");
+		print_row(out, "address space", util_fmt_size(d->va_reserved_bytes.v, s1), &b);
+	}
+	add_plural(&b, d->alloc_calls, "allocation", "allocations");
+	sb_add(&b, ", ");
+	add_plural(&b, d->free_calls, "free", "frees");
+	sb_printf(&b, ", %" PRId64 " failed", d->failed_calls);
+	put_row(out, "calls", &b);
+	sb_free(&b);
+}
+
+/* The failures other than the one shown, by kind, on one line. */
+static void print_other_failures(FILE *out, const struct model_report *r, const struct model_failure *shown)
+{
+	int64_t flushed = 0, oom = 0, other = 0;
+	for (size_t i = 0; i < r->n_failures; i++) {
+		const struct model_failure *f = &r->failures[i];
+		if (f == shown)
+			continue;
+		if (model_failure_is_real_oom(f))
+			oom++;
+		else if (f->oom)
+			flushed++;
+		else
+			other++;
+	}
+	struct strbuf b = {0};
+	const char *sep = "";
+	if (flushed) {
+		add_plural(&b, flushed, "out-of-memory that succeeded on retry (a cache flush)",
+			   "out-of-memory failures that succeeded on retry (cache flushes)");
+		sep = ", ";
+	}
+	if (oom) {
+		sb_add(&b, sep);
+		add_plural(&b, oom, "other out-of-memory", "other out-of-memory failures");
+		sep = ", ";
+	}
+	if (other) {
+		sb_add(&b, sep);
+		add_plural(&b, other, "failure of another kind", "failures of another kind");
+	}
+	if (b.len)
+		fprintf(out, "  %s: %s\n", shown ? "also" : "failures", sb_str(&b));
+	if (r->failures_total.known && (uint64_t)r->failures_total.v > r->n_failures)
+		fprintf(out, "  %" PRId64 " failures in all; the report lists the first %zu\n", r->failures_total.v,
+			r->n_failures);
+	sb_free(&b);
+}
+
+static void print_failure(FILE *out, const struct model_report *r, const struct report_opts *o, const struct style *st)
+{
+	const struct model_failure *f = model_real_oom(r);
+	const char *title = "What failed:";
+	if (!f) {
+		if (r->n_failures == 0) {
+			fprintf(out, "%sWhat failed:%s nothing; no allocation failed\n", st->bold, st->reset);
+			return;
+		}
+		/* No real out-of-memory: show the first error of another kind, if any. */
+		for (size_t i = 0; i < r->n_failures && !f; i++)
+			if (!r->failures[i].oom)
+				f = &r->failures[i];
+		if (!f) {
+			fprintf(out, "%sWhat failed:%s no allocation ran out of memory for good\n", st->bold, st->reset);
+			print_other_failures(out, r, NULL);
+			return;
+		}
+		title = "What failed (not out of memory):";
+	}
+	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], s3[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
+	struct strbuf b = {0};
+	fprintf(out, "%s%s%s ", f->oom ? st->red : st->bold, title, st->reset);
+	util_put_text(out, f->api);
+	fprintf(out, " of %s", util_fmt_size(f->size, s1));
+	add_device_name(&b, f->device);
+	fprintf(out, " on %s at %s\n", sb_str(&b), when(r, f->time_unix_ns, t));
+	sb_truncate(&b, 0);
+
+	util_add_text(&b, f->error_name ? f->error_name : "unknown error");
+	sb_printf(&b, " (%" PRId64 ")", f->error_code);
+	if (f->retried == RETRIED_FAILED)
+		sb_add(&b, "; retried, and failed again");
+	else if (f->retried == RETRIED_SUCCEEDED)
+		sb_add(&b, "; retried, and succeeded");
+	put_row(out, "error", &b);
+	sb_printf(&b, "live %s, reserved %s, driver free %s", util_fmt_size(f->live_bytes_at_failure, s1),
+		  util_fmt_size(f->reserved_bytes_at_failure, s2),
+		  f->free_bytes_at_failure.known ? util_fmt_size(f->free_bytes_at_failure.v, s3) : "unknown");
+	put_row(out, "at that moment", &b);
+
+	const struct model_callsite *cs = model_callsite(r, f->callsite);
+	if (!cs || cs->n_frames == 0) {
+		add_callsite(&b, r, f->callsite);
+		put_row(out, "called from", &b);
+	} else if (o->full) {
+		fputs("  called from\n", out);
+		print_full_stack(out, r, cs, "    ");
+	} else {
+		/* The first application frame and its callers, without the library frames between. */
+		fputs("  called from\n", out);
+		size_t app = app_frame(cs), shown = 0;
+		for (size_t i = app; i < cs->n_frames && shown < FAILURE_FRAMES; i++) {
+			if (i > app && frame_in_library(&cs->frames[i]))
+				continue;
+			add_frame(&b, &cs->frames[i], r->process.cwd, false);
+			put_line(out, "    ", &b);
+			shown++;
+		}
+		size_t hidden = cs->n_frames - shown;
+		if (hidden)
+			fprintf(out, "    (%zu more frame%s: libraries and outer callers; --full shows the whole stack)\n",
+				hidden, hidden == 1 ? "" : "s");
+	}
+	print_other_failures(out, r, f);
+	sb_free(&b);
+}
+
+static int by_live_desc(const void *a, const void *b)
+{
+	const struct model_callsite *x = *(const struct model_callsite *const *)a;
+	const struct model_callsite *y = *(const struct model_callsite *const *)b;
+	if (x->live_bytes != y->live_bytes)
+		return x->live_bytes > y->live_bytes ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static void print_callsites(FILE *out, const struct model_report *r, const struct report_opts *o, const struct style *st)
+{
+	int64_t total = model_total_live(r);
+	char s1[UTIL_SIZE_LEN];
+	const struct model_callsite **sorted = util_xcalloc(r->n_callsites, sizeof *sorted);
+	size_t n = 0;
+	for (size_t i = 0; i < r->n_callsites; i++)
+		if (r->callsites[i].live_bytes > 0)
+			sorted[n++] = &r->callsites[i];
+	qsort(sorted, n, sizeof *sorted, by_live_desc);
+	if (n == 0) {
+		fprintf(out, "%sTop call sites by live bytes:%s nothing was live\n", st->bold, st->reset);
+	} else {
+		fprintf(out, "%sTop call sites by live bytes%s (of %s live)\n", st->bold, st->reset, util_fmt_size(total, s1));
+		fprintf(out, "  %12s  %6s  %7s  %s\n", "live", "share", "count", "where");
+	}
+	struct strbuf b = {0};
+	int64_t rest_bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct model_callsite *cs = sorted[i];
+		if (i >= TOP_CALLSITES) {
+			rest_bytes = util_sat_add(rest_bytes, cs->live_bytes);
+			continue;
+		}
+		double share = total > 0 ? 100.0 * (double)cs->live_bytes / (double)total : 0.0;
+		add_callsite(&b, r, cs->id);
+		fprintf(out, "  %12s  %5.1f%%  %7" PRId64 "  %s\n", util_fmt_size(cs->live_bytes, s1), share,
+			cs->live_count, sb_str(&b));
+		sb_truncate(&b, 0);
+		if (o->full && cs->n_frames)
+			print_full_stack(out, r, cs, "        ");
+	}
+	if (n > TOP_CALLSITES)
+		fprintf(out, "  ... and %zu more call site%s holding %s\n", n - TOP_CALLSITES,
+			n - TOP_CALLSITES == 1 ? "" : "s", util_fmt_size(rest_bytes, s1));
+	if (r->callsites_dropped.known && r->callsites_dropped.v > 0)
+		fprintf(out, "  %" PRId64 " allocation%s got no call site of its own: the call-site table was full\n",
+			r->callsites_dropped.v, r->callsites_dropped.v == 1 ? "" : "s");
+	sb_free(&b);
+	free(sorted);
+}
+
+static void print_crossings(FILE *out, const struct model_report *r, const struct style *st)
+{
+	if (r->n_crossings == 0)
+		return;
+	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], s3[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
+	struct strbuf b = {0};
+	fprintf(out, "\n%sOver the emulated limit%s (observe mode: the allocation succeeded and the run went on)\n",
+		st->bold, st->reset);
+	for (size_t i = 0; i < r->n_crossings; i++) {
+		const struct model_crossing *x = &r->crossings[i];
+		const struct model_device *d = model_device(r, x->device);
+		fprintf(out, "  device %" PRId64 ": ", x->device);
+		util_put_text(out, x->api);
+		fprintf(out, " of %s at %s", util_fmt_size(x->size, s1),
+			when(r, x->time_unix_ns, t));
+		if (d && d->limit_bytes.known)
+			fprintf(out, " went past %s", util_fmt_size(d->limit_bytes.v, s2));
+		fprintf(out, " with %s live\n", util_fmt_size(x->live_bytes_at_crossing, s3));
+		add_callsite(&b, r, x->callsite);
+		put_line(out, "    from ", &b);
+		if (d)
+			fprintf(out, "    peak live on this device: %s\n", util_fmt_size(d->peak_live_bytes, s1));
+	}
+	sb_free(&b);
+}
+
+static void print_pressure(FILE *out, const struct model_report *r, const struct style *st)
+{
+	if (r->n_pressure == 0)
+		return;
+	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN];
+	int64_t freed = 0, blocks = 0, largest = 0;
+	for (size_t i = 0; i < r->n_pressure; i++) {
+		freed = util_sat_add(freed, r->pressure[i].freed_bytes);
+		blocks = util_sat_add(blocks, r->pressure[i].freed_count);
+		if (r->pressure[i].freed_bytes > largest)
+			largest = r->pressure[i].freed_bytes;
+	}
+	fprintf(out, "\n%sPressure:%s %zu cache flush%s freed %s in all (%" PRId64 " block%s), the largest %s\n", st->bold,
+		st->reset, r->n_pressure, r->n_pressure == 1 ? "" : "es", util_fmt_size(freed, s1), blocks,
+		blocks == 1 ? "" : "s", util_fmt_size(largest, s2));
+	fputs("  an allocation failed, the allocator released cached blocks and the retry succeeded:\n"
+	      "  memory was tight, but these were not the out-of-memory\n",
+	      out);
+}
+
+static void print_host_pinned(FILE *out, const struct model_report *r)
+{
+	const struct model_host_pinned *h = &r->host_pinned;
+	if (!h->known || (h->alloc_calls == 0 && h->failed_calls == 0))
+		return;
+	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN];
+	fprintf(out, "\nHost pinned memory (host RAM, not on the card): %s live, peak %s, %" PRId64 " allocations, %" PRId64
+		     " failed\n",
+		util_fmt_size(h->live_bytes, s1), util_fmt_size(h->peak_live_bytes, s2), h->alloc_calls, h->failed_calls);
+}
+
+/* Memory used on the card that no tracked allocation explains: worth a line when it is large. */
+static void print_hints(FILE *out, const struct model_report *r, const struct style *st)
+{
+	char s1[UTIL_SIZE_LEN];
+	struct strbuf b = {0};
+	for (size_t i = 0; i < r->n_devices; i++) {
+		const struct model_device *d = &r->devices[i];
+		if (!d->untracked_bytes.known || !d->total_bytes.known)
+			continue;
+		int64_t u = d->untracked_bytes.v;
+		if (u < (1LL << 30) || u < d->total_bytes.v / 10)
+			continue;
+		add_device_name(&b, d->ordinal);
+		fprintf(out, "\n%sHint:%s %s of %s is used outside the allocations vramwatch saw: the CUDA context,\n"
+			     "  libraries (cuDNN, cuBLAS workspaces) or other processes on the card (nvidia-smi lists them)\n",
+			st->bold, st->reset, util_fmt_size(u, s1), sb_str(&b));
+		sb_truncate(&b, 0);
+	}
+	sb_free(&b);
+}
+
+static void print_postmortem(FILE *out, const struct model_report *r, const struct report_opts *o)
+{
+	const struct style *st = o->color ? &ansi : &plain;
+	print_header(out, r, st);
+	for (size_t i = 0; i < r->n_devices; i++) {
+		fputc('\n', out);
+		print_device(out, r, &r->devices[i], st);
+	}
+	if (r->n_devices == 0)
+		fputs("\nNo device was used.\n", out);
+	fputc('\n', out);
+	print_failure(out, r, o, st);
+	fputc('\n', out);
+	print_callsites(out, r, o, st);
+	print_crossings(out, r, st);
+	print_pressure(out, r, st);
+	print_host_pinned(out, r);
+	print_hints(out, r, st);
+}
+
+/* ---- several reports: one job ---- */
+
+/* Ranks in order, unranked processes after them, then by host and pid: a stable reading order. */
+static int by_rank(const void *a, const void *b)
+{
+	const struct model_report *x = *(const struct model_report *const *)a;
+	const struct model_report *y = *(const struct model_report *const *)b;
+	if (x->process.rank.known != y->process.rank.known)
+		return x->process.rank.known ? -1 : 1;
+	if (x->process.rank.known && x->process.rank.v != y->process.rank.v)
+		return x->process.rank.v < y->process.rank.v ? -1 : 1;
+	int h = strcmp(x->process.host, y->process.host);
+	if (h)
+		return h;
+	if (x->process.pid != y->process.pid)
+		return x->process.pid < y->process.pid ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+static const struct model_report **job_order(struct model_report *reports, size_t n)
+{
+	const struct model_report **order = util_xcalloc(n, sizeof *order);
+	for (size_t i = 0; i < n; i++)
+		order[i] = &reports[i];
+	qsort(order, n, sizeof *order, by_rank);
+	return order;
+}
+
+/* The earliest real out-of-memory of the job, and whose it was. */
+static const struct model_failure *job_first_failure(const struct model_report *const *order, size_t n,
+						     const struct model_report **owner)
+{
+	const struct model_failure *first = NULL;
+	*owner = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct model_failure *f = model_real_oom(order[i]);
+		if (f && (!first || f->time_unix_ns < first->time_unix_ns)) {
+			first = f;
+			*owner = order[i];
+		}
+	}
+	return first;
+}
+
+static void add_process_name(struct strbuf *b, const struct model_report *r)
+{
+	if (r->process.rank.known)
+		sb_printf(b, "rank %" PRId64 ", ", r->process.rank.v);
+	sb_printf(b, "pid %" PRId64 " on ", r->process.pid);
+	util_add_text(b, r->process.host);
+}
+
+static void print_job(FILE *out, struct model_report *reports, size_t n, const struct report_opts *o)
+{
+	const struct style *st = o->color ? &ansi : &plain;
+	const struct model_report **order = job_order(reports, n);
+	const struct model_report *owner;
+	const struct model_failure *first = job_first_failure(order, n, &owner);
+	model_int job_start = {0, false};
+	size_t hosts = 0;
+	for (size_t i = 0; i < n; i++) {
+		const model_int *s = &order[i]->process.start_unix_ns;
+		if (s->known && (!job_start.known || s->v < job_start.v))
+			job_start = *s;
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = strcmp(order[i]->process.host, order[j]->process.host) == 0;
+		hosts += !seen;
+	}
+	struct strbuf b = {0};
+	char s1[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
+	fprintf(out, "%svramwatch job: %zu processes on %zu host%s%s\n", st->bold, n, hosts, hosts == 1 ? "" : "s",
+		st->reset);
+	if (first) {
+		add_process_name(&b, owner);
+		sb_add(&b, ": ");
+		util_add_text(&b, first->api);
+		sb_printf(&b, " of %s", util_fmt_size(first->size, s1));
+		sb_add(&b, " on ");
+		add_device_name(&b, first->device);
+		if (job_start.known)
+			sb_printf(&b, " at %s after the first process started",
+				  util_fmt_reltime(first->time_unix_ns, job_start.v, t));
+		else
+			sb_printf(&b, " at %s", util_fmt_abstime(first->time_unix_ns, t));
+		fprintf(out, "  %sfirst out of memory:%s %s\n", st->red, st->reset, sb_str(&b));
+	} else {
+		fputs("  no process ran out of memory\n", out);
+	}
+	for (size_t i = 0; i < n; i++) {
+		sb_truncate(&b, 0);
+		add_process_name(&b, order[i]);
+		fprintf(out, "\n%s=== process %zu of %zu: %s ===%s\n", st->bold, i + 1, n, sb_str(&b), st->reset);
+		print_postmortem(out, order[i], o);
+	}
+	sb_free(&b);
+	free(order);
+}
+
+/* device_ids name physical GPUs: the report's uuid or PCI bus id when it has one, else the
+ * CUDA_VISIBLE_DEVICES entry the ordinal maps to, else (nothing remapped) the ordinal itself. */
+static cJSON *device_ids(const struct model_report *r)
+{
+	cJSON *ids = cJSON_CreateArray();
+	const cJSON *cvd = cJSON_GetObjectItemCaseSensitive(r->process.env, "CUDA_VISIBLE_DEVICES");
+	const char *visible = cJSON_IsString(cvd) ? cvd->valuestring : NULL;
+	for (size_t i = 0; i < r->n_devices; i++) {
+		const struct model_device *d = &r->devices[i];
+		cJSON *id = NULL;
+		if (d->uuid || d->pci_bus_id) {
+			id = cJSON_CreateString(d->uuid ? d->uuid : d->pci_bus_id);
+		} else if (!d->ordinal.known) {
+			id = cJSON_CreateNull();
+		} else if (visible) {
+			const char *p = visible;
+			for (int64_t k = 0; p && k < d->ordinal.v; k++) {
+				p = strchr(p, ',');
+				if (p)
+					p++;
+			}
+			if (p) {
+				size_t len = strcspn(p, ",");
+				char *entry = util_xmalloc(len + 1);
+				memcpy(entry, p, len);
+				entry[len] = '\0';
+				id = *entry ? cJSON_CreateString(entry) : cJSON_CreateNull();
+				free(entry);
+			} else {
+				id = cJSON_CreateNull();
+			}
+		} else {
+			char num[24];
+			snprintf(num, sizeof num, "%" PRId64, d->ordinal.v);
+			id = cJSON_CreateString(num);
+		}
+		cJSON_AddItemToArray(ids, id);
+	}
+	return ids;
+}
+
+static cJSON *opt_int(model_int v)
+{
+	return v.known ? json_new_int(v.v) : cJSON_CreateNull();
+}
+
+static void print_job_json(FILE *out, struct model_report *reports, size_t n)
+{
+	const struct model_report **order = job_order(reports, n);
+	cJSON *job = cJSON_CreateObject();
+	cJSON_AddStringToObject(job, "schema", JOB_SCHEMA);
+	cJSON *procs = cJSON_AddArrayToObject(job, "processes");
+	for (size_t i = 0; i < n; i++) {
+		const struct model_report *r = order[i];
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddStringToObject(p, "host", r->process.host);
+		cJSON_AddItemToObject(p, "pid", json_new_int(r->process.pid));
+		cJSON_AddItemToObject(p, "rank", opt_int(r->process.rank));
+		cJSON_AddItemToObject(p, "local_rank", opt_int(r->process.local_rank));
+		cJSON_AddItemToObject(p, "world_size", opt_int(r->process.world_size));
+		cJSON_AddItemToObject(p, "device_ids", device_ids(r));
+		/* The report itself is shared with the loaded tree, not copied. */
+		cJSON_AddItemToObject(p, "report", cJSON_CreateObjectReference(r->root->child));
+		cJSON_AddItemToArray(procs, p);
+	}
+	const struct model_report *owner;
+	const struct model_failure *f = job_first_failure(order, n, &owner);
+	if (f) {
+		cJSON *ff = cJSON_CreateObject();
+		cJSON_AddStringToObject(ff, "host", owner->process.host);
+		cJSON_AddItemToObject(ff, "pid", json_new_int(owner->process.pid));
+		cJSON_AddItemToObject(ff, "rank", opt_int(owner->process.rank));
+		cJSON_AddItemToObject(ff, "time_unix_ns", json_new_int(f->time_unix_ns));
+		cJSON_AddStringToObject(ff, "api", f->api);
+		cJSON_AddItemToObject(ff, "device", opt_int(f->device));
+		cJSON_AddItemToObject(ff, "size", json_new_int(f->size));
+		cJSON_AddItemToObject(job, "first_failure", ff);
+	} else {
+		cJSON_AddNullToObject(job, "first_failure");
+	}
+	json_print(out, job);
+	cJSON_Delete(job);
+	free(order);
+}
+
+void report_show(FILE *out, struct model_report *reports, size_t n, const struct report_opts *o)
+{
+	if (n == 0)
+		return;
+	if (o->json && n == 1)
+		json_print(out, reports[0].root);
+	else if (o->json)
+		print_job_json(out, reports, n);
+	else if (n == 1)
+		print_postmortem(out, &reports[0], o);
+	else
+		print_job(out, reports, n, o);
+}
+
+static const char usage[] =
+	"usage: vramwatch report [--json] [--full] REPORT...\n"
+	"\n"
+	"The post-mortem of a vramwatch report: the program, each device's memory (live, peak,\n"
+	"reserved, fragmentation, untracked, free), the allocation that really ran out of memory and\n"
+	"where it was called from, the call sites holding the most memory, and cache flushes.\n"
+	"With several reports (the ranks of one job): a job header naming the first out-of-memory,\n"
+	"then each process's post-mortem.\n"
+	"\n"
+	"  --json   print the report back as checked JSON (vramwatch.report/1); with several\n"
+	"           reports, one vramwatch.job/1 document\n"
+	"  --full   whole call stacks instead of the first application frames\n"
+	"  --help   this text\n"
+	"\n"
+	"Colour only on a terminal, and never with NO_COLOR set or TERM=dumb.\n"
+	"Exit status: 0 printed; 2 bad usage or a file that is not a readable vramwatch report.\n";
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_opts o = {0};
+	char **paths = util_xcalloc((size_t)argc, sizeof *paths);
+	size_t n = 0;
+	bool only_files = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (only_files || a[0] != '-' || !a[1]) {
+			paths[n++] = argv[i];
+		} else if (strcmp(a, "--") == 0) {
+			only_files = true;
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			free(paths);
+			fputs(usage, stdout);
+			return EXIT_DONE;
+		} else if (strcmp(a, "--json") == 0) {
+			o.json = true;
+		} else if (strcmp(a, "--full") == 0) {
+			o.full = true;
+		} else {
+			free(paths);
+			util_err("report: unknown option %s (see vramwatch report --help)", a);
+			return EXIT_USAGE;
+		}
+	}
+	if (n == 0) {
+		free(paths);
+		util_err("report: no report file given (usage: vramwatch report [--json] [--full] REPORT...)");
+		return EXIT_USAGE;
+	}
+	o.color = !o.json && report_want_color();
+	struct model_report *reports = util_xcalloc(n, sizeof *reports);
+	int status = EXIT_DONE;
+	for (size_t i = 0; i < n && status == EXIT_DONE; i++) {
+		struct strbuf err = {0};
+		if (!model_load(paths[i], &reports[i], &err)) {
+			util_err("%s: %s", paths[i], sb_str(&err));
+			status = EXIT_USAGE;
+		}
+		sb_free(&err);
+	}
+	if (status == EXIT_DONE)
+		report_show(stdout, reports, n, &o);
+	for (size_t i = 0; i < n; i++)
+		model_free(&reports[i]);
+	free(reports);
+	free(paths);
+	if (fflush(stdout) != 0 && status == EXIT_DONE) {
+		util_err("report: cannot write the output");
+		status = EXIT_USAGE;
+	}
+	return status;
+}

@@ -1,0 +1,154 @@
+/* model.h: a vramwatch.report/1 file as C structs, loaded and checked once, read by every view. */
+#ifndef VRAMWATCH_TOOL_MODEL_H
+#define VRAMWATCH_TOOL_MODEL_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+#define MODEL_SCHEMA "vramwatch.report/1"
+
+/* An integer the report may leave unknown (null) or, for fields added after the contract, leave out. */
+typedef struct {
+	int64_t v;
+	bool known;
+} model_int;
+
+/* Strings point into the parsed JSON tree, which lives as long as the report. */
+struct model_frame {
+	bool python;
+	/* native */
+	const char *module; /* NULL when unknown */
+	const char *symbol; /* NULL when unknown */
+	int64_t offset;     /* ip - module load base */
+	model_int symbol_offset;
+	/* python */
+	const char *file;
+	const char *function;
+	int64_t line;
+};
+
+struct model_callsite {
+	int64_t id;
+	struct model_frame *frames; /* innermost first */
+	size_t n_frames;
+	int64_t live_bytes, live_count, alloc_calls, alloc_bytes_total;
+};
+
+struct model_device {
+	model_int ordinal; /* unknown for allocations whose device could not be told */
+	const char *name; /* NULL when unknown */
+	model_int total_bytes, free_bytes, limit_bytes;
+	int64_t live_bytes, peak_live_bytes;
+	model_int peak_time_unix_ns;
+	int64_t reserved_bytes, peak_reserved_bytes;
+	int64_t alloc_calls, free_calls, failed_calls;
+	/* written by the library beyond the contract; unknown when absent */
+	model_int used_bytes, untracked_bytes, live_count, cache_flushes, va_reserved_bytes;
+	const char *uuid, *pci_bus_id; /* optional physical names, NULL when absent */
+};
+
+enum model_retried { RETRIED_UNKNOWN, RETRIED_SUCCEEDED, RETRIED_FAILED };
+
+struct model_failure {
+	int64_t time_unix_ns;
+	const char *api;
+	model_int device;
+	int64_t size, error_code;
+	const char *error_name; /* NULL when unknown */
+	bool oom;
+	int64_t callsite;
+	int64_t live_bytes_at_failure, reserved_bytes_at_failure;
+	model_int free_bytes_at_failure;
+	enum model_retried retried;
+	model_int thread;
+};
+
+struct model_live {
+	const char *address;
+	int64_t size;
+	model_int device;
+	const char *api;
+	int64_t callsite, time_unix_ns;
+};
+
+struct model_crossing {
+	int64_t time_unix_ns;
+	const char *api;
+	int64_t device, size, callsite, live_bytes_at_crossing;
+};
+
+struct model_pressure {
+	const char *kind;
+	int64_t time_unix_ns;
+	const char *api;
+	model_int device;
+	int64_t size, freed_bytes, freed_count, callsite;
+};
+
+struct model_process {
+	int64_t pid;
+	model_int ppid;
+	const char *host;
+	const char **argv;
+	size_t argc;
+	const char *cwd; /* NULL when unknown */
+	model_int start_unix_ns;
+	model_int rank, local_rank, world_size;
+	const cJSON *env; /* object of strings */
+	const char *exe;  /* NULL when unknown */
+};
+
+struct model_host_pinned {
+	bool known;
+	int64_t live_bytes, peak_live_bytes, alloc_calls, free_calls, failed_calls;
+};
+
+struct model_report {
+	const char *path;
+	cJSON *root; /* owned; --json prints it back */
+	const char *reason;
+	int64_t time_unix_ns;
+	struct model_process process;
+	struct model_device *devices;
+	size_t n_devices;
+	struct model_failure *failures;
+	size_t n_failures;
+	struct model_callsite *callsites;
+	size_t n_callsites;
+	struct model_live *live;
+	size_t n_live;
+	int64_t live_truncated;
+	struct model_crossing *crossings;
+	size_t n_crossings;
+	/* beyond the contract */
+	const char *version; /* vramwatch.version of the writer, NULL when absent */
+	model_int stack_depth;
+	int python; /* -1 unknown, 0 off, 1 on */
+	model_int failures_total, callsites_dropped;
+	struct model_pressure *pressure;
+	size_t n_pressure;
+	struct model_host_pinned host_pinned;
+};
+
+/* Loads and checks one report. On failure returns false with a one-line reason in err
+ * (without the file name), e.g. "devices[0].live_bytes: expected an integer, found a string". */
+bool model_load(const char *path, struct model_report *r, struct strbuf *err);
+void model_free(struct model_report *r);
+
+/* The call site with this id, or NULL. */
+const struct model_callsite *model_callsite(const struct model_report *r, int64_t id);
+/* The device with this ordinal, or NULL. */
+const struct model_device *model_device(const struct model_report *r, int64_t ordinal);
+/* The failure that is the real out-of-memory: the earliest with oom true whose retry did not
+ * succeed (a retry that succeeded was the caching allocator flushing: pressure). NULL if none. */
+const struct model_failure *model_real_oom(const struct model_report *r);
+/* Whether a failure is a real out-of-memory in the sense above. */
+bool model_failure_is_real_oom(const struct model_failure *f);
+/* Sum of live_bytes over all devices (saturating). */
+int64_t model_total_live(const struct model_report *r);
+
+#endif

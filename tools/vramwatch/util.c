@@ -1,0 +1,411 @@
+/* util.c: messages, growable strings, size parsing and formatting, safe text output for the vramwatch tool. */
+#include "util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void util_err(const char *fmt, ...)
+{
+	struct strbuf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	sb_vprintf(&b, fmt, ap);
+	va_end(ap);
+	/* A file name or a report string may hold a newline; the contract promises one line. */
+	for (size_t i = 0; i < b.len; i++)
+		if ((unsigned char)b.s[i] < 0x20 || b.s[i] == 0x7f)
+			b.s[i] = '?';
+	fprintf(stderr, "vramwatch: %s\n", sb_str(&b));
+	sb_free(&b);
+}
+
+static void out_of_memory(void)
+{
+	fputs("vramwatch: out of memory\n", stderr);
+	exit(EXIT_USAGE);
+}
+
+void *util_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		out_of_memory();
+	return p;
+}
+
+void *util_xcalloc(size_t count, size_t size)
+{
+	void *p = calloc(count ? count : 1, size ? size : 1);
+	if (!p)
+		out_of_memory();
+	return p;
+}
+
+void *util_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		out_of_memory();
+	return q;
+}
+
+char *util_xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(util_xmalloc(n), s, n);
+}
+
+static void sb_reserve(struct strbuf *b, size_t extra)
+{
+	if (extra > SIZE_MAX / 2 - b->len)
+		out_of_memory();
+	size_t need = b->len + extra + 1;
+	if (need <= b->cap)
+		return;
+	size_t cap = b->cap ? b->cap : 64;
+	while (cap < need)
+		cap *= 2;
+	b->s = util_xrealloc(b->s, cap);
+	b->cap = cap;
+}
+
+void sb_addn(struct strbuf *b, const char *s, size_t n)
+{
+	sb_reserve(b, n);
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+void sb_add(struct strbuf *b, const char *s)
+{
+	sb_addn(b, s, strlen(s));
+}
+
+void sb_addc(struct strbuf *b, char c)
+{
+	sb_addn(b, &c, 1);
+}
+
+void sb_vprintf(struct strbuf *b, const char *fmt, va_list ap)
+{
+	/* Most messages fit the small buffer; longer ones are formatted again at their full length. */
+	char small[256];
+	va_list again;
+	va_copy(again, ap);
+	int n = vsnprintf(small, sizeof small, fmt, ap);
+	if (n > 0) {
+		sb_reserve(b, (size_t)n);
+		if ((size_t)n < sizeof small)
+			memcpy(b->s + b->len, small, (size_t)n + 1);
+		else
+			vsnprintf(b->s + b->len, (size_t)n + 1, fmt, again);
+		b->len += (size_t)n;
+	}
+	va_end(again);
+}
+
+void sb_printf(struct strbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	sb_vprintf(b, fmt, ap);
+	va_end(ap);
+}
+
+void sb_truncate(struct strbuf *b, size_t len)
+{
+	if (len < b->len) {
+		b->len = len;
+		b->s[len] = '\0';
+	}
+}
+
+const char *sb_str(const struct strbuf *b)
+{
+	return b->s ? b->s : "";
+}
+
+void sb_free(struct strbuf *b)
+{
+	free(b->s);
+	*b = (struct strbuf){0};
+}
+
+static const struct {
+	const char *suffix;
+	uint64_t mult;
+} size_units[] = {
+	{"", 1},
+	{"K", 1ULL << 10}, {"M", 1ULL << 20}, {"G", 1ULL << 30}, {"T", 1ULL << 40},
+	{"KiB", 1ULL << 10}, {"MiB", 1ULL << 20}, {"GiB", 1ULL << 30}, {"TiB", 1ULL << 40},
+	{"KB", 1000ULL}, {"MB", 1000ULL * 1000}, {"GB", 1000ULL * 1000 * 1000},
+	{"TB", 1000ULL * 1000 * 1000 * 1000},
+};
+
+/* Parses s[0..n): digits then one of the suffixes above, nothing else. */
+static bool parse_size_n(const char *s, size_t n, uint64_t *out, const char **why)
+{
+	size_t i = 0;
+	uint64_t v = 0;
+	while (i < n && s[i] >= '0' && s[i] <= '9') {
+		unsigned d = (unsigned)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10) {
+			*why = "too large";
+			return false;
+		}
+		v = v * 10 + d;
+		i++;
+	}
+	if (i == 0) {
+		*why = "expected a number of bytes, optionally followed by K, M, G, T, KiB, MiB, GiB, TiB, KB, MB, GB or TB";
+		return false;
+	}
+	for (size_t u = 0; u < sizeof size_units / sizeof size_units[0]; u++) {
+		size_t sl = strlen(size_units[u].suffix);
+		if (sl != n - i || memcmp(s + i, size_units[u].suffix, sl) != 0)
+			continue;
+		/* Sizes end up in int64 report fields, so the bound is INT64_MAX, not UINT64_MAX. */
+		if (v > (uint64_t)INT64_MAX / size_units[u].mult) {
+			*why = "too large";
+			return false;
+		}
+		*out = v * size_units[u].mult;
+		return true;
+	}
+	*why = "unknown unit (use K, M, G, T, KiB, MiB, GiB, TiB: powers of 1024; KB, MB, GB, TB: powers of 1000)";
+	return false;
+}
+
+bool util_parse_size(const char *s, uint64_t *out, const char **why)
+{
+	return parse_size_n(s, strlen(s), out, why);
+}
+
+bool util_parse_limit(const char *s, const char **why)
+{
+	uint64_t v;
+	if (!strchr(s, ':')) {
+		if (!util_parse_size(s, &v, why))
+			return false;
+		if (v == 0) {
+			*why = "a limit of 0 bytes would fail every allocation";
+			return false;
+		}
+		return true;
+	}
+	/* Per device: "0:16GiB,1:8GiB". Ordinals are small, so a bit set finds repeats. */
+	uint64_t seen[4] = {0};
+	const char *p = s;
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		const char *colon = memchr(p, ':', n);
+		if (!colon || colon == p) {
+			*why = "expected DEVICE:SIZE entries separated by commas, e.g. 0:16GiB,1:8GiB";
+			return false;
+		}
+		unsigned ord = 0;
+		for (const char *q = p; q < colon; q++) {
+			if (*q < '0' || *q > '9' || ord >= 256) {
+				*why = "a device must be a number from 0 to 255, e.g. 0:16GiB";
+				return false;
+			}
+			ord = ord * 10 + (unsigned)(*q - '0');
+		}
+		if (ord >= 256) {
+			*why = "a device must be a number from 0 to 255, e.g. 0:16GiB";
+			return false;
+		}
+		if (seen[ord / 64] & (1ULL << (ord % 64))) {
+			*why = "a device is named twice";
+			return false;
+		}
+		seen[ord / 64] |= 1ULL << (ord % 64);
+		size_t rest = n - (size_t)(colon + 1 - p);
+		if (!parse_size_n(colon + 1, rest, &v, why))
+			return false;
+		if (v == 0) {
+			*why = "a limit of 0 bytes would fail every allocation";
+			return false;
+		}
+		if (!comma)
+			return true;
+		p = comma + 1;
+	}
+}
+
+const char *util_fmt_size(int64_t bytes, char buf[UTIL_SIZE_LEN])
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	if (bytes < 1024) {
+		snprintf(buf, UTIL_SIZE_LEN, "%" PRId64 " B", bytes > 0 ? bytes : 0);
+		return buf;
+	}
+	double v = (double)bytes / 1024.0;
+	size_t u = 0;
+	while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(buf, UTIL_SIZE_LEN, "%.2f %s", v, units[u]);
+	return buf;
+}
+
+const char *util_fmt_reltime(int64_t t_ns, int64_t start_ns, char buf[UTIL_TIME_LEN])
+{
+	/* Both are validated as >= 0, so the difference cannot overflow. */
+	int64_t d = t_ns - start_ns;
+	char sign = d < 0 ? '-' : '+';
+	uint64_t a = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
+	uint64_t hundredths = (a + 5000000) / 10000000;
+	if (hundredths < 6000) {
+		snprintf(buf, UTIL_TIME_LEN, "%c%" PRIu64 ".%02" PRIu64 "s", sign, hundredths / 100,
+			 hundredths % 100);
+		return buf;
+	}
+	uint64_t tenths = (a + 50000000) / 100000000;
+	if (tenths < 36000) {
+		snprintf(buf, UTIL_TIME_LEN, "%c%" PRIu64 "m%02" PRIu64 ".%" PRIu64 "s", sign, tenths / 600,
+			 (tenths % 600) / 10, tenths % 10);
+		return buf;
+	}
+	uint64_t secs = (a + 500000000) / 1000000000;
+	snprintf(buf, UTIL_TIME_LEN, "%c%" PRIu64 "h%02" PRIu64 "m%02" PRIu64 "s", sign, secs / 3600,
+		 (secs % 3600) / 60, secs % 60);
+	return buf;
+}
+
+const char *util_fmt_abstime(int64_t t_ns, char buf[UTIL_TIME_LEN])
+{
+	time_t secs = (time_t)(t_ns / 1000000000);
+	struct tm tm;
+	if (t_ns < 0 || !gmtime_r(&secs, &tm)) {
+		snprintf(buf, UTIL_TIME_LEN, "%" PRId64 " ns", t_ns);
+		return buf;
+	}
+	char day[32];
+	strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(buf, UTIL_TIME_LEN, "%s.%03d UTC", day, (int)(t_ns / 1000000 % 1000));
+	return buf;
+}
+
+int64_t util_sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+size_t util_utf8_len(const unsigned char *p, size_t n)
+{
+	if (n == 0)
+		return 0;
+	unsigned c = p[0];
+	if (c < 0x80)
+		return 1;
+	size_t len;
+	uint32_t cp;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates and code points past U+10FFFF are not UTF-8. */
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+void util_add_text(struct strbuf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+	while (n > 0) {
+		if (*p < 0x20 || *p == 0x7f) {
+			sb_printf(b, "\\x%02x", *p);
+			p++;
+			n--;
+			continue;
+		}
+		size_t l = util_utf8_len(p, n);
+		if (l == 0) {
+			sb_addc(b, '?');
+			l = 1;
+		} else {
+			sb_addn(b, (const char *)p, l);
+		}
+		p += l;
+		n -= l;
+	}
+}
+
+void util_put_text(FILE *f, const char *s)
+{
+	struct strbuf b = {0};
+	util_add_text(&b, s);
+	fputs(sb_str(&b), f);
+	sb_free(&b);
+}
+
+static bool shell_safe(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-", *s))
+			return false;
+	return true;
+}
+
+void util_add_argv(struct strbuf *b, const char *const *argv, size_t argc)
+{
+	for (size_t i = 0; i < argc; i++) {
+		if (i)
+			sb_addc(b, ' ');
+		if (shell_safe(argv[i])) {
+			sb_add(b, argv[i]);
+			continue;
+		}
+		sb_addc(b, '\'');
+		for (const char *q = argv[i]; *q; q++) {
+			const char *quote = strchr(q, '\'');
+			size_t n = quote ? (size_t)(quote - q) : strlen(q);
+			char *part = util_xmalloc(n + 1);
+			memcpy(part, q, n);
+			part[n] = '\0';
+			util_add_text(b, part);
+			free(part);
+			if (!quote)
+				break;
+			sb_add(b, "'\\''");
+			q = quote;
+		}
+		sb_addc(b, '\'');
+	}
+}
+
+const char *util_basename(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash && slash[1] ? slash + 1 : path;
+}
