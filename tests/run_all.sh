@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: a warnings-as-errors build with every suite, the same
+# under AddressSanitizer + UndefinedBehaviorSanitizer, and the unit suite under
+# ThreadSanitizer. Ends with one line: "N passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash tools/install-deps.sh || exit 2
+
+jobs=$(nproc 2>/dev/null || echo 2)
+status=0
+logs=()
+
+run_build() { # dir, suites-args, meson options...
+  local dir=$1 suites=$2
+  shift 2
+  echo "== $dir: meson setup $*" >&2
+  if [ ! -f "$dir/build.ninja" ]; then
+    meson setup "$dir" --werror "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log" >&2; status=1; return; }
+  fi
+  ninja -C "$dir" >"$dir.build.log" 2>&1 || { tail -n 40 "$dir.build.log" >&2; status=1; return; }
+  # shellcheck disable=SC2086
+  meson test -C "$dir" --num-processes "$jobs" --print-errorlogs $suites || status=1
+  logs+=("$dir/meson-logs/testlog.json")
+}
+
+run_build build-test "--no-suite bench"
+run_build build-asan "--no-suite bench" -Db_sanitize=address,undefined -Db_lundef=false
+run_build build-tsan "--suite unit" -Db_sanitize=thread -Db_lundef=false
+
+python3 - "${logs[@]}" <<'PY'
+import json, sys
+passed = failed = 0
+for path in sys.argv[1:]:
+    try:
+        lines = open(path, encoding="utf-8").read().splitlines()
+    except OSError:
+        failed += 1
+        continue
+    for line in lines:
+        r = json.loads(line)
+        if r.get("result") in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif r.get("result") != "SKIP":
+            failed += 1
+print(f"{passed} passed, {failed} failed")
+PY
+exit $status
