@@ -54,6 +54,11 @@ static struct {
     CUresult (*pool_get_attr)(CUmemoryPool, CUmemPool_attribute, void *);
     CUresult (*device_get_mem_pool)(CUmemoryPool *, CUdevice);
     CUresult (*device_get_default_pool)(CUmemoryPool *, CUdevice);
+    CUresult (*ctx_get_current)(CUcontext *);
+    CUresult (*ctx_set_current)(CUcontext);
+    CUresult (*primary_get_state)(CUdevice, unsigned int *, int *);
+    CUresult (*primary_retain)(CUcontext *, CUdevice);
+    CUresult (*primary_release)(CUdevice);
 } drv;
 
 static int warned_copies, warned_init;
@@ -273,6 +278,11 @@ static bool drv_ready(void)
     GET(pool_get_attr, "cuMemPoolGetAttribute");
     GET(device_get_mem_pool, "cuDeviceGetMemPool");
     GET(device_get_default_pool, "cuDeviceGetDefaultMemPool");
+    GET(ctx_get_current, "cuCtxGetCurrent");
+    GET(ctx_set_current, "cuCtxSetCurrent");
+    GET(primary_get_state, "cuDevicePrimaryCtxGetState");
+    GET(primary_retain, "cuDevicePrimaryCtxRetain");
+    GET(primary_release, "cuDevicePrimaryCtxRelease_v2");
 #undef GET
     /* The handle stays open on purpose: these pointers must outlive this function. */
     __atomic_store_n(&drv.tried_ok, drv.ctx_get_device != NULL, __ATOMIC_RELEASE);
@@ -398,6 +408,30 @@ void vw_free_end(bool was_tracked, const struct core_alloc *taken, bool ok)
 
 /* ---------- reports ---------- */
 
+/* Free and total memory of a device other than the current one: the driver answers for the
+ * current context only, so briefly make the device's primary context current, and only when it
+ * is already active (retaining an inactive one would create a context: memory and time the
+ * application never asked for). The thread's own context is put back. */
+static bool query_other_device(int dev, size_t *f, size_t *t)
+{
+    unsigned int flags;
+    int active = 0;
+    CUcontext saved, ctx;
+    if (!drv.ctx_get_current || !drv.ctx_set_current || !drv.primary_get_state ||
+        !drv.primary_retain || !drv.primary_release || !drv.mem_get_info)
+        return false;
+    if (drv.primary_get_state(dev, &flags, &active) != CUDA_SUCCESS || !active)
+        return false;
+    if (drv.ctx_get_current(&saved) != CUDA_SUCCESS)
+        return false;
+    if (drv.primary_retain(&ctx, dev) != CUDA_SUCCESS)
+        return false;
+    bool ok = drv.ctx_set_current(ctx) == CUDA_SUCCESS && drv.mem_get_info(f, t) == CUDA_SUCCESS;
+    drv.ctx_set_current(saved);
+    drv.primary_release(dev);
+    return ok;
+}
+
 int vw_write_report(const char *reason)
 {
     static struct report_devinfo info[VW_MAX_DEVICES + 1];
@@ -425,7 +459,9 @@ int vw_write_report(const char *reason)
             if (drv.device_get_pci && drv.device_get_pci(in->pci_bus_id, sizeof(in->pci_bus_id), i) != CUDA_SUCCESS)
                 in->pci_bus_id[0] = 0;
             /* The driver answers free memory for the current context's device only. */
-            if (i == cur && drv.mem_get_info && drv.mem_get_info(&f, &t) == CUDA_SUCCESS) {
+            bool got = i == cur ? drv.mem_get_info && drv.mem_get_info(&f, &t) == CUDA_SUCCESS
+                                : query_other_device(i, &f, &t);
+            if (got) {
                 in->free = (int64_t)f;
                 in->total = (int64_t)t;
             }

@@ -373,6 +373,17 @@ static int fork_children(void)
     return 0;
 }
 
+/* Two devices: allocations are counted where they were made, and the report asks each
+ * device's own free memory although the thread ends on device 1. */
+static int two_devices(void)
+{
+    void *a, *b, *c;
+    CHECK(cudaSetDevice(0) == cudaSuccess && cudaMalloc(&a, 1 * MiB) == cudaSuccess, 190);
+    CHECK(cudaSetDevice(1) == cudaSuccess && cudaMalloc(&b, 2 * MiB) == cudaSuccess, 191);
+    CHECK(cudaMalloc(&c, 4 * MiB) == cudaSuccess && cudaFree(c) == cudaSuccess, 192);
+    return 0;
+}
+
 /* vramwatch_dump through the public API, found the way Python's ctypes.CDLL(None) finds it. */
 static int dump(void)
 {
@@ -411,7 +422,7 @@ int main(int argc, char **argv)
         { "rt_async", rt_async }, { "drv_direct", drv_direct }, { "drv_dlsym", drv_dlsym },
         { "drv_procaddr", drv_procaddr }, { "rt_entrypoint", rt_entrypoint }, { "oom", oom },
         { "fragmentation", fragmentation }, { "threads", threads }, { "fork", fork_children },
-        { "dump", dump }, { "queries_only", queries_only },
+        { "dump", dump }, { "queries_only", queries_only }, { "two_devices", two_devices },
     };
     if (argc != 2) {
         fprintf(stderr, "usage: paths MODE\n");

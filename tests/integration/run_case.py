@@ -297,6 +297,20 @@ def case_fork(run):
     eq(child["process"]["ppid"], parent["process"]["pid"], "child's parent")
 
 
+def case_two_devices(run):
+    run.paths("two_devices", {"SIMGPU_MEMORY": "0:4GiB,1:2GiB", "SIMGPU_CONTEXT_BYTES": "100MiB"})
+    r = run.report()
+    devs = {d["ordinal"]: d for d in r["devices"]}
+    eq(sorted(devs), [0, 1], "devices listed")
+    eq((devs[0]["live_bytes"], devs[0]["alloc_calls"], devs[0]["free_calls"]), (1 * MiB, 1, 0), "device 0")
+    eq((devs[1]["live_bytes"], devs[1]["peak_live_bytes"], devs[1]["alloc_calls"], devs[1]["free_calls"]),
+       (2 * MiB, 6 * MiB, 2, 1), "device 1")
+    eq((devs[0]["total_bytes"], devs[1]["total_bytes"]), (4 * GiB, 2 * GiB), "capacities")
+    eq(devs[0]["untracked_bytes"], 100 * MiB, "device 0 asked through its own context")
+    eq(devs[1]["untracked_bytes"], 100 * MiB, "device 1 untracked")
+    expect(devs[0]["pci_bus_id"] and devs[0]["pci_bus_id"] != devs[1]["pci_bus_id"], "bus ids")
+
+
 def case_dump(run):
     run.paths("dump")
     r = run.report()
@@ -365,6 +379,35 @@ def case_ctypes(run):
     counts(d, 3, 1)
 
 
+def case_cli_run(run):
+    """vramwatch run finds the library next to itself, preloads it, passes the status through
+    and prints the post-mortem of the report the program left."""
+    sim = {"SIMGPU_MEMORY": "1GiB", "SIMGPU_CONTEXT_BYTES": "0"}
+    p = run.run([run.args.vramwatch, "run", "--dir", run.dir, "--", run.args.paths, "oom"], sim,
+                preload=False)
+    expect("What failed: cudaMalloc of 300.00 MiB" in p.stdout, f"post-mortem printed:\n{p.stdout}")
+    eq(dev0(run.report())["failed_calls"], 3, "the report is the library's")
+    os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+    run.run([run.args.vramwatch, "run", "--dir", run.dir, "--", "/bin/sh", "-c",
+             f"{run.args.paths} rt_malloc; exit 5"], sim, preload=False, expect_rc=5)
+    eq(dev0(run.report())["live_bytes"], 6 * MiB, "report of the shell's child")
+
+
+def case_install(run):
+    """meson install puts the library, the CLI, the header and vramwatch.pc in place, and the
+    installed CLI finds the installed library."""
+    dest = os.path.join(run.dir, "dest")
+    p = subprocess.run(["meson", "install", "-C", run.args.build, "--no-rebuild", "--destdir", dest],
+                       capture_output=True, text=True)
+    eq(p.returncode, 0, f"meson install: {p.stderr}")
+    files = [os.path.relpath(os.path.join(d, f), dest) for d, _, fs in os.walk(dest) for f in fs]
+    for want in ("libvramwatch.so", "bin/vramwatch", "include/vramwatch/vramwatch.h", "vramwatch.pc"):
+        expect(any(f.endswith(want) for f in files), f"{want} installed (got {files})")
+    pc = [f for f in files if f.endswith("vramwatch.pc")][0]
+    text = open(os.path.join(dest, pc)).read()
+    expect("-lvramwatch" in text, "pkg-config names the library")
+
+
 def case_real_cudart(run):
     """The real toolkit libcudart, no driver and the toolkit's stub driver: same return codes."""
     exe = run.args.realrc
@@ -393,6 +436,8 @@ def main():
     ap.add_argument("--schema", required=True)
     ap.add_argument("--realrc")
     ap.add_argument("--stub")
+    ap.add_argument("--vramwatch", help="the vramwatch CLI")
+    ap.add_argument("--build", help="the build folder (for the install case)")
     ap.add_argument("--preload-first", help="a sanitizer runtime to load before the library")
     ap.add_argument("case", choices=sorted(CASES))
     args = ap.parse_args()

@@ -735,6 +735,22 @@ static CUresult do_release(CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+static CUresult do_get_state(CUdevice dev, unsigned int *flags, int *active)
+{
+    if (!flags || !active)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    *flags = 0;
+    *active = g.dev[dev].ctx_alive;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    API(1, do_get_state(dev, flags, active));
+}
+
 EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 {
     API(1, do_release(dev));
@@ -1687,6 +1703,7 @@ static const struct proc_entry proc_table[] = {
     PROC("cuDeviceGetUuid", cuDeviceGetUuid, 9020, 0),
     PROC("cuDeviceGetUuid", cuDeviceGetUuid_v2, 11040, 0),
     PROC("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain, 7000, 0),
+    PROC("cuDevicePrimaryCtxGetState", cuDevicePrimaryCtxGetState, 7000, 0),
     PROC("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease, 7000, 0),
     PROC("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease_v2, 11000, 0),
     PROC("cuCtxSetCurrent", cuCtxSetCurrent, 4000, 0),
