@@ -14,6 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Some hooked functions are deprecated in the CUDA 13 headers; they are still exported and used. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 #define MiB (1ull << 20)
 #define CHECK(cond, code)                                                          \
     do {                                                                           \
@@ -25,6 +28,12 @@
 
 cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t stream);
 cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t stream);
+cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream);
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult *driverStatus);
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                                  unsigned long long flags,
+                                                  enum cudaDriverEntryPointQueryResult *driverStatus);
 
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
 typedef CUresult (*free_fn)(CUdeviceptr);
@@ -143,7 +152,7 @@ static int rt_async(void)
     CHECK(cudaMemPoolCreate(&pool, &props) == cudaSuccess, 46);
     CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &thr) == cudaSuccess, 47);
     CHECK(cudaMallocFromPoolAsync(&c, 8 * MiB, pool, 0) == cudaSuccess, 48);
-    CHECK(cudaMallocFromPoolAsync(&d, 2 * MiB, pool, 0) == cudaSuccess, 49);
+    CHECK(cudaMallocFromPoolAsync_ptsz(&d, 2 * MiB, pool, 0) == cudaSuccess, 49);
     CHECK(cudaFreeAsync_ptsz(c, 0) == cudaSuccess, 50);
     CHECK(cudaStreamSynchronize(0) == cudaSuccess, 51);
     /* live: b 2 MiB + d 2 MiB; pools still hold a's 4 MiB and c's 8 MiB (pools hand out
@@ -163,6 +172,12 @@ static int drv_direct(void)
     CHECK(cuMemAllocAsync_ptsz(&ap, 1 * MiB, 0) == CUDA_SUCCESS, 64);
     CHECK(cuMemFreeAsync_ptsz(ap, 0) == CUDA_SUCCESS, 65);
     CHECK(cuMemFree_v2(a) == CUDA_SUCCESS, 66);
+    CUmemoryPool pool;
+    CUdeviceptr fp, fq;
+    CHECK(cuDeviceGetDefaultMemPool(&pool, 0) == CUDA_SUCCESS, 76);
+    CHECK(cuMemAllocFromPoolAsync(&fp, 2 * MiB, pool, 0) == CUDA_SUCCESS, 77);
+    CHECK(cuMemAllocFromPoolAsync_ptsz(&fq, 4 * MiB, pool, 0) == CUDA_SUCCESS, 78);
+    CHECK(cuMemFreeAsync(fq, 0) == CUDA_SUCCESS, 79);
 
     /* VMM: physical memory counts from create to release; address space is not memory. */
     CUmemAllocationProp prop;
@@ -176,6 +191,9 @@ static int drv_direct(void)
     CUmemGenericAllocationHandle h1, h2;
     CUdeviceptr va;
     CHECK(cuMemAddressReserve(&va, 64 * gran, 0, 0, 0) == CUDA_SUCCESS, 68);
+    CUdeviceptr va2;
+    CHECK(cuMemAddressReserve(&va2, 8 * gran, 0, 0, 0) == CUDA_SUCCESS, 68);
+    CHECK(cuMemAddressFree(va2, 8 * gran) == CUDA_SUCCESS, 68);
     CHECK(cuMemCreate(&h1, 4 * gran, &prop, 0) == CUDA_SUCCESS, 69);
     CHECK(cuMemCreate(&h2, 2 * gran, &prop, 0) == CUDA_SUCCESS, 70);
     CHECK(cuMemMap(va, 4 * gran, 0, h1, 0) == CUDA_SUCCESS, 71);
@@ -183,9 +201,11 @@ static int drv_direct(void)
     CHECK(cuMemUnmap(va + 4 * gran, 2 * gran) == CUDA_SUCCESS, 73);
     CHECK(cuMemRelease(h2) == CUDA_SUCCESS, 74);
 
-    void *hp;
+    void *hp, *hq;
     CHECK(cuMemHostAlloc(&hp, 1 * MiB, 0) == CUDA_SUCCESS, 75);
-    /* live: b pitch*10, m 1 MiB, as 2 MiB, h1 4*gran */
+    CHECK(cuMemAllocHost_v2(&hq, 3 * MiB) == CUDA_SUCCESS, 75);
+    CHECK(cuMemFreeHost(hq) == CUDA_SUCCESS, 75);
+    /* live: b pitch*10, m 1 MiB, as 2 MiB, fp 2 MiB, h1 4*gran */
     printf("pitch=%zu gran=%zu\n", pitch, gran);
     return 0;
 }
@@ -266,6 +286,10 @@ static int rt_entrypoint(void)
     CHECK(cudaGetDriverEntryPoint("cuMemAlloc", (void **)&al, cudaEnableDefault, &q) == cudaSuccess, 121);
     CHECK(cudaGetDriverEntryPointByVersion("cuMemAlloc", (void **)&al2, 12000, cudaEnableDefault, &q) == cudaSuccess, 122);
     CHECK(is_shim((void *)al) && is_shim((void *)al2), 123);
+    async_fn as1, as2;
+    CHECK(cudaGetDriverEntryPoint_ptsz("cuMemAllocAsync", (void **)&as1, cudaEnablePerThreadDefaultStream, &q) == cudaSuccess, 126);
+    CHECK(cudaGetDriverEntryPointByVersion_ptsz("cuMemAllocAsync", (void **)&as2, 12000, cudaEnableLegacyStream, &q) == cudaSuccess, 127);
+    CHECK(is_shim((void *)as1) && is_shim((void *)as2) && as1 != as2, 128);
     CUdeviceptr a, b;
     CHECK(al(&a, 2 * MiB) == CUDA_SUCCESS, 124);
     CHECK(al2(&b, 4 * MiB) == CUDA_SUCCESS, 125);
@@ -406,9 +430,16 @@ static int dump(void)
 static int queries_only(void)
 {
     int n = 0;
-    size_t f, t;
+    size_t f, t, dt;
+    struct cudaDeviceProp prop;
     CHECK(cudaGetDeviceCount(&n) == cudaSuccess && n >= 1, 180);
-    CHECK(cudaMemGetInfo(&f, &t) == cudaSuccess, 181);
+    CHECK(cudaMemGetInfo(&f, &t) == cudaSuccess && t == 16ull << 30, 181);
+    CHECK(cudaGetDeviceProperties(&prop, 0) == cudaSuccess && prop.totalGlobalMem == t, 182);
+    CHECK(cuDeviceTotalMem_v2(&dt, 0) == CUDA_SUCCESS && dt == t, 183);
+    CUmemoryPool pool;
+    cuuint64_t used = 1;
+    CHECK(cuDeviceGetDefaultMemPool(&pool, 0) == CUDA_SUCCESS, 184);
+    CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) == CUDA_SUCCESS && used == 0, 185);
     return 0;
 }
 

@@ -191,7 +191,7 @@ def case_rt_async(run):
     eq(d["reserved_bytes"], 16 * MiB, "reserved = live + pool cache")
     expect(d["peak_reserved_bytes"] >= 16 * MiB, "peak reserved >= reserved")
     counts(d, 4, 2)
-    eq(sorted({l["api"] for l in r["live"]}), ["cudaMallocAsync_ptsz", "cudaMallocFromPoolAsync"],
+    eq(sorted({l["api"] for l in r["live"]}), ["cudaMallocAsync_ptsz", "cudaMallocFromPoolAsync_ptsz"],
        "apis of live allocations")
     eq(d["untracked_bytes"], 300 * MiB, "untracked stays the context")
 
@@ -202,13 +202,16 @@ def case_drv_direct(run):
     pitch, gran = int(vals["pitch"]), int(vals["gran"])
     r = run.report()
     d = dev0(r)
-    eq(d["live_bytes"], pitch * 10 + 1 * MiB + 2 * MiB + 4 * gran, "live")
-    counts(d, 7, 3)
+    eq(d["live_bytes"], pitch * 10 + 1 * MiB + 2 * MiB + 2 * MiB + 4 * gran, "live")
+    counts(d, 9, 4)
     eq(d["va_reserved_bytes"], 64 * gran, "address space is reported apart")
     expect(d["reserved_bytes"] >= d["live_bytes"], "reserved >= live")
-    eq(r["host_pinned"]["live_bytes"], 1 * MiB, "cuMemHostAlloc is host memory")
+    h = r["host_pinned"]
+    eq((h["live_bytes"], h["peak_live_bytes"], h["alloc_calls"], h["free_calls"]),
+       (1 * MiB, 4 * MiB, 2, 1), "cuMemHostAlloc and cuMemAllocHost are host memory")
     apis = {l["api"] for l in r["live"]}
-    eq(apis, {"cuMemAllocPitch_v2", "cuMemAllocManaged", "cuMemAllocAsync", "cuMemCreate"}, "apis")
+    eq(apis, {"cuMemAllocPitch_v2", "cuMemAllocManaged", "cuMemAllocAsync", "cuMemCreate",
+              "cuMemAllocFromPoolAsync"}, "apis")
 
 
 def case_drv_dlsym(run):
@@ -237,6 +240,7 @@ def case_rt_entrypoint(run):
     d = dev0(r)
     eq(d["live_bytes"], 7 * MiB, "live")
     counts(d, 3, 0)
+    eq(d["va_reserved_bytes"], 0, "no address space")
     eq(sorted(l["api"] for l in r["live"]), ["cuMemAlloc_v2", "cuMemAlloc_v2", "cudaMalloc"],
        "a runtime call counts once, as itself")
 
