@@ -121,16 +121,12 @@ void core_lock_for_fork(void)
 
 void core_unlock_after_fork(bool child)
 {
-    if (child) {
-        /* The child has one thread; whatever other threads were doing is gone. It starts with
-         * a fresh lock and forgets the parent's memory: it must never report the parent's
-         * allocations as its own, and writes nothing unless it allocates itself. */
-        pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-        memcpy(&lock, &fresh, sizeof(lock));
+    pthread_mutex_unlock(&lock);
+    /* The child has one thread; whatever other threads were doing is gone. It forgets the
+     * parent's memory: it must never report the parent's allocations as its own, and writes
+     * nothing unless it allocates itself. */
+    if (child)
         core_reset();
-    } else {
-        pthread_mutex_unlock(&lock);
-    }
 }
 
 bool core_touched(void)

@@ -63,11 +63,18 @@ static struct {
 
 static int warned_copies, warned_init;
 static bool exit_registered;
+/* Serialises report gathering. */
+static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---------- set-up ---------- */
 
 static void on_exit_report(void);
 
+/* Across fork() the core's lock is held (it is never held while calling into CUDA, so no
+ * driver lock can be ordered against it); the child unlocks its copy and forgets the parent's
+ * allocations. The report locks are not taken here: a report holds them while it calls the
+ * driver, whose own fork handlers may hold the driver's locks. A child forked while another
+ * thread was writing a report gets them re-initialised instead (the writer is not in the child). */
 static void fork_prepare(void)
 {
     core_lock_for_fork();
@@ -81,7 +88,8 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     core_unlock_after_fork(true);
-    report_reset();
+    report_after_fork_child();
+    pthread_mutex_init(&info_lock, NULL);
     vw_depth = 0;
 }
 
@@ -144,12 +152,13 @@ static bool adopt(int id, void *p, const Dl_info *di)
     uintptr_t owner = (uintptr_t)di->dli_fbase;
     void *cur = __atomic_load_n(h->real, __ATOMIC_ACQUIRE);
     if (!cur) {
-        h->owner = owner;
+        __atomic_store_n(&h->owner, owner, __ATOMIC_RELAXED);
         __atomic_store_n(h->real, p, __ATOMIC_RELEASE);
         return true;
     }
-    if (h->owner == owner || h->owner == 0) {
-        h->owner = owner;
+    uintptr_t have = __atomic_load_n(&h->owner, __ATOMIC_RELAXED);
+    if (have == owner || have == 0) {
+        __atomic_store_n(&h->owner, owner, __ATOMIC_RELAXED);
         return true;
     }
     vw_warn_once(warned_copies, "a second copy of a CUDA library (%s) is in this process; calls "
@@ -180,8 +189,7 @@ void *vw_resolve(int id)
     Dl_info di;
     if (!dladdr(p, &di))
         memset(&di, 0, sizeof(di));
-    if (!adopt(id, p, &di) && h->owner)
-        return NULL;
+    adopt(id, p, &di); /* the slot may have been filled meanwhile: use whatever it holds */
     return __atomic_load_n(h->real, __ATOMIC_ACQUIRE);
 }
 
@@ -264,7 +272,7 @@ static bool drv_ready(void)
         return true;
     /* Before the application has loaded libcuda there is nothing to ask; try again now and
      * then rather than on every call. */
-    if (drv.attempts++ % 64 != 0)
+    if (__atomic_fetch_add(&drv.attempts, 1, __ATOMIC_RELAXED) % 64 != 0)
         return false;
     void *lib = libcuda_handle();
     if (!lib)
@@ -435,7 +443,6 @@ static bool query_other_device(int dev, size_t *f, size_t *t)
 int vw_write_report(const char *reason)
 {
     static struct report_devinfo info[VW_MAX_DEVICES + 1];
-    static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
     struct core_snapshot *snap = malloc(sizeof(*snap));
     if (!snap)
         return -1;

@@ -50,8 +50,10 @@ extern struct vw_real_fns vw_real;
 /* Resolve a slot through RTLD_NEXT (then libcuda, for driver functions); NULL if nowhere. */
 void *vw_resolve(int id);
 #define VW_REAL(name)                                                                  \
-    (VW_LIKELY(vw_real.name) ? vw_real.name                                            \
-                             : (__typeof__(vw_real.name))vw_resolve(VW_HOOK_##name))
+    __extension__({                                                                    \
+        __typeof__(vw_real.name) f_ = __atomic_load_n(&vw_real.name, __ATOMIC_ACQUIRE); \
+        VW_LIKELY(f_) ? f_ : (__typeof__(vw_real.name))vw_resolve(VW_HOOK_##name);      \
+    })
 
 /* Per-thread state: the depth of hooked calls on this thread. Only the outermost one records:
  * a runtime call that reaches the driver inside, and our own calls into CUDA while writing a
@@ -63,7 +65,7 @@ extern bool vw_ready;   /* options read and core mapped; false: pass everything 
 bool vw_init_slow(void);
 static inline bool vw_active(void)
 {
-    if (VW_UNLIKELY(!vw_ready) && !vw_init_slow())
+    if (VW_UNLIKELY(!__atomic_load_n(&vw_ready, __ATOMIC_ACQUIRE)) && !vw_init_slow())
         return false;
     return !vw_opt.disable;
 }

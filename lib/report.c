@@ -40,12 +40,10 @@ static int64_t peak_reserved_seen[VW_MAX_DEVICES + 1];
 static unsigned report_seq;
 static int warned_write;
 
-void report_reset(void)
+void report_after_fork_child(void)
 {
-    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    memcpy(&report_lock, &fresh, sizeof(report_lock));
+    pthread_mutex_init(&report_lock, NULL);
     memset(peak_reserved_seen, 0, sizeof(peak_reserved_seen));
-    path_buf[0] = 0;
 }
 
 /* ---------- process facts ---------- */

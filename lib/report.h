@@ -2,6 +2,7 @@
 #ifndef VW_REPORT_H
 #define VW_REPORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core.h"
@@ -21,8 +22,8 @@ struct report_devinfo {
  * concurrent calls are serialised. */
 int report_write(const char *reason, const struct report_devinfo *info);
 
-/* Forget per-process report state (the child side of fork). */
-void report_reset(void);
+/* The child side of fork: a fresh lock, and the parent's per-process report state forgotten. */
+void report_after_fork_child(void);
 
 /* The path the next report goes to (for messages and tests). */
 const char *report_path(void);

@@ -46,7 +46,24 @@ int stack_capture(uint64_t *out, int max)
     void *ips[VW_MAX_FRAMES + 8];
     int want = max + 8 > (int)(sizeof(ips) / sizeof(ips[0])) ? (int)(sizeof(ips) / sizeof(ips[0]))
                                                               : max + 8;
+#ifdef __SANITIZE_THREAD__
+    /* Under ThreadSanitizer: unw_backtrace keeps a per-thread cache whose destructor takes a
+     * mutex after the sanitizer has retired the exiting thread, which crashes its runtime.
+     * The plain step-by-step walk keeps no such cache. Other builds take the fast path. */
+    int n = 0;
+    unw_context_t uc;
+    unw_cursor_t cur;
+    if (unw_getcontext(&uc) == 0 && unw_init_local(&cur, &uc) == 0) {
+        while (n < want && unw_step(&cur) > 0) {
+            unw_word_t ip;
+            if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0)
+                break;
+            ips[n++] = (void *)(uintptr_t)ip;
+        }
+    }
+#else
     int n = unw_backtrace(ips, want);
+#endif
     int k = 0;
     for (int i = 0; i < n && k < max; i++) {
         uintptr_t ip = (uintptr_t)ips[i];

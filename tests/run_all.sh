@@ -25,7 +25,7 @@ run_build() { # dir, suites-args, meson options...
 
 run_build build-test "--no-suite bench"
 run_build build-asan "--no-suite bench" -Db_sanitize=address,undefined -Db_lundef=false
-run_build build-tsan "--suite unit" -Db_sanitize=thread -Db_lundef=false
+run_build build-tsan "--suite unit --suite integration" -Db_sanitize=thread -Db_lundef=false
 
 python3 - "${logs[@]}" <<'PY'
 import json, sys

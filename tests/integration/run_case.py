@@ -54,6 +54,7 @@ class Run:
         if self.args.preload_first:
             # The interpreter and /bin/true are not ours to leak-check.
             env["ASAN_OPTIONS"] = "detect_leaks=0"
+            env["TSAN_OPTIONS"] = "suppressions=" + os.path.join(os.path.dirname(HERE), "tsan.supp")
         env["VRAMWATCH_DIR"] = self.dir
         env.update(extra or {})
         return env
@@ -387,6 +388,9 @@ def case_cli_run(run):
     """vramwatch run finds the library next to itself, preloads it, passes the status through
     and prints the post-mortem of the report the program left."""
     sim = {"SIMGPU_MEMORY": "1GiB", "SIMGPU_CONTEXT_BYTES": "0"}
+    if run.args.preload_first:
+        # A sanitizer runtime already in LD_PRELOAD must stay first: run keeps it in front.
+        sim["LD_PRELOAD"] = run.args.preload_first
     p = run.run([run.args.vramwatch, "run", "--dir", run.dir, "--", run.args.paths, "oom"], sim,
                 preload=False)
     expect("What failed: cudaMalloc of 300.00 MiB" in p.stdout, f"post-mortem printed:\n{p.stdout}")

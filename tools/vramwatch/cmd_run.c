@@ -453,11 +453,31 @@ static bool prepare_env(const struct run_opts *o, const char *lib, const char *d
 {
 	const char *old = getenv("LD_PRELOAD");
 	struct strbuf pre = {0};
+	/* ld.so splits LD_PRELOAD at spaces and colons. Ours goes first, so the application's
+	 * calls reach it before any other interposer; only sanitizer runtimes, which must be the
+	 * first library loaded, stay in front of it. */
+	const char *rest = old ? old : "";
+	while (*rest) {
+		size_t len = strcspn(rest, ": ");
+		const char *base = rest;
+		for (const char *c = rest; c < rest + len; c++)
+			if (*c == '/')
+				base = c + 1;
+		bool sanitizer = len > 0 && (!strncmp(base, "libasan", 7) || !strncmp(base, "libtsan", 7) ||
+					     !strncmp(base, "libubsan", 8) || !strncmp(base, "libclang_rt.", 12));
+		if (len > 0 && !sanitizer)
+			break;
+		if (len > 0) {
+			sb_addn(&pre, rest, len);
+			sb_addc(&pre, ':');
+		}
+		rest += len;
+		rest += strspn(rest, ": ");
+	}
 	sb_add(&pre, lib);
-	/* ld.so splits LD_PRELOAD at spaces and colons; keep what was there, after ours. */
-	if (old && *old) {
+	if (*rest) {
 		sb_addc(&pre, ':');
-		sb_add(&pre, old);
+		sb_add(&pre, rest);
 	}
 	bool ok = set_env("LD_PRELOAD", sb_str(&pre)) && set_env("VRAMWATCH_DIR", dir);
 	sb_free(&pre);
