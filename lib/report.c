@@ -48,6 +48,15 @@ void report_after_fork_child(void)
 
 /* ---------- process facts ---------- */
 
+/* Negative means unknown: null (device ordinals, driver figures). */
+static void opt_i64(struct jsonw *w, const char *k, int64_t v)
+{
+    if (v < 0)
+        jw_null(w, k);
+    else
+        jw_i64(w, k, v);
+}
+
 static void host_name(char *out, size_t n)
 {
     if (gethostname(out, n) != 0)
@@ -307,13 +316,6 @@ static const char *kind_name(int kind)
     return kind >= 0 && kind < CORE_KINDS ? names[kind] : "device";
 }
 
-static void opt_i64(struct jsonw *w, const char *k, int64_t v)
-{
-    if (v < 0)
-        jw_null(w, k);
-    else
-        jw_i64(w, k, v);
-}
 
 static void write_devices(struct jsonw *w, const struct report_devinfo *info)
 {
@@ -324,10 +326,7 @@ static void write_devices(struct jsonw *w, const struct report_devinfo *info)
             continue;
         const struct report_devinfo *in = &info[i];
         jw_obj_begin(w, NULL);
-        if (i == VW_MAX_DEVICES)
-            jw_null(w, "ordinal");
-        else
-            jw_i64(w, "ordinal", i);
+        opt_i64(w, "ordinal", i == VW_MAX_DEVICES ? -1 : i);
         jw_str(w, "name", in->name[0] ? in->name : NULL);
         jw_str(w, "pci_bus_id", in->pci_bus_id[0] ? in->pci_bus_id : NULL);
         opt_i64(w, "total_bytes", in->total);
@@ -385,10 +384,7 @@ static void write_failures(struct jsonw *w)
         jw_obj_begin(w, NULL);
         jw_u64(w, "time_unix_ns", f->time_ns);
         jw_str(w, "api", f->api);
-        if (f->device >= 0)
-            jw_i64(w, "device", f->device);
-        else
-            jw_null(w, "device");
+        opt_i64(w, "device", f->device);
         jw_u64(w, "size", f->size);
         jw_i64(w, "error_code", f->error_code);
         jw_str(w, "error_name", f->error_name);
@@ -411,10 +407,7 @@ static void write_failures(struct jsonw *w)
         jw_str(w, "kind", "cache_flush");
         jw_u64(w, "time_unix_ns", e->time_ns);
         jw_str(w, "api", e->api);
-        if (e->device >= 0)
-            jw_i64(w, "device", e->device);
-        else
-            jw_null(w, "device");
+        opt_i64(w, "device", e->device);
         jw_u64(w, "size", e->size);
         jw_u64(w, "freed_bytes", e->freed_bytes);
         jw_u64(w, "freed_count", e->freed_count);
@@ -548,10 +541,7 @@ static bool write_body(int fd, const char *reason, const struct report_devinfo *
         jw_obj_begin(&w, NULL);
         jw_hex(&w, "address", a->key);
         jw_u64(&w, "size", a->size);
-        if (a->device >= 0)
-            jw_i64(&w, "device", a->device);
-        else
-            jw_null(&w, "device");
+        opt_i64(&w, "device", a->device);
         jw_str(&w, "api", a->api);
         jw_str(&w, "kind", kind_name(a->kind));
         jw_u64(&w, "callsite", a->callsite);

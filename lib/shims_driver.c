@@ -4,49 +4,16 @@
  * cudaGetDriverEntryPoint lookup, which is how the runtime, PyTorch's expandable segments,
  * NCCL, CuPy and JAX reach the driver. When a runtime call reaches one of them inside, the
  * thread's depth makes it pass through: the allocation is counted once, as the runtime call. */
-#include "interpose.h"
+#include "shim.h"
 
 #define DRV_MISSING CUDA_ERROR_NOT_FOUND
 #define DPTR_KEY(p) ((uint64_t)(p))
 
-#define DRV_ALLOC(name, kind, params, args, key, size)                                     \
-    VW_EXPORT CUresult name params                                                         \
-    {                                                                                      \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
-        if (VW_UNLIKELY(!real))                                                            \
-            return DRV_MISSING;                                                            \
-        struct vw_call c;                                                                  \
-        if (!vw_enter(&c, true))                                                           \
-            return real args;                                                              \
-        CUresult r = real args;                                                            \
-        bool ok = r == CUDA_SUCCESS;                                                       \
-        vw_record_alloc(&c, #name, kind, ok, (int)r, false, ok ? (key) : 0, (size),        \
-                        VW_DEV_UNKNOWN);                                                   \
-        return r;                                                                          \
-    }
-
-#define DRV_FREE(name, kind, params, args, key)                                            \
-    VW_EXPORT CUresult name params                                                         \
-    {                                                                                      \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
-        if (VW_UNLIKELY(!real))                                                            \
-            return DRV_MISSING;                                                            \
-        struct vw_call c;                                                                  \
-        if (!vw_enter(&c, false))                                                          \
-            return real args;                                                              \
-        struct core_alloc a;                                                               \
-        bool tracked = vw_free_begin(kind, (key), &a);                                     \
-        CUresult r = real args;                                                            \
-        vw_free_end(tracked, &a, r == CUDA_SUCCESS);                                       \
-        return r;                                                                          \
-    }
-
-#define DRV_PASS(name, params, args)                                                       \
-    VW_EXPORT CUresult name params                                                         \
-    {                                                                                      \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
-        return real ? real args : DRV_MISSING;                                             \
-    }
+#define DRV_ALLOC(name, kind, params, args, key, size) \
+    VW_SHIM_ALLOC(CUresult, CUDA_SUCCESS, DRV_MISSING, false, name, kind, params, args, key, size)
+#define DRV_FREE(name, kind, params, args, key) \
+    VW_SHIM_FREE(CUresult, CUDA_SUCCESS, DRV_MISSING, name, kind, params, args, key)
+#define DRV_PASS(name, params, args) VW_SHIM_PASS(CUresult, DRV_MISSING, name, params, args)
 
 DRV_ALLOC(cuMemAlloc_v2, CORE_DEVICE, (CUdeviceptr * dptr, size_t bytesize), (dptr, bytesize),
           DPTR_KEY(*dptr), bytesize)
@@ -66,25 +33,8 @@ DRV_ALLOC(cuMemHostAlloc, CORE_HOST, (void **pp, size_t bytesize, unsigned int F
 DRV_ALLOC(cuMemAllocHost_v2, CORE_HOST, (void **pp, size_t bytesize), (pp, bytesize),
           (uint64_t)(uintptr_t)*pp, bytesize)
 
-#define DRV_POOL_ALLOC(name)                                                               \
-    VW_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,         \
-                            CUstream hStream)                                              \
-    {                                                                                      \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
-        if (VW_UNLIKELY(!real))                                                            \
-            return DRV_MISSING;                                                            \
-        struct vw_call c;                                                                  \
-        if (!vw_enter(&c, true))                                                           \
-            return real(dptr, bytesize, pool, hStream);                                    \
-        CUresult r = real(dptr, bytesize, pool, hStream);                                  \
-        bool ok = r == CUDA_SUCCESS;                                                       \
-        int dev = vw_current_device();                                                     \
-        if (pool)                                                                          \
-            core_note_pool(dev, (uint64_t)(uintptr_t)pool);                                \
-        vw_record_alloc(&c, #name, CORE_POOL, ok, (int)r, false, ok ? DPTR_KEY(*dptr) : 0, \
-                        bytesize, dev);                                                    \
-        return r;                                                                          \
-    }
+#define DRV_POOL_ALLOC(name) \
+    VW_SHIM_POOL_ALLOC(CUresult, CUDA_SUCCESS, DRV_MISSING, false, name, CUdeviceptr, CUmemoryPool, CUstream)
 DRV_POOL_ALLOC(cuMemAllocFromPoolAsync)
 DRV_POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz)
 

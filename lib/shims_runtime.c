@@ -4,55 +4,17 @@
  * application's return value and out-parameters are never changed. */
 #include <dlfcn.h>
 
-#include "interpose.h"
+#include "shim.h"
 
 /* No real function anywhere (our exported name was found, but no CUDA runtime is loaded). */
 #define RT_MISSING cudaErrorSymbolNotFound
-
 #define PTR_KEY(p) ((uint64_t)(uintptr_t)(p))
 
-/* An allocation shim: `call` is the real call, `key` and `size` are read after it returns. */
-#define RT_ALLOC(name, kind, params, args, key, size)                                      \
-    VW_EXPORT cudaError_t name params                                                      \
-    {                                                                                      \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
-        if (VW_UNLIKELY(!real))                                                            \
-            return RT_MISSING;                                                             \
-        struct vw_call c;                                                                  \
-        if (!vw_enter(&c, true))                                                           \
-            return real args;                                                              \
-        cudaError_t r = real args;                                                         \
-        bool ok = r == cudaSuccess;                                                        \
-        vw_record_alloc(&c, #name, kind, ok, (int)r, true, ok ? (key) : 0, (size),         \
-                        VW_DEV_UNKNOWN);                                                   \
-        return r;                                                                          \
-    }
-
-/* A free shim: the allocation leaves the tables before the real free, so an address the
- * driver hands out again at once cannot be confused with it. */
-#define RT_FREE(name, kind, params, args, ptr)                                             \
-    VW_EXPORT cudaError_t name params                                                      \
-    {                                                                                      \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
-        if (VW_UNLIKELY(!real))                                                            \
-            return RT_MISSING;                                                             \
-        struct vw_call c;                                                                  \
-        if (!(ptr) || !vw_enter(&c, false))                                                \
-            return real args;                                                              \
-        struct core_alloc a;                                                               \
-        bool tracked = vw_free_begin(kind, PTR_KEY(ptr), &a);                              \
-        cudaError_t r = real args;                                                         \
-        vw_free_end(tracked, &a, r == cudaSuccess);                                        \
-        return r;                                                                          \
-    }
-
-/* A plain pass-through: the hook exists so later features (capacity emulation) have a place. */
-#define RT_PASS(name, params, args)                                                        \
-    VW_EXPORT cudaError_t name params                                                      \
-    {                                                                                      \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
-        return real ? real args : RT_MISSING;                                              \
-    }
+#define RT_ALLOC(name, kind, params, args, key, size) \
+    VW_SHIM_ALLOC(cudaError_t, cudaSuccess, RT_MISSING, true, name, kind, params, args, key, size)
+#define RT_FREE(name, kind, params, args, ptr) \
+    VW_SHIM_FREE(cudaError_t, cudaSuccess, RT_MISSING, name, kind, params, args, PTR_KEY(ptr))
+#define RT_PASS(name, params, args) VW_SHIM_PASS(cudaError_t, RT_MISSING, name, params, args)
 
 RT_ALLOC(cudaMalloc, CORE_DEVICE, (void **devPtr, size_t size), (devPtr, size),
          PTR_KEY(*devPtr), size)
@@ -75,26 +37,8 @@ RT_ALLOC(cudaMalloc3D, CORE_DEVICE, (struct cudaPitchedPtr * pitchedDevPtr, stru
          ok ? pitchedDevPtr->pitch * extent.height * extent.depth
             : extent.width * extent.height * extent.depth)
 
-/* Allocations from an explicit pool also remember the pool, so reports can ask it what it
- * holds beyond what it handed out. */
-#define RT_POOL_ALLOC(name)                                                                \
-    VW_EXPORT cudaError_t name(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream) \
-    {                                                                                      \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
-        if (VW_UNLIKELY(!real))                                                            \
-            return RT_MISSING;                                                             \
-        struct vw_call c;                                                                  \
-        if (!vw_enter(&c, true))                                                           \
-            return real(ptr, size, pool, stream);                                          \
-        cudaError_t r = real(ptr, size, pool, stream);                                     \
-        bool ok = r == cudaSuccess;                                                        \
-        int dev = vw_current_device();                                                     \
-        if (pool)                                                                          \
-            core_note_pool(dev, PTR_KEY(pool));                                            \
-        vw_record_alloc(&c, #name, CORE_POOL, ok, (int)r, true, ok ? PTR_KEY(*ptr) : 0, size, \
-                        dev);                                                              \
-        return r;                                                                          \
-    }
+#define RT_POOL_ALLOC(name) \
+    VW_SHIM_POOL_ALLOC(cudaError_t, cudaSuccess, RT_MISSING, true, name, void *, cudaMemPool_t, cudaStream_t)
 RT_POOL_ALLOC(cudaMallocFromPoolAsync)
 RT_POOL_ALLOC(cudaMallocFromPoolAsync_ptsz)
 
