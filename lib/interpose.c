@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "errnames.h"
+#include "pyframes.h"
 #include "log.h"
 #include "report.h"
 
@@ -43,6 +44,9 @@ static struct hook hooks[VW_HOOK_COUNT] = {
 };
 
 /* Real driver functions used for our own queries; never handed to the application. */
+static bool drv_resolve(void);
+static pthread_mutex_t drv_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static struct {
     bool tried_ok;
     unsigned attempts;
@@ -90,6 +94,7 @@ static void fork_child(void)
     core_unlock_after_fork(true);
     report_after_fork_child();
     pthread_mutex_init(&info_lock, NULL);
+    pthread_mutex_init(&drv_lock, NULL);
     vw_depth = 0;
 }
 
@@ -106,6 +111,7 @@ static void init_body(void)
         vw_log(VW_LOG_WARN, "VRAMWATCH_LIMIT is read but capacity emulation is not in this "
                             "version yet; the real capacity applies");
     stack_init();
+    pyframes_init();
     if (!core_init()) {
         vw_warn_once(warned_init, "cannot map memory for the tables; recording is off");
         return;
@@ -274,6 +280,17 @@ static bool drv_ready(void)
      * then rather than on every call. */
     if (__atomic_fetch_add(&drv.attempts, 1, __ATOMIC_RELAXED) % 64 != 0)
         return false;
+    pthread_mutex_lock(&drv_lock);
+    bool ok = drv_resolve();
+    pthread_mutex_unlock(&drv_lock);
+    return ok;
+}
+
+/* Under drv_lock: fill the table once, publish it with tried_ok. */
+static bool drv_resolve(void)
+{
+    if (__atomic_load_n(&drv.tried_ok, __ATOMIC_ACQUIRE))
+        return true;
     void *lib = libcuda_handle();
     if (!lib)
         return false;

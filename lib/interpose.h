@@ -84,7 +84,7 @@ static inline bool vw_enter(struct vw_call *c, bool want_stack)
     if (!vw_active() || vw_depth)
         return false;
     vw_depth = 1;
-    c->nframes = want_stack ? stack_capture(c->frames, vw_opt.stack_depth) : 0;
+    c->nframes = want_stack ? stack_capture_all(c->frames, vw_opt.stack_depth) : 0;
     return true;
 }
 static inline void vw_leave(void)

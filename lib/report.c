@@ -25,6 +25,7 @@
 #include "jsonw.h"
 #include "log.h"
 #include "options.h"
+#include "pyframes.h"
 #include "util.h"
 
 #define LIVE_MAX 1000
@@ -263,6 +264,18 @@ static void write_frames(struct jsonw *w, const uint64_t *frames, int n, struct 
 {
     jw_arr_begin(w, "frames");
     for (int i = 0; i < n; i++) {
+        if (pyframes_is_python(frames[i])) {
+            const char *file, *function;
+            int line;
+            pyframes_describe(frames[i], &file, &function, &line);
+            jw_obj_begin(w, NULL);
+            jw_str(w, "kind", "python");
+            jw_str(w, "file", file ? file : "?");
+            jw_str(w, "function", function ? function : "?");
+            jw_i64(w, "line", line);
+            jw_obj_end(w);
+            continue;
+        }
         struct sym *s = symbolize(cache, frames[i], demangle, exe);
         jw_obj_begin(w, NULL);
         jw_str(w, "kind", "native");
@@ -528,7 +541,7 @@ static bool write_body(int fd, const char *reason, const struct report_devinfo *
     jw_obj_begin(&w, "vramwatch");
     jw_str(&w, "version", VW_VERSION);
     jw_i64(&w, "stack_depth", vw_opt.stack_depth);
-    jw_bool(&w, "python", false);
+    jw_bool(&w, "python", pyframes_enabled());
     jw_obj_end(&w);
     write_process(&w);
     write_devices(&w, info);

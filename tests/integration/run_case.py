@@ -416,6 +416,57 @@ def case_install(run):
     expect("-lvramwatch" in text, "pkg-config names the library")
 
 
+def python_frames(frames):
+    return [f for f in frames if f["kind"] == "python"]
+
+
+def same_function(ours, theirs, minor):
+    """From 3.11 the report has qualified names (Trainer.step), traceback the bare name."""
+    return ours == theirs or (minor >= 11 and ours.endswith("." + theirs))
+
+
+def case_python(run):
+    """Python call sites, checked against CPython's own traceback.extract_stack() for every
+    allocation of pyframes_workload.py; on versions we do not know, frames are off with one
+    info line and nothing breaks."""
+    py = run.args.python
+    ver = subprocess.run([py, "-c", "import sys; print(sys.version_info[1])"], capture_output=True,
+                         text=True).stdout.strip()
+    minor = int(ver)
+    env = {"SIMGPU_MEMORY": "1GiB", "SIMGPU_CONTEXT_BYTES": "0", "VRAMWATCH_LOG": "info",
+           "NATIVE_THREAD_LIB": run.args.native_thread_lib, "PYTHONIOENCODING": "utf-8"}
+    run.run([py, os.path.join(HERE, "pyframes_workload.py")], env)
+    r = run.report()
+    info = [l for l in run.stderr.splitlines() if l.startswith("vramwatch: Python")]
+    if minor < 8:
+        eq(r["vramwatch"]["python"], False, "Python frames off on an unknown version")
+        eq(len(info), 1, f"one info line, got {info}")
+        expect("unknown version" in info[0], info[0])
+        expect(all(not python_frames(c["frames"]) for c in r["callsites"]), "no Python frames")
+        expect(all(c["frames"] for c in r["callsites"] if c["live_bytes"]), "native frames kept")
+        return
+    eq(r["vramwatch"]["python"], True, "Python frames on")
+    with open(os.path.join(run.dir, "expected.json"), encoding="utf-8") as fh:
+        expected = json.load(fh)
+    sites = {c["id"]: c for c in r["callsites"]}
+    by_size = {l["size"]: sites[l["callsite"]] for l in r["live"]}
+    for f in r["failures"]:
+        by_size.setdefault(f["size"], sites[f["callsite"]])
+    for mib, want in sorted(expected.items(), key=lambda kv: int(kv[0])):
+        size = int(mib) * MiB
+        expect(size in by_size, f"allocation of {mib} MiB not in the report")
+        ours = python_frames(by_size[size]["frames"])
+        theirs = want["frames"]
+        eq(len(ours), len(theirs), f"{mib} MiB: Python frames {ours} vs traceback {theirs}")
+        for o, (file, name, line) in zip(ours, theirs):
+            eq(os.path.abspath(o["file"]), file, f"{mib} MiB: file")
+            expect(same_function(o["function"], name, minor), f"{mib} MiB: function {o['function']} vs {name}")
+            eq(o["line"], line, f"{mib} MiB: line of {name}")
+        if not theirs:
+            expect(by_size[size]["frames"], f"{mib} MiB: native frames of a thread Python never saw")
+    eq(r["failures"][0]["size"], 2000 * MiB, "the out-of-memory failure")
+
+
 def case_real_cudart(run):
     """The real toolkit libcudart, no driver and the toolkit's stub driver: same return codes."""
     exe = run.args.realrc
@@ -446,6 +497,8 @@ def main():
     ap.add_argument("--stub")
     ap.add_argument("--vramwatch", help="the vramwatch CLI")
     ap.add_argument("--build", help="the build folder (for the install case)")
+    ap.add_argument("--python", help="the interpreter for the python case")
+    ap.add_argument("--native-thread-lib", help="libnativethread.so for the python case")
     ap.add_argument("--preload-first", help="a sanitizer runtime to load before the library")
     ap.add_argument("case", choices=sorted(CASES))
     args = ap.parse_args()

@@ -1,0 +1,443 @@
+/* Python call sites without the GIL.
+ *
+ * The thread inside a hooked cudaMalloc usually does not hold the GIL (PyTorch releases it
+ * around ops), and taking it there deadlocks: PyTorch's allocator mutex is held around the
+ * real cudaMalloc while a GIL-holding thread may be waiting for that mutex to free a tensor.
+ * So we read the calling thread's own frames, which only that thread pushes and pops, and it
+ * is stuck inside our call. Everything is found at run time with dlsym (libpython is never a
+ * link dependency) and read through per-version offsets (facts in docs/python-frames.md); anything unknown turns Python frames off with one info line.
+ *
+ * Strings and lines are resolved inside the hooked call: a code object can be freed and its
+ * address reused once the call returns. They go into the library's own interned storage (an
+ * mmap arena, no malloc), and a small per-thread cache keyed by code object, bytecode offset
+ * and the name objects avoids decoding the same frame twice. */
+#include "pyframes.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "log.h"
+#include "options.h"
+#include "util.h"
+
+void *vw_real_dlsym(void *handle, const char *name);
+
+/* Measured on x86-64 release builds (see docs/python-frames.md). */
+static const struct py_layout layouts[] = {
+    /* minor tstate cfr code back instr owner entry file name qual adapt kind ascii compact */
+    { 8, 24, -1, 32, 24, 104, -1, -1, 104, 112, -1, -1, 0, 48, 72 },
+    { 9, 24, -1, 32, 24, 104, -1, -1, 104, 112, -1, -1, 0, 48, 72 },
+    { 10, 24, -1, 32, 24, 96, -1, -1, 104, 112, -1, -1, 1, 48, 72 },
+    { 11, 56, 8, 32, 48, 56, 69, 68, 112, 120, 128, 184, 2, 48, 72 },
+    { 12, 56, 0, 0, 8, 56, 70, -1, 112, 120, 128, 192, 2, 40, 56 },
+    { 13, 72, -1, 0, 8, 56, 70, -1, 112, 120, 128, 200, 2, 40, 56 },
+};
+
+#define OWNED_BY_CSTACK 3   /* 3.12+: a shim frame where C called into the interpreter */
+#define WALK_LIMIT 4096     /* frames followed at most, whatever the depth asked for */
+#define NAME_MAX_BYTES 1024
+#define CACHE_SLOTS 512
+
+const struct py_layout *pyframes_layout(int major, int minor)
+{
+    if (major != 3)
+        return NULL;
+    for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+        if (layouts[i].minor == minor)
+            return &layouts[i];
+    return NULL;
+}
+
+/* ---------- the process's Python ---------- */
+
+static struct {
+    bool enabled;
+    struct py_walk_env env;
+    void *(*this_thread_state)(void);
+    uintptr_t eval_lo, eval_hi;
+} py;
+
+static int warned_off;
+
+/* ---------- interned strings ---------- */
+
+struct str_rec {
+    uint64_t hash;
+    uint32_t off, len;
+};
+
+#define STR_ARENA (32u << 20)
+#define STR_INDEX (2u * VW_PY_MAX_STRINGS)
+
+static struct {
+    char *arena;
+    uint32_t used;
+    struct str_rec *recs;   /* [VW_PY_MAX_STRINGS], id 0 is "?" */
+    uint32_t count;
+    uint32_t *index;        /* [STR_INDEX], 0 = empty */
+    pthread_mutex_t lock;
+} strs = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h ^ (h >> 29);
+}
+
+static bool strs_init(void)
+{
+    strs.arena = mmap(NULL, STR_ARENA, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    strs.recs = mmap(NULL, sizeof(*strs.recs) * VW_PY_MAX_STRINGS, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    strs.index = mmap(NULL, sizeof(*strs.index) * STR_INDEX, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (strs.arena == MAP_FAILED || strs.recs == MAP_FAILED || strs.index == MAP_FAILED)
+        return false;
+    memcpy(strs.arena, "?", 2);
+    strs.recs[0] = (struct str_rec){ .hash = 0, .off = 0, .len = 1 };
+    strs.used = 2;
+    strs.count = 1;
+    return true;
+}
+
+static bool str_matches(uint32_t id, uint64_t h, const char *s, uint32_t n)
+{
+    const struct str_rec *r = &strs.recs[id];
+    return r->hash == h && r->len == n && memcmp(strs.arena + r->off, s, n) == 0;
+}
+
+/* The id of a string, added if new; 0 ("?") when the storage is full. Lock-free for strings
+ * seen before: records are written before their index slot is published. */
+static uint32_t intern(const char *s, uint32_t n)
+{
+    uint64_t h = hash_bytes(s, n);
+    uint32_t m = STR_INDEX - 1;
+    for (uint32_t j = (uint32_t)h & m;; j = (j + 1) & m) {
+        uint32_t c = __atomic_load_n(&strs.index[j], __ATOMIC_ACQUIRE);
+        if (!c)
+            break;
+        if (str_matches(c, h, s, n))
+            return c;
+    }
+    uint32_t id = 0;
+    pthread_mutex_lock(&strs.lock);
+    uint32_t j = (uint32_t)h & m;
+    for (;; j = (j + 1) & m) {
+        uint32_t c = strs.index[j];
+        if (!c)
+            break;
+        if (str_matches(c, h, s, n)) {
+            id = c;
+            goto out;
+        }
+    }
+    if (strs.count >= VW_PY_MAX_STRINGS || strs.used + n + 1 > STR_ARENA)
+        goto out;
+    id = strs.count;
+    memcpy(strs.arena + strs.used, s, n);
+    strs.arena[strs.used + n] = 0;
+    strs.recs[id] = (struct str_rec){ .hash = h, .off = strs.used, .len = n };
+    strs.used += n + 1;
+    __atomic_store_n(&strs.count, id + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&strs.index[j], id, __ATOMIC_RELEASE);
+out:
+    pthread_mutex_unlock(&strs.lock);
+    return id;
+}
+
+static const char *str_of(uint32_t id)
+{
+    return id < __atomic_load_n(&strs.count, __ATOMIC_ACQUIRE) ? strs.arena + strs.recs[id].off : NULL;
+}
+
+/* ---------- reading CPython objects ---------- */
+
+#define RD(type, base, off) (*(const type *)((const char *)(base) + (off)))
+
+static int utf8_put(char *out, int room, uint32_t cp)
+{
+    if (cp < 0x80 && room >= 1) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800 && room >= 2) {
+        out[0] = (char)(0xc0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000 && room >= 3) {
+        out[0] = (char)(0xe0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    if (cp < 0x110000 && room >= 4) {
+        out[0] = (char)(0xf0 | (cp >> 18));
+        out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+        out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        out[3] = (char)(0x80 | (cp & 0x3f));
+        return 4;
+    }
+    return 0;
+}
+
+/* A str object's text as UTF-8 into `out` (cut at a character boundary). Never calls into
+ * Python: PyUnicode_AsUTF8 may allocate. Returns the length, or -1 for what is not a compact
+ * str (the caller then uses "?"). */
+static int read_str(const struct py_layout *lay, const void *str_type, const void *s, char *out,
+                    int cap)
+{
+    if (!s || RD(const void *, s, 8) != str_type)
+        return -1;
+    int64_t length = RD(int64_t, s, 16);
+    uint32_t state = RD(uint32_t, s, 32);
+    unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+    if (!compact || length < 0)
+        return -1;
+    int n = 0;
+    if (ascii) {
+        int64_t k = length < cap ? length : cap;
+        memcpy(out, (const char *)s + lay->str_ascii_header, (size_t)k);
+        return (int)k;
+    }
+    const unsigned char *d = (const unsigned char *)s + lay->str_compact_header;
+    for (int64_t i = 0; i < length; i++) {
+        uint32_t cp;
+        if (kind == 1)
+            cp = d[i];
+        else if (kind == 2)
+            cp = ((const uint16_t *)d)[i];
+        else if (kind == 4)
+            cp = ((const uint32_t *)d)[i];
+        else
+            return -1;
+        int w = utf8_put(out + n, cap - n, cp);
+        if (!w)
+            break;
+        n += w;
+    }
+    return n;
+}
+
+static uint32_t intern_str(const struct py_walk_env *env, const void *s)
+{
+    char buf[NAME_MAX_BYTES];
+    int n = read_str(env->lay, env->str_type, s, buf, (int)sizeof(buf));
+    return n < 0 ? 0 : intern(buf, (uint32_t)n);
+}
+
+/* ---------- per-thread decoding cache ---------- */
+
+struct cache_slot {
+    const void *code, *file, *name;
+    int offset;
+    uint64_t token;
+};
+
+static VW_TLS struct cache_slot cache[CACHE_SLOTS];
+
+static uint64_t resolve(const struct py_walk_env *env, const void *code, int offset)
+{
+    const struct py_layout *lay = env->lay;
+    const void *file = RD(const void *, code, lay->code_filename);
+    const void *name = RD(const void *, code, lay->code_qualname >= 0 ? lay->code_qualname : lay->code_name);
+    uint32_t h = (uint32_t)(((uintptr_t)code >> 4) ^ ((uintptr_t)code >> 13) ^ (uint32_t)offset * 2654435761u);
+    struct cache_slot *c = &cache[h & (CACHE_SLOTS - 1)];
+    /* A code object freed and another allocated at the same address would also need the same
+     * file and name objects at the same addresses, and the same offset, to be mistaken. */
+    if (c->code == code && c->offset == offset && c->file == file && c->name == name && c->token)
+        return c->token;
+    uint64_t fid = intern_str(env, file);
+    uint64_t nid = intern_str(env, name);
+    int line = env->addr2line ? env->addr2line(code, offset) : 0;
+    if (line < 0)
+        line = 0;
+    uint64_t tok = VW_PY_TAG | (fid << (VW_PY_STR_BITS + VW_PY_LINE_BITS)) | (nid << VW_PY_LINE_BITS) |
+                   ((uint64_t)line & ((1ull << VW_PY_LINE_BITS) - 1));
+    *c = (struct cache_slot){ .code = code, .file = file, .name = name, .offset = offset, .token = tok };
+    return tok;
+}
+
+/* ---------- the walk ---------- */
+
+int pyframes_walk(const struct py_walk_env *env, const void *tstate, uint64_t *tokens,
+                  bool *group_end, int max)
+{
+    const struct py_layout *lay = env->lay;
+    if (!tstate || max <= 0)
+        return 0;
+    const void *f = RD(const void *, tstate, lay->tstate_frame);
+    if (f && lay->cframe_frame >= 0)
+        f = RD(const void *, f, lay->cframe_frame);
+    int n = 0;
+    const void *tortoise = f;
+    for (unsigned steps = 1; f && n < max; steps++) {
+        if (steps > WALK_LIMIT)
+            return -1;
+        int owner = lay->frame_owner >= 0 ? RD(uint8_t, f, lay->frame_owner) : 0;
+        const void *code = RD(const void *, f, lay->frame_code);
+        if (lay->minor >= 12 && owner >= OWNED_BY_CSTACK) {
+            /* C called into the interpreter here: the frames above were one run of the
+             * evaluation loop. */
+            if (n > 0)
+                group_end[n - 1] = true;
+        } else if (!code || RD(const void *, code, 8) != env->code_type) {
+            if (lay->minor < 13)
+                return -1; /* a frame without a code object: our reading of memory is wrong */
+            /* 3.13: f_executable may legitimately be something else; skip it */
+        } else {
+            int off;
+            if (lay->instr_kind == 0)
+                off = RD(int, f, lay->frame_instr);
+            else if (lay->instr_kind == 1)
+                off = RD(int, f, lay->frame_instr) * 2;
+            else
+                off = (int)(RD(const char *, f, lay->frame_instr) - ((const char *)code + lay->code_adaptive));
+            tokens[n] = resolve(env, code, off < 0 ? 0 : off);
+            group_end[n] = lay->minor <= 10 || (lay->frame_is_entry >= 0 && RD(uint8_t, f, lay->frame_is_entry));
+            n++;
+        }
+        f = RD(const void *, f, lay->frame_back);
+        /* Brent's cycle check: a loop in the chain means the memory is not what we think. */
+        if (f && f == tortoise)
+            return -1;
+        if ((steps & (steps - 1)) == 0)
+            tortoise = f;
+    }
+    if (n > 0)
+        group_end[n - 1] = true;
+    return n;
+}
+
+int pyframes_capture(uint64_t *tokens, bool *group_end, int max)
+{
+    if (!__atomic_load_n(&py.enabled, __ATOMIC_ACQUIRE))
+        return 0;
+    /* PyGILState_GetThisThreadState: this thread's state, or NULL for a thread Python never
+     * saw. No lock, no GIL, and unlike the "current thread state" getters it is right while
+     * the GIL is released. */
+    const void *ts = py.this_thread_state();
+    int n = pyframes_walk(&py.env, ts, tokens, group_end, max);
+    if (n < 0) {
+        __atomic_store_n(&py.enabled, false, __ATOMIC_RELEASE);
+        vw_warn_once(warned_off, "the Python frames of this process do not look as expected; "
+                                 "Python frames are off from here on");
+        return 0;
+    }
+    return n;
+}
+
+void pyframes_describe(uint64_t token, const char **file, const char **function, int *line)
+{
+    uint32_t m = (1u << VW_PY_STR_BITS) - 1;
+    *file = str_of((uint32_t)(token >> (VW_PY_STR_BITS + VW_PY_LINE_BITS)) & m);
+    *function = str_of((uint32_t)(token >> VW_PY_LINE_BITS) & m);
+    *line = (int)(token & ((1ull << VW_PY_LINE_BITS) - 1));
+}
+
+bool pyframes_in_eval(uint64_t ip)
+{
+    return ip - 1 >= py.eval_lo && ip - 1 < py.eval_hi;
+}
+
+bool pyframes_enabled(void)
+{
+    return __atomic_load_n(&py.enabled, __ATOMIC_ACQUIRE);
+}
+
+/* ---------- detection ---------- */
+
+static void *sym(const char *name)
+{
+    return vw_real_dlsym(RTLD_DEFAULT, name);
+}
+
+static bool python_version(int *major, int *minor)
+{
+    const unsigned long *hex = sym("Py_Version"); /* 3.11+ */
+    if (hex) {
+        *major = (int)((*hex >> 24) & 0xff);
+        *minor = (int)((*hex >> 16) & 0xff);
+        return true;
+    }
+    const char *(*get)(void) = (const char *(*)(void))sym("Py_GetVersion");
+    return get && sscanf(get(), "%d.%d", major, minor) == 2;
+}
+
+static void off(const char *why, int major, int minor)
+{
+    vw_log(VW_LOG_INFO, "Python %d.%d: %s; Python frames are off", major, minor, why);
+}
+
+bool pyframes_init(void)
+{
+    void *tsfn = sym("PyGILState_GetThisThreadState");
+    if (!tsfn || !vw_opt.python)
+        return false; /* not Python, or asked not to: nothing to say */
+    int major = 0, minor = 0;
+    if (!python_version(&major, &minor)) {
+        off("the version cannot be read", major, minor);
+        return false;
+    }
+    const struct py_layout *lay = pyframes_layout(major, minor);
+    if (!lay) {
+        off("an unknown version", major, minor);
+        return false;
+    }
+    if (sym("_Py_RefTotal") || sym("_Py_GetRefTotal") || sym("_Py_NegativeRefcount")) {
+        off("a debug build", major, minor);
+        return false;
+    }
+    if (sym("_Py_PrintReferences") || sym("_Py_ForgetReference")) {
+        off("a --with-trace-refs build", major, minor);
+        return false;
+    }
+    if (minor >= 13) {
+        /* From 3.13 _PyRuntime starts with the debug offsets: check the cookie, the version
+         * and that this is not a free-threaded build. */
+        const char *rt = sym("_PyRuntime");
+        if (!rt || memcmp(rt, "xdebugpy", 8) != 0 ||
+            ((RD(uint64_t, rt, 8) >> 16) & 0xffff) != (uint64_t)((major << 8) | minor)) {
+            off("the runtime's debug offsets are missing or of another version", major, minor);
+            return false;
+        }
+        if (RD(uint64_t, rt, 16) != 0) {
+            off("a free-threaded build", major, minor);
+            return false;
+        }
+    }
+    void *code_type = sym("PyCode_Type");
+    void *str_type = sym("PyUnicode_Type");
+    void *addr2line = sym("PyCode_Addr2Line");
+    void *eval = sym("_PyEval_EvalFrameDefault");
+    if (!code_type || !str_type || !addr2line) {
+        off("interpreter symbols are missing", major, minor);
+        return false;
+    }
+    if (!strs_init()) {
+        off("no memory for names", major, minor);
+        return false;
+    }
+    Dl_info di;
+    const ElfW(Sym) *es = NULL;
+    if (eval && dladdr1(eval, &di, (void **)&es, RTLD_DL_SYMENT) && es && es->st_size) {
+        py.eval_lo = (uintptr_t)eval;
+        py.eval_hi = (uintptr_t)eval + es->st_size;
+    }
+    py.env.lay = lay;
+    py.env.code_type = code_type;
+    memcpy(&py.env.addr2line, &addr2line, sizeof(addr2line));
+    py.env.str_type = str_type;
+    memcpy(&py.this_thread_state, &tsfn, sizeof(tsfn));
+    __atomic_store_n(&py.enabled, true, __ATOMIC_RELEASE);
+    vw_log(VW_LOG_INFO, "Python %d.%d: Python frames on", major, minor);
+    return true;
+}

@@ -1,0 +1,68 @@
+/* Python call sites: the calling thread's CPython frames, read without the GIL, turned into
+ * frame tokens that live in the same arrays as native return addresses. */
+#ifndef VW_PYFRAMES_H
+#define VW_PYFRAMES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A Python frame token: the top two bits are 10 (native addresses never have the top bit set
+ * in user space), then a file id, a function id (17 bits each) and the line (28 bits). */
+#define VW_PY_TAG (2ull << 62)
+#define VW_PY_MASK (3ull << 62)
+#define VW_PY_STR_BITS 17
+#define VW_PY_LINE_BITS 28
+#define VW_PY_MAX_STRINGS (1u << VW_PY_STR_BITS)
+
+static inline bool pyframes_is_python(uint64_t token)
+{
+    return (token & VW_PY_MASK) == VW_PY_TAG;
+}
+
+/* Per-version facts, public for the unit tests. All offsets in bytes. */
+struct py_layout {
+    int minor;                 /* 3.minor */
+    int tstate_frame;          /* offset of the frame pointer (or of cframe) in PyThreadState */
+    int cframe_frame;          /* 3.11/3.12: offset of current_frame in _PyCFrame; -1: none */
+    int frame_code, frame_back, frame_instr;
+    int frame_owner;           /* -1: none */
+    int frame_is_entry;        /* 3.11 only, else -1 */
+    int code_filename, code_name, code_qualname; /* qualname -1 before 3.11 */
+    int code_adaptive;         /* start of the bytecode (3.11+), -1 before */
+    int instr_kind;            /* 0: f_lasti in bytes, 1: f_lasti in code units, 2: pointer */
+    int str_ascii_header, str_compact_header;
+};
+
+/* The layout of CPython 3.minor, or NULL for a version we do not know. */
+const struct py_layout *pyframes_layout(int major, int minor);
+
+/* Detect CPython in this process (once, at the library's set-up). Returns true when Python
+ * frames will be collected; anything unknown or unsafe turns them off with one info line. */
+bool pyframes_init(void);
+bool pyframes_enabled(void);
+
+/* The calling thread's Python frames, innermost first, as tokens, at most `max`. `group_end`
+ * receives, for each token, whether it is the last frame of one run of the interpreter's C
+ * evaluation loop (so native eval-loop frames can be replaced by their Python frames). */
+int pyframes_capture(uint64_t *tokens, bool *group_end, int max);
+
+/* The strings of a token: file, function (qualified from 3.11) and line. NULL when unknown. */
+void pyframes_describe(uint64_t token, const char **file, const char **function, int *line);
+
+/* Whether a native return address lies inside the interpreter's evaluation loop. */
+bool pyframes_in_eval(uint64_t ip);
+
+/* Python frames kept per call site: VRAMWATCH_STACK_DEPTH, or 32 when native stacks are off. */
+#define VW_PY_DEFAULT_DEPTH 32
+
+/* ---- for the unit tests: walk frames in given memory with a given layout ---- */
+struct py_walk_env {
+    const struct py_layout *lay;
+    const void *code_type;     /* &PyCode_Type */
+    const void *str_type;      /* &PyUnicode_Type */
+    int (*addr2line)(const void *code, int byte_offset);
+};
+int pyframes_walk(const struct py_walk_env *env, const void *tstate, uint64_t *tokens,
+                  bool *group_end, int max);
+
+#endif
