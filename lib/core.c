@@ -155,10 +155,14 @@ static inline uint64_t mix64(uint64_t x)
 
 static uint64_t hash_frames(const uint64_t *f, int n)
 {
+    /* One multiply and rotate per frame, one full mix at the end: stacks are hashed on every
+     * allocation, and a strong mix per frame costs more than the rest of the lookup. */
     uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
-    for (int i = 0; i < n; i++)
-        h = mix64(h ^ f[i]) + 0x632be59bd9b4e019ull;
-    return h | 1; /* never 0 */
+    for (int i = 0; i < n; i++) {
+        h = (h ^ f[i]) * 0xbf58476d1ce4e5b9ull;
+        h = (h << 27) | (h >> 37);
+    }
+    return mix64(h) | 1; /* never 0 */
 }
 
 /* ---------- allocation tables: linear probing, backward-shift deletion ---------- */

@@ -242,15 +242,53 @@ struct cache_slot {
     uint64_t token;
 };
 
-static VW_TLS struct cache_slot cache[CACHE_SLOTS];
+/* What one thread remembers between captures: the frames of its last walk, position by
+ * position (a loop allocating from the same place finds its whole chain unchanged and decodes
+ * nothing), and a cache of decoded frames for the rest. Mapped on the thread's first walk, so
+ * threads and processes that never allocate from Python pay nothing; unmapped at thread exit. */
+struct chain_entry {
+    const void *frame, *code;
+    intptr_t instr;
+    uint64_t token;
+    bool group_end;
+};
 
-static uint64_t resolve(const struct py_walk_env *env, const void *code, int offset)
+struct py_thread {
+    struct chain_entry chain[VW_PY_MERGE_MAX];
+    struct cache_slot slots[CACHE_SLOTS];
+};
+
+static VW_TLS struct py_thread *self;
+static pthread_key_t thread_key;
+static bool key_ready;
+
+static void thread_gone(void *p)
 {
-    const struct py_layout *lay = env->lay;
+    munmap(p, sizeof(struct py_thread));
+}
+
+static struct py_thread *thread_state(void)
+{
+    if (VW_LIKELY(self != NULL))
+        return self;
+    void *p = mmap(NULL, sizeof(struct py_thread), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (key_ready)
+        pthread_setspecific(thread_key, p);
+    self = p;
+    return self;
+}
+
+static inline __attribute__((always_inline)) uint64_t resolve(const struct py_layout *lay,
+                                                              const struct py_walk_env *env,
+                                                              const void *code, int offset)
+{
     const void *file = RD(const void *, code, lay->code_filename);
     const void *name = RD(const void *, code, lay->code_qualname >= 0 ? lay->code_qualname : lay->code_name);
     uint32_t h = (uint32_t)(((uintptr_t)code >> 4) ^ ((uintptr_t)code >> 13) ^ (uint32_t)offset * 2654435761u);
-    struct cache_slot *c = &cache[h & (CACHE_SLOTS - 1)];
+    struct cache_slot *c = &self->slots[h & (CACHE_SLOTS - 1)];
     /* A code object freed and another allocated at the same address would also need the same
      * file and name objects at the same addresses, and the same offset, to be mistaken. */
     if (c->code == code && c->offset == offset && c->file == file && c->name == name && c->token)
@@ -268,20 +306,26 @@ static uint64_t resolve(const struct py_walk_env *env, const void *code, int off
 
 /* ---------- the walk ---------- */
 
-int pyframes_walk(const struct py_walk_env *env, const void *tstate, uint64_t *tokens,
-                  bool *group_end, int max)
+/* The walk, written once over a layout; instantiated below for each known version with a
+ * constant layout so the compiler turns every offset into an immediate (the walk runs for
+ * every frame of every allocation). */
+static inline __attribute__((always_inline)) int walk(const struct py_layout *lay,
+                                                      const struct py_walk_env *env,
+                                                      const void *tstate, uint64_t *tokens,
+                                                      bool *group_end, int max)
 {
-    const struct py_layout *lay = env->lay;
-    if (!tstate || max <= 0)
+    if (!tstate || max <= 0 || !thread_state())
         return 0;
+    if (max > VW_PY_MERGE_MAX)
+        max = VW_PY_MERGE_MAX;
     const void *f = RD(const void *, tstate, lay->tstate_frame);
     if (f && lay->cframe_frame >= 0)
         f = RD(const void *, f, lay->cframe_frame);
     int n = 0;
     const void *tortoise = f;
-    for (unsigned steps = 1; f && n < max; steps++) {
-        if (steps > WALK_LIMIT)
-            return -1;
+    /* Bounded by max for frames kept, and by Brent's cycle check below for a chain that
+     * never ends; WALK_LIMIT bounds a run of skipped frames. */
+    for (unsigned steps = 1; f && n < max && steps <= WALK_LIMIT; steps++) {
         int owner = lay->frame_owner >= 0 ? RD(uint8_t, f, lay->frame_owner) : 0;
         const void *code = RD(const void *, f, lay->frame_code);
         if (lay->minor >= 12 && owner >= OWNED_BY_CSTACK) {
@@ -294,15 +338,24 @@ int pyframes_walk(const struct py_walk_env *env, const void *tstate, uint64_t *t
                 return -1; /* a frame without a code object: our reading of memory is wrong */
             /* 3.13: f_executable may legitimately be something else; skip it */
         } else {
-            int off;
-            if (lay->instr_kind == 0)
-                off = RD(int, f, lay->frame_instr);
-            else if (lay->instr_kind == 1)
-                off = RD(int, f, lay->frame_instr) * 2;
-            else
-                off = (int)(RD(const char *, f, lay->frame_instr) - ((const char *)code + lay->code_adaptive));
-            tokens[n] = resolve(env, code, off < 0 ? 0 : off);
-            group_end[n] = lay->minor <= 10 || (lay->frame_is_entry >= 0 && RD(uint8_t, f, lay->frame_is_entry));
+            intptr_t instr = lay->instr_kind == 2 ? (intptr_t)RD(const char *, f, lay->frame_instr)
+                                                  : (intptr_t)RD(int, f, lay->frame_instr);
+            struct chain_entry *e = &self->chain[n];
+            /* The same frame, running the same code, at the same instruction as last time at
+             * this depth: the same file, function and line. */
+            if (e->frame != f || e->code != code || e->instr != instr || !e->token) {
+                int off = lay->instr_kind == 0   ? (int)instr
+                          : lay->instr_kind == 1 ? (int)instr * 2
+                                                 : (int)(instr - (intptr_t)((const char *)code + lay->code_adaptive));
+                *e = (struct chain_entry){
+                    .frame = f, .code = code, .instr = instr,
+                    .token = resolve(lay, env, code, off < 0 ? 0 : off),
+                    .group_end = lay->minor <= 10 ||
+                                 (lay->frame_is_entry >= 0 && RD(uint8_t, f, lay->frame_is_entry)),
+                };
+            }
+            tokens[n] = e->token;
+            group_end[n] = e->group_end;
             n++;
         }
         f = RD(const void *, f, lay->frame_back);
@@ -315,6 +368,31 @@ int pyframes_walk(const struct py_walk_env *env, const void *tstate, uint64_t *t
     if (n > 0)
         group_end[n - 1] = true;
     return n;
+}
+
+#define WALK_FOR(i)                                                                         \
+    static int walk_##i(const struct py_walk_env *env, const void *ts, uint64_t *t, bool *g,   \
+                        int max)                                                                \
+    {                                                                                           \
+        return walk(&layouts[i], env, ts, t, g, max);                                          \
+    }
+WALK_FOR(0)
+WALK_FOR(1)
+WALK_FOR(2)
+WALK_FOR(3)
+WALK_FOR(4)
+WALK_FOR(5)
+
+typedef int (*walk_fn)(const struct py_walk_env *, const void *, uint64_t *, bool *, int);
+static const walk_fn walkers[] = { walk_0, walk_1, walk_2, walk_3, walk_4, walk_5 };
+
+int pyframes_walk(const struct py_walk_env *env, const void *tstate, uint64_t *tokens,
+                  bool *group_end, int max)
+{
+    size_t i = (size_t)(env->lay - layouts);
+    if (i < sizeof(walkers) / sizeof(walkers[0]))
+        return walkers[i](env, tstate, tokens, group_end, max);
+    return walk(env->lay, env, tstate, tokens, group_end, max);
 }
 
 int pyframes_capture(uint64_t *tokens, bool *group_end, int max)
@@ -346,6 +424,29 @@ void pyframes_describe(uint64_t token, const char **file, const char **function,
 bool pyframes_in_eval(uint64_t ip)
 {
     return ip - 1 >= py.eval_lo && ip - 1 < py.eval_hi;
+}
+
+int pyframes_merge(const uint64_t *nat, int nn, uint64_t *out, int cap, int py_max)
+{
+    uint64_t pyt[VW_PY_MERGE_MAX];
+    bool group_end[VW_PY_MERGE_MAX];
+    int np = pyframes_capture(pyt, group_end, py_max < VW_PY_MERGE_MAX ? py_max : VW_PY_MERGE_MAX);
+    uintptr_t lo = py.eval_lo, hi = py.eval_hi;
+    int k = 0, pi = 0;
+    for (int i = 0; i < nn && k < cap; i++) {
+        if (pi < np && nat[i] - 1 - lo < hi - lo) {
+            /* This run of the evaluation loop was executing these Python frames. */
+            do
+                out[k++] = pyt[pi];
+            while (!group_end[pi++] && pi < np && k < cap);
+        } else {
+            out[k++] = nat[i];
+        }
+    }
+    /* Native stacks off, or cut short by their depth: the rest of the Python chain follows. */
+    while (pi < np && k < cap)
+        out[k++] = pyt[pi++];
+    return k;
 }
 
 bool pyframes_enabled(void)
@@ -437,6 +538,7 @@ bool pyframes_init(void)
     memcpy(&py.env.addr2line, &addr2line, sizeof(addr2line));
     py.env.str_type = str_type;
     memcpy(&py.this_thread_state, &tsfn, sizeof(tsfn));
+    key_ready = pthread_key_create(&thread_key, thread_gone) == 0;
     __atomic_store_n(&py.enabled, true, __ATOMIC_RELEASE);
     vw_log(VW_LOG_INFO, "Python %d.%d: Python frames on", major, minor);
     return true;

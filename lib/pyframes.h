@@ -54,6 +54,12 @@ bool pyframes_in_eval(uint64_t ip);
 
 /* Python frames kept per call site: VRAMWATCH_STACK_DEPTH, or 32 when native stacks are off. */
 #define VW_PY_DEFAULT_DEPTH 32
+#define VW_PY_MERGE_MAX 128
+
+/* One call chain from the native frames `nat` (innermost first): evaluation-loop frames are
+ * replaced by the Python frames that run of the loop was executing; Python frames left over
+ * (native stacks off or cut short) follow. Writes at most `cap` entries to `out`. */
+int pyframes_merge(const uint64_t *nat, int nn, uint64_t *out, int cap, int py_max);
 
 /* ---- for the unit tests: walk frames in given memory with a given layout ---- */
 struct py_walk_env {

@@ -77,29 +77,10 @@ int stack_capture(uint64_t *out, int max)
 
 int stack_capture_all(uint64_t *out, int native_max)
 {
+    if (!pyframes_enabled())
+        return stack_capture(out, native_max);
     uint64_t nat[VW_MAX_FRAMES];
     int nn = stack_capture(nat, native_max);
-    if (!pyframes_enabled()) {
-        memcpy(out, nat, sizeof(*nat) * (size_t)nn);
-        return nn;
-    }
-    uint64_t py[VW_MAX_FRAMES];
-    bool group_end[VW_MAX_FRAMES];
-    int pmax = native_max > 0 ? native_max : VW_PY_DEFAULT_DEPTH;
-    int np = pyframes_capture(py, group_end, pmax < VW_MAX_FRAMES ? pmax : VW_MAX_FRAMES);
-    int k = 0, pi = 0;
-    for (int i = 0; i < nn && k < VW_MAX_FRAMES; i++) {
-        if (pi < np && pyframes_in_eval(nat[i])) {
-            /* This run of the evaluation loop was executing these Python frames. */
-            do
-                out[k++] = py[pi];
-            while (!group_end[pi++] && pi < np && k < VW_MAX_FRAMES);
-        } else {
-            out[k++] = nat[i];
-        }
-    }
-    /* Native stacks off, or cut short by their depth: the rest of the Python chain follows. */
-    while (pi < np && k < VW_MAX_FRAMES)
-        out[k++] = py[pi++];
-    return k;
+    return pyframes_merge(nat, nn, out, VW_MAX_FRAMES,
+                          native_max > 0 ? native_max : VW_PY_DEFAULT_DEPTH);
 }

@@ -34,3 +34,18 @@ if command -v valgrind >/dev/null; then
   d32_i=$(instr env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 "$exe")
   echo "instructions per pair (callgrind, start-up amortised over 20000 pairs): without $(calc "$base_i / 20000"), depth 0 +$(calc "($d0_i - $base_i) / 20000"), depth 32 +$(calc "($d32_i - $base_i) / 20000")"
 fi
+
+# Python frames: the same pairs from Python (ctypes), 40 Python frames deep, with Python frames
+# on and off at stack depths 8 and 32; the difference is the cost of capturing them.
+for py in "$HOME"/.pyenv/versions/3.8*/bin/python3 "$HOME"/.pyenv/versions/3.11*/bin/python3 \
+          "$HOME"/.pyenv/versions/3.13*/bin/python3 /usr/bin/python3; do
+  [ -x "$py" ] || continue
+  ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  line="python $ver ns per pair:"
+  for depth in 8 32; do
+    off=$(for i in 1 2 3; do LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=$depth VRAMWATCH_PYTHON=0 "$py" tests/bench/bench_python.py; done | median)
+    on=$(for i in 1 2 3; do LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=$depth "$py" tests/bench/bench_python.py; done | median)
+    line="$line depth $depth: frames off $off, on $on (+$(calc "$on - $off"))"
+  done
+  echo "$line"
+done
