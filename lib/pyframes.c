@@ -25,8 +25,6 @@
 #include "options.h"
 #include "util.h"
 
-void *vw_real_dlsym(void *handle, const char *name);
-
 /* Measured on x86-64 release builds (see docs/python-frames.md). */
 static const struct py_layout layouts[] = {
     /* minor tstate cfr code back instr owner entry file name qual adapt kind ascii compact */
@@ -91,7 +89,10 @@ static uint64_t hash_bytes(const char *s, size_t n)
     return h ^ (h >> 29);
 }
 
-static bool strs_init(void)
+static pthread_once_t strs_once = PTHREAD_ONCE_INIT;
+static bool strs_ok;
+
+static void strs_map(void)
 {
     strs.arena = mmap(NULL, STR_ARENA, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -100,12 +101,18 @@ static bool strs_init(void)
     strs.index = mmap(NULL, sizeof(*strs.index) * STR_INDEX, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (strs.arena == MAP_FAILED || strs.recs == MAP_FAILED || strs.index == MAP_FAILED)
-        return false;
+        return;
     memcpy(strs.arena, "?", 2);
     strs.recs[0] = (struct str_rec){ .hash = 0, .off = 0, .len = 1 };
     strs.used = 2;
     strs.count = 1;
-    return true;
+    strs_ok = true;
+}
+
+static bool strs_init(void)
+{
+    pthread_once(&strs_once, strs_map);
+    return strs_ok;
 }
 
 static bool str_matches(uint32_t id, uint64_t h, const char *s, uint32_t n)
@@ -118,6 +125,8 @@ static bool str_matches(uint32_t id, uint64_t h, const char *s, uint32_t n)
  * seen before: records are written before their index slot is published. */
 static uint32_t intern(const char *s, uint32_t n)
 {
+    if (VW_UNLIKELY(!strs_ok) && !strs_init())
+        return 0;
     uint64_t h = hash_bytes(s, n);
     uint32_t m = STR_INDEX - 1;
     for (uint32_t j = (uint32_t)h & m;; j = (j + 1) & m) {
@@ -456,9 +465,11 @@ bool pyframes_enabled(void)
 
 /* ---------- detection ---------- */
 
+/* Plain dlsym: inside the library it is our own entry, which passes RTLD_DEFAULT lookups
+ * of non-CUDA names straight to glibc. */
 static void *sym(const char *name)
 {
-    return vw_real_dlsym(RTLD_DEFAULT, name);
+    return dlsym(RTLD_DEFAULT, name);
 }
 
 static bool python_version(int *major, int *minor)
