@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "errnames.h"
+#include "framework.h"
 #include "pyframes.h"
 #include "log.h"
 #include "report.h"
@@ -93,6 +94,7 @@ static void fork_child(void)
 {
     core_unlock_after_fork(true);
     report_after_fork_child();
+    framework_reset();
     pthread_mutex_init(&info_lock, NULL);
     pthread_mutex_init(&drv_lock, NULL);
     vw_depth = 0;

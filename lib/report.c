@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <uthash.h>
 
+#include "framework.h"
 #include "jsonw.h"
 #include "log.h"
 #include "options.h"
@@ -546,6 +547,7 @@ static bool write_body(int fd, const char *reason, const struct report_devinfo *
     write_process(&w);
     write_devices(&w, info);
     write_failures(&w);
+    framework_write(&w);
     if (write_callsites(&w, nlive) != 0)
         return false;
     jw_arr_begin(&w, "live");

@@ -27,13 +27,16 @@ SKIP = 77
 GOLDEN = [
     ("oom-pytorch.txt", ["report", "oom-pytorch.json"]),
     ("oom-pytorch-full.txt", ["report", "--full", "oom-pytorch.json"]),
+    ("oom-mixed.txt", ["report", "oom-mixed.json"]),
+    ("oom-mixed-full.txt", ["report", "--full", "oom-mixed.json"]),
     ("exit-clean.txt", ["report", "exit-clean.json"]),
     ("two-devices.txt", ["report", "two-devices.json"]),
     ("unknowns.txt", ["report", "unknowns.json"]),
     ("job.txt", ["report", "two-devices.json", "rank0-oom.json"]),
     ("job.json", ["report", "--json", "rank0-oom.json", "two-devices.json"]),
 ]
-GOOD = ["oom-pytorch.json", "exit-clean.json", "two-devices.json", "rank0-oom.json", "unknowns.json"]
+GOOD = ["oom-pytorch.json", "exit-clean.json", "two-devices.json", "rank0-oom.json", "unknowns.json",
+        "oom-mixed.json"]
 LATER = ["advise", "timeline", "fit", "merge"]
 
 
@@ -99,6 +102,56 @@ def group_golden(opts):
         check(r.returncode == 0, "%s: exit %d: %s" % (name, r.returncode, r.stderr.decode()))
         check(r.stderr == b"", "%s: stderr: %s" % (name, r.stderr.decode()))
         compare_golden(opts, name, r.stdout)
+    group_golden_variants(opts)
+
+
+def report_of(opts, doc):
+    """vramwatch report on a changed copy of a fixture: (exit status, stdout, stderr)."""
+    tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    try:
+        json.dump(doc, tmp)
+        tmp.close()
+        r = run(opts, ["report", tmp.name])
+        return r.returncode, r.stdout.decode(), r.stderr.decode()
+    finally:
+        os.unlink(tmp.name)
+
+
+def group_golden_variants(opts):
+    """What the golden files cannot show: PyTorch's verdict missing, moot, or alone."""
+    with open(os.path.join(opts.data, "oom-mixed.json")) as f:
+        mixed = json.load(f)
+    with open(os.path.join(opts.golden, "oom-mixed.txt")) as f:
+        golden = f.read()
+    verdict = [l for l in golden.splitlines(True) if l.startswith("  PyTorch said") or l.startswith("    ")
+               and l.split()[0] in ("requested", "in", "allowed", "allocated", "fragmentation")]
+    hint = [l for l in golden.splitlines(True) if "expandable_segments:True" in l]
+    check(len(verdict) == 6 and len(hint) == 1, "oom-mixed.txt: verdict rows %r, hint %r" % (verdict, hint))
+
+    # A report written before "framework" existed reads as one without a verdict.
+    old = json.loads(json.dumps(mixed))
+    del old["framework"]
+    code, out, err = report_of(opts, old)
+    check(code == 0 and err == "", "no framework field: exit %d %s" % (code, err))
+    check(out == "".join(l for l in golden.splitlines(True) if l not in verdict and l not in hint),
+          "no framework field: the output is not the golden one less the verdict:\n" + out)
+    old["framework"] = None
+    check(report_of(opts, old)[1] == out, "framework null reads like no framework field")
+
+    # Expandable segments already on: no hint.
+    on = json.loads(json.dumps(mixed))
+    on["process"]["env"]["PYTORCH_CUDA_ALLOC_CONF"] = "max_split_size_mb:64,expandable_segments:True"
+    code, out, err = report_of(opts, on)
+    check(code == 0 and "expandable_segments" not in out and "PyTorch said" in out, "hint with the option on:\n" + out)
+
+    # PyTorch's own limit with no CUDA failure: the verdict leads.
+    alone = json.loads(json.dumps(mixed))
+    alone["failures"] = []
+    code, out, err = report_of(opts, alone)
+    check(code == 0 and "\nOut of memory in PyTorch: tried to allocate 1.88 GiB on GPU 0\n" in out and
+          "What failed: PyTorch ran out of memory; no CUDA allocation failed for good\n" in out and
+          "    fragmentation      3.25 GiB  reserved by PyTorch but unallocated\n" in out,
+          "verdict without a failure:\n" + out)
 
 
 def mutations(doc, rng, count):

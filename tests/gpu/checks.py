@@ -180,7 +180,13 @@ def check_oom_default(ctx):
     else:
         notes.append("Python line: SKIP (Python frames come with issue 4)")
     if "framework" in r:
-        expect(r["framework"].get("message"), "no framework verdict")
+        fw = r["framework"]
+        expect(fw and fw.get("message"), "no framework verdict: the c10::OutOfMemoryError throw was not seen")
+        expect(fw["message"][:60] in p.stderr, "the verdict's message is not the one PyTorch printed")
+        expect(fw["format"] is not None and fw["requested_bytes"] is not None and
+               fw["reserved_unallocated_bytes"] is not None, f"the message was not read: {fw['message'][:200]!r}")
+        notes.append(f"PyTorch's verdict ({fw['format']}): allocated {fw['allocated_bytes']}, "
+                     f"reserved but unallocated {fw['reserved_unallocated_bytes']}")
     else:
         notes.append("PyTorch's verdict: SKIP (captured with issue 4)")
     return "; ".join(notes)

@@ -1,4 +1,5 @@
 /* cmd_report.c: `vramwatch report`: the post-mortem a person reads in ten seconds, or the report JSON back. */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,6 @@ static const char *const native_libraries[] = {
 static const char *const interpreter_modules[] = {"python", "libpython"};
 /* Python code of installed packages, and of the standard library. */
 static const char *const python_packages[] = {"/site-packages/", "/dist-packages/"};
-#define PYTHON_STDLIB "/lib/python3"
 /* The C runtime under everything: never the interesting frame. */
 static const char *const system_libraries[] = {"libc.so", "libc-", "libstdc++", "libpthread", "libgcc_s", "ld-linux"};
 
@@ -77,17 +77,49 @@ static bool frame_in_interpreter(const struct model_frame *f)
 	return MODULE_IN(f, interpreter_modules);
 }
 
+/* "DIGITS.DIGITS/" at s: the version folder of a standard library (/usr/lib/python3.11/). */
+static bool python_version_folder(const char *s)
+{
+	if (!isdigit((unsigned char)*s))
+		return false;
+	while (isdigit((unsigned char)*s))
+		s++;
+	if (*s++ != '.' || !isdigit((unsigned char)*s))
+		return false;
+	while (isdigit((unsigned char)*s))
+		s++;
+	return *s == '/';
+}
+
+/* Python code the user did not write: installed packages, the standard library, PyTorch itself
+ * (also a source checkout, where torch/ is not under site-packages) and code without a file. */
+static bool python_file_is_library(const char *file)
+{
+	if (file[0] == '<') /* <frozen importlib._bootstrap>, <string> */
+		return true;
+	for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++)
+		if (strstr(file, python_packages[i]))
+			return true;
+	for (const char *p = strstr(file, "/lib/python"); p; p = strstr(p + 1, "/lib/python"))
+		if (python_version_folder(p + strlen("/lib/python")))
+			return true;
+	return strncmp(file, "torch/", 6) == 0 || strstr(file, "/torch/") != NULL;
+}
+
 static bool frame_in_library(const struct model_frame *f)
 {
-	if (f->python) {
-		if (f->file[0] == '<') /* <frozen importlib._bootstrap>, <string> */
-			return true;
-		for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++)
-			if (strstr(f->file, python_packages[i]))
-				return true;
-		return strstr(f->file, PYTHON_STDLIB) != NULL;
-	}
+	if (f->python)
+		return python_file_is_library(f->file);
 	return MODULE_IN(f, native_libraries) || frame_in_system(f) || frame_in_interpreter(f);
+}
+
+/* The innermost Python frame in the user's own files: the line a person edits. NULL if none. */
+static const struct model_frame *user_python_frame(const struct model_callsite *cs)
+{
+	for (size_t i = 0; cs && i < cs->n_frames; i++)
+		if (cs->frames[i].python && !python_file_is_library(cs->frames[i].file))
+			return &cs->frames[i];
+	return NULL;
 }
 
 /* The first frame of the application. Without one, the outermost framework frame below the
@@ -355,11 +387,149 @@ static void print_other_failures(FILE *out, const struct model_report *r, const 
 	sb_free(&b);
 }
 
+/* PyTorch's figures are worth a hint when the reserved-but-unallocated share is large. */
+#define FRAGMENTATION_HINT_BYTES (1LL << 30)
+#define FRAGMENTATION_HINT_SHARE 10 /* percent of the card */
+
+/* Whether PyTorch's allocator already runs with expandable segments (then the hint is moot). */
+static bool expandable_segments_on(const struct model_report *r)
+{
+	static const char *const names[] = {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->process.env, names[i]);
+		if (cJSON_IsString(v) && v->valuestring &&
+		    (strstr(v->valuestring, "expandable_segments:True") || strstr(v->valuestring, "expandable_segments:true")))
+			return true;
+	}
+	return false;
+}
+
+/* "    label            value  note": one figure of PyTorch's verdict. Empties the note. */
+static void print_verdict_row(FILE *out, const char *label, model_int v, struct strbuf *note)
+{
+	char s[UTIL_SIZE_LEN];
+	fprintf(out, "    %-14s %12s%s%s\n", label, v.known ? util_fmt_size(v.v, s) : "unknown", note->len ? "  " : "",
+		sb_str(note));
+	sb_truncate(note, 0);
+}
+
+/* PyTorch's own verdict (the c10::OutOfMemoryError it threw), figure by figure, with ours beside
+ * it where we have one. PyTorch sees inside its cache segments, which no CUDA call shows: its
+ * "reserved but unallocated" is the fragmentation our reserved - live cannot see. `f` is the
+ * failure shown above, NULL when no CUDA allocation failed for good. */
+static void print_framework(FILE *out, const struct model_report *r, const struct model_failure *f, const struct style *st)
+{
+	const struct model_framework *fw = &r->framework;
+	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
+	struct strbuf b = {0};
+	util_add_text(&b, fw->exception ? fw->exception : "an out-of-memory error");
+	if (fw->time_unix_ns.known)
+		sb_printf(&b, " at %s", when(r, fw->time_unix_ns.v, t));
+	if (fw->count.known && fw->count.v > 1)
+		sb_printf(&b, " (the latest of %" PRId64 " raised)", fw->count.v);
+	if (fw->format) {
+		if (fw->device.known)
+			sb_printf(&b, " on GPU %" PRId64, fw->device.v);
+		sb_printf(&b, ": %s total, %s free",
+			  fw->capacity_bytes.known ? util_fmt_size(fw->capacity_bytes.v, s1) : "unknown",
+			  fw->free_bytes.known ? util_fmt_size(fw->free_bytes.v, s2) : "unknown");
+	}
+	put_row(out, "PyTorch said", &b);
+	if (!fw->format) {
+		/* A message in no format we read: its first line, as PyTorch wrote it. */
+		const char *m = fw->message ? fw->message : "(no message)";
+		size_t n = strcspn(m, "\n");
+		char *line = util_xmalloc(n + 1);
+		memcpy(line, m, n);
+		line[n] = '\0';
+		util_add_text(&b, line);
+		free(line);
+		put_line(out, "    ", &b);
+		sb_free(&b);
+		return;
+	}
+	if (f) {
+		sb_add(&b, "vramwatch: ");
+		util_add_text(&b, f->api);
+		sb_printf(&b, " of %s", util_fmt_size(f->size, s1));
+	}
+	print_verdict_row(out, "requested", fw->requested_bytes, &b);
+	sb_add(&b, "by this process, CUDA context included");
+	if (f)
+		sb_printf(&b, "; vramwatch: %s reserved", util_fmt_size(f->reserved_bytes_at_failure, s1));
+	print_verdict_row(out, "in use", fw->process_in_use_bytes, &b);
+	if (fw->allowed_bytes.known) {
+		sb_add(&b, "PyTorch's own limit for this process (set_per_process_memory_fraction)");
+		print_verdict_row(out, "allowed", fw->allowed_bytes, &b);
+	}
+	sb_add(&b, "by PyTorch, to tensors");
+	if (fw->private_pools_bytes.known)
+		sb_printf(&b, "; %s of it in private pools (CUDA graphs)", util_fmt_size(fw->private_pools_bytes.v, s1));
+	print_verdict_row(out, "allocated", fw->allocated_bytes, &b);
+	sb_add(&b, "reserved by PyTorch but unallocated");
+	if (f)
+		sb_printf(&b, "; vramwatch (reserved - live): %s",
+			  util_fmt_size(f->reserved_bytes_at_failure - f->live_bytes_at_failure, s1));
+	print_verdict_row(out, "fragmentation", fw->reserved_unallocated_bytes, &b);
+
+	/* Large fragmentation is what expandable segments are for: segments grow in place, so freed
+	 * space inside them can serve requests of any size. */
+	int64_t capacity = fw->capacity_bytes.known ? fw->capacity_bytes.v : -1;
+	const struct model_device *d = fw->device.known ? model_device(r, fw->device.v) : NULL;
+	if (capacity < 0 && d && d->total_bytes.known)
+		capacity = d->total_bytes.v;
+	int64_t frag = fw->reserved_unallocated_bytes.v;
+	if (fw->reserved_unallocated_bytes.known && !expandable_segments_on(r) &&
+	    (frag >= FRAGMENTATION_HINT_BYTES || (capacity > 0 && frag >= capacity / 100 * FRAGMENTATION_HINT_SHARE)))
+		fprintf(out, "  %sHint:%s %s reserved but unallocated is fragmentation: try "
+			     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True%s\n",
+			st->bold, st->reset, util_fmt_size(frag, s1),
+			/* The old message comes from PyTorch 2.0 and before, which lack the option. */
+			strcmp(fw->format, "1.x") == 0 ? " (PyTorch 2.1 or later)" : "");
+	sb_free(&b);
+}
+
+/* The first line after the header: where the program ran out of memory, as the line of the
+ * user's own Python code when there is one (the innermost frame outside libraries), else the
+ * call site as the table below names it. Nothing when no location is known. */
+static void print_lead(FILE *out, const struct model_report *r, const struct style *st)
+{
+	const struct model_failure *f = model_real_oom(r);
+	struct strbuf b = {0};
+	char s1[UTIL_SIZE_LEN];
+	if (f) {
+		const struct model_callsite *cs = model_callsite(r, f->callsite);
+		const struct model_frame *line = user_python_frame(cs);
+		if (line)
+			add_frame(&b, line, r->process.cwd, false);
+		else if (cs && cs->n_frames)
+			add_callsite(&b, r, f->callsite);
+		if (b.len)
+			fprintf(out, "\n%sOut of memory at%s %s\n", st->red, st->reset, sb_str(&b));
+	} else if (r->framework.known) {
+		const struct model_framework *fw = &r->framework;
+		if (fw->requested_bytes.known)
+			sb_printf(&b, ": tried to allocate %s", util_fmt_size(fw->requested_bytes.v, s1));
+		if (fw->device.known)
+			sb_printf(&b, " on GPU %" PRId64, fw->device.v);
+		fprintf(out, "\n%sOut of memory in PyTorch%s%s\n", st->red, st->reset, sb_str(&b));
+	}
+	sb_free(&b);
+}
+
 static void print_failure(FILE *out, const struct model_report *r, const struct report_opts *o, const struct style *st)
 {
 	const struct model_failure *f = model_real_oom(r);
 	const char *title = "What failed:";
 	if (!f) {
+		if (r->framework.known) {
+			/* PyTorch's own limit (a memory fraction), or a failure the report did not keep. */
+			fprintf(out, "%sWhat failed:%s PyTorch ran out of memory; no CUDA allocation failed for good\n", st->red,
+				st->reset);
+			print_framework(out, r, NULL, st);
+			print_other_failures(out, r, NULL);
+			return;
+		}
 		if (r->n_failures == 0) {
 			fprintf(out, "%sWhat failed:%s nothing; no allocation failed\n", st->bold, st->reset);
 			return;
@@ -395,6 +565,8 @@ static void print_failure(FILE *out, const struct model_report *r, const struct 
 		  util_fmt_size(f->reserved_bytes_at_failure, s2),
 		  f->free_bytes_at_failure.known ? util_fmt_size(f->free_bytes_at_failure.v, s3) : "unknown");
 	put_row(out, "at that moment", &b);
+	if (r->framework.known)
+		print_framework(out, r, f, st);
 
 	const struct model_callsite *cs = model_callsite(r, f->callsite);
 	if (!cs || cs->n_frames == 0) {
@@ -432,16 +604,96 @@ static int by_live_desc(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* Call sites that end in the same line of the user's Python code are one row: PyTorch reaches
+ * CUDA from one line through several native paths (a convolution, its batch norm, autograd's
+ * buffers), and the line is what a person changes. Call sites without such a line stay rows of
+ * their own, named as before. */
+struct site_group {
+	const struct model_frame *line;        /* NULL: one call site without a user Python line */
+	const struct model_callsite **members; /* largest first */
+	size_t n_members;
+	int64_t live_bytes, live_count; /* saturating sums: report figures are untrusted */
+	int64_t first_id;               /* the smallest member id: a stable order among equals */
+};
+
+struct keyed_site {
+	const struct model_frame *line;
+	const struct model_callsite *cs;
+};
+
+static int compare_lines(const struct model_frame *a, const struct model_frame *b)
+{
+	int c = strcmp(a->file, b->file);
+	if (c)
+		return c;
+	if (a->line != b->line)
+		return a->line < b->line ? -1 : 1;
+	return strcmp(a->function, b->function);
+}
+
+/* Sites with a line first, one line's sites together, each line's largest first. */
+static int by_line_then_live(const void *a, const void *b)
+{
+	const struct keyed_site *x = a, *y = b;
+	if (!x->line != !y->line)
+		return x->line ? -1 : 1;
+	if (x->line) {
+		int c = compare_lines(x->line, y->line);
+		if (c)
+			return c;
+	}
+	return by_live_desc(&x->cs, &y->cs);
+}
+
+static int group_by_live_desc(const void *a, const void *b)
+{
+	const struct site_group *x = a, *y = b;
+	if (x->live_bytes != y->live_bytes)
+		return x->live_bytes > y->live_bytes ? -1 : 1;
+	return (x->first_id > y->first_id) - (x->first_id < y->first_id);
+}
+
+/* The call sites holding live memory, grouped; returns the number of groups. */
+static size_t group_callsites(const struct model_report *r, struct site_group **groups_out,
+			      const struct model_callsite ***members_out)
+{
+	struct keyed_site *ks = util_xcalloc(r->n_callsites, sizeof *ks);
+	size_t n = 0;
+	for (size_t i = 0; i < r->n_callsites; i++) {
+		const struct model_callsite *cs = &r->callsites[i];
+		if (cs->live_bytes > 0)
+			ks[n++] = (struct keyed_site){user_python_frame(cs), cs};
+	}
+	qsort(ks, n, sizeof *ks, by_line_then_live);
+	const struct model_callsite **members = util_xcalloc(n, sizeof *members);
+	struct site_group *groups = util_xcalloc(n, sizeof *groups);
+	size_t g = 0;
+	for (size_t i = 0; i < n; i++) {
+		members[i] = ks[i].cs;
+		bool joins = i > 0 && ks[i].line && ks[i - 1].line && compare_lines(ks[i].line, ks[i - 1].line) == 0;
+		if (!joins)
+			groups[g++] = (struct site_group){ks[i].line, &members[i], 0, 0, 0, ks[i].cs->id};
+		struct site_group *grp = &groups[g - 1];
+		grp->n_members++;
+		grp->live_bytes = util_sat_add(grp->live_bytes, ks[i].cs->live_bytes);
+		grp->live_count = util_sat_add(grp->live_count, ks[i].cs->live_count);
+		if (ks[i].cs->id < grp->first_id)
+			grp->first_id = ks[i].cs->id;
+	}
+	qsort(groups, g, sizeof *groups, group_by_live_desc);
+	free(ks);
+	*groups_out = groups;
+	*members_out = members;
+	return g;
+}
+
 static void print_callsites(FILE *out, const struct model_report *r, const struct report_opts *o, const struct style *st)
 {
 	int64_t total = model_total_live(r);
 	char s1[UTIL_SIZE_LEN];
-	const struct model_callsite **sorted = util_xcalloc(r->n_callsites, sizeof *sorted);
-	size_t n = 0;
-	for (size_t i = 0; i < r->n_callsites; i++)
-		if (r->callsites[i].live_bytes > 0)
-			sorted[n++] = &r->callsites[i];
-	qsort(sorted, n, sizeof *sorted, by_live_desc);
+	struct site_group *groups;
+	const struct model_callsite **members;
+	size_t n = group_callsites(r, &groups, &members);
 	if (n == 0) {
 		fprintf(out, "%sTop call sites by live bytes:%s nothing was live\n", st->bold, st->reset);
 	} else {
@@ -450,28 +702,48 @@ static void print_callsites(FILE *out, const struct model_report *r, const struc
 	}
 	struct strbuf b = {0};
 	int64_t rest_bytes = 0;
+	size_t rest_sites = 0;
 	for (size_t i = 0; i < n; i++) {
-		const struct model_callsite *cs = sorted[i];
+		const struct site_group *g = &groups[i];
 		if (i >= TOP_CALLSITES) {
-			rest_bytes = util_sat_add(rest_bytes, cs->live_bytes);
+			rest_bytes = util_sat_add(rest_bytes, g->live_bytes);
+			rest_sites += g->n_members;
 			continue;
 		}
-		double share = total > 0 ? 100.0 * (double)cs->live_bytes / (double)total : 0.0;
-		add_callsite(&b, r, cs->id);
-		fprintf(out, "  %12s  %5.1f%%  %7" PRId64 "  %s\n", util_fmt_size(cs->live_bytes, s1), share,
-			cs->live_count, sb_str(&b));
+		double share = total > 0 ? 100.0 * (double)g->live_bytes / (double)total : 0.0;
+		if (g->line)
+			add_frame(&b, g->line, r->process.cwd, false);
+		else
+			add_callsite(&b, r, g->members[0]->id);
+		if (g->n_members > 1)
+			sb_printf(&b, " (%zu call sites)", g->n_members);
+		fprintf(out, "  %12s  %5.1f%%  %7" PRId64 "  %s\n", util_fmt_size(g->live_bytes, s1), share,
+			g->live_count, sb_str(&b));
 		sb_truncate(&b, 0);
-		if (o->full && cs->n_frames)
-			print_full_stack(out, r, cs, "        ");
+		if (!o->full)
+			continue;
+		if (g->n_members == 1) {
+			if (g->members[0]->n_frames)
+				print_full_stack(out, r, g->members[0], "        ");
+			continue;
+		}
+		for (size_t k = 0; k < g->n_members; k++) {
+			const struct model_callsite *cs = g->members[k];
+			fprintf(out, "        call site %" PRId64 ": %s live in ", cs->id, util_fmt_size(cs->live_bytes, s1));
+			add_plural(&b, cs->live_count, "allocation", "allocations");
+			put_line(out, "", &b);
+			print_full_stack(out, r, cs, "          ");
+		}
 	}
 	if (n > TOP_CALLSITES)
-		fprintf(out, "  ... and %zu more call site%s holding %s\n", n - TOP_CALLSITES,
-			n - TOP_CALLSITES == 1 ? "" : "s", util_fmt_size(rest_bytes, s1));
+		fprintf(out, "  ... and %zu more call site%s holding %s\n", rest_sites, rest_sites == 1 ? "" : "s",
+			util_fmt_size(rest_bytes, s1));
 	if (r->callsites_dropped.known && r->callsites_dropped.v > 0)
 		fprintf(out, "  %" PRId64 " allocation%s got no call site of its own: the call-site table was full\n",
 			r->callsites_dropped.v, r->callsites_dropped.v == 1 ? "" : "s");
 	sb_free(&b);
-	free(sorted);
+	free(groups);
+	free(members);
 }
 
 static void print_crossings(FILE *out, const struct model_report *r, const struct style *st)
@@ -556,6 +828,7 @@ static void print_postmortem(FILE *out, const struct model_report *r, const stru
 {
 	const struct style *st = o->color ? &ansi : &plain;
 	print_header(out, r, st);
+	print_lead(out, r, st);
 	for (size_t i = 0; i < r->n_devices; i++) {
 		fputc('\n', out);
 		print_device(out, r, &r->devices[i], st);

@@ -406,7 +406,7 @@ static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
 	if (strcmp(r->reason, "oom") && strcmp(r->reason, "exit") && strcmp(r->reason, "request") &&
 	    strcmp(r->reason, "signal"))
 		return fail_at(c, "reason", "expected \"oom\", \"exit\", \"request\" or \"signal\"");
-	const cJSON *proc, *vw, *pinned;
+	const cJSON *proc, *vw, *pinned, *fw;
 	if (!req_int(c, root, "time_unix_ns", 0, &r->time_unix_ns) || !get_object(c, root, "process", F_REQ, &proc))
 		return false;
 	size_t k = push_key(c, "process");
@@ -425,7 +425,8 @@ static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
 	if (c->failed || !req_int(c, root, "live_truncated", 0, &r->live_truncated) ||
 	    !get_int(c, root, "failures_total", F_OPT, 0, &r->failures_total) ||
 	    !get_int(c, root, "callsites_dropped", F_OPT, 0, &r->callsites_dropped) ||
-	    !get_object(c, root, "vramwatch", F_OPT, &vw) || !get_object(c, root, "host_pinned", F_OPT, &pinned))
+	    !get_object(c, root, "vramwatch", F_OPT, &vw) || !get_object(c, root, "host_pinned", F_OPT, &pinned) ||
+	    !get_object(c, root, "framework", F_OPT, &fw))
 		return false;
 	r->python = -1;
 	if (vw) {
@@ -436,6 +437,27 @@ static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
 		pop(c, k);
 		if (!ok)
 			return false;
+	}
+	if (fw) {
+		struct model_framework *m = &r->framework;
+		k = push_key(c, "framework");
+		ok = get_str(c, fw, "name", F_OPT, &m->name) && get_str(c, fw, "exception", F_OPT, &m->exception) &&
+		     get_str(c, fw, "message", F_OPT, &m->message) && get_str(c, fw, "format", F_OPT, &m->format) &&
+		     get_int(c, fw, "time_unix_ns", F_OPT, 0, &m->time_unix_ns) &&
+		     get_int(c, fw, "thread", F_OPT, 0, &m->thread) && get_int(c, fw, "count", F_OPT, 0, &m->count) &&
+		     get_int(c, fw, "device", F_OPT, 0, &m->device) &&
+		     get_int(c, fw, "requested_bytes", F_OPT, 0, &m->requested_bytes) &&
+		     get_int(c, fw, "capacity_bytes", F_OPT, 0, &m->capacity_bytes) &&
+		     get_int(c, fw, "free_bytes", F_OPT, 0, &m->free_bytes) &&
+		     get_int(c, fw, "process_in_use_bytes", F_OPT, 0, &m->process_in_use_bytes) &&
+		     get_int(c, fw, "allowed_bytes", F_OPT, 0, &m->allowed_bytes) &&
+		     get_int(c, fw, "allocated_bytes", F_OPT, 0, &m->allocated_bytes) &&
+		     get_int(c, fw, "reserved_unallocated_bytes", F_OPT, 0, &m->reserved_unallocated_bytes) &&
+		     get_int(c, fw, "private_pools_bytes", F_OPT, 0, &m->private_pools_bytes);
+		pop(c, k);
+		if (!ok)
+			return false;
+		m->known = true;
 	}
 	if (pinned) {
 		struct model_host_pinned *h = &r->host_pinned;

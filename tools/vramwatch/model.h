@@ -107,6 +107,15 @@ struct model_host_pinned {
 	int64_t live_bytes, peak_live_bytes, alloc_calls, free_calls, failed_calls;
 };
 
+/* PyTorch's own out-of-memory verdict (the report's "framework"), when the report has one. */
+struct model_framework {
+	bool known; /* false: null, or a report written before the field existed */
+	const char *name, *exception, *message, *format; /* NULL when absent or null */
+	model_int time_unix_ns, thread, count, device;
+	model_int requested_bytes, capacity_bytes, free_bytes, process_in_use_bytes, allowed_bytes;
+	model_int allocated_bytes, reserved_unallocated_bytes, private_pools_bytes;
+};
+
 struct model_report {
 	const char *path;
 	cJSON *root; /* owned; --json prints it back */
@@ -132,6 +141,7 @@ struct model_report {
 	struct model_pressure *pressure;
 	size_t n_pressure;
 	struct model_host_pinned host_pinned;
+	struct model_framework framework;
 };
 
 /* Loads and checks one report. On failure returns false with a one-line reason in err

@@ -1,0 +1,49 @@
+/* A framework's own out-of-memory verdict (PyTorch's c10::OutOfMemoryError message), parsed
+ * into figures, kept for the report and written as its top-level "framework" field. */
+#ifndef VW_FRAMEWORK_H
+#define VW_FRAMEWORK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct jsonw;
+
+/* What is kept of the message: enough for every known format and a few lines of context. */
+#define VW_FRAMEWORK_MESSAGE_MAX 4096
+
+/* Figures are bytes, -1 where the message does not say. */
+struct framework_verdict {
+    int64_t requested;            /* "Tried to allocate X" */
+    int64_t capacity;             /* the device's total capacity */
+    int64_t free;                 /* the device's free memory */
+    int64_t process_in_use;       /* all memory of this process on the device (current format) */
+    int64_t allowed;              /* the per-process limit (set_per_process_memory_fraction) */
+    int64_t allocated;            /* allocated by PyTorch (private pools included) */
+    int64_t reserved_unallocated; /* reserved by PyTorch but not handed out: fragmentation */
+    int64_t private_pools;        /* allocated in private pools (CUDA graphs) */
+    int device;                   /* "GPU d", -1 when absent */
+    const char *format;           /* "current", "1.x", or NULL for a message we do not know */
+    char message[VW_FRAMEWORK_MESSAGE_MAX]; /* the message, cut at a UTF-8 character boundary */
+};
+
+/* Parse PyTorch's out-of-memory message, current ("... GPU 0 has a total capacity of ...") or
+ * 1.x ("... (GPU 0; 16.00 GiB total capacity; ...)") format, anywhere in `msg` (a prefix such
+ * as "torch.OutOfMemoryError: " and text after it are allowed). `out` is always filled: the
+ * message copy, and -1 for every figure that was not found. Returns whether a known format was
+ * recognised. Never reads past the terminating NUL; any bytes are safe. */
+bool framework_parse_pytorch(const char *msg, struct framework_verdict *out);
+
+/* Keep `v` as the latest verdict (thread-safe, no malloc), with the time and calling thread. */
+void framework_store(const struct framework_verdict *v);
+
+/* Forget every verdict and re-create the lock: the child side of fork (the verdict was the
+ * parent's, and the lock may have been held by a thread that does not exist in the child). */
+void framework_reset(void);
+
+/* How many verdicts were stored since the start (or the last reset). */
+uint64_t framework_count(void);
+
+/* The top-level report field: "framework": { ... } for the latest verdict, or null. */
+void framework_write(struct jsonw *w);
+
+#endif

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Runs cxx_oom (a C++ program throwing PyTorch's c10::OutOfMemoryError) under
+LD_PRELOAD=libvramwatch.so in a fresh folder, and checks that the throws arrived unchanged and
+that the reports left at the throws (the program's, and its forked child's, which counts only
+its own) hold PyTorch's verdict, figure by figure, and match docs/report.schema.json.
+
+usage: cxx_oom_check.py --lib LIB --prog CXX_OOM --sim SIMGPU_DIR --schema SCHEMA [--preload-first SANITIZER_RT]
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# The figures of cxx_oom.cpp's message, each round(figure x unit) in bytes.
+MESSAGE_START = "CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity"
+EXPECTED = {
+    "name": "pytorch",
+    "exception": "c10::OutOfMemoryError",
+    "format": "current",
+    "count": 2,  # thrown twice (the forked child's own: once)
+    "device": 0,
+    "requested_bytes": 268435456,          # 256.00 MiB
+    "capacity_bytes": 16943645983,         # 15.78 GiB
+    "free_bytes": 195160965,               # 186.12 MiB
+    "process_in_use_bytes": 15365245501,   # 14.31 GiB (not the other process's 1.25 GiB)
+    "allowed_bytes": 16106127360,          # 15.00 GiB
+    "allocated_bytes": 13110387671,        # 12.21 GiB
+    "reserved_unallocated_bytes": 1095216660,  # 1.02 GiB
+    "private_pools_bytes": 1610612736,     # 1.50 GiB
+}
+
+
+class Failed(Exception):
+    pass
+
+
+def eq(actual, expected, what):
+    if actual != expected:
+        raise Failed(f"{what}: expected {expected!r}, got {actual!r}")
+
+
+def validate(schema_path, path, doc):
+    try:
+        import jsonschema
+    except ImportError:
+        raise Failed("python3-jsonschema is required to validate reports")
+    with open(schema_path, encoding="utf-8") as fh:
+        schema = json.load(fh)
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+    if errors:
+        raise Failed(f"{path} does not match the schema at {list(errors[0].path)}: {errors[0].message}")
+
+
+def run(args, folder, extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_")}
+    env["LD_PRELOAD"] = ":".join(filter(None, [args.preload_first, args.lib]))
+    if args.preload_first:
+        env["ASAN_OPTIONS"] = "detect_leaks=0"
+    env["VRAMWATCH_DIR"] = folder
+    env["LD_LIBRARY_PATH"] = args.sim
+    env.update(extra)
+    p = subprocess.run([args.prog], env=env, cwd=folder, capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise Failed(f"cxx_oom exited {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}")
+    return p
+
+
+def reports(folder):
+    return sorted(glob.glob(os.path.join(folder, "vramwatch-*.json")))
+
+
+def check(args):
+    folder = tempfile.mkdtemp(prefix="vramwatch-cxx-oom-")
+    try:
+        # Under the preload: the throws are passed on unchanged, and the report holds the verdict.
+        p = run(args, folder, {})
+        files = reports(folder)
+        eq(len(files), 2, "number of reports (the program's and its forked child's)")
+        docs = []
+        for f in files:
+            with open(f, encoding="utf-8") as fh:
+                docs.append(json.load(fh))
+            validate(args.schema, f, docs[-1])
+        parent = [r for r in docs if any(c["process"]["ppid"] == r["process"]["pid"] for c in docs)]
+        eq(len(parent), 1, "one report is the parent's")
+        child = [r for r in docs if r is not parent[0]][0]
+        # The parent threw twice; the child once, and its count must not include the parent's.
+        for r, count in ((parent[0], 2), (child, 1)):
+            who = "child" if r is child else "parent"
+            # The parent's report written at the throw (checked by the program itself, right
+            # after its catch) is replaced at exit by the exit report, which still holds the
+            # verdict; the child ends with _exit, so its report is the one from the throw.
+            eq(r["reason"], "oom" if r is child else "exit", f"{who}: reason")
+            fw = r.get("framework")
+            if not isinstance(fw, dict):
+                raise Failed(f"{who}: framework: expected an object, got {fw!r}")
+            for key, value in dict(EXPECTED, count=count).items():
+                eq(fw[key], value, f"{who}: framework.{key}")
+            if not fw["message"].startswith(MESSAGE_START) or "expandable_segments:True" not in fw["message"]:
+                raise Failed(f"{who}: framework.message: {fw['message']!r}")
+            eq(fw["thread"], r["process"]["pid"], f"{who}: framework.thread (the main thread threw)")
+            if not r["process"]["start_unix_ns"] - 10**9 <= fw["time_unix_ns"] <= r["time_unix_ns"]:
+                raise Failed(f"{who}: framework.time_unix_ns is outside the process's life")
+            eq(r["failures"], [], f"{who}: failures (no CUDA call failed)")
+        eq([l for l in os.listdir(folder) if ".tmp-" in l], [], "temporary files left behind")
+        if p.stderr.strip():
+            raise Failed(f"something was said on stderr: {p.stderr}")
+
+        # Disabled: still passed through, nothing written.
+        shutil.rmtree(folder)
+        os.mkdir(folder)
+        run(args, folder, {"VRAMWATCH_DISABLE": "1"})
+        eq(reports(folder), [], "reports with VRAMWATCH_DISABLE=1")
+        shutil.rmtree(folder)
+    except Failed:
+        print("files kept in", folder)
+        raise
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--sim", required=True, help="the simulated GPU's folder (LD_LIBRARY_PATH)")
+    ap.add_argument("--schema", required=True)
+    ap.add_argument("--preload-first")
+    args = ap.parse_args()
+    try:
+        check(args)
+    except Failed as e:
+        print("FAIL:", e)
+        return 1
+    print("ok: cxx_oom")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

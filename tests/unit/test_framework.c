@@ -1,0 +1,297 @@
+/* Unit tests of PyTorch's out-of-memory message parser, the kept verdict and its JSON field. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "framework.h"
+#include "jsonw.h"
+
+#define MiB (1ll << 20)
+#define GiB (1ll << 30)
+
+/* Expected figures; -1 unknown. Sizes were computed as round(figure × unit) from the text. */
+struct want {
+    const char *format;
+    int device;
+    int64_t requested, capacity, free, process_in_use, allowed, allocated, reserved_unallocated,
+        private_pools;
+};
+
+static struct framework_verdict v; /* 4 KiB: kept off the test's stack */
+
+static void check(const char *msg, bool recognised, struct want w)
+{
+    cr_assert_eq(framework_parse_pytorch(msg, &v), recognised, "recognised: %s", msg);
+    if (w.format)
+        cr_assert_str_eq(v.format, w.format);
+    else
+        cr_assert_null(v.format);
+    cr_assert_eq(v.device, w.device);
+    cr_assert_eq(v.requested, w.requested, "requested %lld", (long long)v.requested);
+    cr_assert_eq(v.capacity, w.capacity, "capacity %lld", (long long)v.capacity);
+    cr_assert_eq(v.free, w.free, "free %lld", (long long)v.free);
+    cr_assert_eq(v.process_in_use, w.process_in_use, "in use %lld", (long long)v.process_in_use);
+    cr_assert_eq(v.allowed, w.allowed, "allowed %lld", (long long)v.allowed);
+    cr_assert_eq(v.allocated, w.allocated, "allocated %lld", (long long)v.allocated);
+    cr_assert_eq(v.reserved_unallocated, w.reserved_unallocated, "reserved-unallocated %lld",
+                 (long long)v.reserved_unallocated);
+    cr_assert_eq(v.private_pools, w.private_pools, "private pools %lld", (long long)v.private_pools);
+    if (strlen(msg) < VW_FRAMEWORK_MESSAGE_MAX)
+        cr_assert_str_eq(v.message, msg);
+}
+
+Test(framework, current_format_plain)
+{
+    check("CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of 15.78 GiB "
+          "of which 186.12 MiB is free. Including non-PyTorch memory, this process has 15.59 GiB memory "
+          "in use. Of the allocated memory 14.21 GiB is allocated by PyTorch, and 1.02 GiB is reserved "
+          "by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation "
+          "for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+          true,
+          (struct want){ "current", 0, 256 * MiB, 16943645983, 195160965, 16739635036, -1, 15257871319,
+                         1095216660, -1 });
+}
+
+Test(framework, current_format_every_clause)
+{
+    /* Other processes on the card, a per-process fraction, CUDA graph pools, bytes and KiB,
+     * and the Python exception name in front. */
+    check("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512 bytes. GPU 3 has a total "
+          "capacity of 79.15 GiB of which 1.50 KiB is free. Process 4021 has 30.00 GiB memory in use. "
+          "Including non-PyTorch memory, this process has 49.14 GiB memory in use. Process 4100 has "
+          "12.50 MiB memory in use. 40.00 GiB allowed; Of the allocated memory 38.50 GiB is allocated by "
+          "PyTorch, with 2.25 GiB allocated in private pools (e.g., CUDA Graphs), and 600.00 KiB is "
+          "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
+          true,
+          (struct want){ "current", 3, 512, 84986665370, 1536, 52763673231, 40 * GiB, 41339060224,
+                         614400, 2415919104 });
+}
+
+Test(framework, current_format_without_process_figure)
+{
+    /* Without NVML PyTorch leaves out the sentence about this process. A C++ backtrace follows. */
+    check("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 23.64 GiB of "
+          "which 1.00 KiB is free. Of the allocated memory 20.00 MiB is allocated by PyTorch, and "
+          "1024 bytes is reserved by PyTorch but unallocated. If reserved but unallocated memory is "
+          "large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.\n"
+          "Exception raised from malloc at ../c10/cuda/CUDACachingAllocator.cpp:1133 (most recent call "
+          "first):\nframe #0: c10::Error::Error(...) + 0x57 (0x7f1c in libc10.so)\n",
+          true,
+          (struct want){ "current", 1, 2 * GiB, 25383256719, 1024, -1, -1, 20 * MiB, 1024, -1 });
+}
+
+Test(framework, current_format_of_pytorch_2_1)
+{
+    /* 2.1 misspelled "capacity", and a full card says "0 bytes". */
+    check("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 27.12 GiB. GPU 0 has a total "
+          "capacty of 11.99 GiB of which 0 bytes is free. Of the allocated memory 16.16 GiB is allocated by "
+          "PyTorch, and 144.59 MiB is reserved by PyTorch but unallocated. If reserved but unallocated "
+          "memory is large try setting max_split_size_mb to avoid fragmentation.  See documentation for "
+          "Memory Management and PYTORCH_CUDA_ALLOC_CONF",
+          true,
+          (struct want){ "current", 0, 29119878267, 12874164470, 0, -1, -1, 17351667876, 151613604, -1 });
+}
+
+Test(framework, current_format_truncated)
+{
+    check("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of "
+          "which 1.2",
+          true, (struct want){ "current", 0, 2 * GiB, 25383256719, -1, -1, -1, -1, -1, -1 });
+    check("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of "
+          "which 1.00 KiB is free. Including non-PyTorch memory, this process has 22.00 GiB memory in "
+          "use. Of the allocated memory 20.00 MiB is allocated by PyTorch, and 1",
+          true,
+          (struct want){ "current", 0, 2 * GiB, 25383256719, 1024, 22 * GiB, -1, 20 * MiB, -1, -1 });
+}
+
+Test(framework, format_1x)
+{
+    check("RuntimeError: CUDA out of memory. Tried to allocate 256.00 MiB (GPU 0; 16.00 GiB total "
+          "capacity; 14.23 GiB already allocated; 124.56 MiB free; 14.50 GiB reserved in total by "
+          "PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid "
+          "fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF",
+          true,
+          (struct want){ "1.x", 0, 256 * MiB, 16 * GiB, 130610627, -1, -1, 15279346156,
+                         15569256448 - 15279346156, -1 });
+}
+
+Test(framework, format_1x_allowed)
+{
+    check("File \"/root/train.py\", line 12, in <module>: CUDA out of memory. Tried to allocate 20.00 MiB "
+          "(GPU 1; 7.79 GiB total capacity; 3.12 GiB already allocated; 3.50 GiB free; 3.90 GiB allowed; "
+          "3.25 GiB reserved in total by PyTorch)",
+          true,
+          (struct want){ "1.x", 1, 20 * MiB, 8364448809, 3758096384, -1, 4187593114, 3350074491,
+                         3489660928 - 3350074491, -1 });
+    /* Before 1.4 the last clause was what was cached beyond the allocated memory. */
+    check("RuntimeError: CUDA out of memory. Tried to allocate 1024.00 KiB (GPU 0; 11.17 GiB total "
+          "capacity; 10.90 GiB already allocated; 576.00 KiB free; 30.96 MiB cached)",
+          true,
+          (struct want){ "1.x", 0, 1048576, 11993696174, 589824, -1, -1, 11703785882, 32463913, -1 });
+    /* Reserved below allocated cannot be: no figure rather than a negative one. */
+    check("CUDA out of memory. Tried to allocate 1.25 TiB (GPU 2; 16.00 GiB total capacity; 3.00 GiB "
+          "already allocated; 0.10 GiB free; 2.00 GiB reserved in total by PyTorch)",
+          true,
+          (struct want){ "1.x", 2, 1374389534720, 16 * GiB, 107374182, -1, -1, 3 * GiB, -1, -1 });
+}
+
+Test(framework, not_an_out_of_memory_message)
+{
+    struct want none = { NULL, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
+    check("CUDA error: an illegal memory access was encountered", false, none);
+    check("XPU out of memory. Tried to allocate 2.00 GiB (GPU 0; 16.00 GiB total capacity)", false, none);
+    check("CUDA out of memory. Tried to allocate 2.00 GiB", false, none);
+    check("CUDA out of memory. Tried to allocate 2.00 GiB, then gave up", false, none);
+    check("CUDA out of memory. Tried to allocate lots. GPU 0 has", false, none);
+    check("CUDA out of memory. Tried to allocate 99999999999999999999.00 GiB. GPU 0 has", false, none);
+    check("CUDA out of memory. Tried to allocate 9000000000.00 GiB. GPU 0 has", false, none);
+    check("", false, none);
+    cr_assert_not(framework_parse_pytorch(NULL, &v));
+    cr_assert_str_eq(v.message, "");
+}
+
+Test(framework, long_message_cut_at_a_character)
+{
+    static char msg[3 * VW_FRAMEWORK_MESSAGE_MAX];
+    const char *head = "CUDA out of memory. Tried to allocate 1.00 KiB (GPU 0; 2.00 GiB total capacity) ";
+    size_t n = strlen(head);
+    memcpy(msg, head, n);
+    /* Three-byte characters (U+00E9 is two, U+6587 three) so one straddles the limit. */
+    while (n + 3 < sizeof(msg) - 1) {
+        memcpy(msg + n, "\xe6\x96\x87", 3);
+        n += 3;
+    }
+    msg[n] = 0;
+    cr_assert(framework_parse_pytorch(msg, &v));
+    cr_assert_eq(v.requested, 1024);
+    cr_assert_eq(v.capacity, 2 * GiB);
+    size_t len = strlen(v.message);
+    cr_assert_lt(len, VW_FRAMEWORK_MESSAGE_MAX);
+    cr_assert_geq(len, VW_FRAMEWORK_MESSAGE_MAX - 3);
+    cr_assert_eq((len - strlen(head)) % 3, 0, "cut inside a character: %zu", len);
+    cr_assert_eq(memcmp(v.message, msg, len), 0);
+}
+
+/* Random bytes, and real messages cut anywhere and damaged anywhere: never a crash, never a
+ * read past the end (each input is its own exact-size allocation for the sanitizers), and any
+ * figure found is not negative other than -1. */
+Test(framework, fuzz)
+{
+    static const char *seeds[] = {
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512 bytes. GPU 3 has a total "
+        "capacity of 79.15 GiB of which 1.50 KiB is free. Process 4021 has 30.00 GiB memory in use. "
+        "Including non-PyTorch memory, this process has 49.14 GiB memory in use. 40.00 GiB allowed; Of "
+        "the allocated memory 38.50 GiB is allocated by PyTorch, with 2.25 GiB allocated in private "
+        "pools (e.g., CUDA Graphs), and 600.00 KiB is reserved by PyTorch but unallocated.",
+        "CUDA out of memory. Tried to allocate 256.00 MiB (GPU 0; 16.00 GiB total capacity; 14.23 GiB "
+        "already allocated; 124.56 MiB free; 3.90 GiB allowed; 14.50 GiB reserved in total by PyTorch)",
+    };
+    static const char alphabet[] = "0123456789. ;()GiBMKTbytesCUDA";
+    unsigned seed = 20241130;
+    for (int i = 0; i < 200000; i++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned r = seed >> 8;
+        const char *s = seeds[r & 1];
+        size_t slen = strlen(s), len;
+        char *buf;
+        if (r % 5 == 0) {
+            /* Random bytes, NUL-free so the whole length is read. */
+            len = (r >> 3) % 300;
+            buf = malloc(len + 1);
+            for (size_t k = 0; k < len; k++) {
+                seed = seed * 1103515245u + 12345u;
+                buf[k] = (char)(1 + (seed >> 16) % 255);
+            }
+        } else {
+            len = (r >> 3) % (slen + 1);
+            buf = malloc(len + 1);
+            memcpy(buf, s, len);
+            for (int k = 0; len && k < (int)(r % 4); k++) {
+                seed = seed * 1103515245u + 12345u;
+                buf[(seed >> 8) % len] = alphabet[(seed >> 20) % (sizeof(alphabet) - 1)];
+            }
+        }
+        buf[len] = 0;
+        framework_parse_pytorch(buf, &v);
+        const int64_t *figs[] = { &v.requested, &v.capacity, &v.free, &v.process_in_use, &v.allowed,
+                                  &v.allocated, &v.reserved_unallocated, &v.private_pools };
+        for (size_t k = 0; k < sizeof(figs) / sizeof(figs[0]); k++)
+            cr_assert_geq(*figs[k], -1);
+        cr_assert_geq(v.device, -1);
+        cr_assert_eq(strcmp(v.message, buf), 0);
+        free(buf);
+    }
+}
+
+/* ---------- the kept verdict and its field ---------- */
+
+static char out[1 << 15];
+
+static const char *render(void)
+{
+    FILE *f = tmpfile();
+    static struct jsonw w;
+    jw_init(&w, fileno(f));
+    jw_obj_begin(&w, NULL);
+    framework_write(&w);
+    jw_obj_end(&w);
+    cr_assert(jw_finish(&w));
+    rewind(f);
+    size_t n = fread(out, 1, sizeof(out) - 1, f);
+    out[n] = 0;
+    fclose(f);
+    return out;
+}
+
+Test(framework, field_is_null_until_a_verdict)
+{
+    framework_reset();
+    cr_assert_str_eq(render(), "{\"framework\":null}\n");
+    cr_assert_eq(framework_count(), 0);
+}
+
+Test(framework, field_holds_the_latest_verdict)
+{
+    framework_reset();
+    framework_parse_pytorch("CUDA out of memory. Tried to allocate 1.00 KiB (GPU 0; 2.00 GiB total "
+                            "capacity)", &v);
+    framework_store(&v);
+    framework_parse_pytorch("CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity "
+                            "of 15.78 GiB of which 186.12 MiB is free. Of the allocated memory 14.21 GiB "
+                            "is allocated by PyTorch, and 1.02 GiB is reserved by PyTorch but "
+                            "unallocated. \"quoted\"",
+                            &v);
+    framework_store(&v);
+    cr_assert_eq(framework_count(), 2);
+    const char *s = render();
+    /* Time and thread vary; everything else is exact. */
+    const char *t = strstr(s, ",\"time_unix_ns\":");
+    const char *c = strstr(s, ",\"count\":");
+    cr_assert(t && c && t < c);
+    char fixed[sizeof(out)];
+    snprintf(fixed, sizeof(fixed), "%.*s%s", (int)(t - s), s, c);
+    cr_assert_str_eq(fixed,
+                     "{\"framework\":{\"name\":\"pytorch\",\"exception\":\"c10::OutOfMemoryError\","
+                     "\"message\":\"CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total "
+                     "capacity of 15.78 GiB of which 186.12 MiB is free. Of the allocated memory 14.21 GiB "
+                     "is allocated by PyTorch, and 1.02 GiB is reserved by PyTorch but unallocated. "
+                     "\\\"quoted\\\"\",\"format\":\"current\",\"count\":2,\"device\":0,"
+                     "\"requested_bytes\":268435456,\"capacity_bytes\":16943645983,"
+                     "\"free_bytes\":195160965,\"process_in_use_bytes\":null,\"allowed_bytes\":null,"
+                     "\"allocated_bytes\":15257871319,\"reserved_unallocated_bytes\":1095216660,"
+                     "\"private_pools_bytes\":null}}\n");
+    cr_assert(strstr(s, ",\"thread\":"));
+
+    /* A message in no known format is still PyTorch's verdict: kept, with no figures. */
+    framework_parse_pytorch("CUDA out of memory (cudaMallocAsync)", &v);
+    framework_store(&v);
+    s = render();
+    cr_assert(strstr(s, "\"format\":null"));
+    cr_assert(strstr(s, "\"count\":3,\"device\":null,\"requested_bytes\":null"));
+
+    framework_reset();
+    cr_assert_str_eq(render(), "{\"framework\":null}\n");
+}
