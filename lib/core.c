@@ -56,6 +56,9 @@ static struct core_event events[VW_EVENTS_KEPT];
 static uint64_t events_total;
 static struct core_marker markers[VW_EVENTS_KEPT];
 static uint64_t markers_total;
+static struct core_crossing crossings[VW_MAX_DEVICES + 1];
+static int ncrossings;
+static bool crossed[VW_MAX_DEVICES + 1];
 static uint64_t last_oom_report_ns;
 static bool any_oom_report;
 
@@ -107,6 +110,8 @@ void core_reset(void)
     memset(devices, 0, sizeof(devices));
     memset(&host, 0, sizeof(host));
     failures_total = events_total = markers_total = 0;
+    ncrossings = 0;
+    memset(crossed, 0, sizeof(crossed));
     last_oom_report_ns = 0;
     any_oom_report = false;
     touched = false;
@@ -565,6 +570,22 @@ void core_note_pool(int device, uint64_t pool)
     pthread_mutex_unlock(&lock);
 }
 
+void core_limit_crossing(int device, const char *api, uint64_t size, uint32_t callsite,
+                         uint64_t now_ns)
+{
+    if (!ready)
+        return;
+    int slot = core_dev_slot(device);
+    pthread_mutex_lock(&lock);
+    if (!crossed[slot]) {
+        crossed[slot] = true;
+        crossings[ncrossings++] = (struct core_crossing){
+            .time_ns = now_ns, .size = size, .live_at = devices[slot].live_bytes, .api = api,
+            .device = device, .callsite = callsite < nsites ? callsite : 0 };
+    }
+    pthread_mutex_unlock(&lock);
+}
+
 void core_mark(const char *label, uint64_t now_ns)
 {
     if (!ready)
@@ -626,6 +647,8 @@ void core_snapshot(struct core_snapshot *s)
     s->events_total = events_total;
     s->nmarkers = copy_ring(s->markers, markers, sizeof(*markers), markers_total, VW_EVENTS_KEPT);
     s->markers_total = markers_total;
+    memcpy(s->crossings, crossings, sizeof(crossings));
+    s->ncrossings = ncrossings;
     s->ncallsites = nsites;
     s->callsites_dropped = callsites_dropped;
     s->allocs_untracked = allocs_untracked;

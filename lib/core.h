@@ -79,6 +79,14 @@ struct core_event {
     uint32_t callsite;
 };
 
+/* Observe mode: the first allocation per device that went over the emulated limit. */
+struct core_crossing {
+    uint64_t time_ns, size, live_at;
+    const char *api;
+    int device;
+    uint32_t callsite;
+};
+
 struct core_marker {
     uint64_t time_ns;
     char label[80];             /* truncated at a character boundary */
@@ -131,6 +139,10 @@ enum core_failure_verdict core_failure(enum core_kind kind, int device, uint64_t
                                        uint64_t pool_extra, uint64_t now_ns);
 
 void core_note_pool(int device, uint64_t pool);
+/* Observe mode: record the first crossing of the emulated limit on a device (later ones on the
+ * same device are ignored). Call after the allocation was recorded. */
+void core_limit_crossing(int device, const char *api, uint64_t size, uint32_t callsite,
+                         uint64_t now_ns);
 /* A named marker on the timeline (vramwatch_mark). */
 void core_mark(const char *label, uint64_t now_ns);
 void core_va_reserve(int device, int64_t delta);
@@ -150,6 +162,8 @@ struct core_snapshot {
     struct core_marker markers[VW_EVENTS_KEPT];
     int nmarkers;
     uint64_t markers_total;
+    struct core_crossing crossings[VW_MAX_DEVICES + 1];
+    int ncrossings;
     uint32_t ncallsites;
     uint64_t callsites_dropped, allocs_untracked;
 };

@@ -24,6 +24,7 @@
 struct vw_real_fns vw_real;
 VW_TLS int vw_depth;
 bool vw_ready;
+bool vw_limits;
 
 struct hook {
     const char *name;
@@ -109,9 +110,12 @@ static void init_body(void)
         strcpy(vw_opt.dir, ".");
     if (vw_opt.disable)
         return;
-    if (vw_opt.limit[0] || vw_opt.limit[1])
-        vw_log(VW_LOG_WARN, "VRAMWATCH_LIMIT is read but capacity emulation is not in this "
-                            "version yet; the real capacity applies");
+    for (int i = 0; i < VW_MAX_DEVICES; i++)
+        if (vw_opt.limit[i]) {
+            vw_limits = true;
+            vw_log(VW_LOG_INFO, "device %d behaves as a card of %llu bytes (%s)", i,
+                   (unsigned long long)vw_opt.limit[i], vw_opt.observe ? "observe" : "enforce");
+        }
     stack_init();
     pyframes_init();
     if (!core_init()) {
@@ -329,7 +333,61 @@ static int64_t query_free(int device)
     size_t f, t;
     if (device < 0 || !drv_ready() || !drv.mem_get_info || vw_current_device() != device)
         return -1;
-    return drv.mem_get_info(&f, &t) == CUDA_SUCCESS ? (int64_t)f : -1;
+    if (drv.mem_get_info(&f, &t) != CUDA_SUCCESS)
+        return -1;
+    vw_limit_meminfo(device, &f, &t);
+    return (int64_t)f;
+}
+
+/* ---------- capacity emulation ---------- */
+
+static bool query_other_device(int dev, size_t *f, size_t *t);
+static bool query_pools(int device, const struct core_device *d, int64_t *extra, int64_t *high);
+
+uint64_t vw_limit_of(int device)
+{
+    return device >= 0 && device < VW_MAX_DEVICES ? vw_opt.limit[device] : 0;
+}
+
+void vw_limit_meminfo(int device, size_t *free, size_t *total)
+{
+    uint64_t lim = vw_limit_of(device);
+    if (!lim || !free || !total)
+        return;
+    /* Everything the card holds counts against the emulated capacity, as it would on a card
+     * of that size: this process's allocations, its context and libraries, other processes. */
+    uint64_t used = *total > *free ? *total - *free : 0;
+    *total = lim;
+    *free = used < lim ? lim - used : 0;
+}
+
+int vw_limit_check(enum core_kind kind, uint64_t size, int *device)
+{
+    if (kind == CORE_HOST)
+        return VW_LIMIT_OK;
+    if (*device == VW_DEV_UNKNOWN)
+        *device = vw_current_device();
+    uint64_t lim = vw_limit_of(*device);
+    if (!lim)
+        return VW_LIMIT_OK;
+    size_t f, t;
+    bool got = drv_ready() && drv.mem_get_info &&
+               (*device == vw_current_device() ? drv.mem_get_info(&f, &t) == CUDA_SUCCESS
+                                               : query_other_device(*device, &f, &t));
+    if (!got)
+        return VW_LIMIT_OK; /* the driver cannot say: let the real card decide */
+    uint64_t used = t > f ? t - f : 0;
+    uint64_t need = size;
+    if (kind == CORE_POOL) {
+        /* A stream-ordered pool serves from what it already holds before asking the driver. */
+        int64_t cached = 0, high = 0;
+        struct core_device d = { .pool_used = true };
+        if (query_pools(*device, &d, &cached, &high) && (uint64_t)cached >= size)
+            need = 0;
+    }
+    if (used + need <= lim)
+        return VW_LIMIT_OK;
+    return vw_opt.observe ? VW_LIMIT_CROSS : VW_LIMIT_REFUSE;
 }
 
 static uint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute a, bool *ok)
@@ -387,7 +445,7 @@ static void register_exit(void)
 }
 
 void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool ok, int err,
-                     bool runtime, uint64_t key, uint64_t size, int device)
+                     bool runtime, uint64_t key, uint64_t size, int device, bool crossing)
 {
     uint64_t now = vw_now_ns();
     if (device == VW_DEV_UNKNOWN && kind != CORE_HOST)
@@ -401,6 +459,8 @@ void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bo
     register_exit();
     if (ok) {
         core_alloc(kind, key, size, device, api, site, now);
+        if (crossing)
+            core_limit_crossing(device, api, size, site, now);
         vw_leave();
         return;
     }
@@ -474,6 +534,7 @@ int vw_write_report(const char *reason)
         struct report_devinfo *in = &info[i];
         memset(in, 0, sizeof(*in));
         in->total = in->free = in->pool_reserved_high = -1;
+        in->limit = vw_limit_of(i) ? (int64_t)vw_limit_of(i) : -1;
         if (!snap->devices[i].active || i == VW_MAX_DEVICES)
             continue;
         size_t t, f;
@@ -488,10 +549,13 @@ int vw_write_report(const char *reason)
             bool got = i == cur ? drv.mem_get_info && drv.mem_get_info(&f, &t) == CUDA_SUCCESS
                                 : query_other_device(i, &f, &t);
             if (got) {
+                vw_limit_meminfo(i, &f, &t);
                 in->free = (int64_t)f;
                 in->total = (int64_t)t;
             }
         }
+        if (in->limit > 0)
+            in->total = in->limit; /* the emulated card, even when the driver could not answer */
         if (!query_pools(i, &snap->devices[i], &in->pool_extra, &in->pool_reserved_high)) {
             in->pool_extra = -1;
             in->pool_reserved_high = -1;

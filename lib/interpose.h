@@ -93,9 +93,21 @@ static inline void vw_leave(void)
 }
 
 /* Record an allocation call's outcome. `ok` is the call's success; `key` the address or
- * handle; `family_runtime` chooses the error names. */
+ * handle; `runtime` chooses the error names; `crossing`: observe mode saw this allocation go
+ * over the emulated limit. */
 void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool ok, int err,
-                     bool runtime, uint64_t key, uint64_t size, int device);
+                     bool runtime, uint64_t key, uint64_t size, int device, bool crossing);
+
+/* ---- capacity emulation (VRAMWATCH_LIMIT) ---- */
+extern bool vw_limits; /* any device has a limit */
+enum { VW_LIMIT_OK = 0, VW_LIMIT_REFUSE, VW_LIMIT_CROSS };
+/* Before an allocation of `size` on *device (VW_DEV_UNKNOWN: the current one, written back):
+ * whether it fits the emulated card, must be refused (enforce), or crosses it (observe). */
+int vw_limit_check(enum core_kind kind, uint64_t size, int *device);
+/* Turn the driver's free/total of `device` into the emulated card's (idempotent, so a runtime
+ * query that reaches the driver query inside comes out the same). */
+void vw_limit_meminfo(int device, size_t *free, size_t *total);
+uint64_t vw_limit_of(int device);
 /* Take an allocation out before the real free; then report the free's outcome. */
 bool vw_free_begin(enum core_kind kind, uint64_t key, struct core_alloc *taken);
 void vw_free_end(bool was_tracked, const struct core_alloc *taken, bool ok);

@@ -345,7 +345,7 @@ static void write_devices(struct jsonw *w, const struct report_devinfo *info)
         jw_str(w, "pci_bus_id", in->pci_bus_id[0] ? in->pci_bus_id : NULL);
         opt_i64(w, "total_bytes", in->total);
         opt_i64(w, "free_bytes", in->free);
-        jw_null(w, "limit_bytes");
+        opt_i64(w, "limit_bytes", in->limit);
         jw_u64(w, "live_bytes", d->live_bytes);
         jw_u64(w, "live_count", d->live_count);
         jw_u64(w, "peak_live_bytes", d->peak_live_bytes);
@@ -481,6 +481,9 @@ static int write_callsites(struct jsonw *w, int nlive)
     for (int i = 0; i < nlive; i++)
         if (live[i].callsite < n)
             want[live[i].callsite] = true;
+    for (int i = 0; i < snap.ncrossings; i++)
+        if (snap.crossings[i].callsite < n)
+            want[snap.crossings[i].callsite] = true;
     uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++)
         if (cs[i].live_count > 0 || cs[i].alloc_calls > 0 || want[i])
@@ -567,6 +570,17 @@ static bool write_body(int fd, const char *reason, const struct report_devinfo *
     jw_u64(&w, "live_truncated", live_total > (uint64_t)nlive ? live_total - (uint64_t)nlive : 0);
     jw_u64(&w, "allocations_untracked", snap.allocs_untracked);
     jw_arr_begin(&w, "limit_crossings");
+    for (int i = 0; i < snap.ncrossings; i++) {
+        const struct core_crossing *x = &snap.crossings[i];
+        jw_obj_begin(&w, NULL);
+        jw_u64(&w, "time_unix_ns", x->time_ns);
+        jw_str(&w, "api", x->api);
+        opt_i64(&w, "device", x->device);
+        jw_u64(&w, "size", x->size);
+        jw_u64(&w, "callsite", x->callsite);
+        jw_u64(&w, "live_bytes_at_crossing", x->live_at);
+        jw_obj_end(&w);
+    }
     jw_arr_end(&w);
     jw_obj_begin(&w, "host_pinned");
     jw_u64(&w, "live_bytes", snap.host.live_bytes);

@@ -11,7 +11,8 @@
 struct report_devinfo {
     char name[256];                /* empty: unknown */
     char pci_bus_id[32];           /* empty: unknown */
-    int64_t total;                 /* the device's capacity as the driver reports it */
+    int64_t total;                 /* the device's capacity: the emulated one under a limit */
+    int64_t limit;                 /* VRAMWATCH_LIMIT for this device, -1: none */
     int64_t free;                  /* the driver's free memory */
     int64_t pool_extra;            /* pools' reserved beyond what they handed out, 0 without pools */
     int64_t pool_reserved_high;    /* the pools' high-water mark of reserved memory */

@@ -5,6 +5,10 @@
 
 #include "interpose.h"
 
+/* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY: the same number in both families,
+ * what a real card answers when an allocation does not fit. */
+#define VW_OOM 2
+
 /* An allocation: forward, then record the outcome; `key` and `size` are read after the real
  * call returns, and may use `ok`. */
 #define VW_SHIM_ALLOC(ret, success, missing, runtime, name, kind, params, args, key, size)  \
@@ -16,10 +20,19 @@
         struct vw_call c;                                                                  \
         if (!vw_enter(&c, true))                                                           \
             return real args;                                                              \
+        bool ok = false;                                                                   \
+        int dev = VW_DEV_UNKNOWN, lim = VW_LIMIT_OK;                                       \
+        if (VW_UNLIKELY(vw_limits)) {                                                      \
+            lim = vw_limit_check(kind, (size), &dev);                                      \
+            if (lim == VW_LIMIT_REFUSE) {                                                  \
+                vw_record_alloc(&c, #name, kind, false, VW_OOM, runtime, 0, (size), dev, false); \
+                return (ret)VW_OOM;                                                        \
+            }                                                                              \
+        }                                                                                  \
         ret r = real args;                                                                 \
-        bool ok = r == success;                                                            \
-        vw_record_alloc(&c, #name, kind, ok, (int)r, runtime, ok ? (key) : 0, (size),      \
-                        VW_DEV_UNKNOWN);                                                   \
+        ok = r == success;                                                                 \
+        vw_record_alloc(&c, #name, kind, ok, (int)r, runtime, ok ? (key) : 0, (size), dev, \
+                        ok && lim == VW_LIMIT_CROSS);                                      \
         return r;                                                                          \
     }
 
@@ -34,13 +47,21 @@
         struct vw_call c;                                                                  \
         if (!vw_enter(&c, true))                                                           \
             return real(ptr, size, pool, stream);                                          \
-        ret r = real(ptr, size, pool, stream);                                             \
-        bool ok = r == success;                                                            \
-        int dev = vw_current_device();                                                     \
+        int dev = vw_current_device(), lim = VW_LIMIT_OK;                                  \
         if (pool)                                                                          \
             core_note_pool(dev, (uint64_t)(uintptr_t)pool);                                \
+        if (VW_UNLIKELY(vw_limits)) {                                                      \
+            lim = vw_limit_check(CORE_POOL, size, &dev);                                   \
+            if (lim == VW_LIMIT_REFUSE) {                                                  \
+                vw_record_alloc(&c, #name, CORE_POOL, false, VW_OOM, runtime, 0, size, dev, false); \
+                return (ret)VW_OOM;                                                        \
+            }                                                                              \
+        }                                                                                  \
+        ret r = real(ptr, size, pool, stream);                                             \
+        bool ok = r == success;                                                            \
         vw_record_alloc(&c, #name, CORE_POOL, ok, (int)r, runtime,                         \
-                        ok ? (uint64_t)(uintptr_t)*ptr : 0, size, dev);                    \
+                        ok ? (uint64_t)(uintptr_t)*ptr : 0, size, dev,                     \
+                        ok && lim == VW_LIMIT_CROSS);                                      \
         return r;                                                                          \
     }
 
@@ -62,7 +83,7 @@
         return r;                                                                          \
     }
 
-/* A plain pass-through: the hook exists so later features (capacity emulation) have a place. */
+/* A plain pass-through: the hook exists so later features have a place. */
 #define VW_SHIM_PASS(ret, missing, name, params, args)                                     \
     VW_EXPORT ret name params                                                              \
     {                                                                                      \

@@ -49,12 +49,20 @@ VW_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
     struct vw_call c;
     if (!vw_enter(&c, true))
         return real(handle, size, prop, flags);
-    CUresult r = real(handle, size, prop, flags);
-    bool ok = r == CUDA_SUCCESS;
     int dev = (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) ? prop->location.id
                                                                           : VW_DEV_UNKNOWN;
+    int lim = VW_LIMIT_OK;
+    if (VW_UNLIKELY(vw_limits)) {
+        lim = vw_limit_check(CORE_VMM, size, &dev);
+        if (lim == VW_LIMIT_REFUSE) {
+            vw_record_alloc(&c, "cuMemCreate", CORE_VMM, false, VW_OOM, false, 0, size, dev, false);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    CUresult r = real(handle, size, prop, flags);
+    bool ok = r == CUDA_SUCCESS;
     vw_record_alloc(&c, "cuMemCreate", CORE_VMM, ok, (int)r, false,
-                    ok && handle ? (uint64_t)*handle : 0, size, dev);
+                    ok && handle ? (uint64_t)*handle : 0, size, dev, ok && lim == VW_LIMIT_CROSS);
     return r;
 }
 
@@ -94,8 +102,27 @@ DRV_PASS(cuMemMap, (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAll
                     unsigned long long flags),
          (ptr, size, offset, handle, flags))
 DRV_PASS(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size))
-DRV_PASS(cuMemGetInfo_v2, (size_t * free, size_t *total), (free, total))
-DRV_PASS(cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev), (bytes, dev))
+VW_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+    __typeof__(vw_real.cuMemGetInfo_v2) real = VW_REAL(cuMemGetInfo_v2);
+    if (VW_UNLIKELY(!real))
+        return DRV_MISSING;
+    CUresult r = real(free, total);
+    if (r == CUDA_SUCCESS && vw_active() && VW_UNLIKELY(vw_limits))
+        vw_limit_meminfo(vw_current_device(), free, total);
+    return r;
+}
+
+VW_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    __typeof__(vw_real.cuDeviceTotalMem_v2) real = VW_REAL(cuDeviceTotalMem_v2);
+    if (VW_UNLIKELY(!real))
+        return DRV_MISSING;
+    CUresult r = real(bytes, dev);
+    if (r == CUDA_SUCCESS && bytes && vw_active() && VW_UNLIKELY(vw_limits) && vw_limit_of(dev))
+        *bytes = vw_limit_of(dev);
+    return r;
+}
 DRV_PASS(cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value),
          (pool, attr, value))
 

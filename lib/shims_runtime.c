@@ -14,7 +14,6 @@
     VW_SHIM_ALLOC(cudaError_t, cudaSuccess, RT_MISSING, true, name, kind, params, args, key, size)
 #define RT_FREE(name, kind, params, args, ptr) \
     VW_SHIM_FREE(cudaError_t, cudaSuccess, RT_MISSING, name, kind, params, args, PTR_KEY(ptr))
-#define RT_PASS(name, params, args) VW_SHIM_PASS(cudaError_t, RT_MISSING, name, params, args)
 
 RT_ALLOC(cudaMalloc, CORE_DEVICE, (void **devPtr, size_t size), (devPtr, size),
          PTR_KEY(*devPtr), size)
@@ -48,9 +47,34 @@ RT_FREE(cudaFreeAsync_ptsz, CORE_POOL, (void *devPtr, cudaStream_t stream), (dev
         devPtr)
 RT_FREE(cudaFreeHost, CORE_HOST, (void *ptr), (ptr), ptr)
 
-RT_PASS(cudaMemGetInfo, (size_t * free, size_t *total), (free, total))
-RT_PASS(cudaGetDeviceProperties, (struct cudaDeviceProp * prop, int device), (prop, device))
-RT_PASS(cudaGetDeviceProperties_v2, (struct cudaDeviceProp * prop, int device), (prop, device))
+/* ---- queries: under VRAMWATCH_LIMIT they describe the emulated card ---- */
+
+VW_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
+{
+    __typeof__(vw_real.cudaMemGetInfo) real = VW_REAL(cudaMemGetInfo);
+    if (VW_UNLIKELY(!real))
+        return RT_MISSING;
+    cudaError_t r = real(free, total);
+    if (r == cudaSuccess && vw_active() && VW_UNLIKELY(vw_limits))
+        vw_limit_meminfo(vw_current_device(), free, total);
+    return r;
+}
+
+/* totalGlobalMem is read by name: the field sits at the same offset in the CUDA 12 and 13
+ * structures, whatever their sizes. */
+#define RT_PROPS(name)                                                                     \
+    VW_EXPORT cudaError_t name(struct cudaDeviceProp *prop, int device)                    \
+    {                                                                                      \
+        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
+        if (VW_UNLIKELY(!real))                                                            \
+            return RT_MISSING;                                                             \
+        cudaError_t r = real(prop, device);                                                \
+        if (r == cudaSuccess && prop && vw_active() && VW_UNLIKELY(vw_limits) && vw_limit_of(device)) \
+            prop->totalGlobalMem = vw_limit_of(device);                                    \
+        return r;                                                                          \
+    }
+RT_PROPS(cudaGetDeviceProperties)
+RT_PROPS(cudaGetDeviceProperties_v2)
 
 /* ---- lookups of driver functions through the runtime ---- */
 

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -408,6 +409,55 @@ static int two_devices(void)
     return 0;
 }
 
+/* Under VRAMWATCH_LIMIT=1GiB on a 4 GiB simulated card with a 100 MiB context: every query
+ * describes a 1 GiB card, and allocations beyond it fail through every path as on that card
+ * (enforce), or succeed and are recorded as crossings (observe, argv[2] == "observe"). */
+static int limit_mode(bool observe)
+{
+    size_t f = 0, t = 0, dt = 0;
+    struct cudaDeviceProp prop;
+    void *a, *b, *c;
+    CHECK(cudaMemGetInfo(&f, &t) == cudaSuccess, 200);
+    CHECK(t == 1024 * MiB && f == 924 * MiB, 201);
+    CHECK(cudaGetDeviceProperties(&prop, 0) == cudaSuccess && prop.totalGlobalMem == 1024 * MiB, 202);
+    CHECK(cuDeviceTotalMem_v2(&dt, 0) == CUDA_SUCCESS && dt == 1024 * MiB, 203);
+    CHECK(cudaMalloc(&a, 900 * MiB) == cudaSuccess, 204);
+    CHECK(cuMemGetInfo_v2(&f, &t) == CUDA_SUCCESS && t == 1024 * MiB && f == 24 * MiB, 205);
+    if (!observe) {
+        CUdeviceptr d;
+        CUmemGenericAllocationHandle h;
+        CUmemAllocationProp pr;
+        memset(&pr, 0, sizeof(pr));
+        pr.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        pr.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        pr.location.id = 0;
+        CHECK(cudaMalloc(&b, 100 * MiB) == cudaErrorMemoryAllocation, 206);
+        cudaGetLastError();
+        CHECK(cuMemAlloc_v2(&d, 100 * MiB) == CUDA_ERROR_OUT_OF_MEMORY, 207);
+        CHECK(cudaMallocAsync(&b, 100 * MiB, 0) == cudaErrorMemoryAllocation, 208);
+        CHECK(cuMemCreate(&h, 64 * MiB, &pr, 0) == CUDA_ERROR_OUT_OF_MEMORY, 209);
+        CHECK(cudaMallocManaged(&b, 100 * MiB, cudaMemAttachGlobal) == cudaErrorMemoryAllocation, 210);
+        CHECK(cudaMalloc(&c, 20 * MiB) == cudaSuccess, 211); /* still fits: 1020 of 1024 MiB */
+        void *host;
+        CHECK(cudaMallocHost(&host, 512 * MiB) == cudaSuccess, 212); /* host memory: no limit */
+    } else {
+        CHECK(cudaMalloc(&b, 200 * MiB) == cudaSuccess, 213);
+        CHECK(cudaMalloc(&c, 300 * MiB) == cudaSuccess, 214);
+        CHECK(cudaMemGetInfo(&f, &t) == cudaSuccess && t == 1024 * MiB && f == 0, 215);
+    }
+    return 0;
+}
+
+static int limit_enforce(void)
+{
+    return limit_mode(false);
+}
+
+static int limit_observe(void)
+{
+    return limit_mode(true);
+}
+
 /* vramwatch_dump through the public API, found the way Python's ctypes.CDLL(None) finds it. */
 static int dump(void)
 {
@@ -454,6 +504,7 @@ int main(int argc, char **argv)
         { "drv_procaddr", drv_procaddr }, { "rt_entrypoint", rt_entrypoint }, { "oom", oom },
         { "fragmentation", fragmentation }, { "threads", threads }, { "fork", fork_children },
         { "dump", dump }, { "queries_only", queries_only }, { "two_devices", two_devices },
+        { "limit_enforce", limit_enforce }, { "limit_observe", limit_observe },
     };
     if (argc != 2) {
         fprintf(stderr, "usage: paths MODE\n");

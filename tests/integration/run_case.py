@@ -316,6 +316,53 @@ def case_two_devices(run):
     expect(devs[0]["pci_bus_id"] and devs[0]["pci_bus_id"] != devs[1]["pci_bus_id"], "bus ids")
 
 
+LIMITED = {"SIMGPU_MEMORY": "4GiB", "SIMGPU_CONTEXT_BYTES": "100MiB", "VRAMWATCH_LIMIT": "1GiB"}
+
+
+def case_limit_enforce(run):
+    """An emulated 1 GiB card on a 4 GiB one: queries agree, every path fails beyond it."""
+    run.paths("limit_enforce", LIMITED)
+    r = run.report()
+    d = dev0(r)
+    eq((d["total_bytes"], d["limit_bytes"]), (1 * GiB, 1 * GiB), "emulated capacity in the report")
+    eq(d["free_bytes"], 4 * MiB, "emulated free: 1024 - 100 context - 920 live")
+    eq(d["live_bytes"], 920 * MiB, "live")
+    f = r["failures"]
+    eq([(x["api"], x["size"], x["error_name"]) for x in f],
+       [("cudaMalloc", 100 * MiB, "cudaErrorMemoryAllocation"),
+        ("cuMemAlloc_v2", 100 * MiB, "CUDA_ERROR_OUT_OF_MEMORY"),
+        ("cudaMallocAsync", 100 * MiB, "cudaErrorMemoryAllocation"),
+        ("cuMemCreate", 64 * MiB, "CUDA_ERROR_OUT_OF_MEMORY"),
+        ("cudaMallocManaged", 100 * MiB, "cudaErrorMemoryAllocation")], "refused allocations")
+    eq(f[0]["free_bytes_at_failure"], 24 * MiB, "free at failure, on the emulated card")
+    eq(r["limit_crossings"], [], "no crossings in enforce mode")
+    eq(r["host_pinned"]["live_bytes"], 512 * MiB, "pinned host memory is not limited")
+
+
+def case_limit_observe(run):
+    """Observe mode: queries still describe the 1 GiB card, allocations beyond it succeed, and
+    the first crossing is recorded."""
+    run.paths("limit_observe", dict(LIMITED, VRAMWATCH_LIMIT_MODE="observe"))
+    r = run.report()
+    d = dev0(r)
+    eq(r["failures"], [], "nothing refused")
+    eq(d["live_bytes"], 1400 * MiB, "live")
+    eq((d["total_bytes"], d["free_bytes"]), (1 * GiB, 0), "emulated card, over its capacity")
+    x = r["limit_crossings"]
+    eq(len(x), 1, "one crossing per device")
+    eq((x[0]["api"], x[0]["size"], x[0]["device"], x[0]["live_bytes_at_crossing"]),
+       ("cudaMalloc", 200 * MiB, 0, 1100 * MiB), "the first allocation over the limit")
+    app_frame_first(r, x[0]["callsite"])
+
+
+def case_limit_per_device(run):
+    run.paths("two_devices", {"SIMGPU_MEMORY": "0:4GiB,1:2GiB", "SIMGPU_CONTEXT_BYTES": "100MiB",
+                              "VRAMWATCH_LIMIT": "1:1GiB"})
+    devs = {d["ordinal"]: d for d in run.report()["devices"]}
+    eq((devs[0]["total_bytes"], devs[0]["limit_bytes"]), (4 * GiB, None), "device 0 unlimited")
+    eq((devs[1]["total_bytes"], devs[1]["limit_bytes"]), (1 * GiB, 1 * GiB), "device 1 limited")
+
+
 def case_dump(run):
     run.paths("dump")
     r = run.report()
