@@ -28,7 +28,8 @@ bool vw_limits;
 
 struct hook {
     const char *name;
-    const char *base;   /* driver: the name cuGetProcAddress knows it by; runtime: NULL */
+    const char *module; /* the library it must live in, by file name prefix */
+    const char *base;   /* driver: the name cuGetProcAddress knows it by; others: NULL */
     int since;
     int stream;
     void *shim;
@@ -37,11 +38,15 @@ struct hook {
 };
 
 static struct hook hooks[VW_HOOK_COUNT] = {
-#define VW_RT(name, ret, params) { #name, NULL, 0, VW_ANY, (void *)name, (void **)&vw_real.name, 0 },
+#define VW_RT(name, ret, params) \
+    { #name, "libcudart.", NULL, 0, VW_ANY, (void *)name, (void **)&vw_real.name, 0 },
+#define VW_NVML(name, ret, params) \
+    { #name, "libnvidia-ml.", NULL, 0, VW_ANY, (void *)name, (void **)&vw_real.name, 0 },
 #define VW_DRV(name, base, since, stream, ret, params) \
-    { #name, base, since, stream, (void *)name, (void **)&vw_real.name, 0 },
+    { #name, "libcuda.", base, since, stream, (void *)name, (void **)&vw_real.name, 0 },
 #include "hooks.def"
 #undef VW_RT
+#undef VW_NVML
 #undef VW_DRV
 };
 
@@ -259,7 +264,7 @@ static void *wrap_dlsym_result(const char *name, void *p);
 VW_NO_SANITIZE void *vw_dlsym_impl(void *handle, const char *name)
 {
     void *p = vw_real_dlsym(handle, name);
-    if (!p || !name || name[0] != 'c' || name[1] != 'u')
+    if (!p || !name || !((name[0] == 'c' && name[1] == 'u') || (name[0] == 'n' && name[1] == 'v')))
         return p;
     return wrap_dlsym_result(name, p);
 }
@@ -271,7 +276,7 @@ static void *wrap_dlsym_result(const char *name, void *p)
     if (id < 0 || !vw_active() || in_self(p))
         return p;
     Dl_info di;
-    if (!dladdr(p, &di) || !module_is(di.dli_fname, hooks[id].base ? "libcuda." : "libcudart."))
+    if (!dladdr(p, &di) || !module_is(di.dli_fname, hooks[id].module))
         return p;
     return adopt(id, p, &di) ? hooks[id].shim : p;
 }
@@ -318,6 +323,11 @@ static bool drv_resolve(void)
     /* The handle stays open on purpose: these pointers must outlive this function. */
     __atomic_store_n(&drv.tried_ok, drv.ctx_get_device != NULL, __ATOMIC_RELEASE);
     return drv.ctx_get_device != NULL;
+}
+
+bool vw_device_pci_bus_id(int device, char *out, int len)
+{
+    return drv_ready() && drv.device_get_pci && drv.device_get_pci(out, len, device) == CUDA_SUCCESS;
 }
 
 int vw_current_device(void)

@@ -17,20 +17,35 @@
 
 enum { VW_ANY = 0, VW_LEGACY = 1, VW_PTSZ = 2 };
 
+/* NVML's public ABI, declared here: the CUDA toolkit does not ship nvml.h. */
+typedef int vw_nvml_return;
+typedef struct vw_nvml_device_st *vw_nvml_device;
+typedef struct {
+    unsigned long long total, free, used;
+} vw_nvml_memory;
+typedef struct {
+    unsigned int version;
+    unsigned long long total, reserved, free, used;
+} vw_nvml_memory_v2;
+
 /* Prototypes the headers only declare under per-thread-default-stream builds (or not at all).
  * Some hooked functions are deprecated in the headers; we must still define them. */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #define VW_RT(name, ret, params) VW_EXPORT ret name params;
+#define VW_NVML(name, ret, params) VW_EXPORT ret name params;
 #define VW_DRV(name, base, since, stream, ret, params) VW_EXPORT ret name params;
 #include "hooks.def"
 #undef VW_RT
+#undef VW_NVML
 #undef VW_DRV
 
 enum vw_hook_id {
 #define VW_RT(name, ret, params) VW_HOOK_##name,
+#define VW_NVML(name, ret, params) VW_HOOK_##name,
 #define VW_DRV(name, base, since, stream, ret, params) VW_HOOK_##name,
 #include "hooks.def"
 #undef VW_RT
+#undef VW_NVML
 #undef VW_DRV
     VW_HOOK_COUNT
 };
@@ -40,9 +55,11 @@ enum vw_hook_id {
  * dlsym / cuGetProcAddress / cudaGetDriverEntryPoint returned. */
 struct vw_real_fns {
 #define VW_RT(name, ret, params) ret(*name) params;
+#define VW_NVML(name, ret, params) ret(*name) params;
 #define VW_DRV(name, base, since, stream, ret, params) ret(*name) params;
 #include "hooks.def"
 #undef VW_RT
+#undef VW_NVML
 #undef VW_DRV
 };
 extern struct vw_real_fns vw_real;
@@ -108,6 +125,8 @@ int vw_limit_check(enum core_kind kind, uint64_t size, int *device);
  * query that reaches the driver query inside comes out the same). */
 void vw_limit_meminfo(int device, size_t *free, size_t *total);
 uint64_t vw_limit_of(int device);
+/* The PCI bus id of a CUDA ordinal, as the driver writes it ("0000:3b:00.0"). */
+bool vw_device_pci_bus_id(int device, char *out, int len);
 /* Take an allocation out before the real free; then report the free's outcome. */
 bool vw_free_begin(enum core_kind kind, uint64_t key, struct core_alloc *taken);
 void vw_free_end(bool was_tracked, const struct core_alloc *taken, bool ok);

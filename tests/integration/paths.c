@@ -448,6 +448,44 @@ static int limit_mode(bool observe)
     return 0;
 }
 
+/* NVML agrees with the CUDA queries, also under a limit: a tool asking NVML (pynvml, nvitop)
+ * sees the same card as the application. Found with dlopen + dlsym, as pynvml does. */
+typedef int (*nvml_init_fn)(void);
+typedef int (*nvml_handle_fn)(unsigned int, void **);
+typedef int (*nvml_mem_fn)(void *, unsigned long long *);
+typedef int (*nvml_mem2_fn)(void *, void *);
+
+static int nvml(void)
+{
+    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    CHECK(h, 220);
+    nvml_init_fn init = (nvml_init_fn)dlsym(h, "nvmlInit_v2");
+    nvml_handle_fn handle = (nvml_handle_fn)dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+    nvml_mem_fn mem = (nvml_mem_fn)dlsym(h, "nvmlDeviceGetMemoryInfo");
+    nvml_mem2_fn mem2 = (nvml_mem2_fn)dlsym(h, "nvmlDeviceGetMemoryInfo_v2");
+    CHECK(init && handle && mem && mem2 && is_shim((void *)mem) && is_shim((void *)mem2), 221);
+    CHECK(init() == 0, 222);
+    void *a;
+    CHECK(cudaMalloc(&a, 300 * MiB) == cudaSuccess, 223);
+    size_t f, t;
+    CHECK(cudaMemGetInfo(&f, &t) == cudaSuccess, 224);
+    void *dev;
+    CHECK(handle(0, &dev) == 0, 225);
+    unsigned long long m[3]; /* total, free, used */
+    CHECK(mem(dev, m) == 0, 226);
+    CHECK(m[0] == t && m[1] == f, 227);
+    struct {
+        unsigned int version;
+        unsigned long long total, reserved, free, used;
+    } m2;
+    memset(&m2, 0, sizeof(m2));
+    m2.version = (unsigned int)(sizeof(m2) | (2u << 24));
+    CHECK(mem2(dev, &m2) == 0, 228);
+    CHECK(m2.total == t && m2.free + m2.used + m2.reserved == t, 229);
+    printf("nvml total=%llu free=%llu\n", m[0], m[1]);
+    return 0;
+}
+
 static int limit_enforce(void)
 {
     return limit_mode(false);
@@ -504,7 +542,7 @@ int main(int argc, char **argv)
         { "drv_procaddr", drv_procaddr }, { "rt_entrypoint", rt_entrypoint }, { "oom", oom },
         { "fragmentation", fragmentation }, { "threads", threads }, { "fork", fork_children },
         { "dump", dump }, { "queries_only", queries_only }, { "two_devices", two_devices },
-        { "limit_enforce", limit_enforce }, { "limit_observe", limit_observe },
+        { "limit_enforce", limit_enforce }, { "limit_observe", limit_observe }, { "nvml", nvml },
     };
     if (argc != 2) {
         fprintf(stderr, "usage: paths MODE\n");

@@ -355,6 +355,15 @@ def case_limit_observe(run):
     app_frame_first(r, x[0]["callsite"])
 
 
+def case_nvml(run):
+    """NVML's memory figures agree with cudaMemGetInfo, without and with a limit."""
+    p = run.paths("nvml", {"SIMGPU_MEMORY": "4GiB", "SIMGPU_CONTEXT_BYTES": "100MiB"})
+    eq(p.stdout.strip(), f"nvml total={4 * GiB} free={4 * GiB - 400 * MiB}", "no limit: the real card")
+    os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+    p = run.paths("nvml", LIMITED)
+    eq(p.stdout.strip(), f"nvml total={1 * GiB} free={1 * GiB - 400 * MiB}", "the emulated card")
+
+
 def case_limit_per_device(run):
     run.paths("two_devices", {"SIMGPU_MEMORY": "0:4GiB,1:2GiB", "SIMGPU_CONTEXT_BYTES": "100MiB",
                               "VRAMWATCH_LIMIT": "1:1GiB"})

@@ -223,6 +223,33 @@ Test(simgpu_driver, mem_get_info_counts_context_and_others)
     cr_assert_eq(cuMemGetInfo_v2(NULL, &total), CUDA_ERROR_INVALID_VALUE);
 }
 
+Test(simgpu_driver, device_used_bytes_counts_everything)
+{
+    CUdeviceptr a;
+    CUmemGenericAllocationHandle h;
+    CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                 .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 } };
+    size_t free_b = 0, total = 0;
+    sim_env("0:4GiB,1:2GiB", "100MiB", "0:50MiB,1:30MiB");
+    /* Before cuInit: only the other process is on the card; nothing for a device that isn't. */
+    cr_assert_eq(simgpu_device_used_bytes(0), 50 * MiB);
+    cr_assert_eq(simgpu_device_used_bytes(1), 30 * MiB);
+    cr_assert_eq(simgpu_device_used_bytes(2), 0);
+    cr_assert_eq(simgpu_device_used_bytes(-1), 0);
+    OK(cuInit(0));
+    cr_assert_eq(simgpu_device_used_bytes(0), 50 * MiB, "no context yet");
+    start();
+    cr_assert_eq(simgpu_device_used_bytes(0), 150 * MiB);
+    cr_assert_eq(simgpu_device_used_bytes(1), 30 * MiB, "device 1 has no context");
+    OK(cuMemAlloc_v2(&a, 1000));
+    OK(cuMemCreate(&h, 2 * MiB, &prop, 0));
+    OK(cuMemGetInfo_v2(&free_b, &total));
+    cr_assert_eq(simgpu_device_used_bytes(0), total - free_b);
+    cr_assert_eq(simgpu_device_used_bytes(0), simgpu_used_bytes(0) + 150 * MiB);
+    cr_assert_eq(simgpu_device_used_bytes(0), 150 * MiB + 1024 + 2 * MiB);
+    cr_assert_eq(simgpu_device_used_bytes(2), 0);
+}
+
 Test(simgpu_driver, per_device_capacity)
 {
     size_t total, free_b;

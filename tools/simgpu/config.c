@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,13 +142,26 @@ int simgpu_parse_device_sizes(const char *s, uint64_t *out, int *highest)
     return 0;
 }
 
-static void warn_bad(const char *var, const char *value, const char *expect, const char *fallback)
+/* Complaints about bad values go to `warn`; NULL keeps them quiet. */
+__attribute__((format(printf, 2, 3)))
+static void complain(FILE *warn, const char *fmt, ...)
 {
-    fprintf(stderr, "simgpu: %s='%s' is not %s; using %s\n", var, value, expect, fallback);
+    va_list ap;
+    if (!warn)
+        return;
+    va_start(ap, fmt);
+    vfprintf(warn, fmt, ap);
+    va_end(ap);
 }
 
-static void load_sizes(const char *var, uint64_t *out, uint64_t dflt, uint64_t min, uint64_t max,
-                       const char *fallback, int *highest)
+static void warn_bad(FILE *warn, const char *var, const char *value, const char *expect,
+                     const char *fallback)
+{
+    complain(warn, "simgpu: %s='%s' is not %s; using %s\n", var, value, expect, fallback);
+}
+
+static void load_sizes(FILE *warn, const char *var, uint64_t *out, uint64_t dflt, uint64_t min,
+                       uint64_t max, const char *fallback, int *highest)
 {
     const char *v = getenv(var);
     uint64_t tmp[SIMGPU_MAX_DEVICES];
@@ -160,12 +174,12 @@ static void load_sizes(const char *var, uint64_t *out, uint64_t dflt, uint64_t m
     if (!v)
         return;
     if (simgpu_parse_device_sizes(v, tmp, &top) != 0) {
-        warn_bad(var, v, "a size (like 16GiB, 16000MB or 0:16GiB,1:8GiB)", fallback);
+        warn_bad(warn, var, v, "a size (like 16GiB, 16000MB or 0:16GiB,1:8GiB)", fallback);
         return;
     }
     for (int i = 0; i < SIMGPU_MAX_DEVICES; i++) {
         if (tmp[i] < min || tmp[i] > max) {
-            warn_bad(var, v, "a size in the supported range", fallback);
+            warn_bad(warn, var, v, "a size in the supported range", fallback);
             return;
         }
     }
@@ -174,7 +188,8 @@ static void load_sizes(const char *var, uint64_t *out, uint64_t dflt, uint64_t m
         *highest = top;
 }
 
-static void load_fail_rules(struct simgpu_config *cfg, int (*is_known_func)(const char *name))
+static void load_fail_rules(FILE *warn, struct simgpu_config *cfg,
+                            int (*is_known_func)(const char *name))
 {
     const char *v = getenv("SIMGPU_FAIL");
     if (!v)
@@ -210,19 +225,19 @@ static void load_fail_rules(struct simgpu_config *cfg, int (*is_known_func)(cons
                     ok = 0;
                 }
                 if (ok && is_known_func && !is_known_func(func)) {
-                    fprintf(stderr, "simgpu: SIMGPU_FAIL entry '%s' ignored: %s is not a function "
-                                    "of the simulated driver\n", entry, func);
+                    complain(warn, "simgpu: SIMGPU_FAIL entry '%s' ignored: %s is not a function "
+                                   "of the simulated driver\n", entry, func);
                     ok = -1;
                 }
             }
         }
         if (ok == 0)
-            fprintf(stderr, "simgpu: SIMGPU_FAIL entry '%.*s' ignored (expected FUNC:N[:ERR], "
-                            "e.g. cuMemAlloc_v2:3:2)\n", (int)n, p);
+            complain(warn, "simgpu: SIMGPU_FAIL entry '%.*s' ignored (expected FUNC:N[:ERR], "
+                           "e.g. cuMemAlloc_v2:3:2)\n", (int)n, p);
         if (ok == 1) {
             if (cfg->nfail == SIMGPU_MAX_FAIL_RULES) {
-                fprintf(stderr, "simgpu: SIMGPU_FAIL has more than %d entries; the rest are "
-                                "ignored\n", SIMGPU_MAX_FAIL_RULES);
+                complain(warn, "simgpu: SIMGPU_FAIL has more than %d entries; the rest are "
+                               "ignored\n", SIMGPU_MAX_FAIL_RULES);
                 return;
             }
             struct simgpu_fail_rule *r = &cfg->fail[cfg->nfail++];
@@ -239,6 +254,12 @@ static void load_fail_rules(struct simgpu_config *cfg, int (*is_known_func)(cons
 
 void simgpu_config_load(struct simgpu_config *cfg, int (*is_known_func)(const char *name))
 {
+    simgpu_config_read(cfg, is_known_func, stderr);
+}
+
+void simgpu_config_read(struct simgpu_config *cfg, int (*is_known_func)(const char *name),
+                        FILE *warn)
+{
     int highest = -1;
     int devices_set = 0;
     const char *v;
@@ -250,20 +271,20 @@ void simgpu_config_load(struct simgpu_config *cfg, int (*is_known_func)(const ch
         errno = 0;
         long n = strtol(v, &end, 10);
         if (errno != 0 || end == v || *skip_space(end) != '\0' || n < 0 || n > SIMGPU_MAX_DEVICES) {
-            fprintf(stderr, "simgpu: SIMGPU_DEVICES='%s' is not a device count (0..%d); using 1\n",
-                    v, SIMGPU_MAX_DEVICES);
+            complain(warn, "simgpu: SIMGPU_DEVICES='%s' is not a device count (0..%d); using 1\n",
+                     v, SIMGPU_MAX_DEVICES);
         } else {
             cfg->devices = (int)n;
             devices_set = 1;
         }
     }
 
-    load_sizes("SIMGPU_MEMORY", cfg->memory, SIMGPU_DEFAULT_MEMORY, 512, SIMGPU_MAX_MEMORY,
+    load_sizes(warn, "SIMGPU_MEMORY", cfg->memory, SIMGPU_DEFAULT_MEMORY, 512, SIMGPU_MAX_MEMORY,
                "16GiB", &highest);
     if (highest >= cfg->devices) {
         if (devices_set)
-            fprintf(stderr, "simgpu: SIMGPU_MEMORY names device %d but SIMGPU_DEVICES=%d; that "
-                            "entry is ignored\n", highest, cfg->devices);
+            complain(warn, "simgpu: SIMGPU_MEMORY names device %d but SIMGPU_DEVICES=%d; that "
+                           "entry is ignored\n", highest, cfg->devices);
         else
             cfg->devices = highest + 1; /* "0:16GiB,1:8GiB" alone means two devices */
     }
@@ -271,18 +292,18 @@ void simgpu_config_load(struct simgpu_config *cfg, int (*is_known_func)(const ch
     for (int i = 0; i < SIMGPU_MAX_DEVICES; i++)
         cfg->memory[i] &= ~511ULL;
 
-    load_sizes("SIMGPU_CONTEXT_BYTES", cfg->context_bytes, SIMGPU_DEFAULT_CONTEXT_BYTES, 0,
+    load_sizes(warn, "SIMGPU_CONTEXT_BYTES", cfg->context_bytes, SIMGPU_DEFAULT_CONTEXT_BYTES, 0,
                SIMGPU_MAX_MEMORY, "300MiB", NULL);
-    load_sizes("SIMGPU_OTHER_BYTES", cfg->other_bytes, 0, 0, SIMGPU_MAX_MEMORY, "0", NULL);
+    load_sizes(warn, "SIMGPU_OTHER_BYTES", cfg->other_bytes, 0, 0, SIMGPU_MAX_MEMORY, "0", NULL);
 
     v = getenv("SIMGPU_NAME");
     if (v && *v) {
         snprintf(cfg->name, sizeof cfg->name, "%s", v);
     } else {
         if (v)
-            fprintf(stderr, "simgpu: SIMGPU_NAME is empty; using '%s'\n", SIMGPU_DEFAULT_NAME);
+            complain(warn, "simgpu: SIMGPU_NAME is empty; using '%s'\n", SIMGPU_DEFAULT_NAME);
         snprintf(cfg->name, sizeof cfg->name, "%s", SIMGPU_DEFAULT_NAME);
     }
 
-    load_fail_rules(cfg, is_known_func);
+    load_fail_rules(warn, cfg, is_known_func);
 }

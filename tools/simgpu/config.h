@@ -3,6 +3,7 @@
 #define SIMGPU_CONFIG_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #define SIMGPU_MAX_DEVICES 64
 #define SIMGPU_MAX_FAIL_RULES 32
@@ -49,5 +50,10 @@ int simgpu_parse_device_sizes(const char *s, uint64_t *out, int *highest);
  * keeps the default. is_known_func (may be NULL) vets SIMGPU_FAIL function names.
  */
 void simgpu_config_load(struct simgpu_config *cfg, int (*is_known_func)(const char *name));
+
+/* The same, with the complaints about bad values written to `warn` (NULL: nowhere). The
+ * simulated NVML reads quietly, so a bad value is reported once, by the driver. */
+void simgpu_config_read(struct simgpu_config *cfg, int (*is_known_func)(const char *name),
+                        FILE *warn);
 
 #endif

@@ -662,7 +662,8 @@ static CUresult do_pci_bus_id(char *pciBusId, int len, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (!valid_device(dev))
         return CUDA_ERROR_INVALID_DEVICE;
-    snprintf(pciBusId, (size_t)len, "%04x:%02x:%02x.0", 0u, (unsigned)(dev + 1), 0u);
+    /* Upper-case hex digits, as NVIDIA's driver prints them ("0000:0A:00.0"). */
+    snprintf(pciBusId, (size_t)len, "%04X:%02X:%02X.0", 0u, (unsigned)(dev + 1), 0u);
     return CUDA_SUCCESS;
 }
 
@@ -1833,6 +1834,23 @@ EXPORT size_t simgpu_used_bytes(int dev)
     size_t v = 0;
     if (enter(__func__, 1) == CUDA_SUCCESS && valid_device(dev))
         v = g.dev[dev].ra.used + g.dev[dev].phys;
+    leave(CUDA_SUCCESS);
+    return v;
+}
+
+/* Works before cuInit too (nothing can be allocated then, so only other processes count), which
+ * is what the simulated NVML needs in a process that loaded the driver but has not used it. */
+EXPORT size_t simgpu_device_used_bytes(int dev)
+{
+    size_t v = 0;
+    if (enter(__func__, 0) == CUDA_SUCCESS) {
+        if (g.initialized) {
+            if (valid_device(dev))
+                v = dev_committed(&g.dev[dev]);
+        } else if (dev >= 0 && dev < g.cfg.devices) {
+            v = g.cfg.other_bytes[dev];
+        }
+    }
     leave(CUDA_SUCCESS);
     return v;
 }

@@ -17,6 +17,15 @@ extern "C" {
 size_t simgpu_used_bytes(int dev);
 
 /*
+ * Everything that takes memory on device dev, as cuMemGetInfo counts it: simgpu_used_bytes plus
+ * the context overhead once the device's primary context exists plus other processes
+ * (SIMGPU_OTHER_BYTES). Before cuInit: SIMGPU_OTHER_BYTES alone. 0 for a device that does not
+ * exist. May exceed the capacity (other processes are not limited by it). The simulated NVML
+ * reports this as "used".
+ */
+size_t simgpu_device_used_bytes(int dev);
+
+/*
  * The largest cuMemAlloc that would succeed on device dev right now: the biggest hole in the
  * device address range, capped by what the capacity still allows once context, other
  * processes, managed and VMM memory are counted. 0 before cuInit or for a bad device.

@@ -1,0 +1,99 @@
+/* Exported shims of NVML's memory queries: under VRAMWATCH_LIMIT they describe the emulated
+ * card, like the CUDA queries, so tools that read memory through NVML (pynvml, nvitop,
+ * PyTorch's own process listing) agree with the rest of the process. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim.h"
+
+#define NVML_ERROR_UNKNOWN 999
+#define NVML_OK 0
+
+typedef vw_nvml_return (*pci_fn)(vw_nvml_device, void *);
+typedef vw_nvml_return (*index_fn)(vw_nvml_device, unsigned int *);
+
+/* nvmlPciInfo_t: busIdLegacy[16], then domain, bus, device as unsigned ints. */
+struct nvml_pci {
+    char bus_id_legacy[16];
+    unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+    char bus_id[32];
+};
+
+/* A function of the NVML library that `real` lives in (the one the application uses). */
+static void *nvml_sym(void *real, const char *name)
+{
+    Dl_info di;
+    if (!dladdr(real, &di) || !di.dli_fname)
+        return NULL;
+    void *h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return NULL;
+    void *p = vw_real_dlsym(h, name);
+    dlclose(h); /* still loaded: the application holds it */
+    return p;
+}
+
+/* The CUDA ordinal of an NVML device: matched by PCI location (NVML numbers every GPU of the
+ * machine, CUDA only the visible ones, in its own order); by index when there is no
+ * CUDA_VISIBLE_DEVICES and no PCI answer. -1 when unknown. */
+static int cuda_ordinal(vw_nvml_device dev, void *real)
+{
+    pci_fn pci;
+    void *p = nvml_sym(real, "nvmlDeviceGetPciInfo_v3");
+    memcpy(&pci, &p, sizeof(pci));
+    struct nvml_pci info;
+    if (pci && pci(dev, &info) == NVML_OK) {
+        for (int i = 0; i < VW_MAX_DEVICES; i++) {
+            char bus[32];
+            unsigned d, b, s, f;
+            if (!vw_device_pci_bus_id(i, bus, sizeof(bus)))
+                break;
+            if (sscanf(bus, "%x:%x:%x.%x", &d, &b, &s, &f) == 4 && d == info.domain &&
+                b == info.bus && s == info.device)
+                return i;
+        }
+    }
+    if (getenv("CUDA_VISIBLE_DEVICES"))
+        return -1;
+    index_fn idx;
+    p = nvml_sym(real, "nvmlDeviceGetIndex");
+    memcpy(&idx, &p, sizeof(idx));
+    unsigned int n;
+    return idx && idx(dev, &n) == NVML_OK ? (int)n : -1;
+}
+
+VW_EXPORT vw_nvml_return nvmlDeviceGetMemoryInfo(vw_nvml_device device, vw_nvml_memory *memory)
+{
+    __typeof__(vw_real.nvmlDeviceGetMemoryInfo) real = VW_REAL(nvmlDeviceGetMemoryInfo);
+    if (VW_UNLIKELY(!real))
+        return NVML_ERROR_UNKNOWN;
+    vw_nvml_return r = real(device, memory);
+    if (r == NVML_OK && memory && vw_active() && VW_UNLIKELY(vw_limits)) {
+        uint64_t lim = vw_limit_of(cuda_ordinal(device, (void *)real));
+        if (lim) {
+            memory->total = lim;
+            memory->free = memory->used < lim ? lim - memory->used : 0;
+        }
+    }
+    return r;
+}
+
+VW_EXPORT vw_nvml_return nvmlDeviceGetMemoryInfo_v2(vw_nvml_device device, vw_nvml_memory_v2 *memory)
+{
+    __typeof__(vw_real.nvmlDeviceGetMemoryInfo_v2) real = VW_REAL(nvmlDeviceGetMemoryInfo_v2);
+    if (VW_UNLIKELY(!real))
+        return NVML_ERROR_UNKNOWN;
+    vw_nvml_return r = real(device, memory);
+    if (r == NVML_OK && memory && vw_active() && VW_UNLIKELY(vw_limits)) {
+        uint64_t lim = vw_limit_of(cuda_ordinal(device, (void *)real));
+        if (lim) {
+            /* total = reserved + used + free on NVML's v2 figures */
+            uint64_t held = memory->used + memory->reserved;
+            memory->total = lim;
+            memory->free = held < lim ? lim - held : 0;
+        }
+    }
+    return r;
+}

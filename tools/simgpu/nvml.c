@@ -1,0 +1,331 @@
+/* nvml.c: libnvidia-ml.so.1 of the simulated GPU, the few NVML calls a memory watcher makes.
+ *
+ * Devices and capacities come from the same SIMGPU_* variables as the simulated driver. The
+ * memory in use is asked of that driver when it is loaded in this process (through
+ * simgpu_device_used_bytes), so NVML, cuMemGetInfo and cudaMemGetInfo agree; without it only
+ * SIMGPU_OTHER_BYTES is in use, as on a card this process has not touched. */
+#include "simnvml.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* What the PCI config space of an H200 SXM says (NVIDIA's vendor id 0x10DE, device 0x2335), in
+ * NVML's packing: device id in the high half. */
+#define SIM_PCI_DEVICE_ID ((0x2335u << 16) | 0x10DEu)
+
+/* A handle points at one of these; the index is all there is to a device. */
+struct nvmlDevice_st {
+    unsigned int index;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    struct simgpu_config cfg;
+    char libcuda[4096];     /* the file the simulated runtime loads (SIMGPU_LIBCUDA) */
+    unsigned int refs;      /* nvmlInit calls not yet undone by nvmlShutdown */
+    unsigned int count;
+    struct nvmlDevice_st dev[SIMGPU_MAX_DEVICES];
+} nv = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+
+static void atfork_prepare(void) { pthread_mutex_lock(&nv.lock); }
+static void atfork_release(void) { pthread_mutex_unlock(&nv.lock); }
+
+/* Reads the environment once per process, like the driver. Quietly: the driver is the one
+ * that reports a bad value, so a process using both sees each complaint once. */
+static void load_once(void)
+{
+    simgpu_config_read(&nv.cfg, NULL, NULL);
+    const char *path = getenv("SIMGPU_LIBCUDA");
+    snprintf(nv.libcuda, sizeof nv.libcuda, "%s", path && *path ? path : "libcuda.so.1");
+    nv.count = (unsigned int)nv.cfg.devices;
+    for (unsigned int i = 0; i < SIMGPU_MAX_DEVICES; i++)
+        nv.dev[i].index = i;
+    pthread_atfork(atfork_prepare, atfork_release, atfork_release);
+}
+
+/* Takes the lock; every exported call but nvmlErrorString goes through here and leave(). */
+static nvmlReturn_t enter(void)
+{
+    pthread_once(&nv_once, load_once);
+    pthread_mutex_lock(&nv.lock);
+    return nv.refs > 0 ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
+}
+
+static nvmlReturn_t leave(nvmlReturn_t r)
+{
+    pthread_mutex_unlock(&nv.lock);
+    return r;
+}
+
+/* The device a handle stands for, or NULL when it is not one of ours. */
+static const struct nvmlDevice_st *device_of(nvmlDevice_t h)
+{
+    uintptr_t p = (uintptr_t)h, base = (uintptr_t)nv.dev;
+    if (p < base || p >= base + sizeof nv.dev || (p - base) % sizeof nv.dev[0] != 0)
+        return NULL;
+    const struct nvmlDevice_st *d = &nv.dev[(p - base) / sizeof nv.dev[0]];
+    return d->index < nv.count ? d : NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Memory, from the simulated driver when it is here                                        */
+
+typedef size_t (*used_fn)(int dev);
+
+/* The driver's own count for the device, or `fallback` when no simulated driver is loaded. A
+ * driver linked into the program is in the global scope; one the runtime dlopened with
+ * RTLD_LOCAL is not, but RTLD_NOLOAD finds it by name without ever loading anything. */
+static uint64_t driver_used_bytes(unsigned int index, uint64_t fallback)
+{
+    void *handle = NULL;
+    void *sym = dlsym(RTLD_DEFAULT, "simgpu_device_used_bytes");
+    if (!sym) {
+        handle = dlopen(nv.libcuda, RTLD_NOW | RTLD_NOLOAD);
+        if (handle)
+            sym = dlsym(handle, "simgpu_device_used_bytes");
+    }
+    uint64_t used = fallback;
+    if (sym) {
+        used_fn f;
+        memcpy(&f, &sym, sizeof f);
+        used = f((int)index);
+    }
+    if (handle)
+        dlclose(handle); /* whoever loaded the driver still holds it */
+    return used;
+}
+
+struct mem_figures {
+    uint64_t total, used, free;
+};
+
+/* Called without the lock held: the driver takes its own lock, and dlopen the loader's. The
+ * configuration is never written after load_once. */
+static void memory_of(unsigned int index, struct mem_figures *m)
+{
+    m->total = nv.cfg.memory[index];
+    m->used = driver_used_bytes(index, nv.cfg.other_bytes[index]);
+    /* Another "process" may claim more than the card has; NVML never reports used > total. */
+    if (m->used > m->total)
+        m->used = m->total;
+    m->free = m->total - m->used;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Initialisation                                                                           */
+
+static nvmlReturn_t do_init(void)
+{
+    if (nv.count == 0)
+        return NVML_ERROR_DRIVER_NOT_LOADED; /* a machine without GPUs has no NVIDIA driver */
+    if (nv.refs == UINT_MAX)
+        return NVML_ERROR_UNKNOWN;
+    nv.refs++;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlInit_v2(void)
+{
+    enter();
+    return leave(do_init());
+}
+
+/* The NVML 4.304 entry point; the simulated one behaves like nvmlInit_v2. */
+EXPORT nvmlReturn_t nvmlInit(void)
+{
+    enter();
+    return leave(do_init());
+}
+
+EXPORT nvmlReturn_t nvmlShutdown(void)
+{
+    nvmlReturn_t r = enter();
+    if (r == NVML_SUCCESS)
+        nv.refs--;
+    return leave(r);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Devices                                                                                  */
+
+EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
+{
+    nvmlReturn_t r = enter();
+    if (r == NVML_SUCCESS) {
+        if (!deviceCount)
+            r = NVML_ERROR_INVALID_ARGUMENT;
+        else
+            *deviceCount = nv.count;
+    }
+    return leave(r);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+    nvmlReturn_t r = enter();
+    if (r == NVML_SUCCESS) {
+        if (!device || index >= nv.count)
+            r = NVML_ERROR_INVALID_ARGUMENT;
+        else
+            *device = &nv.dev[index];
+    }
+    return leave(r);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
+{
+    nvmlReturn_t r = enter();
+    if (r == NVML_SUCCESS) {
+        const struct nvmlDevice_st *d = device_of(device);
+        if (!d || !index)
+            r = NVML_ERROR_INVALID_ARGUMENT;
+        else
+            *index = d->index;
+    }
+    return leave(r);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
+{
+    nvmlReturn_t r = enter();
+    if (r == NVML_SUCCESS) {
+        const struct nvmlDevice_st *d = device_of(device);
+        /* NVML promises that NVML_DEVICE_NAME_V2_BUFFER_SIZE always suffices: longer
+         * SIMGPU_NAMEs are cut there (cuDeviceGetName gives the whole name). */
+        size_t n = strnlen(nv.cfg.name, NVML_DEVICE_NAME_V2_BUFFER_SIZE - 1);
+        if (!d || !name)
+            r = NVML_ERROR_INVALID_ARGUMENT;
+        else if (length < n + 1)
+            r = NVML_ERROR_INSUFFICIENT_SIZE;
+        else {
+            memcpy(name, nv.cfg.name, n);
+            name[n] = '\0';
+        }
+    }
+    return leave(r);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
+{
+    nvmlReturn_t r = enter();
+    if (r == NVML_SUCCESS) {
+        const struct nvmlDevice_st *d = device_of(device);
+        if (!d || !pci) {
+            r = NVML_ERROR_INVALID_ARGUMENT;
+        } else {
+            /* The same address the simulated driver gives: domain 0, bus = ordinal + 1,
+             * device 0, function 0 (cuDeviceGetPCIBusId prints it like busIdLegacy). */
+            unsigned int bus = (d->index + 1) & 0xffu;
+            memset(pci, 0, sizeof *pci);
+            pci->domain = 0;
+            pci->bus = bus;
+            pci->device = 0;
+            pci->pciDeviceId = SIM_PCI_DEVICE_ID;
+            pci->pciSubSystemId = 0;
+            snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT,
+                     0u, bus, 0u);
+            snprintf(pci->busId, sizeof pci->busId, NVML_DEVICE_PCI_BUS_ID_FMT, 0u, bus, 0u);
+        }
+    }
+    return leave(r);
+}
+
+/* Checks the call under the lock; the figures are taken after it is dropped. */
+static nvmlReturn_t memory_call(nvmlDevice_t device, const void *out, unsigned int *index)
+{
+    nvmlReturn_t r = enter();
+    if (r == NVML_SUCCESS) {
+        const struct nvmlDevice_st *d = device_of(device);
+        if (!d || !out)
+            r = NVML_ERROR_INVALID_ARGUMENT;
+        else
+            *index = d->index;
+    }
+    return leave(r);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+    unsigned int index = 0;
+    struct mem_figures m;
+    nvmlReturn_t r = memory_call(device, memory, &index);
+    if (r != NVML_SUCCESS)
+        return r;
+    memory_of(index, &m);
+    memory->total = m.total;
+    memory->free = m.free;
+    memory->used = m.used;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
+{
+    unsigned int index = 0;
+    struct mem_figures m;
+    nvmlReturn_t r = memory_call(device, memory, &index);
+    if (r != NVML_SUCCESS)
+        return r;
+    if (memory->version != nvmlMemory_v2)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    /* The simulated card sets nothing aside for firmware: reserved is 0, so the v1 and v2
+     * figures are the same. */
+    memory_of(index, &m);
+    memory->total = m.total;
+    memory->reserved = 0;
+    memory->free = m.free;
+    memory->used = m.used;
+    return NVML_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Errors                                                                                   */
+
+EXPORT const char *nvmlErrorString(nvmlReturn_t result)
+{
+    switch (result) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+    case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_INSUFFICIENT_POWER: return "Insufficient External Power";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT: return "Timeout";
+    case NVML_ERROR_IRQ_ISSUE: return "Interrupt Request Issue";
+    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
+    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
+    case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    case NVML_ERROR_RESET_REQUIRED: return "GPU requires reset";
+    case NVML_ERROR_OPERATING_SYSTEM: return "GPU access blocked by the operating system";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "Driver/library version mismatch";
+    case NVML_ERROR_IN_USE: return "In use by another client";
+    case NVML_ERROR_MEMORY: return "Insufficient Memory";
+    case NVML_ERROR_NO_DATA: return "No data";
+    case NVML_ERROR_VGPU_ECC_NOT_SUPPORTED: return "vGPU operation not available while ECC is on";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient resources";
+    case NVML_ERROR_FREQ_NOT_SUPPORTED: return "Frequency not supported";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
+    case NVML_ERROR_DEPRECATED: return "Deprecated";
+    case NVML_ERROR_NOT_READY: return "Not ready";
+    case NVML_ERROR_GPU_NOT_FOUND: return "GPU not found";
+    case NVML_ERROR_INVALID_STATE: return "Invalid state";
+    case NVML_ERROR_UNKNOWN: return "Unknown Error";
+    }
+    return "Unknown Error";
+}
