@@ -56,6 +56,7 @@ static struct core_event events[VW_EVENTS_KEPT];
 static uint64_t events_total;
 static struct core_marker markers[VW_EVENTS_KEPT];
 static uint64_t markers_total;
+static uint64_t total_live, phase_peak; /* all devices: for the markers' phase figures */
 static struct core_crossing crossings[VW_MAX_DEVICES + 1];
 static int ncrossings;
 static bool crossed[VW_MAX_DEVICES + 1];
@@ -111,6 +112,7 @@ void core_reset(void)
     memset(&host, 0, sizeof(host));
     failures_total = events_total = markers_total = 0;
     ncrossings = 0;
+    total_live = phase_peak = 0;
     memset(crossed, 0, sizeof(crossed));
     last_oom_report_ns = 0;
     any_oom_report = false;
@@ -373,6 +375,9 @@ static void account_add(const struct core_alloc *a)
     d->alloc_calls++;
     d->live_bytes += a->size;
     d->live_count++;
+    total_live += a->size;
+    if (total_live > phase_peak)
+        phase_peak = total_live;
     if (a->kind == CORE_POOL) {
         d->pool_live_bytes += a->size;
         d->pool_used = true;
@@ -397,6 +402,7 @@ static void account_sub(const struct core_alloc *a)
     struct core_device *d = &devices[core_dev_slot(a->device)];
     d->live_bytes -= a->size;
     d->live_count--;
+    total_live -= a->size;
     if (a->kind == CORE_POOL)
         d->pool_live_bytes -= a->size;
 }
@@ -601,6 +607,9 @@ void core_mark(const char *label, uint64_t now_ns)
     struct core_marker *m = &markers[ring_slot(markers_total, VW_EVENTS_KEPT)];
     markers_total++;
     m->time_ns = now_ns;
+    m->live_bytes = total_live;
+    m->phase_peak_bytes = phase_peak;
+    phase_peak = total_live;
     memcpy(m->label, label, n);
     m->label[n] = 0;
     pthread_mutex_unlock(&lock);

@@ -89,6 +89,8 @@ struct core_crossing {
 
 struct core_marker {
     uint64_t time_ns;
+    uint64_t live_bytes;        /* device memory live on all devices at the marker */
+    uint64_t phase_peak_bytes;  /* the most live on all devices since the previous marker */
     char label[80];             /* truncated at a character boundary */
 };
 

@@ -436,6 +436,8 @@ static void write_failures(struct jsonw *w)
         jw_obj_begin(w, NULL);
         jw_u64(w, "time_unix_ns", snap.markers[i].time_ns);
         jw_str(w, "label", snap.markers[i].label);
+        jw_u64(w, "live_bytes", snap.markers[i].live_bytes);
+        jw_u64(w, "phase_peak_bytes", snap.markers[i].phase_peak_bytes);
         jw_obj_end(w);
     }
     jw_arr_end(w);

@@ -375,7 +375,8 @@ def case_limit_per_device(run):
 def case_dump(run):
     run.paths("dump")
     r = run.report()
-    eq([m["label"] for m in r["markers"]], ["epoch 1"], "markers")
+    eq([(m["label"], m["live_bytes"], m["phase_peak_bytes"]) for m in r["markers"]],
+       [("epoch 1", 1 * MiB, 1 * MiB)], "markers, with the memory of the phase they close")
 
 
 def case_queries_only(run):
