@@ -73,6 +73,12 @@ static throw_fn find_real(void)
     if (VW_LIKELY(f))
         return f;
     void *p = vw_real_dlsym(RTLD_NEXT, "__cxa_throw");
+    /* A C++ runtime loaded only in a local scope (a Python extension's dependency) is not
+     * found by RTLD_NEXT, though its users' throws reach us: look for it by name. */
+    if (!p)
+        p = vw_find_loaded("libstdc++.so", "__cxa_throw");
+    if (!p)
+        p = vw_find_loaded("libc++abi.so", "__cxa_throw");
     memcpy(&f, &p, sizeof(f));
     __atomic_store_n(&real_throw, f, __ATOMIC_RELEASE);
     return f;

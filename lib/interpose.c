@@ -10,6 +10,9 @@
 #include "interpose.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,17 +193,45 @@ static void *libcuda_handle(void)
     return dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
 }
 
+struct find_ctx {
+    const char *prefix;
+    const void *self_base;
+    char path[PATH_MAX];
+};
+
+static int find_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct find_ctx *c = arg;
+    (void)size;
+    if (!info->dlpi_name || !info->dlpi_name[0] || !module_is(info->dlpi_name, c->prefix))
+        return 0;
+    snprintf(c->path, sizeof(c->path), "%s", info->dlpi_name);
+    return 1;
+}
+
+void *vw_find_loaded(const char *module_prefix, const char *symbol)
+{
+    /* Libraries loaded with RTLD_LOCAL (a Python extension module's dependencies, a plugin)
+     * are not in the global scope that RTLD_NEXT searches, yet their callers bind to our
+     * exported symbols, which come first. Find the loaded module by file name, then the
+     * symbol in it; the path is copied out so dlopen runs outside dl_iterate_phdr. */
+    struct find_ctx c = { .prefix = module_prefix };
+    if (!dl_iterate_phdr(find_module, &c))
+        return NULL;
+    void *lib = dlopen(c.path, RTLD_LAZY | RTLD_NOLOAD);
+    if (!lib)
+        return NULL;
+    void *p = vw_real_dlsym(lib, symbol);
+    dlclose(lib); /* still loaded: whoever loaded it holds it */
+    return p;
+}
+
 void *vw_resolve(int id)
 {
     struct hook *h = &hooks[id];
     void *p = vw_real_dlsym(RTLD_NEXT, h->name);
-    if (!p && h->base) {
-        void *lib = libcuda_handle();
-        if (lib) {
-            p = vw_real_dlsym(lib, h->name);
-            dlclose(lib);
-        }
-    }
+    if (!p)
+        p = vw_find_loaded(h->module, h->name);
     if (!p)
         return NULL;
     Dl_info di;

@@ -64,7 +64,10 @@ struct vw_real_fns {
 };
 extern struct vw_real_fns vw_real;
 
-/* Resolve a slot through RTLD_NEXT (then libcuda, for driver functions); NULL if nowhere. */
+/* `symbol` in the first loaded module whose file name starts with `module_prefix`, found even
+ * when that module was loaded with RTLD_LOCAL; NULL if none. */
+void *vw_find_loaded(const char *module_prefix, const char *symbol);
+/* Resolve a slot through RTLD_NEXT, then in the loaded module it belongs to; NULL if nowhere. */
 void *vw_resolve(int id);
 #define VW_REAL(name)                                                                  \
     __extension__({                                                                    \

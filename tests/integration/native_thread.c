@@ -21,3 +21,12 @@ int alloc_in_native_thread(size_t size)
     pthread_join(t, &r);
     return r == NULL ? 0 : -1;
 }
+
+int alloc_here(size_t size);
+
+/* The same on the calling thread. */
+int alloc_here(size_t size)
+{
+    void *p;
+    return cudaMalloc(&p, size) == cudaSuccess ? 0 : -1;
+}

@@ -524,6 +524,18 @@ def case_python(run):
     eq(r["failures"][0]["size"], 2000 * MiB, "the out-of-memory failure")
 
 
+def case_local_scope(run):
+    """The runtime loaded only in a local scope: the shims still find it."""
+    run.run([run.args.local_scope, run.args.native_thread_lib])
+    d = dev0(run.report())
+    eq((d["live_bytes"], d["alloc_calls"]), (8 * MiB, 2), "both allocations, tracked")
+
+
+def case_torch_exceptions(run):
+    run.run([run.args.python, os.path.join(HERE, "torch_exceptions.py")], sim=False)
+    expect("arrived unchanged" in run.stdout, run.stdout + run.stderr)
+
+
 def case_real_cudart(run):
     """The real toolkit libcudart, no driver and the toolkit's stub driver: same return codes."""
     exe = run.args.realrc
@@ -556,6 +568,7 @@ def main():
     ap.add_argument("--build", help="the build folder (for the install case)")
     ap.add_argument("--python", help="the interpreter for the python case")
     ap.add_argument("--native-thread-lib", help="libnativethread.so for the python case")
+    ap.add_argument("--local-scope", help="the local_scope program")
     ap.add_argument("--preload-first", help="a sanitizer runtime to load before the library")
     ap.add_argument("case", choices=sorted(CASES))
     args = ap.parse_args()
