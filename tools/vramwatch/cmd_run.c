@@ -506,6 +506,18 @@ static bool prepare_env(const struct run_opts *o, const char *lib, const char *d
 	return ok;
 }
 
+/* A report worth advice: one that ran out of memory (a failure that no retry overcame), or an
+ * observe-mode run that crossed the emulated limit. */
+static bool wants_advice(const struct model_report *r)
+{
+	if (r->n_crossings > 0)
+		return true;
+	for (size_t i = 0; i < r->n_failures; i++)
+		if (r->failures[i].oom && r->failures[i].retried != RETRIED_SUCCEEDED)
+			return true;
+	return false;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct run_opts o = {0};
@@ -577,6 +589,17 @@ int cmd_run(int argc, char **argv)
 			util_err("report: %s", f.v[i].path);
 		report_show(stdout, f.v, f.n, &ro);
 		fflush(stdout);
+		/* After an out-of-memory, or an observe-mode run that went over the limit: what to
+		 * change, from the same report. */
+		for (size_t i = 0; i < f.n; i++) {
+			if (!wants_advice(&f.v[i]))
+				continue;
+			char *args[] = {(char *)"advise", (char *)f.v[i].path, NULL};
+			fputs("\n", stdout);
+			fflush(stdout);
+			cmd_advise(2, args);
+			fflush(stdout);
+		}
 	}
 	for (size_t i = 0; i < f.n; i++) {
 		free((char *)f.v[i].path);

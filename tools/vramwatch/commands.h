@@ -11,6 +11,7 @@
 /* argv[0] is the command's name; the return value is the process exit status. */
 int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_advise(int argc, char **argv);
 
 struct report_opts {
 	bool json;  /* the report JSON back, or the job JSON for several */

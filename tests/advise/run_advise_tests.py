@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Tests of `vramwatch advise` on recorded reports: exact expected output (golden), and bad
+usage or input (exit 2 with one line on stderr, nothing on stdout).
+
+    run_advise_tests.py --vramwatch BUILD/tools/vramwatch/vramwatch --data DIR --golden DIR
+                        --cli-data DIR {golden,usage} [--update]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+# name: (arguments after "advise"; data files are relative to --data)
+GOLDEN = {
+    "yolov9-oom-b64": ["yolov9-oom-b64.json"],
+    "yolov9-bound": ["yolov9-oom-b64-nomarkers.json"],
+    "observe-b64": ["observe-b64.json"],
+    "runs-16-32": ["run-b16.json", "run-b32.json"],
+    "hf-fragmented": ["hf-fragmented.json"],
+    "observe-target": ["--target", "24GiB", "--headroom", "20", "observe-b64.json"],
+}
+
+# (arguments, what stderr must contain)
+USAGE = [
+    ([], "no report file given"),
+    (["--frobnicate", "run-b16.json"], "unknown option --frobnicate"),
+    (["--headroom", "100", "run-b16.json"], "--headroom 100"),
+    (["--headroom", "ten", "run-b16.json"], "--headroom ten"),
+    (["--headroom"], "--headroom needs a value"),
+    (["--target", "0", "run-b16.json"], "--target 0"),
+    (["--target", "lots", "run-b16.json"], "--target lots"),
+    (["--target"], "--target needs a value"),
+    (["run-b16.json", "other-job-b32.json"], "not the same job"),
+    (["run-b16.json", "yolov9-oom-b64.json"], "not the same job"),
+    (["no-such-report.json"], "no-such-report.json"),
+]
+
+
+def run(exe, args, cwd):
+    p = subprocess.run([exe, "advise"] + args, cwd=cwd, capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def golden(o):
+    failed = 0
+    for name, args in GOLDEN.items():
+        for fmt in ("txt", "json"):
+            a = (["--json"] if fmt == "json" else []) + args
+            rc, out, err = run(o.vramwatch, a, o.data)
+            path = os.path.join(o.golden, f"{name}.{fmt}")
+            if rc != 0 or err:
+                print(f"FAIL {name}.{fmt}: exit {rc}, stderr {err!r}")
+                failed += 1
+                continue
+            if fmt == "json":
+                doc = json.loads(out)
+                keys = ["schema", "device", "observed", "model", "recommendations"]
+                if list(doc) != keys or doc["schema"] != "vramwatch.advice/1":
+                    print(f"FAIL {name}.json: top-level keys {list(doc)}")
+                    failed += 1
+                for r in doc["recommendations"]:
+                    if list(r) != ["kind", "flag", "value", "command", "predicted_peak_bytes", "fits", "note"]:
+                        print(f"FAIL {name}.json: recommendation keys {list(r)}")
+                        failed += 1
+                    if doc["model"]["basis"] == "bound" and r["fits"] is True:
+                        print(f"FAIL {name}.json: fits true on a bound")
+                        failed += 1
+            if o.update:
+                with open(path, "w") as f:
+                    f.write(out)
+                continue
+            try:
+                want = open(path).read()
+            except OSError:
+                want = None
+            if out != want:
+                print(f"FAIL {name}.{fmt}: output differs from {path}")
+                sys.stdout.write(out)
+                failed += 1
+            else:
+                print(f"ok   {name}.{fmt}")
+    return failed
+
+
+def one_line_error(label, rc, out, err, must):
+    if rc != 2 or out or err.count("\n") != 1 or must not in err or not err.startswith("vramwatch: "):
+        print(f"FAIL {label}: exit {rc}, stdout {out[:200]!r}, stderr {err!r} (want exit 2, one line with {must!r})")
+        return 1
+    print(f"ok   {label}")
+    return 0
+
+
+def usage(o):
+    failed = 0
+    for args, must in USAGE:
+        rc, out, err = run(o.vramwatch, args, o.data)
+        failed += one_line_error("advise " + " ".join(args), rc, out, err, must)
+    rc, out, err = run(o.vramwatch, ["--help"], o.data)
+    rc2, out2, err2 = run(o.vramwatch, ["run-b16.json", "--help"], o.data)
+    if rc != 0 or "usage: vramwatch advise" not in out or rc2 != 0:
+        print("FAIL advise --help")
+        failed += 1
+    # every malformed report of the cli tests: exit 2 with one line, never a crash
+    for name in sorted(os.listdir(o.cli_data)):
+        if not name.endswith(".json"):
+            continue
+        path = os.path.join(o.cli_data, name)
+        rc, out, err = run(o.vramwatch, [path], o.data)
+        if name.startswith("bad-"):
+            failed += one_line_error(f"advise {name}", rc, out, err, name)
+        elif name == "unknowns.json" and rc == 2:
+            failed += one_line_error(f"advise {name}", rc, out, err, "capacity is not known")
+            rc, out, err = run(o.vramwatch, ["--target", "16GiB", path], o.data)
+            if rc != 0 or err:
+                print(f"FAIL advise --target 16GiB {name}: exit {rc}, {err!r}")
+                failed += 1
+        else:
+            for a in ([path], ["--json", path]):
+                rc, out, err = run(o.vramwatch, a, o.data)
+                if rc != 0 or err or not out:
+                    print(f"FAIL advise {' '.join(a)}: exit {rc}, {err!r}")
+                    failed += 1
+                else:
+                    print(f"ok   advise {' '.join(a)}")
+    return failed
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vramwatch", required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--golden", required=True)
+    ap.add_argument("--cli-data", required=True)
+    ap.add_argument("--update", action="store_true", help="rewrite the golden files")
+    ap.add_argument("group", choices=["golden", "usage"])
+    o = ap.parse_args()
+    o.vramwatch = os.path.abspath(o.vramwatch)
+    o.cli_data = os.path.abspath(o.cli_data)
+    o.golden = os.path.abspath(o.golden)
+    failed = golden(o) if o.group == "golden" else usage(o)
+    print(f"{failed} failure(s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+/* memmodel.h: what a job needs of the card as a function of its batch and image size, built from
+ * one or more reports of that job. */
+#ifndef VRAMWATCH_TOOL_MEMMODEL_H
+#define VRAMWATCH_TOOL_MEMMODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cmdline.h"
+#include "model.h"
+
+enum memmodel_basis {
+	MEMMODEL_RUNS,     /* a least-squares line through runs at different batch x image sizes */
+	MEMMODEL_TIMELINE, /* one report: the level before training (markers) and the peak */
+	MEMMODEL_BOUND,    /* one failure with nothing else: the need is only known from below */
+};
+
+/* What one report says about the need at its batch and image size. */
+struct memmodel_obs {
+	const struct model_report *report;
+	const struct model_device *device; /* the device that peaked highest; NULL if none */
+	struct cmdline_flag batch, image;
+	double x;            /* batch x (image / reference image)^2; the batch alone without an image flag */
+	int64_t untracked;   /* context and libraries, 0 when unknown */
+	int64_t peak;        /* peak_reserved_bytes + untracked */
+	int64_t need;        /* the estimate of the need at x */
+	bool exact;          /* need is a measured point, not a lower bound (failures, observe mode) */
+	bool oom, observe;   /* a real out-of-memory; an observe-mode run that crossed the limit */
+	int64_t upper;       /* observe mode: the need is at most this (the uncapped peak) */
+	int64_t static_level; /* live before training from the markers, + untracked; -1 if none */
+};
+
+struct memmodel {
+	enum memmodel_basis basis;
+	double static_bytes, per_sample_bytes; /* per_sample at the reference image size */
+	int64_t image_ref;                     /* 0: no image flag, no scaling */
+	bool lower_bound;                      /* predictions are lower bounds (built on a failure) */
+	double spread;                         /* uncertainty of a prediction, in bytes */
+	/* observe mode: the same line through the uncapped peak, an upper bound of the need */
+	bool has_upper;
+	double upper_per_sample_bytes;
+	size_t n_points, n_bounds;
+};
+
+/* Reads what each report says. Fails with a one-line reason when the reports are not of one job
+ * or say nothing usable. obs must hold n entries. */
+bool memmodel_observe(const struct model_report *reports, size_t n, struct memmodel_obs *obs, struct strbuf *err);
+/* Builds the model from the observations. */
+void memmodel_build(const struct memmodel_obs *obs, size_t n, struct memmodel *m);
+/* The predicted need (bytes) at this batch and image size (image 0: the reference). */
+double memmodel_predict(const struct memmodel *m, int64_t batch, int64_t image);
+/* The upper bound where the model has one (observe mode), else the prediction. */
+double memmodel_predict_upper(const struct memmodel *m, int64_t batch, int64_t image);
+/* "runs", "timeline", "bound" */
+const char *memmodel_basis_name(enum memmodel_basis b);
+
+#endif
