@@ -296,10 +296,33 @@ def check_emulated_capacity(ctx):
 
 
 def check_advice(ctx):
+    """The advised batch after the OOM of oom_default runs without OOM on the same emulated
+    card, and its measured peak is compared with the prediction."""
     p = ctx.run([ctx.cli, "advise", "--help"], name="advise-probe")
     if p.returncode != 0:
-        raise Skip("vramwatch advise comes with issue 5")
-    raise Skip("advice check not written yet: it comes with issue 5")
+        raise Skip("vramwatch advise is not in this build")
+    files = sorted(glob.glob(os.path.join(ctx.reports_dir, "oom_default-vramwatch-*.json")))
+    if not files or not have_limit_emulation(ctx):
+        raise Skip("needs the report of oom_default under the emulated 16 GiB card")
+    p = ctx.run([ctx.cli, "advise", "--json", files[-1]], name="advise")
+    expect(p.returncode == 0, f"advise exited {p.returncode}")
+    advice = json.loads(p.stdout)
+    batch = [r for r in advice["recommendations"] if r["kind"] == "batch" and r["command"]]
+    expect(batch, "no batch recommendation with a command")
+    rec = batch[0]
+    cmd = rec["command"]
+    expect(cmd[0].endswith("python3") or "python" in os.path.basename(cmd[0]), f"unexpected command {cmd}")
+    args = cmd[2:] if cmd[1].endswith("train_torch.py") else cmd[1:]
+    p2, reps = ctx.torch_run(args, preload=True, name="advice_run", env={"VRAMWATCH_LIMIT": "16GiB"},
+                             timeout=300)
+    expect(p2.returncode == 0, f"the advised {rec['flag']} {rec['value']} failed (exit {p2.returncode})")
+    r = one_report(reps)
+    d = dev0(r)
+    measured = d["peak_reserved_bytes"] + max(d["untracked_bytes"] or 0, 0)
+    predicted = rec["predicted_peak_bytes"]
+    return (f"advised {rec['flag']} {rec['value']} (basis {advice['model']['basis']}) ran; predicted "
+            f"{predicted / GiB:.2f} GiB, measured {measured / GiB:.2f} GiB "
+            f"({(measured - predicted) / max(predicted, 1) * 100:+.1f}%)")
 
 
 def check_overhead(ctx):
