@@ -57,6 +57,7 @@ static uint64_t events_total;
 static struct core_marker markers[VW_EVENTS_KEPT];
 static uint64_t markers_total;
 static uint64_t total_live, phase_peak; /* all devices: for the markers' phase figures */
+static uint64_t peak_any;               /* max over devices of peak_live_bytes */
 static struct core_crossing crossings[VW_MAX_DEVICES + 1];
 static int ncrossings;
 static bool crossed[VW_MAX_DEVICES + 1];
@@ -113,6 +114,7 @@ void core_reset(void)
     failures_total = events_total = markers_total = 0;
     ncrossings = 0;
     total_live = phase_peak = 0;
+    peak_any = 0;
     memset(crossed, 0, sizeof(crossed));
     last_oom_report_ns = 0;
     any_oom_report = false;
@@ -375,7 +377,7 @@ static void account_add(const struct core_alloc *a)
     d->alloc_calls++;
     d->live_bytes += a->size;
     d->live_count++;
-    total_live += a->size;
+    __atomic_store_n(&total_live, total_live + a->size, __ATOMIC_RELAXED);
     if (total_live > phase_peak)
         phase_peak = total_live;
     if (a->kind == CORE_POOL) {
@@ -385,6 +387,8 @@ static void account_add(const struct core_alloc *a)
     if (d->live_bytes > d->peak_live_bytes) {
         d->peak_live_bytes = d->live_bytes;
         d->peak_time_ns = a->time_ns;
+        if (d->peak_live_bytes > peak_any)
+            __atomic_store_n(&peak_any, d->peak_live_bytes, __ATOMIC_RELAXED);
     }
 }
 
@@ -402,7 +406,7 @@ static void account_sub(const struct core_alloc *a)
     struct core_device *d = &devices[core_dev_slot(a->device)];
     d->live_bytes -= a->size;
     d->live_count--;
-    total_live -= a->size;
+    __atomic_store_n(&total_live, total_live - a->size, __ATOMIC_RELAXED);
     if (a->kind == CORE_POOL)
         d->pool_live_bytes -= a->size;
 }
@@ -744,6 +748,16 @@ int core_largest_live(struct core_alloc *out, int max, uint64_t *total)
     }
     *total = count;
     return n;
+}
+
+uint64_t core_peak_any(void)
+{
+    return __atomic_load_n(&peak_any, __ATOMIC_RELAXED);
+}
+
+uint64_t core_live_total(void)
+{
+    return __atomic_load_n(&total_live, __ATOMIC_RELAXED);
 }
 
 size_t core_mapped_bytes(void)

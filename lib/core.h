@@ -178,6 +178,11 @@ uint32_t core_copy_callsites(struct core_callsite *out, uint32_t n, uint64_t *fr
  * number written; *total gets the number of live device allocations. */
 int core_largest_live(struct core_alloc *out, int max, uint64_t *total);
 
+/* The highest live device memory any one device has reached, and the device memory live now on
+ * all devices: read without the lock (for the status file that vramwatch fit watches). */
+uint64_t core_peak_any(void);
+uint64_t core_live_total(void);
+
 /* Memory the core has mapped, for the documented bound and the benchmarks. */
 size_t core_mapped_bytes(void);
 

@@ -10,6 +10,7 @@
 #include "interpose.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <stdio.h>
@@ -80,6 +81,65 @@ static bool exit_registered;
 /* Serialises report gathering. */
 static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* ---------- the status file (VRAMWATCH_STATUS) ----------
+ * One line, rewritten in place with fixed-width fields, so a watcher (vramwatch fit) can tell
+ * while a trial runs whether its memory still grows:
+ *   vramwatch-status peak_live_bytes=... live_bytes=... time_unix_ns=... oom=0|1
+ * Written when the peak grew, at most every 100 ms, at every out-of-memory failure and at exit:
+ * a pwrite from the hook, no stdio and no allocation. */
+
+static int status_fd = -1;
+static uint64_t status_last_ns, status_written_peak;
+static bool status_oom; /* sticky: an allocation has failed out of memory (maybe rescued by a retry) */
+static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static char *put_field(char *p, const char *key, uint64_t v)
+{
+    size_t k = strlen(key);
+    memcpy(p, key, k);
+    p += k;
+    char digits[20];
+    for (int i = 19; i >= 0; i--) {
+        digits[i] = (char)('0' + v % 10);
+        v /= 10;
+    }
+    memcpy(p, digits, 20);
+    return p + 20;
+}
+
+static void status_open(void)
+{
+    if (!vw_opt.status[0])
+        return;
+    status_fd = open(vw_opt.status, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (status_fd < 0)
+        vw_log(VW_LOG_WARN, "cannot open the status file %s", vw_opt.status);
+}
+
+static void status_update(uint64_t now, bool oom, bool force)
+{
+    uint64_t peak = core_peak_any();
+    if (!oom && !force && (peak <= status_written_peak || now - status_last_ns < 100000000ull))
+        return;
+    if (oom)
+        __atomic_store_n(&status_oom, true, __ATOMIC_RELAXED);
+    if (pthread_mutex_trylock(&status_lock) != 0)
+        return; /* another thread is writing it: its figures are as good */
+    char line[160], *p = line;
+    memcpy(p, "vramwatch-status", 16);
+    p += 16;
+    p = put_field(p, " peak_live_bytes=", peak);
+    p = put_field(p, " live_bytes=", core_live_total());
+    p = put_field(p, " time_unix_ns=", now);
+    memcpy(p, __atomic_load_n(&status_oom, __ATOMIC_RELAXED) ? " oom=1\n" : " oom=0\n", 7);
+    p += 7;
+    ssize_t w = pwrite(status_fd, line, (size_t)(p - line), 0);
+    (void)w;
+    status_written_peak = peak;
+    status_last_ns = now;
+    pthread_mutex_unlock(&status_lock);
+}
+
 /* ---------- set-up ---------- */
 
 static void on_exit_report(void);
@@ -106,6 +166,13 @@ static void fork_child(void)
     framework_reset();
     pthread_mutex_init(&info_lock, NULL);
     pthread_mutex_init(&drv_lock, NULL);
+    pthread_mutex_init(&status_lock, NULL);
+    status_written_peak = 0;
+    status_oom = false;
+    if (status_fd >= 0) {
+        close(status_fd); /* the file describes the parent, which keeps writing it */
+        status_fd = -1;
+    }
     vw_depth = 0;
 }
 
@@ -130,6 +197,7 @@ static void init_body(void)
         vw_warn_once(warned_init, "cannot map memory for the tables; recording is off");
         return;
     }
+    status_open();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     __atomic_store_n(&vw_ready, true, __ATOMIC_RELEASE);
 }
@@ -502,6 +570,8 @@ void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bo
         core_alloc(kind, key, size, device, api, site, now);
         if (crossing)
             core_limit_crossing(device, api, size, site, now);
+        if (VW_UNLIKELY(status_fd >= 0))
+            status_update(now, false, false);
         vw_leave();
         return;
     }
@@ -517,6 +587,8 @@ void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bo
     }
     enum core_failure_verdict v = core_failure(kind, device, size, api, err, name, oom, site,
                                                free_bytes, (uint64_t)extra, now);
+    if (VW_UNLIKELY(status_fd >= 0) && oom)
+        status_update(now, true, false);
     if (v == CORE_FAIL_REPORT)
         vw_write_report("oom"); /* on disk before the failing call returns */
     vw_leave();
@@ -611,6 +683,8 @@ int vw_write_report(const char *reason)
 
 static void on_exit_report(void)
 {
+    if (status_fd >= 0 && vw_ready)
+        status_update(vw_now_ns(), false, true); /* the last figures, whatever the rate limit */
     if (vw_ready && !vw_opt.disable && core_touched())
         vw_write_report("exit");
 }

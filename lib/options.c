@@ -170,6 +170,12 @@ void options_load(void)
     if ((v = getenv("VRAMWATCH_LIMIT")) && *v && !options_parse_limit(v, vw_opt.limit))
         vw_log(VW_LOG_WARN, "VRAMWATCH_LIMIT=%s is not a size (16GiB, 16000MB) or a list "
                             "(0:16GiB,1:8GiB); no limit", v);
+    if ((v = getenv("VRAMWATCH_STATUS")) && *v) {
+        if (strlen(v) >= sizeof(vw_opt.status))
+            vw_log(VW_LOG_WARN, "VRAMWATCH_STATUS is too long; no status file");
+        else
+            strcpy(vw_opt.status, v);
+    }
     if ((v = getenv("VRAMWATCH_LIMIT_MODE")) && *v) {
         if (!strcasecmp(v, "observe"))
             vw_opt.observe = true;

@@ -18,6 +18,7 @@ struct vw_options {
     char dir[PATH_MAX];             /* VRAMWATCH_DIR, empty: the working directory at first use */
     uint64_t limit[VW_MAX_DEVICES]; /* VRAMWATCH_LIMIT per device, 0: none */
     bool observe;                   /* VRAMWATCH_LIMIT_MODE=observe */
+    char status[PATH_MAX];          /* VRAMWATCH_STATUS: a file kept up to date with the peak */
 };
 
 extern struct vw_options vw_opt;

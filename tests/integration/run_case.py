@@ -372,6 +372,27 @@ def case_limit_per_device(run):
     eq((devs[1]["total_bytes"], devs[1]["limit_bytes"]), (1 * GiB, 1 * GiB), "device 1 limited")
 
 
+def read_status(path):
+    with open(path, encoding="ascii") as fh:
+        line = fh.read()
+    words = line.split()
+    eq(words[0], "vramwatch-status", "status line")
+    return {k: int(v) for k, v in (w.split("=") for w in words[1:])}
+
+
+def case_status(run):
+    """VRAMWATCH_STATUS: a one-line file kept up to date with the peak, for vramwatch fit."""
+    path = os.path.join(run.dir, "status.txt")
+    run.paths("rt_malloc", {"VRAMWATCH_STATUS": path})
+    st = read_status(path)
+    eq((st["peak_live_bytes"], st["oom"]), (7 * MiB, 0), "peak, no out-of-memory")
+    os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+    run.paths("oom", {"VRAMWATCH_STATUS": path, "SIMGPU_MEMORY": "1GiB", "SIMGPU_CONTEXT_BYTES": "0"})
+    st = read_status(path)
+    eq(st["oom"], 1, "an out-of-memory failure is flagged")
+    expect(st["peak_live_bytes"] >= 600 * MiB, "peak written")
+
+
 def case_dump(run):
     run.paths("dump")
     r = run.report()
