@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "preload.h"
 
 #ifndef VW_LIBDIR
 #define VW_LIBDIR "/usr/local/lib"
 #endif
 
-#define LIBRARY_NAME "libvramwatch.so"
 #define NS_PER_S 1000000000LL
 /* A report's process start is derived from /proc (boot time in whole seconds plus clock ticks),
  * so it can read up to a second early. */
@@ -52,12 +52,6 @@ struct run_opts {
 	char **cmd;
 };
 
-static bool regular_file(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 static char *join(const char *dir, const char *name)
 {
 	struct strbuf b = {0};
@@ -77,68 +71,10 @@ static char *absolute(const char *path)
 	return abs;
 }
 
-/* The folder this executable is in, from /proc/self/exe (argv[0] may be a bare name). */
-static char *self_dir(void)
-{
-	size_t cap = 256;
-	for (;;) {
-		char *buf = util_xmalloc(cap);
-		ssize_t n = readlink("/proc/self/exe", buf, cap);
-		if (n < 0) {
-			free(buf);
-			return NULL;
-		}
-		if ((size_t)n < cap) {
-			buf[n] = '\0';
-			char *slash = strrchr(buf, '/');
-			if (slash)
-				*slash = '\0';
-			return buf;
-		}
-		free(buf);
-		cap *= 2;
-	}
-}
-
 static bool ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
 	return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-/* VRAMWATCH_LIB, else next to the executable, else the build tree (BUILD/tools/vramwatch/vramwatch
- * beside BUILD/lib/libvramwatch.so), else the install libdir. Returns an absolute path. */
-static char *find_library(struct strbuf *why)
-{
-	const char *env = getenv("VRAMWATCH_LIB");
-	if (env && *env) {
-		if (!regular_file(env)) {
-			sb_printf(why, "VRAMWATCH_LIB=%s: no such file", env);
-			return NULL;
-		}
-		return realpath(env, NULL);
-	}
-	char *dir = self_dir();
-	char *candidates[3] = {NULL, NULL, NULL};
-	if (dir) {
-		candidates[0] = join(dir, LIBRARY_NAME);
-		if (ends_with(dir, "/tools/vramwatch"))
-			candidates[1] = join(dir, "../../lib/" LIBRARY_NAME);
-	}
-	candidates[2] = util_xstrdup(VW_LIBDIR "/" LIBRARY_NAME);
-	char *found = NULL;
-	sb_add(why, "cannot find " LIBRARY_NAME " (looked for");
-	for (size_t i = 0; i < 3; i++) {
-		if (!candidates[i])
-			continue;
-		if (!found && regular_file(candidates[i]))
-			found = realpath(candidates[i], NULL);
-		sb_printf(why, " %s", candidates[i]);
-		free(candidates[i]);
-	}
-	sb_add(why, "); set VRAMWATCH_LIB to its path");
-	free(dir);
-	return found;
 }
 
 /* PyTorch's allocator settings with backend:cudaMallocAsync, keeping the other entries. */
@@ -451,36 +387,9 @@ static bool parse(int argc, char **argv, struct run_opts *o, bool *help)
 /* Sets LD_PRELOAD and the VRAMWATCH_* and PyTorch variables for the child. */
 static bool prepare_env(const struct run_opts *o, const char *lib, const char *dir)
 {
-	const char *old = getenv("LD_PRELOAD");
-	struct strbuf pre = {0};
-	/* ld.so splits LD_PRELOAD at spaces and colons. Ours goes first, so the application's
-	 * calls reach it before any other interposer; only sanitizer runtimes, which must be the
-	 * first library loaded, stay in front of it. */
-	const char *rest = old ? old : "";
-	while (*rest) {
-		size_t len = strcspn(rest, ": ");
-		const char *base = rest;
-		for (const char *c = rest; c < rest + len; c++)
-			if (*c == '/')
-				base = c + 1;
-		bool sanitizer = len > 0 && (!strncmp(base, "libasan", 7) || !strncmp(base, "libtsan", 7) ||
-					     !strncmp(base, "libubsan", 8) || !strncmp(base, "libclang_rt.", 12));
-		if (len > 0 && !sanitizer)
-			break;
-		if (len > 0) {
-			sb_addn(&pre, rest, len);
-			sb_addc(&pre, ':');
-		}
-		rest += len;
-		rest += strspn(rest, ": ");
-	}
-	sb_add(&pre, lib);
-	if (*rest) {
-		sb_addc(&pre, ':');
-		sb_add(&pre, rest);
-	}
-	bool ok = set_env("LD_PRELOAD", sb_str(&pre)) && set_env("VRAMWATCH_DIR", dir);
-	sb_free(&pre);
+	char *pre = preload_value(lib, getenv("LD_PRELOAD"));
+	bool ok = set_env("LD_PRELOAD", pre) && set_env("VRAMWATCH_DIR", dir);
+	free(pre);
 	if (ok && o->limit)
 		ok = set_env("VRAMWATCH_LIMIT", o->limit) &&
 		     set_env("VRAMWATCH_LIMIT_MODE", o->observe ? "observe" : "enforce");
@@ -538,7 +447,7 @@ int cmd_run(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct strbuf lwhy = {0};
-	char *lib = find_library(&lwhy);
+	char *lib = preload_find_library(&lwhy);
 	if (!lib) {
 		util_err("run: %s", sb_str(&lwhy));
 		sb_free(&lwhy);
