@@ -64,18 +64,24 @@ static int cuda_ordinal(vw_nvml_device dev, void *real)
     return idx && idx(dev, &n) == NVML_OK ? (int)n : -1;
 }
 
+/* The emulated capacity of an NVML device, or 0 when it has none (or nothing is emulated). */
+static uint64_t nvml_limit(vw_nvml_device device, void *real)
+{
+    if (!vw_active() || VW_LIKELY(!vw_limits))
+        return 0;
+    return vw_limit_of(cuda_ordinal(device, real));
+}
+
 VW_EXPORT vw_nvml_return nvmlDeviceGetMemoryInfo(vw_nvml_device device, vw_nvml_memory *memory)
 {
     __typeof__(vw_real.nvmlDeviceGetMemoryInfo) real = VW_REAL(nvmlDeviceGetMemoryInfo);
     if (VW_UNLIKELY(!real))
         return NVML_ERROR_UNKNOWN;
     vw_nvml_return r = real(device, memory);
-    if (r == NVML_OK && memory && vw_active() && VW_UNLIKELY(vw_limits)) {
-        uint64_t lim = vw_limit_of(cuda_ordinal(device, (void *)real));
-        if (lim) {
-            memory->total = lim;
-            memory->free = memory->used < lim ? lim - memory->used : 0;
-        }
+    uint64_t lim = r == NVML_OK && memory ? nvml_limit(device, (void *)real) : 0;
+    if (lim) {
+        memory->total = lim;
+        memory->free = memory->used < lim ? lim - memory->used : 0;
     }
     return r;
 }
@@ -86,14 +92,12 @@ VW_EXPORT vw_nvml_return nvmlDeviceGetMemoryInfo_v2(vw_nvml_device device, vw_nv
     if (VW_UNLIKELY(!real))
         return NVML_ERROR_UNKNOWN;
     vw_nvml_return r = real(device, memory);
-    if (r == NVML_OK && memory && vw_active() && VW_UNLIKELY(vw_limits)) {
-        uint64_t lim = vw_limit_of(cuda_ordinal(device, (void *)real));
-        if (lim) {
-            /* total = reserved + used + free on NVML's v2 figures */
-            uint64_t held = memory->used + memory->reserved;
-            memory->total = lim;
-            memory->free = held < lim ? lim - held : 0;
-        }
+    uint64_t lim = r == NVML_OK && memory ? nvml_limit(device, (void *)real) : 0;
+    if (lim) {
+        /* total = reserved + used + free on NVML's v2 figures */
+        uint64_t held = memory->used + memory->reserved;
+        memory->total = lim;
+        memory->free = held < lim ? lim - held : 0;
     }
     return r;
 }
