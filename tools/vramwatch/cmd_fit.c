@@ -260,8 +260,8 @@ static void judge(struct fit_ctx *c, const char *dir, const struct live_status *
 				const struct model_device *dev = &r.devices[i];
 				int64_t dneed = util_sat_add(dev->peak_reserved_bytes,
 							     dev->untracked_bytes.known ? dev->untracked_bytes.v : 0);
-				int64_t cap = dev->limit_bytes.known ? dev->limit_bytes.v
-					      : c->limit_bytes  ? (int64_t)c->limit_bytes
+				int64_t cap = c->limit_bytes             ? (int64_t)c->limit_bytes
+					      : dev->limit_bytes.known ? dev->limit_bytes.v
 					      : dev->total_bytes.known ? dev->total_bytes.v : 0;
 				if (dneed > need || (dneed == need && cap > 0)) {
 					need = dneed;
@@ -308,6 +308,14 @@ static void judge(struct fit_ctx *c, const char *dir, const struct live_status *
 	} else if (capacity <= 0) {
 		t->outcome = OUT_ERROR;
 		sb_add(why, "the card's capacity is unknown; give --limit SIZE");
+	} else if (c->limit_bytes && !settled) {
+		/* It completed on the card reduced by the headroom. */
+		char a[UTIL_SIZE_LEN], b[UTIL_SIZE_LEN], p[UTIL_SIZE_LEN];
+		double usable = (double)capacity * (1.0 - c->headroom / 100.0);
+		c->capacity_seen = capacity;
+		t->outcome = OUT_FITS;
+		sb_printf(why, "ran on a %s card (%s less %g%% headroom), peak %s", util_fmt_size((int64_t)usable, b),
+			  util_fmt_size(capacity, a), c->headroom, util_fmt_size(need, p));
 	} else {
 		c->capacity_seen = capacity;
 		double usable = (double)capacity * (1.0 - c->headroom / 100.0);
@@ -729,8 +737,16 @@ int cmd_fit(int argc, char **argv)
 		goto out;
 	}
 	pre = preload_value(lib, getenv("LD_PRELOAD"));
+	/* With one --limit for every device, each trial runs on a card already reduced by the
+	 * headroom: a trial that completes there fits with the headroom, whatever a caching
+	 * allocator would have kept reserved on the bigger card. */
+	char reduced[32] = "";
+	if (c->limit_bytes)
+		snprintf(reduced, sizeof reduced, "%llu",
+			 (unsigned long long)((double)c->limit_bytes * (1.0 - c->headroom / 100.0)));
 	if (setenv("LD_PRELOAD", pre, 1) != 0 ||
-	    (o.limit && (setenv("VRAMWATCH_LIMIT", o.limit, 1) != 0 || setenv("VRAMWATCH_LIMIT_MODE", "enforce", 1) != 0))) {
+	    (o.limit && (setenv("VRAMWATCH_LIMIT", reduced[0] ? reduced : o.limit, 1) != 0 ||
+			 setenv("VRAMWATCH_LIMIT_MODE", "enforce", 1) != 0))) {
 		util_err("fit: cannot set the environment: %s", strerror(errno));
 		goto out;
 	}
