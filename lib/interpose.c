@@ -594,6 +594,15 @@ void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bo
     vw_leave();
 }
 
+int vw_limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint64_t size,
+                  int *device, bool runtime)
+{
+    int lim = vw_limit_check(kind, size, device);
+    if (lim == VW_LIMIT_REFUSE)
+        vw_record_alloc(c, api, kind, false, VW_OOM, runtime, 0, size, *device, false);
+    return lim;
+}
+
 bool vw_free_begin(enum core_kind kind, uint64_t key, struct core_alloc *taken)
 {
     return core_take(kind, key, taken);

@@ -124,6 +124,13 @@ enum { VW_LIMIT_OK = 0, VW_LIMIT_REFUSE, VW_LIMIT_CROSS };
 /* Before an allocation of `size` on *device (VW_DEV_UNKNOWN: the current one, written back):
  * whether it fits the emulated card, must be refused (enforce), or crosses it (observe). */
 int vw_limit_check(enum core_kind kind, uint64_t size, int *device);
+/* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY: the same number in both families,
+ * what a real card answers when an allocation does not fit. */
+#define VW_OOM 2
+/* vw_limit_check for a hooked allocation call in flight: a refused call is recorded as the
+ * out-of-memory failure it becomes (the shim then returns VW_OOM without the real call). */
+int vw_limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint64_t size,
+                  int *device, bool runtime);
 /* Turn the driver's free/total of `device` into the emulated card's (idempotent, so a runtime
  * query that reaches the driver query inside comes out the same). */
 void vw_limit_meminfo(int device, size_t *free, size_t *total);

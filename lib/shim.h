@@ -5,9 +5,6 @@
 
 #include "interpose.h"
 
-/* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY: the same number in both families,
- * what a real card answers when an allocation does not fit. */
-#define VW_OOM 2
 
 /* An allocation: forward, then record the outcome; `key` and `size` are read after the real
  * call returns, and may use `ok`. */
@@ -21,14 +18,12 @@
         if (!vw_enter(&c, true))                                                           \
             return real args;                                                              \
         bool ok = false;                                                                   \
-        int dev = VW_DEV_UNKNOWN, lim = VW_LIMIT_OK;                                       \
-        if (VW_UNLIKELY(vw_limits)) {                                                      \
-            lim = vw_limit_check(kind, (size), &dev);                                      \
-            if (lim == VW_LIMIT_REFUSE) {                                                  \
-                vw_record_alloc(&c, #name, kind, false, VW_OOM, runtime, 0, (size), dev, false); \
-                return (ret)VW_OOM;                                                        \
-            }                                                                              \
-        }                                                                                  \
+        int dev = VW_DEV_UNKNOWN;                                                          \
+        int lim = VW_UNLIKELY(vw_limits)                                                   \
+                      ? vw_limit_gate(&c, #name, kind, (size), &dev, runtime)              \
+                      : VW_LIMIT_OK;                                                       \
+        if (lim == VW_LIMIT_REFUSE)                                                        \
+            return (ret)VW_OOM;                                                            \
         ret r = real args;                                                                 \
         ok = r == success;                                                                 \
         vw_record_alloc(&c, #name, kind, ok, (int)r, runtime, ok ? (key) : 0, (size), dev, \
@@ -47,16 +42,14 @@
         struct vw_call c;                                                                  \
         if (!vw_enter(&c, true))                                                           \
             return real(ptr, size, pool, stream);                                          \
-        int dev = vw_current_device(), lim = VW_LIMIT_OK;                                  \
+        int dev = vw_current_device();                                                     \
         if (pool)                                                                          \
             core_note_pool(dev, (uint64_t)(uintptr_t)pool);                                \
-        if (VW_UNLIKELY(vw_limits)) {                                                      \
-            lim = vw_limit_check(CORE_POOL, size, &dev);                                   \
-            if (lim == VW_LIMIT_REFUSE) {                                                  \
-                vw_record_alloc(&c, #name, CORE_POOL, false, VW_OOM, runtime, 0, size, dev, false); \
-                return (ret)VW_OOM;                                                        \
-            }                                                                              \
-        }                                                                                  \
+        int lim = VW_UNLIKELY(vw_limits)                                                   \
+                      ? vw_limit_gate(&c, #name, CORE_POOL, size, &dev, runtime)           \
+                      : VW_LIMIT_OK;                                                       \
+        if (lim == VW_LIMIT_REFUSE)                                                        \
+            return (ret)VW_OOM;                                                            \
         ret r = real(ptr, size, pool, stream);                                             \
         bool ok = r == success;                                                            \
         vw_record_alloc(&c, #name, CORE_POOL, ok, (int)r, runtime,                         \

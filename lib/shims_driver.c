@@ -51,14 +51,10 @@ VW_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
         return real(handle, size, prop, flags);
     int dev = (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) ? prop->location.id
                                                                           : VW_DEV_UNKNOWN;
-    int lim = VW_LIMIT_OK;
-    if (VW_UNLIKELY(vw_limits)) {
-        lim = vw_limit_check(CORE_VMM, size, &dev);
-        if (lim == VW_LIMIT_REFUSE) {
-            vw_record_alloc(&c, "cuMemCreate", CORE_VMM, false, VW_OOM, false, 0, size, dev, false);
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-    }
+    int lim = VW_UNLIKELY(vw_limits) ? vw_limit_gate(&c, "cuMemCreate", CORE_VMM, size, &dev, false)
+                                     : VW_LIMIT_OK;
+    if (lim == VW_LIMIT_REFUSE)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = real(handle, size, prop, flags);
     bool ok = r == CUDA_SUCCESS;
     vw_record_alloc(&c, "cuMemCreate", CORE_VMM, ok, (int)r, false,
