@@ -569,27 +569,13 @@ static bool parse_opts(int argc, char **argv, struct fit_opts *o, bool *help)
 			o->json = true;
 			continue;
 		}
-		const char *eq = strchr(a, '=');
-		size_t len = eq ? (size_t)(eq - a) : strlen(a);
-		const char **slot = NULL;
-		if (len == 7 && !strncmp(a, "--limit", 7))
-			slot = &o->limit;
-		else if (len == 10 && !strncmp(a, "--headroom", 10))
-			slot = &o->headroom;
-		else if (len == 6 && !strncmp(a, "--flag", 6))
-			slot = &o->flag;
-		else if (len == 8 && !strncmp(a, "--settle", 8))
-			slot = &o->settle;
-		if (!slot) {
-			util_err("fit: unknown option %s (see vramwatch fit --help)", a);
+		const struct util_valued_option opts[] = {{"--limit", &o->limit}, {"--headroom", &o->headroom},
+							   {"--flag", &o->flag}, {"--settle", &o->settle}, {NULL, NULL}};
+		int took = util_take_value("fit", argc, argv, &i, opts);
+		if (took < 0)
 			return false;
-		}
-		if (eq)
-			*slot = eq + 1;
-		else if (i + 1 < argc)
-			*slot = argv[++i];
-		if (!*slot || !**slot) {
-			util_err("fit: %.*s needs a value", (int)len, a);
+		if (took == 0) {
+			util_err("fit: unknown option %s (see vramwatch fit --help)", a);
 			return false;
 		}
 	}

@@ -337,7 +337,6 @@ static bool parse(int argc, char **argv, struct run_opts *o, bool *help)
 	int i = 1;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
-		const char **value = NULL;
 		if (strcmp(a, "--") == 0) {
 			i++;
 			break;
@@ -356,23 +355,12 @@ static bool parse(int argc, char **argv, struct run_opts *o, bool *help)
 			o->tensors = true;
 			continue;
 		}
-		const char *name = a;
-		const char *eq = strchr(a, '=');
-		size_t len = eq ? (size_t)(eq - a) : strlen(a);
-		if (len == 5 && strncmp(a, "--dir", 5) == 0)
-			value = &o->dir;
-		else if (len == 7 && strncmp(a, "--limit", 7) == 0)
-			value = &o->limit;
-		if (!value) {
-			util_err("run: unknown option %s (see vramwatch run --help)", a);
+		const struct util_valued_option opts[] = {{"--dir", &o->dir}, {"--limit", &o->limit}, {NULL, NULL}};
+		int took = util_take_value("run", argc, argv, &i, opts);
+		if (took < 0)
 			return false;
-		}
-		if (eq)
-			*value = eq + 1;
-		else if (i + 1 < argc)
-			*value = argv[++i];
-		if (!*value || !**value) {
-			util_err("run: %.*s needs a value", (int)len, name);
+		if (took == 0) {
+			util_err("run: unknown option %s (see vramwatch run --help)", a);
 			return false;
 		}
 	}

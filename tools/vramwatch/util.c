@@ -409,3 +409,22 @@ const char *util_basename(const char *path)
 	const char *slash = strrchr(path, '/');
 	return slash && slash[1] ? slash + 1 : path;
 }
+
+int util_take_value(const char *cmd, int argc, char **argv, int *i, const struct util_valued_option *opts)
+{
+	const char *a = argv[*i];
+	const char *eq = strchr(a, '=');
+	size_t len = eq ? (size_t)(eq - a) : strlen(a);
+	for (; opts->name; opts++) {
+		if (strlen(opts->name) != len || strncmp(a, opts->name, len) != 0)
+			continue;
+		const char *v = eq ? eq + 1 : *i + 1 < argc ? argv[++*i] : NULL;
+		if (!v || !*v) {
+			util_err("%s: %.*s needs a value", cmd, (int)len, a);
+			return -1;
+		}
+		*opts->slot = v;
+		return 1;
+	}
+	return 0;
+}

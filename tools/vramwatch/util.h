@@ -38,6 +38,16 @@ void sb_free(struct strbuf *b);
 /* Sizes as the contract spells them: a bare number is bytes; K M G T KiB MiB GiB TiB are powers
  * of 1024; KB MB GB TB powers of 1000. Returns false with a short reason on anything else. */
 bool util_parse_size(const char *s, uint64_t *out, const char **why);
+
+/* An option that takes a value, spelled "--name VALUE" or "--name=VALUE". */
+struct util_valued_option {
+	const char *name;
+	const char **slot;
+};
+/* If argv[*i] is one of `opts` (a list ended by a NULL name), stores its value in the slot
+ * (advancing *i past a separate value) and returns 1; returns 0 when it is none of them, and
+ * -1, with one "CMD: NAME needs a value" line, when its value is missing or empty. */
+int util_take_value(const char *cmd, int argc, char **argv, int *i, const struct util_valued_option *opts);
 /* VRAMWATCH_LIMIT: one size, or per device "0:16GiB,1:8GiB". */
 bool util_parse_limit(const char *s, const char **why);
 
