@@ -8,6 +8,7 @@
  * lookup, keep the real pointer per shim, and count each allocation once, at the outermost
  * hooked call on the thread. */
 #include "interpose.h"
+#include "nvml_procs.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -656,6 +657,7 @@ int vw_write_report(const char *reason)
         struct report_devinfo *in = &info[i];
         memset(in, 0, sizeof(*in));
         in->total = in->free = in->pool_reserved_high = -1;
+        in->nprocs = -1;
         in->limit = vw_limit_of(i) ? (int64_t)vw_limit_of(i) : -1;
         if (!snap->devices[i].active || i == VW_MAX_DEVICES)
             continue;
@@ -678,6 +680,9 @@ int vw_write_report(const char *reason)
         }
         if (in->limit > 0)
             in->total = in->limit; /* the emulated card, even when the driver could not answer */
+        /* Whose memory the rest of the card is: worth asking only when the card ran out. */
+        if (strcmp(reason, "oom") == 0 && in->pci_bus_id[0])
+            in->nprocs = vw_nvml_other_processes(in->pci_bus_id, in->procs, REPORT_PROCS_MAX);
         if (!query_pools(i, &snap->devices[i], &in->pool_extra, &in->pool_reserved_high)) {
             in->pool_extra = -1;
             in->pool_reserved_high = -1;

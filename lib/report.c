@@ -41,11 +41,16 @@ static char path_buf[PATH_MAX + 512]; /* the folder, plus host and pid */
 static int64_t peak_reserved_seen[VW_MAX_DEVICES + 1];
 static unsigned report_seq;
 static int warned_write;
+/* The other processes seen at the last out-of-memory report, per device, so the report at exit
+ * still says whose the rest of the card was; nprocs_seen 0 means never asked (stored + 1). */
+static struct report_proc procs_seen[VW_MAX_DEVICES + 1][REPORT_PROCS_MAX];
+static int nprocs_seen[VW_MAX_DEVICES + 1];
 
 void report_after_fork_child(void)
 {
     pthread_mutex_init(&report_lock, NULL);
     memset(peak_reserved_seen, 0, sizeof(peak_reserved_seen));
+    memset(nprocs_seen, 0, sizeof(nprocs_seen));
 }
 
 /* ---------- process facts ---------- */
@@ -384,6 +389,25 @@ static void write_devices(struct jsonw *w, const struct report_devinfo *info)
         jw_u64(w, "failed_calls", d->failed_calls);
         jw_u64(w, "cache_flushes", d->cache_flushes);
         jw_u64(w, "va_reserved_bytes", d->va_reserved_bytes);
+        if (in->nprocs >= 0) {
+            int n = in->nprocs < REPORT_PROCS_MAX ? in->nprocs : REPORT_PROCS_MAX;
+            memcpy(procs_seen[i], in->procs, (size_t)n * sizeof(in->procs[0]));
+            nprocs_seen[i] = n + 1;
+        }
+        if (nprocs_seen[i] == 0) {
+            jw_null(w, "other_processes");
+        } else {
+            jw_arr_begin(w, "other_processes");
+            for (int k = 0; k < nprocs_seen[i] - 1; k++) {
+                const struct report_proc *pr = &procs_seen[i][k];
+                jw_obj_begin(w, NULL);
+                jw_u64(w, "pid", pr->pid);
+                jw_str(w, "name", pr->name[0] ? pr->name : NULL);
+                opt_i64(w, "used_bytes", pr->used);
+                jw_obj_end(w);
+            }
+            jw_arr_end(w);
+        }
         jw_obj_end(w);
     }
     jw_arr_end(w);

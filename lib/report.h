@@ -7,6 +7,15 @@
 
 #include "core.h"
 
+#define REPORT_PROCS_MAX 16
+
+/* Another process holding memory on the device (NVML). */
+struct report_proc {
+    unsigned int pid;
+    int64_t used;                  /* -1: unknown */
+    char name[32];                 /* empty: unknown */
+};
+
 /* What the CUDA side measured for one device just before the report; -1 where unknown. */
 struct report_devinfo {
     char name[256];                /* empty: unknown */
@@ -16,6 +25,8 @@ struct report_devinfo {
     int64_t free;                  /* the driver's free memory */
     int64_t pool_extra;            /* pools' reserved beyond what they handed out, 0 without pools */
     int64_t pool_reserved_high;    /* the pools' high-water mark of reserved memory */
+    int nprocs;                    /* other processes listed below; -1: not asked, or NVML unavailable */
+    struct report_proc procs[REPORT_PROCS_MAX];
 };
 
 /* Write the report. `info` has VW_MAX_DEVICES + 1 entries, indexed like the core's devices.

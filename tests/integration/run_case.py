@@ -272,6 +272,27 @@ def case_oom(run):
     app_frame_first(r, f[1]["callsite"])
 
 
+def case_other_processes(run):
+    """At an out-of-memory failure the report lists the other processes on the card (NVML), with
+    their names, and not this process; the exit report keeps the list."""
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        run.paths("oom", {"SIMGPU_MEMORY": "1GiB", "SIMGPU_CONTEXT_BYTES": "0", "SIMGPU_OTHER_BYTES": "100MiB",
+                          "SIMGPU_OTHER_PID": str(other.pid)})
+    finally:
+        other.kill()
+        other.wait()
+    d = dev0(run.report())
+    eq(d["other_processes"], [{"pid": other.pid, "name": "sleep", "used_bytes": 100 * MiB}], "the other process")
+    expect(d["untracked_bytes"] >= 100 * MiB, "its memory is part of the untracked memory")
+    os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+    run.paths("oom", {"SIMGPU_MEMORY": "1GiB", "SIMGPU_CONTEXT_BYTES": "0"})
+    eq(dev0(run.report())["other_processes"], [], "nobody else on the card")
+    os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+    run.paths("rt_malloc")
+    eq(dev0(run.report())["other_processes"], None, "not asked without an out-of-memory failure")
+
+
 def case_fragmentation(run):
     run.paths("fragmentation", {"SIMGPU_MEMORY": "1GiB", "SIMGPU_CONTEXT_BYTES": "0"})
     r = run.report()

@@ -3,7 +3,11 @@
  * Devices and capacities come from the same SIMGPU_* variables as the simulated driver. The
  * memory in use is asked of that driver when it is loaded in this process (through
  * simgpu_device_used_bytes), so NVML, cuMemGetInfo and cudaMemGetInfo agree; without it only
- * SIMGPU_OTHER_BYTES is in use, as on a card this process has not touched. */
+ * SIMGPU_OTHER_BYTES is in use, as on a card this process has not touched.
+ *
+ * The running processes are this one (when its simulated driver holds memory on the device)
+ * and, when SIMGPU_OTHER_PID names a process, that one holding SIMGPU_OTHER_BYTES: so a test
+ * can put a real process on the card, whose name /proc tells. */
 #include "simnvml.h"
 
 #include <dlfcn.h>
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 
@@ -34,6 +39,7 @@ static struct {
     char libcuda[4096];     /* the file the simulated runtime loads (SIMGPU_LIBCUDA) */
     unsigned int refs;      /* nvmlInit calls not yet undone by nvmlShutdown */
     unsigned int count;
+    unsigned int other_pid; /* SIMGPU_OTHER_PID: who holds SIMGPU_OTHER_BYTES; 0 none listed */
     struct nvmlDevice_st dev[SIMGPU_MAX_DEVICES];
 } nv = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -50,6 +56,10 @@ static void load_once(void)
     const char *path = getenv("SIMGPU_LIBCUDA");
     snprintf(nv.libcuda, sizeof nv.libcuda, "%s", path && *path ? path : "libcuda.so.1");
     nv.count = (unsigned int)nv.cfg.devices;
+    const char *other = getenv("SIMGPU_OTHER_PID");
+    char *end = NULL;
+    unsigned long pid = other && *other ? strtoul(other, &end, 10) : 0;
+    nv.other_pid = end && *end == 0 && pid > 0 && pid < 4194304 ? (unsigned int)pid : 0;
     for (unsigned int i = 0; i < SIMGPU_MAX_DEVICES; i++)
         nv.dev[i].index = i;
     pthread_atfork(atfork_prepare, atfork_release, atfork_release);
@@ -286,6 +296,46 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v
     memory->reserved = 0;
     memory->free = m.free;
     memory->used = m.used;
+    return NVML_SUCCESS;
+}
+
+/* The handle of the device with this bus id, in either of the forms NVML and the driver print
+ * ("0000:01:00.0" or "00000000:01:00.0"), letters in either case. */
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device)
+{
+    nvmlReturn_t r = enter();
+    if (r != NVML_SUCCESS)
+        return leave(r);
+    unsigned int domain = 0, bus = 0, dev = 0, fn = 0;
+    if (!pciBusId || !device || sscanf(pciBusId, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    /* the simulated devices sit on buses 1, 2, ... (see nvmlDeviceGetPciInfo_v3) */
+    if (domain != 0 || dev != 0 || fn != 0 || bus < 1 || bus > nv.count)
+        return leave(NVML_ERROR_NOT_FOUND);
+    *device = &nv.dev[bus - 1];
+    return leave(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                            nvmlProcessInfo_t *infos)
+{
+    unsigned int index = 0;
+    nvmlReturn_t r = memory_call(device, infoCount, &index);
+    if (r != NVML_SUCCESS)
+        return r;
+    uint64_t other = nv.cfg.other_bytes[index];
+    uint64_t used = driver_used_bytes(index, other);
+    nvmlProcessInfo_t list[2];
+    unsigned int n = 0;
+    if (used > other)
+        list[n++] = (nvmlProcessInfo_t){(unsigned int)getpid(), used - other, 0xFFFFFFFFu, 0xFFFFFFFFu};
+    if (nv.other_pid && other > 0)
+        list[n++] = (nvmlProcessInfo_t){nv.other_pid, other, 0xFFFFFFFFu, 0xFFFFFFFFu};
+    unsigned int room = *infoCount;
+    *infoCount = n;
+    if (room < n || (n && !infos))
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    memcpy(infos, list, n * sizeof list[0]);
     return NVML_SUCCESS;
 }
 

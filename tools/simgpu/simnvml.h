@@ -83,6 +83,16 @@ typedef struct nvmlPciInfo_st {
     char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];          /* "%08X:%02X:%02X.0" */
 } nvmlPciInfo_t;
 
+/* One process using a device, as nvmlDeviceGetComputeRunningProcesses_v3 lists it. */
+typedef struct nvmlProcessInfo_st {
+    unsigned int pid;
+    unsigned long long usedGpuMemory; /* NVML_VALUE_NOT_AVAILABLE when not known */
+    unsigned int gpuInstanceId;       /* 0xFFFFFFFF outside MIG */
+    unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+
+#define NVML_VALUE_NOT_AVAILABLE (~0ULL)
+
 nvmlReturn_t nvmlInit_v2(void);
 nvmlReturn_t nvmlInit(void);
 nvmlReturn_t nvmlShutdown(void);
@@ -93,6 +103,9 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory);
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory);
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci);
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length);
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                     nvmlProcessInfo_t *infos);
 const char *nvmlErrorString(nvmlReturn_t result);
 
 #ifdef __cplusplus

@@ -336,6 +336,21 @@ static void print_device(FILE *out, const struct model_report *r, const struct m
 		print_row(out, "untracked", "unknown", &b);
 	}
 	print_row(out, "driver free", d->free_bytes.known ? util_fmt_size(d->free_bytes.v, s1) : "unknown", &b);
+	if (d->n_procs) {
+		/* whose the untracked memory partly is (NVML, when the card ran out) */
+		int64_t sum = 0;
+		for (size_t i = 0; i < d->n_procs; i++) {
+			const struct model_proc *p = &d->procs[i];
+			sb_printf(&b, "%spid %" PRId64, i ? ", " : "", p->pid);
+			if (p->name)
+				sb_printf(&b, " (%s)", p->name);
+			if (p->used_bytes.known) {
+				sb_printf(&b, " %s", util_fmt_size(p->used_bytes.v, s2));
+				sum = util_sat_add(sum, p->used_bytes.v);
+			}
+		}
+		print_row(out, "other procs", util_fmt_size(sum, s1), &b);
+	}
 	if (d->va_reserved_bytes.known && d->va_reserved_bytes.v > 0) {
 		sb_add(&b, "reserved with cuMemAddressReserve: not memory");
 		print_row(out, "address space", util_fmt_size(d->va_reserved_bytes.v, s1), &b);

@@ -245,9 +245,23 @@ static bool load_callsite(struct vctx *c, const cJSON *o, void *slot)
 	       req_int(c, o, "alloc_bytes_total", 0, &cs->alloc_bytes_total);
 }
 
+static bool load_proc(struct vctx *c, const cJSON *o, void *slot)
+{
+	struct model_proc *p = slot;
+	return req_int(c, o, "pid", 1, &p->pid) && get_str(c, o, "name", F_NULL, &p->name) &&
+	       get_int(c, o, "used_bytes", F_NULL, 0, &p->used_bytes);
+}
+
 static bool load_device(struct vctx *c, const cJSON *o, void *slot)
 {
 	struct model_device *d = slot;
+	const cJSON *procs;
+	if (!get_array(c, o, "other_processes", F_OPT, &procs, &d->n_procs))
+		return false;
+	d->procs_known = procs != NULL;
+	d->procs = util_xcalloc(d->n_procs ? d->n_procs : 1, sizeof *d->procs);
+	if (!each_object(c, "other_processes", procs, d->procs, sizeof *d->procs, load_proc))
+		return false;
 	return get_int(c, o, "ordinal", F_NULL, 0, &d->ordinal) && get_str(c, o, "name", F_NULL, &d->name) &&
 	       get_int(c, o, "total_bytes", F_NULL, 0, &d->total_bytes) &&
 	       get_int(c, o, "free_bytes", F_NULL, 0, &d->free_bytes) &&
@@ -495,6 +509,8 @@ void model_free(struct model_report *r)
 	for (size_t i = 0; i < r->n_callsites; i++)
 		free(r->callsites[i].frames);
 	free(r->callsites);
+	for (size_t i = 0; i < r->n_devices; i++)
+		free(r->devices[i].procs);
 	free(r->devices);
 	free(r->failures);
 	free(r->live);

@@ -38,6 +38,13 @@ struct model_callsite {
 	int64_t live_bytes, live_count, alloc_calls, alloc_bytes_total;
 };
 
+/* Another process holding memory on the device when the card ran out (NVML). */
+struct model_proc {
+	int64_t pid;
+	const char *name; /* NULL when unknown */
+	model_int used_bytes;
+};
+
 struct model_device {
 	model_int ordinal; /* unknown for allocations whose device could not be told */
 	const char *name; /* NULL when unknown */
@@ -49,6 +56,9 @@ struct model_device {
 	/* written by the library beyond the contract; unknown when absent */
 	model_int used_bytes, untracked_bytes, live_count, cache_flushes, va_reserved_bytes;
 	const char *uuid, *pci_bus_id; /* optional physical names, NULL when absent */
+	bool procs_known;              /* other_processes was listed (possibly empty) */
+	struct model_proc *procs;
+	size_t n_procs;
 };
 
 enum model_retried { RETRIED_UNKNOWN, RETRIED_SUCCEEDED, RETRIED_FAILED };
