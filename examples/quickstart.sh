@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command: set everything up, build, and run the main job, a YOLOv9-like
-# training at --batch 64 --img 640 on a 16 GiB card that runs out of memory, under vramwatch.
+# training at --batch 64 --img 640 on a 16 GiB card that runs out of memory, under vramwatch,
+# then the measured search for the largest batch that fits.
 # Without an NVIDIA GPU the job runs on the simulated GPU built with the project.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,4 +25,10 @@ set +e
 status=$?
 set -e
 echo "quickstart: the job exited with status $status; its report is in reports/ (vramwatch report reports/*.json)" >&2
+# The report of a failure in the first step only bounds the need, so the advice above proposes
+# the next run and the measured search; run that search, as a user would next.
+echo "quickstart: measuring the largest batch that fits (vramwatch fit, the command the advice gives)" >&2
+if [ ${#limit[@]} -eq 0 ]; then limit=(--limit 16GiB); fi
+"${sim[@]}" build/tools/vramwatch/vramwatch fit "${limit[@]}" -- \
+  python3 examples/train_sim.py --batch 64 --img 640 || true
 exit 0

@@ -2,11 +2,13 @@
 """A training-like job that runs out of GPU memory the way YOLOv9 does, with no framework.
 
 It drives the CUDA runtime through ctypes (on the simulated GPU where there is no real one):
-a caching allocator like PyTorch's keeps freed blocks for reuse and, when cudaMalloc fails,
-releases its cache and retries once before raising "CUDA out of memory". The memory it asks
+a caching allocator like PyTorch's keeps freed blocks for reuse, splits them for smaller
+requests and, when cudaMalloc fails, releases its cache and retries once before raising "CUDA out
+of memory" (PYTORCH_CUDA_ALLOC_CONF's max_split_size_mb and expandable_segments are honoured). The memory it asks
 for follows a detector's shape: weights, gradients, EMA and optimizer state that do not depend
 on the batch, then activations that grow with the batch and with the square of the image side,
 freed again by the backward pass; validation runs at twice the batch, without gradients.
+--static-gib, --sample-mib and --val-mem set the workload's truth for the accuracy tests.
 
 The sizes are anchored on published YOLOv9-s figures on a 16 GB V100 at 640x640 with AMP
 (peak 15.8 GB at batch 64, 9.6 GB at batch 32: about 3.2 GiB fixed and 0.18 GiB per image).
@@ -44,24 +46,67 @@ def fmt(n):
     return f"{n / GiB:.2f} GiB" if n >= GiB else f"{n / MiB:.2f} MiB"
 
 
-class CachingAllocator:
-    """Whole segments from cudaMalloc, kept after free for reuse (PyTorch's default allocator,
-    reduced to what matters for memory: rounding, caching, release-and-retry on failure)."""
+class Block:
+    __slots__ = ("seg", "offset", "size", "free")
 
-    def __init__(self, rt, device, total):
+    def __init__(self, seg, offset, size, free):
+        self.seg, self.offset, self.size, self.free = seg, offset, size, free
+
+
+class Segment:
+    """One cudaMalloc'ed range, cut into blocks (kept in address order)."""
+
+    def __init__(self, ptr, size):
+        self.ptr, self.size = ptr, size
+        self.blocks = [Block(self, 0, size, True)]
+
+
+class CachingAllocator:
+    """PyTorch's default CUDA caching allocator, reduced to what decides memory: requests are
+    rounded, segments come from cudaMalloc and stay cached after free, a cached block is split to
+    serve a smaller request (best fit), neighbouring free blocks merge, and when cudaMalloc fails
+    the segments that are wholly free are released and the call retried once before "CUDA out of
+    memory". PYTORCH_CUDA_ALLOC_CONF is honoured as PyTorch reads it:
+    max_split_size_mb:N (blocks of N MiB or more are never split, and serve only requests within
+    20 MiB of their size: the fragmentation it was made for, and causes) and
+    expandable_segments:True (no fragmentation: modelled as memory given back as soon as it is
+    freed and asked for again at the exact size)."""
+
+    SMALL = 1 * MiB        # PyTorch's kSmallSize: a remainder above it is split off
+    LARGE_BUFFER = 20 * MiB  # kLargeBuffer: the segment for mid-sized requests, the oversize slack
+
+    def __init__(self, rt, device, total, conf=""):
         self.rt = rt
         self.device = device
         self.total = total
-        self.cache = []          # (size, ptr) of freed segments
+        self.segments = []
         self.allocated = 0       # handed to tensors
         self.reserved = 0        # asked of CUDA
         self.max_reserved = 0
+        self.max_allocated = 0
         self.retries = 0
+        self.max_split = None
+        self.expandable = False
+        for item in conf.replace(";", ",").split(","):
+            key, _, value = item.partition(":")
+            key, value = key.strip(), value.strip()
+            if key == "max_split_size_mb" and value.isdigit():
+                self.max_split = int(value) * MiB
+            elif key == "expandable_segments":
+                self.expandable = value == "True"
 
     @staticmethod
     def round_size(n):
-        # Small requests share 2 MiB segments in PyTorch; large ones round up to 2 MiB.
         return max(512, (n + 511) // 512 * 512) if n < MiB else (n + 2 * MiB - 1) // (2 * MiB) * (2 * MiB)
+
+    def segment_size(self, size):
+        if self.expandable:
+            return size
+        if size <= self.SMALL:
+            return 2 * MiB
+        if size < 10 * MiB:
+            return self.LARGE_BUFFER
+        return size
 
     def _cuda_malloc(self, size):
         ptr = ctypes.c_void_p()
@@ -71,42 +116,86 @@ class CachingAllocator:
             return None
         return ptr.value
 
+    def _usable(self, b, size):
+        if not b.free or b.size < size:
+            return False
+        if self.max_split is not None:
+            if size < self.max_split and b.size >= self.max_split:
+                return False
+            if size >= self.max_split and b.size >= size + self.LARGE_BUFFER:
+                return False
+        return True
+
+    def _release_free_segments(self):
+        keep = []
+        for seg in self.segments:
+            if len(seg.blocks) == 1 and seg.blocks[0].free:
+                self.rt.cudaFree(ctypes.c_void_p(seg.ptr))
+                self.reserved -= seg.size
+            else:
+                keep.append(seg)
+        self.segments = keep
+
+    def empty_cache(self):
+        """torch.cuda.empty_cache(): give back the segments nothing is using."""
+        self._release_free_segments()
+
     def malloc(self, nbytes):
         size = self.round_size(nbytes)
-        # 1. a cached segment that fits (best fit, and not more than 20 MiB too big)
         best = None
-        for i, (s, p) in enumerate(self.cache):
-            if size <= s <= size + 20 * MiB and (best is None or s < self.cache[best][0]):
-                best = i
-        if best is not None:
-            s, p = self.cache.pop(best)
-            self.allocated += s
-            return (s, p)
-        # 2. a new segment; 3. on failure release every cached segment and retry once
-        p = self._cuda_malloc(size)
-        if p is None:
-            for s, q in self.cache:
-                self.rt.cudaFree(ctypes.c_void_p(q))
-                self.reserved -= s
-            self.cache.clear()
-            self.retries += 1
-            p = self._cuda_malloc(size)
-        if p is None:
-            free, total = ctypes.c_size_t(), ctypes.c_size_t()
-            self.rt.cudaMemGetInfo(ctypes.byref(free), ctypes.byref(total))
-            raise OutOfMemory(
-                f"CUDA out of memory. Tried to allocate {fmt(size)}. GPU {self.device} has a total "
-                f"capacity of {fmt(total.value)} of which {fmt(free.value)} is free. Of the "
-                f"allocated memory {fmt(self.allocated)} is allocated by this job, and "
-                f"{fmt(self.reserved - self.allocated)} is reserved but unallocated.")
-        self.reserved += size
-        self.max_reserved = max(self.max_reserved, self.reserved)
-        self.allocated += size
-        return (size, p)
+        if not self.expandable:
+            for seg in self.segments:
+                for b in seg.blocks:
+                    if self._usable(b, size) and (best is None or b.size < best.size):
+                        best = b
+        if best is None:
+            seg_size = self.segment_size(size)
+            p = self._cuda_malloc(seg_size)
+            if p is None:
+                self._release_free_segments()
+                self.retries += 1
+                p = self._cuda_malloc(seg_size)
+            if p is None:
+                free, total = ctypes.c_size_t(), ctypes.c_size_t()
+                self.rt.cudaMemGetInfo(ctypes.byref(free), ctypes.byref(total))
+                raise OutOfMemory(
+                    f"CUDA out of memory. Tried to allocate {fmt(size)}. GPU {self.device} has a total "
+                    f"capacity of {fmt(total.value)} of which {fmt(free.value)} is free. Of the "
+                    f"allocated memory {fmt(self.allocated)} is allocated by this job, and "
+                    f"{fmt(self.reserved - self.allocated)} is reserved but unallocated.")
+            seg = Segment(p, seg_size)
+            self.segments.append(seg)
+            self.reserved += seg_size
+            self.max_reserved = max(self.max_reserved, self.reserved)
+            best = seg.blocks[0]
+        remaining = best.size - size
+        splittable = self.max_split is None or size < self.max_split
+        if remaining > self.SMALL and splittable:
+            seg = best.seg
+            i = seg.blocks.index(best)
+            seg.blocks.insert(i + 1, Block(seg, best.offset + size, remaining, True))
+            best.size = size
+        best.free = False
+        self.allocated += best.size
+        self.max_allocated = max(self.max_allocated, self.allocated)
+        return best
 
     def free(self, block):
-        self.allocated -= block[0]
-        self.cache.append(block)
+        self.allocated -= block.size
+        block.free = True
+        seg = block.seg
+        if self.expandable:
+            self.rt.cudaFree(ctypes.c_void_p(seg.ptr))
+            self.reserved -= seg.size
+            self.segments.remove(seg)
+            return
+        i = seg.blocks.index(block)
+        if i + 1 < len(seg.blocks) and seg.blocks[i + 1].free:
+            block.size += seg.blocks.pop(i + 1).size
+        if i > 0 and seg.blocks[i - 1].free:
+            prev = seg.blocks[i - 1]
+            prev.size += block.size
+            seg.blocks.pop(i)
 
 
 def load_runtime():
@@ -138,9 +227,21 @@ def main():
     ap.add_argument("--cfg", choices=sorted(CONFIGS), default="s")
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--workers", type=int, default=8, help="accepted for YOLOv9 compatibility")
+    # The workload itself, for tests that need to know the truth (defaults: --cfg's figures)
+    ap.add_argument("--static-gib", type=float, help="memory that does not depend on the batch")
+    ap.add_argument("--sample-mib", type=float, help="training activations per image at 640x640")
+    ap.add_argument("--val-mem", type=float, default=1 / 3,
+                    help="validation's working set (at twice the batch) as a share of training's "
+                         "activations at the batch; above 1 validation is the peak")
+    ap.add_argument("--keep-cache", action="store_true",
+                    help="do not empty the allocator's cache after validation: its segments are then "
+                         "split by the next epoch's training (fragmentation)")
     args = ap.parse_args()
     if args.batch < 1 or args.img < 32:
         ap.error("--batch must be >= 1 and --img >= 32")
+    if (args.static_gib is not None and args.static_gib < 0) or \
+            (args.sample_mib is not None and args.sample_mib <= 0) or args.val_mem < 0:
+        ap.error("--static-gib must be >= 0, --sample-mib > 0 and --val-mem >= 0")
 
     rt = load_runtime()
     mark = marker()
@@ -148,8 +249,12 @@ def main():
         sys.exit(f"train_sim: cannot use device {args.device}")
     free, total = ctypes.c_size_t(), ctypes.c_size_t()
     rt.cudaMemGetInfo(ctypes.byref(free), ctypes.byref(total))
-    alloc = CachingAllocator(rt, args.device, total.value)
+    alloc = CachingAllocator(rt, args.device, total.value, os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
     fixed, per_image, layers = CONFIGS[args.cfg]
+    if args.static_gib is not None:
+        fixed = int(args.static_gib * GiB)
+    if args.sample_mib is not None:
+        per_image = int(args.sample_mib * MiB)
     per_image = int(per_image * (args.img / 640) ** 2)
     print(f"train_sim: yolov9-{args.cfg} batch {args.batch} img {args.img} on a "
           f"{fmt(total.value)} card ({fmt(free.value)} free)", flush=True)
@@ -159,7 +264,7 @@ def main():
     try:
         mark("setup")
         # weights, gradients, EMA copy, optimizer state, workspaces: a few large buffers
-        model = [alloc.malloc(fixed // 8) for _ in range(8)]
+        model = [alloc.malloc(fixed // 8) for _ in range(8)] if fixed >= 8 else []
         for epoch in range(args.epochs):
             mark(f"epoch {epoch} train")
             for _ in range(args.steps):
@@ -170,15 +275,24 @@ def main():
                     acts.append(alloc.malloc(int(per_image * args.batch * share)))
                 # backward: activation gradients come and go, activations are released
                 for a in reversed(acts):
-                    g = alloc.malloc(a[0] // 2)
+                    g = alloc.malloc(a.size // 2)
                     alloc.free(a)
                     alloc.free(g)
                 steps += 1
             mark(f"epoch {epoch} val")
-            # validation: twice the batch, no gradients, half precision: a third of the memory
-            vacts = [alloc.malloc(int(per_image * args.batch * 2 / 3 / layers)) for _ in range(layers)]
-            for a in vacts:
-                alloc.free(a)
+            # validation: inference at twice the batch, no gradients: each layer's output is
+            # kept only until the next layer has read it (two live at a time)
+            if args.val_mem > 0:
+                each = int(per_image * args.batch * args.val_mem / 2)
+                prev = alloc.malloc(each)
+                for _ in range(layers - 1):
+                    out = alloc.malloc(each)
+                    alloc.free(prev)
+                    prev = out
+                alloc.free(prev)
+            if not args.keep_cache:
+                # what Ultralytics' trainer does after validation (torch.cuda.empty_cache)
+                alloc.empty_cache()
         del model
     except OutOfMemory as e:
         print(f"train_sim: {e}", file=sys.stderr)
@@ -187,7 +301,8 @@ def main():
         return 1
     dt = time.time() - t0
     print(f"train_sim: {steps} steps, {steps / dt:.1f} steps/s, max reserved "
-          f"{fmt(alloc.max_reserved)} ({alloc.max_reserved} bytes), {alloc.retries} cache flushes")
+          f"{fmt(alloc.max_reserved)} ({alloc.max_reserved} bytes), max allocated "
+          f"{fmt(alloc.max_allocated)}, {alloc.retries} cache flushes")
     return 0
 
 

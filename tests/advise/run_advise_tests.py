@@ -19,6 +19,11 @@ GOLDEN = {
     "runs-16-32": ["run-b16.json", "run-b32.json"],
     "hf-fragmented": ["hf-fragmented.json"],
     "observe-target": ["--target", "24GiB", "--headroom", "20", "observe-b64.json"],
+    "validation-oom": ["val-oom-b44.json"],
+    "fragmented": ["--target", "16GiB", "fragmented-b16.json"],
+    "hf-fp32-oom": ["hf-fp32-oom.json"],
+    "runs-16-oom-64": ["run-b16.json", "oom-b64.json"],
+    "other-process": ["other-process-oom.json"],
 }
 
 # (arguments, what stderr must contain)

@@ -122,6 +122,44 @@ int main(void)
 	CHECK(!cmdline_same_job(a16, ARGC(a16), yolo, ARGC(yolo)));
 	CHECK(cmdline_same_job(ultra, ARGC(ultra), ultra, ARGC(ultra)));
 
+	/* the family decides what the script already does by itself */
+	CHECK(cmdline_family(yolo, ARGC(yolo)) == CMDLINE_YOLO);
+	CHECK(cmdline_family(ultra, ARGC(ultra)) == CMDLINE_ULTRALYTICS);
+	CHECK(cmdline_family(imgsz, ARGC(imgsz)) == CMDLINE_GENERIC);
+	const char *hfx[] = {"python3", "run_clm.py", "--per_device_train_batch_size", "16", "--gradient_accumulation_steps=2",
+	                    "--fp16", "False", "--bf16=true", "--gradient_checkpointing", "--output_dir", "out"};
+	CHECK(cmdline_family(hfx, ARGC(hfx)) == CMDLINE_HF);
+	expect(hfx, ARGC(hfx), CMDLINE_ACCUM, "--gradient_accumulation_steps=", 2, 4,
+	       "python3 run_clm.py --per_device_train_batch_size 16 --gradient_accumulation_steps=4 --fp16 False --bf16=true "
+	       "--gradient_checkpointing --output_dir out");
+	CHECK(!cmdline_switch_on(hfx, ARGC(hfx), "--fp16"));
+	CHECK(cmdline_switch_on(hfx, ARGC(hfx), "--bf16"));
+	CHECK(cmdline_switch_on(hfx, ARGC(hfx), "--gradient_checkpointing"));
+	CHECK(!cmdline_switch_on(hfx, ARGC(hfx), "--tf32"));
+	/* a switch after "--" belongs to another program */
+	const char *after[] = {"python3", "launch.py", "--", "--fp16"};
+	CHECK(!cmdline_switch_on(after, ARGC(after), "--fp16"));
+
+	/* edits: a found flag rewritten in place, a missing one and a switch appended */
+	const char *hf2[] = {"python3", "run_clm.py", "--per_device_train_batch_size", "16", "--output_dir", "out"};
+	struct cmdline_flag bf, acc;
+	cmdline_find(hf2, ARGC(hf2), CMDLINE_BATCH, &bf);
+	cmdline_find(hf2, ARGC(hf2), CMDLINE_ACCUM, &acc);
+	CHECK(bf.found && !acc.found);
+	struct cmdline_edit edits[] = {{&bf, NULL, 8}, {&acc, "--gradient_accumulation_steps", 2},
+	                               {NULL, "--gradient_checkpointing", 0}};
+	size_t n = 0;
+	char **c = cmdline_with_edits(hf2, ARGC(hf2), edits, 3, &n);
+	char line[512] = "";
+	for (size_t i = 0; i < n; i++) {
+		strcat(line, i ? " " : "");
+		strcat(line, c[i]);
+	}
+	CHECK(strcmp(line, "python3 run_clm.py --per_device_train_batch_size 8 --output_dir out "
+	                   "--gradient_accumulation_steps 2 --gradient_checkpointing") == 0);
+	CHECK(c[n] == NULL);
+	cmdline_free(c, n);
+
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

@@ -11,7 +11,7 @@
 #define ADVICE_SCHEMA "vramwatch.advice/1"
 #define GiB ((int64_t)1 << 30)
 #define MAX_BATCH 1048576
-#define MAX_RECS 8
+#define MAX_RECS 12
 
 enum tri { TRI_NULL = -1, TRI_FALSE = 0, TRI_TRUE = 1 };
 
@@ -31,12 +31,17 @@ struct rec {
 struct advice {
 	const struct model_report *r;
 	const struct memmodel_obs *o; /* of the first report */
+	const struct memmodel_obs *obs; /* of every report */
+	size_t n_obs;
 	struct memmodel m;
 	int64_t capacity, usable;
+	int64_t avail;  /* the capacity less what other processes hold: the most the job can have */
+	int64_t others; /* what other processes held on the card (NVML), 0 when none or unknown */
 	const char *capacity_from;
 	double headroom;
 	struct rec recs[MAX_RECS];
 	size_t n_recs;
+	char acc_name[40]; /* the accumulation flag as spelled, for its recommendation */
 };
 
 static struct rec *add_rec(struct advice *a, const char *kind)
@@ -48,12 +53,20 @@ static struct rec *add_rec(struct advice *a, const char *kind)
 	return x;
 }
 
+static struct rec *find_rec(struct advice *a, const char *kind)
+{
+	for (size_t i = 0; i < a->n_recs; i++)
+		if (strcmp(a->recs[i].kind, kind) == 0)
+			return &a->recs[i];
+	return NULL;
+}
+
 /* Whether a run at this batch and image fits the card: certain only when the prediction is not
  * a lower bound, or when even the upper bound fits. */
 static enum tri fits_of(const struct advice *a, int64_t batch, int64_t image)
 {
 	double predicted = memmodel_predict(&a->m, batch, image);
-	if (predicted > (double)a->capacity)
+	if (predicted > (double)a->avail)
 		return TRI_FALSE;
 	if (predicted > (double)a->usable)
 		return TRI_NULL;
@@ -136,6 +149,20 @@ static void add_measure_note(struct advice *a, struct rec *x, char **cmd, size_t
 	add_argv_note(&x->note, cmd, n);
 }
 
+/* `vramwatch fit`: the measured search, started from the command as it ran. */
+static void add_fit_note(struct advice *a, struct rec *x)
+{
+	sb_add(&x->note, "; find the largest batch that fits by measuring: vramwatch fit");
+	if (a->capacity_from && strcmp(a->capacity_from, "the card's total") != 0) {
+		sb_add(&x->note, " --limit ");
+		add_limit_size(&x->note, a->capacity);
+	}
+	if (a->headroom != 10)
+		sb_printf(&x->note, " --headroom %g", a->headroom);
+	sb_printf(&x->note, " --flag %s -- ", a->o->batch.name);
+	util_add_argv(&x->note, a->r->process.argv, a->r->process.argc);
+}
+
 static void yolo_note(const struct advice *a, struct rec *x)
 {
 	if (cmdline_is_yolo_accumulating(a->r->process.argv, a->r->process.argc))
@@ -152,15 +179,21 @@ static void advise_batch_and_image(struct advice *a)
 	if (m->basis == MEMMODEL_BOUND) {
 		if (!o->batch.found || cur_b < 2)
 			return;
+		/* Half the batch, or less when even the lower bound says half cannot fit. */
+		int64_t next = cur_b / 2;
+		int64_t by_bound = largest_batch(a, cur_img);
+		if (by_bound >= 1 && by_bound < next)
+			next = by_bound;
 		struct rec *x = add_rec(a, "batch");
 		x->flag = o->batch.name;
-		x->value = cur_b / 2;
+		x->value = next;
 		x->has_value = true;
 		set_command(x, a->r, &o->batch, x->value);
 		double lower = memmodel_predict(m, x->value, cur_img);
 		x->fits = lower > (double)a->capacity ? TRI_FALSE : TRI_NULL;
-		sb_add(&x->note, "the need is only known from below (the run failed with nothing else to go on): "
-		                 "half the batch is the next run to try");
+		sb_add(&x->note, "the need is only known from below (the run failed before a step ended, with nothing else "
+		                 "to go on): this is the next run to try, not a promise");
+		add_fit_note(a, x);
 		add_measure_note(a, x, x->command, x->command_n);
 		yolo_note(a, x);
 		return;
@@ -215,16 +248,224 @@ static void advise_batch_and_image(struct advice *a)
 	}
 }
 
-static void advise_allocator(struct advice *a)
+/* Keeping the effective batch when the batch goes down. */
+static void advise_accumulation(struct advice *a, enum cmdline_family fam)
 {
-	const struct model_report *r = a->r;
+	struct rec *batch = find_rec(a, "batch");
+	const struct memmodel_obs *o = a->o;
+	if (!batch || !o->batch.found || batch->value >= o->batch.value || fam == CMDLINE_YOLO)
+		return;
+	if (fam == CMDLINE_ULTRALYTICS) {
+		sb_add(&batch->note, "; Ultralytics accumulates gradients up to its nominal batch of 64 (nbs) by itself: "
+		                     "no accumulation setting is needed");
+		return;
+	}
+	struct cmdline_flag acc;
+	cmdline_find(a->r->process.argv, a->r->process.argc, CMDLINE_ACCUM, &acc);
+	int64_t cur_acc = acc.found ? acc.value : 1;
+	int64_t effective = o->batch.value * cur_acc;
+	/* the fewest steps that bring the batch within the recommended one, and the batch that makes
+	 * the effective batch whole again (or as close below it as the division allows) */
+	int64_t steps = (effective + batch->value - 1) / batch->value;
+	int64_t per_step = effective / steps;
+	if (per_step < 1)
+		return;
+	int64_t img = o->image.found ? o->image.value : 0;
+	struct rec *x = add_rec(a, "accumulation");
+	x->value = steps;
+	x->has_value = true;
+	x->predicted = memmodel_predict(&a->m, per_step, img);
+	x->has_predicted = batch->has_predicted;
+	x->fits = batch->has_predicted ? fits_of(a, per_step, img) : batch->fits;
+	if (fam == CMDLINE_HF || acc.found) {
+		x->flag = "--gradient_accumulation_steps";
+		if (acc.found) {
+			/* the flag's spelling, without the "=" of an attached form */
+			snprintf(a->acc_name, sizeof a->acc_name, "%s", acc.name);
+			size_t len = strlen(a->acc_name);
+			if (len && a->acc_name[len - 1] == '=')
+				a->acc_name[len - 1] = 0;
+			x->flag = a->acc_name;
+		}
+		struct cmdline_edit e[2] = {{&o->batch, NULL, per_step}, {&acc, "--gradient_accumulation_steps", steps}};
+		x->command = cmdline_with_edits(a->r->process.argv, a->r->process.argc, e, 2, &x->command_n);
+	}
+	sb_printf(&x->note, "batch %" PRId64 " over %" PRId64 " accumulation steps: an effective batch of %" PRId64
+	                    " (now %" PRId64 ")",
+	          per_step, steps, per_step * steps, effective);
+	sb_add(&x->note, ", so the optimiser sees the same batch; the memory is that of batch ");
+	sb_printf(&x->note, "%" PRId64, per_step);
+	if (!x->command)
+		sb_printf(&x->note, "; no accumulation flag was found on this command line: the script has to support it "
+		                    "(and %s %" PRId64 ")", o->batch.name, per_step);
+}
+
+/* Whether the card supports bfloat16 well (compute capability 8.0 or later), from its name. */
+static bool card_has_bf16(const struct model_device *d)
+{
+	static const char *const names[] = {"A100", "A800", "H100", "H200", "H800", "H20", "B100", "B200", "GH200", "GB200",
+	                                    "L4", "L40", "A10", "A16", "A30", "A40", "RTX 30", "RTX 40", "RTX 50",
+	                                    "RTX A", "RTX 6000 Ada"};
+	if (!d->name)
+		return false;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strstr(d->name, names[i]))
+			return true;
+	return false;
+}
+
+/* Typical savings, not measured on this job: they are labelled as such and never claim a fit. */
+#define AMP_ACTIVATIONS_KEPT 0.55   /* half-precision activations, some fp32 buffers remain */
+#define CKPT_ACTIVATIONS_KEPT 0.35  /* checkpoints at layer boundaries, one segment recomputed */
+
+static void advise_typical(struct advice *a, const char *kind, const char *flag, double kept, const char *why)
+{
+	const struct memmodel_obs *o = a->o;
+	const struct memmodel *m = &a->m;
+	int64_t b = o->batch.found ? o->batch.value : 1;
+	int64_t img = o->image.found ? o->image.value : 0;
+	struct rec *x = add_rec(a, kind);
+	x->flag = flag;
+	struct cmdline_edit e = {NULL, flag, 0};
+	x->command = cmdline_with_edits(a->r->process.argv, a->r->process.argc, &e, 1, &x->command_n);
+	x->predicted = m->static_bytes + (memmodel_predict(m, b, img) - m->static_bytes) * kept;
+	x->has_predicted = true;
+	x->fits = x->predicted > (double)a->capacity ? TRI_FALSE : TRI_NULL;
+	sb_printf(&x->note, "%s at batch %" PRId64 "; the prediction assumes the typical %.0f%% of the batch's memory "
+	                    "kept (not measured on this job): measure it with vramwatch run",
+	          why, b, kept * 100);
+}
+
+static void advise_precision_and_checkpointing(struct advice *a, enum cmdline_family fam)
+{
+	const char *const *argv = a->r->process.argv;
+	size_t argc = a->r->process.argc;
+	if (fam != CMDLINE_HF || !a->o->batch.found)
+		return;
+	if (!cmdline_switch_on(argv, argc, "--fp16") && !cmdline_switch_on(argv, argc, "--bf16")) {
+		bool bf16 = card_has_bf16(a->o->device);
+		advise_typical(a, "amp", bf16 ? "--bf16" : "--fp16", AMP_ACTIVATIONS_KEPT,
+		               bf16 ? "mixed precision in bfloat16 (this card supports it): activations in half the bytes"
+		                    : "mixed precision in float16: activations in half the bytes");
+	}
+	if (!cmdline_switch_on(argv, argc, "--gradient_checkpointing"))
+		advise_typical(a, "checkpointing", "--gradient_checkpointing", CKPT_ACTIVATIONS_KEPT,
+		               "gradient checkpointing keeps a few activations and recomputes the rest in the backward "
+		               "pass, typically about 20% slower per step (Hugging Face's guide to training on one GPU; "
+		               "Chen et al. 2016, sublinear memory cost)");
+}
+
+/* When validation, not training, sets the peak. */
+static void advise_validation(struct advice *a, enum cmdline_family fam)
+{
+	const struct memmodel_obs *o = a->o;
+	if (!o->phases || !memmodel_is_validation(o->phase) || o->training_need < 0 || o->need <= o->training_need)
+		return;
+	struct rec *x = add_rec(a, "validation");
+	struct rec *batch = find_rec(a, "batch");
+	sb_printf(&x->note, "the peak is validation's (phase \"%s\": ", o->phase);
+	add_size(&x->note, (double)o->need);
+	sb_add(&x->note, o->oom ? " at least), " : "), ");
+	add_size(&x->note, (double)(o->need - o->training_need));
+	sb_add(&x->note, " above training's");
+	if (fam == CMDLINE_YOLO)
+		sb_add(&x->note, "; YOLOv5/v7/v9 validate at twice the training batch");
+	if (batch && batch->has_value)
+		sb_printf(&x->note, "; the batch recommended above is chosen so that validation fits too");
+	if (fam == CMDLINE_HF) {
+		x->flag = "--per_device_eval_batch_size";
+		sb_add(&x->note, "; a smaller --per_device_eval_batch_size lowers it without touching training");
+	} else {
+		sb_add(&x->note, "; a smaller validation batch, where the script has one, lowers it without touching training");
+	}
+}
+
+/* Other processes holding memory on the card: whose, how much, and what stopping them buys. */
+static void advise_other_processes(struct advice *a)
+{
 	const struct model_device *d = a->o->device;
+	if (a->others <= 0 || (a->others < 256 * (1 << 20) && (double)a->others < 0.05 * (double)a->capacity))
+		return;
+	struct rec *x = add_rec(a, "other_processes");
+	sb_add(&x->note, "other processes held ");
+	add_size(&x->note, (double)a->others);
+	sb_add(&x->note, " of this card when it ran out:");
+	for (size_t i = 0; i < d->n_procs; i++) {
+		const struct model_proc *p = &d->procs[i];
+		sb_printf(&x->note, "%s pid %" PRId64, i ? "," : "", p->pid);
+		if (p->name)
+			sb_printf(&x->note, " (%s)", p->name);
+		if (p->used_bytes.known) {
+			sb_add(&x->note, " ");
+			add_size(&x->note, (double)p->used_bytes.v);
+		}
+	}
+	/* what fits once they are gone */
+	int64_t usable = a->usable, avail = a->avail;
+	a->usable += a->others;
+	a->avail += a->others;
+	int64_t img = a->o->image.found ? a->o->image.value : 0;
+	int64_t b = a->o->batch.found && a->m.basis != MEMMODEL_BOUND ? largest_batch(a, img) : 0;
+	if (b >= 1) {
+		x->flag = a->o->batch.name;
+		x->value = b;
+		x->has_value = true;
+		set_command(x, a->r, &a->o->batch, b);
+		x->predicted = memmodel_predict(&a->m, b, img);
+		x->has_predicted = true;
+		x->fits = fits_of(a, b, img);
+		sb_printf(&x->note, "; with them stopped (or on another GPU, CUDA_VISIBLE_DEVICES), batch %" PRId64 " fits", b);
+	} else {
+		sb_add(&x->note, "; stop them, or run on another GPU (CUDA_VISIBLE_DEVICES), to give the job the whole card");
+	}
+	a->usable = usable;
+	a->avail = avail;
+}
+
+/* The cache carried into a repeated phase, largest over the reports, when it is large enough to
+ * matter: more than 5% of what the job needs above its static part, and at least 64 MiB. */
+static int64_t fragmentation_risk(const struct advice *a, const char **phase)
+{
+	int64_t worst = 0;
+	*phase = NULL;
+	for (size_t i = 0; i < a->n_obs; i++)
+		if (a->obs[i].carried > worst) {
+			worst = a->obs[i].carried;
+			*phase = a->obs[i].carried_phase;
+		}
+	double above = (double)a->o->need - a->m.static_bytes;
+	if (worst < 64 * (1 << 20) || (double)worst < 0.05 * above)
+		return 0;
+	return worst;
+}
+
+static bool expandable_already(const struct model_report *r)
+{
 	const char *names[] = {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"};
 	for (size_t i = 0; i < 2; i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->process.env, names[i]);
 		if (cJSON_IsString(v) && v->valuestring && strstr(v->valuestring, "expandable_segments:True"))
-			return;
+			return true;
 	}
+	return false;
+}
+
+static void advise_allocator(struct advice *a)
+{
+	const struct model_report *r = a->r;
+	const struct model_device *d = a->o->device;
+	const char *carried_into = NULL;
+	int64_t carried = fragmentation_risk(a, &carried_into);
+	struct rec *batch = find_rec(a, "batch");
+	if (carried > 0 && batch && batch->fits == TRI_TRUE) {
+		batch->fits = TRI_NULL;
+		sb_add(&batch->note, "; the allocator carried ");
+		add_size(&batch->note, (double)carried);
+		sb_printf(&batch->note, " of other phases' cache into \"%s\", which fragments a full card: on its own this "
+		                        "batch may not fit", carried_into ? carried_into : "?");
+	}
+	if (expandable_already(r))
+		return;
 	int64_t flushes = d->cache_flushes.known ? d->cache_flushes.v : 0;
 	int64_t idle = -1;
 	const struct model_framework *fw = &r->framework;
@@ -234,22 +475,39 @@ static void advise_allocator(struct advice *a)
 		if (held >= GiB || (total > 0 && (double)held >= 0.1 * (double)total))
 			idle = held;
 	}
-	if (flushes <= 0 && idle < 0)
+	if (flushes <= 0 && idle < 0 && carried <= 0)
 		return;
 	struct rec *x = add_rec(a, "allocator");
 	x->flag = "PYTORCH_CUDA_ALLOC_CONF";
+	/* With a batch to change, the command carries both: the setting is what lets that batch fit. */
+	char **base = batch && batch->command ? batch->command : NULL;
 	x->command_n = r->process.argc + 2;
 	x->command = util_xcalloc(x->command_n + 1, sizeof *x->command);
 	x->command[0] = util_xstrdup("env");
 	x->command[1] = util_xstrdup("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
 	for (size_t i = 0; i < r->process.argc; i++)
-		x->command[i + 2] = util_xstrdup(r->process.argv[i] ? r->process.argv[i] : "");
+		x->command[i + 2] = util_xstrdup(base ? base[i] : r->process.argv[i] ? r->process.argv[i] : "");
 	sb_add(&x->note, "expandable segments let PyTorch grow segments instead of keeping many of fixed size");
-	if (idle >= 0) {
+	if (base)
+		sb_printf(&x->note, ", together with %s%s%" PRId64, batch->flag,
+		          batch->flag[strlen(batch->flag) - 1] == '=' ? "" : " ", batch->value);
+	if (base && batch->has_predicted) {
+		x->predicted = batch->predicted;
+		x->has_predicted = true;
+		x->fits = fits_of(a, batch->value, a->o->image.found ? a->o->image.value : 0);
+	} else if (idle >= 0) {
 		double predicted = (double)a->o->need - (double)idle;
 		x->predicted = predicted > 0 ? predicted : 0;
 		x->has_predicted = true;
 		x->fits = TRI_NULL;
+	}
+	if (carried > 0) {
+		sb_add(&x->note, "; the allocator carried ");
+		add_size(&x->note, (double)carried);
+		sb_printf(&x->note, " of other phases' cache into \"%s\" (fragmentation a full card would show)",
+		          carried_into ? carried_into : "?");
+	}
+	if (idle >= 0) {
 		sb_add(&x->note, "; PyTorch held ");
 		add_size(&x->note, (double)idle);
 		sb_add(&x->note, " reserved but unallocated (fragmentation) that this would recover at most");
@@ -257,6 +515,12 @@ static void advise_allocator(struct advice *a)
 	if (flushes > 0)
 		sb_printf(&x->note, "; the caching allocator had to flush its cache %" PRId64 " time%s", flushes,
 		          flushes == 1 ? "" : "s");
+	if (carried > 0) {
+		/* the batch alone is not to be trusted: this goes first */
+		struct rec tmp = *x;
+		memmove(&a->recs[1], &a->recs[0], (size_t)(x - a->recs) * sizeof *x);
+		a->recs[0] = tmp;
+	}
 }
 
 static const char *tri_text(enum tri t)
@@ -277,8 +541,10 @@ static void print_text(FILE *out, const struct advice *a)
 		fprintf(out, "Device %" PRId64 ": ", o->device->ordinal.v);
 	else
 		fputs("Device: ", out);
-	fprintf(out, "capacity %s (%s), %.0f%% headroom: %s usable\n", util_fmt_size(a->capacity, b1), a->capacity_from,
-	        a->headroom, util_fmt_size(a->usable, b2));
+	fprintf(out, "capacity %s (%s), %.0f%% headroom", util_fmt_size(a->capacity, b1), a->capacity_from, a->headroom);
+	if (a->others > 0)
+		fprintf(out, ", %s held by other processes", util_fmt_size(a->others, b3));
+	fprintf(out, ": %s usable\n", util_fmt_size(a->usable > 0 ? a->usable : 0, b2));
 	fputs("Observed: ", out);
 	if (o->batch.found)
 		fprintf(out, "batch %" PRId64 " (%s), ", o->batch.value, o->batch.name);
@@ -289,10 +555,16 @@ static void print_text(FILE *out, const struct advice *a)
 	fprintf(out, "peak %s", util_fmt_size(o->peak, b1));
 	if (o->oom)
 		fprintf(out, "; ran out of memory: needs at least %s", util_fmt_size(o->need, b2));
+	else if (o->observe && o->exact)
+		fprintf(out, "; observe mode: went over the limit, and ran to its end");
 	else if (o->observe)
 		fprintf(out, "; observe mode: crossed the limit at %s (its peak holds the allocator's cache, which it would have released on a full card)",
 		        util_fmt_size(o->need, b2));
 	fputc('\n', out);
+	if (o->phases && o->phase)
+		fprintf(out, "Phases (markers): needs %s%s, in \"%s\" (what each phase added to the level it started from, "
+		             "the allocator's cache of earlier phases left out)\n",
+		        o->exact ? "" : "at least ", util_fmt_size(o->need, b1), o->phase);
 	fprintf(out, "Model (%s): need = %s + %s per sample", memmodel_basis_name(m->basis),
 	        util_fmt_size(clamp_bytes(m->static_bytes), b1), util_fmt_size(clamp_bytes(m->per_sample_bytes), b2));
 	if (m->image_ref > 0)
@@ -311,8 +583,10 @@ static void print_text(FILE *out, const struct advice *a)
 	for (size_t i = 0; i < a->n_recs; i++) {
 		const struct rec *x = &a->recs[i];
 		fprintf(out, "  %zu. %s", i + 1, x->kind);
-		if (x->has_value)
+		if (x->has_value && x->flag)
 			fprintf(out, " %s%s%" PRId64, x->flag, x->flag[strlen(x->flag) - 1] == '=' ? "" : " ", x->value);
+		else if (x->has_value)
+			fprintf(out, " %" PRId64, x->value);
 		if (x->has_predicted)
 			fprintf(out, ": predicted peak %s, %s", util_fmt_size(clamp_bytes(x->predicted), b1), tri_text(x->fits));
 		else
@@ -363,7 +637,7 @@ static void print_json(FILE *out, const struct advice *a)
 	cJSON_AddItemToObject(obs, "batch", exact_or_null(o->batch.found, o->batch.value));
 	cJSON_AddItemToObject(obs, "image_size", exact_or_null(o->image.found, o->image.value));
 	cJSON_AddItemToObject(obs, "peak_bytes", json_new_int(o->peak));
-	cJSON_AddItemToObject(obs, "need_lower_bound_bytes", exact_or_null(o->oom || o->observe, o->need));
+	cJSON_AddItemToObject(obs, "need_lower_bound_bytes", exact_or_null(!o->exact, o->need));
 	cJSON *mod = cJSON_AddObjectToObject(root, "model");
 	cJSON_AddItemToObject(mod, "static_bytes", int_or_null(true, a->m.static_bytes));
 	cJSON_AddItemToObject(mod, "per_sample_bytes", int_or_null(true, a->m.per_sample_bytes));
@@ -499,6 +773,8 @@ int cmd_advise(int argc, char **argv)
 	if (status == EXIT_DONE) {
 		a.r = &reports[0];
 		a.o = &obs[0];
+		a.obs = obs;
+		a.n_obs = n;
 		a.headroom = headroom;
 		const struct model_device *d = a.o->device;
 		if (target) {
@@ -516,9 +792,16 @@ int cmd_advise(int argc, char **argv)
 		}
 	}
 	if (status == EXIT_DONE) {
-		a.usable = (int64_t)floor((double)a.capacity * (1.0 - headroom / 100.0));
+		a.others = a.o->others;
+		a.usable = (int64_t)floor((double)a.capacity * (1.0 - headroom / 100.0)) - a.others;
+		a.avail = a.capacity - a.others;
 		memmodel_build(obs, n, &a.m);
+		enum cmdline_family fam = cmdline_family(a.r->process.argv, a.r->process.argc);
 		advise_batch_and_image(&a);
+		advise_accumulation(&a, fam);
+		advise_precision_and_checkpointing(&a, fam);
+		advise_validation(&a, fam);
+		advise_other_processes(&a);
 		advise_allocator(&a);
 		if (json)
 			print_json(stdout, &a);

@@ -18,6 +18,10 @@ static const char *const batch_names[] = {
 static const char *const image_names[] = {
 	"--img", "--imgsz", "--img-size", "--img_size", "--image-size", "--image_size", "imgsz",
 };
+static const char *const accum_names[] = {
+	"--gradient_accumulation_steps", "--gradient-accumulation-steps", "--accumulation_steps", "--accumulation-steps",
+	"--accumulate_grad_batches", "--accumulate-grad-batches",
+};
 #define N_NAMES(a) (sizeof(a) / sizeof((a)[0]))
 
 /* A plain positive decimal integer, nothing else. */
@@ -63,8 +67,9 @@ static size_t first_program_arg(const char *const *argv, size_t argc)
 void cmdline_find(const char *const *argv, size_t argc, enum cmdline_kind kind, struct cmdline_flag *out)
 {
 	memset(out, 0, sizeof *out);
-	const char *const *names = kind == CMDLINE_BATCH ? batch_names : image_names;
-	size_t n_names = kind == CMDLINE_BATCH ? N_NAMES(batch_names) : N_NAMES(image_names);
+	const char *const *names = kind == CMDLINE_BATCH ? batch_names : kind == CMDLINE_IMAGE ? image_names : accum_names;
+	size_t n_names = kind == CMDLINE_BATCH ? N_NAMES(batch_names)
+	               : kind == CMDLINE_IMAGE ? N_NAMES(image_names) : N_NAMES(accum_names);
 	for (size_t i = first_program_arg(argv, argc); i < argc; i++) {
 		const char *a = argv[i];
 		if (!a)
@@ -114,6 +119,100 @@ char **cmdline_with_value(const char *const *argv, size_t argc, const struct cmd
 		}
 	}
 	return copy;
+}
+
+char **cmdline_with_edits(const char *const *argv, size_t argc, const struct cmdline_edit *edits, size_t n,
+                          size_t *out_n)
+{
+	size_t extra = 0;
+	for (size_t k = 0; k < n; k++)
+		extra += edits[k].flag && edits[k].flag->found ? 0 : edits[k].flag ? 2 : 1;
+	char **copy = util_xcalloc(argc + extra + 1, sizeof *copy);
+	for (size_t i = 0; i < argc; i++) {
+		const struct cmdline_flag *f = NULL;
+		int64_t value = 0;
+		for (size_t k = 0; k < n; k++)
+			if (edits[k].flag && edits[k].flag->found && edits[k].flag->index == i) {
+				f = edits[k].flag;
+				value = edits[k].value;
+			}
+		if (f) {
+			struct strbuf b = {0};
+			if (f->form == CMDLINE_ATTACHED)
+				sb_add(&b, f->name);
+			sb_printf(&b, "%lld", (long long)value);
+			copy[i] = util_xstrdup(sb_str(&b));
+			sb_free(&b);
+		} else {
+			copy[i] = util_xstrdup(argv[i] ? argv[i] : "");
+		}
+	}
+	size_t at = argc;
+	for (size_t k = 0; k < n; k++) {
+		if (edits[k].flag && edits[k].flag->found)
+			continue;
+		copy[at++] = util_xstrdup(edits[k].name);
+		if (edits[k].flag) {
+			char v[32];
+			snprintf(v, sizeof v, "%lld", (long long)edits[k].value);
+			copy[at++] = util_xstrdup(v);
+		}
+	}
+	*out_n = at;
+	return copy;
+}
+
+static bool truthy(const char *v, bool *on)
+{
+	if (strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcasecmp(v, "yes") == 0) {
+		*on = true;
+		return true;
+	}
+	if (strcasecmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcasecmp(v, "no") == 0) {
+		*on = false;
+		return true;
+	}
+	return false;
+}
+
+bool cmdline_switch_on(const char *const *argv, size_t argc, const char *name)
+{
+	bool on = false;
+	size_t len = strlen(name);
+	for (size_t i = first_program_arg(argv, argc); i < argc; i++) {
+		const char *a = argv[i] ? argv[i] : "";
+		if (strcmp(a, "--") == 0)
+			break;
+		if (strcmp(a, name) == 0) {
+			bool v;
+			if (i + 1 < argc && argv[i + 1] && truthy(argv[i + 1], &v)) {
+				on = v;
+				i++;
+			} else {
+				on = true;
+			}
+		} else if (strncmp(a, name, len) == 0 && a[len] == '=') {
+			bool v;
+			if (truthy(a + len + 1, &v))
+				on = v;
+		}
+	}
+	return on;
+}
+
+enum cmdline_family cmdline_family(const char *const *argv, size_t argc)
+{
+	if (cmdline_is_yolo_accumulating(argv, argc))
+		return CMDLINE_YOLO;
+	if (argc && argv[0] && strcmp(util_basename(argv[0]), "yolo") == 0)
+		return CMDLINE_ULTRALYTICS;
+	struct cmdline_flag f;
+	cmdline_find(argv, argc, CMDLINE_BATCH, &f);
+	if (f.found && strcmp(f.name, "--per_device_train_batch_size") == 0)
+		return CMDLINE_HF;
+	if (f.found && strcmp(f.name, "batch=") == 0)
+		return CMDLINE_ULTRALYTICS;
+	return CMDLINE_GENERIC;
 }
 
 void cmdline_free(char **argv, size_t argc)

@@ -7,7 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum cmdline_kind { CMDLINE_BATCH, CMDLINE_IMAGE };
+enum cmdline_kind {
+	CMDLINE_BATCH,
+	CMDLINE_IMAGE,
+	CMDLINE_ACCUM, /* gradient accumulation steps: --gradient_accumulation_steps (Hugging Face) */
+};
 
 enum cmdline_form {
 	CMDLINE_SEPARATE, /* --batch 64: the value is the next argument */
@@ -34,6 +38,32 @@ void cmdline_free(char **argv, size_t argc);
 /* Whether two command lines are the same job: equal argument by argument, apart from the values
  * of the batch and image-size flags. */
 bool cmdline_same_job(const char *const *a, size_t na, const char *const *b, size_t nb);
+
+/* A value to set, or a switch to turn on, in a command line: an existing flag is rewritten in
+ * place, a missing one appended at the end (as "--name value", or "--name" for a switch). */
+struct cmdline_edit {
+	const struct cmdline_flag *flag; /* the flag as found (found or not); NULL for a switch */
+	const char *name;                /* spelling to append when not found */
+	int64_t value;                   /* ignored for a switch */
+};
+
+/* A copy of argv with the edits applied; *out_n gets its length. Free with cmdline_free. */
+char **cmdline_with_edits(const char *const *argv, size_t argc, const struct cmdline_edit *edits, size_t n,
+                          size_t *out_n);
+
+/* Whether a boolean switch is on: "--fp16", "--fp16=True", "--fp16 true", "--fp16 1" (the last
+ * one counts). */
+bool cmdline_switch_on(const char *const *argv, size_t argc, const char *name);
+
+enum cmdline_family {
+	CMDLINE_GENERIC,
+	CMDLINE_YOLO,         /* YOLOv5/v7/v9 training scripts: accumulate to 64, AMP always on */
+	CMDLINE_ULTRALYTICS,  /* the yolo command (batch=16 imgsz=640): accumulates to 64, AMP on */
+	CMDLINE_HF,           /* Hugging Face Trainer scripts (--per_device_train_batch_size) */
+};
+
+/* Which kind of training command this is; it decides what the script already does by itself. */
+enum cmdline_family cmdline_family(const char *const *argv, size_t argc);
 
 /* Whether the script is one of YOLOv5/v7/v9's, whose train scripts accumulate gradients up to a
  * nominal batch of 64 by themselves. */

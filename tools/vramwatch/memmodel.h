@@ -22,13 +22,20 @@ struct memmodel_obs {
 	const struct model_device *device; /* the device that peaked highest; NULL if none */
 	struct cmdline_flag batch, image;
 	double x;            /* batch x (image / reference image)^2; the batch alone without an image flag */
-	int64_t untracked;   /* context and libraries, 0 when unknown */
+	int64_t untracked;   /* context and libraries (other processes left out), 0 when unknown */
+	int64_t others;      /* memory other processes held on the device (NVML), 0 when none or unknown */
 	int64_t peak;        /* peak_reserved_bytes + untracked */
 	int64_t need;        /* the estimate of the need at x */
 	bool exact;          /* need is a measured point, not a lower bound (failures, observe mode) */
 	bool oom, observe;   /* a real out-of-memory; an observe-mode run that crossed the limit */
 	int64_t upper;       /* observe mode: the need is at most this (the uncapped peak) */
 	int64_t static_level; /* live before training from the markers, + untracked; -1 if none */
+	bool phases;          /* need = static_level + the largest phase's working set (markers) */
+	bool phase_complete;  /* at least one phase after the start of training ran to its end */
+	const char *phase;    /* the label of the phase that decided the need; NULL if unknown */
+	int64_t training_need; /* static + the largest training (not validation) phase; -1 if unknown */
+	int64_t carried;      /* cache of other phases carried into a repeated phase (fragmentation risk) */
+	const char *carried_phase; /* the phase it was carried into */
 };
 
 struct memmodel {
@@ -42,6 +49,9 @@ struct memmodel {
 	double upper_per_sample_bytes;
 	size_t n_points, n_bounds;
 };
+
+/* Whether a phase label names validation or evaluation ("epoch 0 val", "eval", "test"). */
+bool memmodel_is_validation(const char *label);
 
 /* Reads what each report says. Fails with a one-line reason when the reports are not of one job
  * or say nothing usable. obs must hold n entries. */

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Records the reports in tests/advise/data from examples/train_sim.py on the simulated GPU, with
+the command line rewritten to the training script it stands for (the advice reads the flags).
+Rerun it when the simulated job or the report changes, then update the goldens with
+VRAMWATCH_UPDATE_GOLDEN=1 and read the differences.
+
+    make_data.py --vramwatch BUILD/tools/vramwatch/vramwatch --sim BUILD/tools/simgpu
+                 --train-sim examples/train_sim.py --out tests/advise/data
+
+hf-fragmented.json is not made here: it holds PyTorch's own verdict, recorded from a real
+PyTorch message (see tests/integration).
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+YOLO = ["python3", "train_dual.py", "--workers", "8", "--device", "0", "--batch", "64", "--data", "data.yaml",
+        "--img", "640", "--cfg", "models/detect/yolov9-s.yaml", "--epochs", "20"]
+HF = ["python3", "run_clm.py", "--model_name_or_path", "gpt2", "--per_device_train_batch_size", "16",
+      "--gradient_accumulation_steps", "2", "--output_dir", "out"]
+
+# name: (train_sim flags, vramwatch run options, argv written into the report, drop markers)
+REPORTS = {
+    "run-b16": (["--batch", "16"], [], ["python3", "train.py", "--batch-size=16", "--imgsz", "640", "--cfg", "s"], False),
+    "run-b32": (["--batch", "32"], [], ["python3", "train.py", "--batch-size=32", "--imgsz", "640", "--cfg", "s"], False),
+    "oom-b64": (["--batch", "64"], ["--limit", "16GiB"], ["python3", "train.py", "--batch-size=64", "--imgsz", "640",
+                                                          "--cfg", "s"], False),
+    "other-job-b32": (["--batch", "32", "--cfg", "m"], [], ["python3", "train.py", "--batch-size=32", "--imgsz", "640",
+                                                              "--cfg", "m"], False),
+    "observe-b64": (["--batch", "64"], ["--limit", "16GiB", "--observe"],
+                    ["python3", "train_sim.py", "--batch", "64", "--img", "640"], False),
+    "yolov9-oom-b64": (["--batch", "64"], ["--limit", "16GiB"], YOLO, False),
+    "yolov9-oom-b64-nomarkers": (["--batch", "64"], ["--limit", "16GiB"], YOLO, True),
+    "val-oom-b44": (["--batch", "44", "--val-mem", "1.6"], ["--limit", "16GiB"],
+                    YOLO[:7] + ["44"] + YOLO[8:], False),
+    "fragmented-b16": (["--batch", "16", "--keep-cache"], [], ["python3", "train.py", "--batch-size=16", "--imgsz", "640",
+                                                               "--cfg", "s"], False),
+    "hf-fp32-oom": (["--batch", "16", "--img", "640", "--static-gib", "5", "--sample-mib", "900", "--epochs", "1"],
+                    ["--limit", "16GiB"], HF, False),
+    # another process holds 3 GiB of a real 16 GiB card: validation runs out of memory
+    "other-process-oom": (["--batch", "32", "--val-mem", "1.6"], [], YOLO[:7] + ["32"] + YOLO[8:], False,
+                          {"SIMGPU_MEMORY": "16GiB", "SIMGPU_OTHER_BYTES": "3GiB", "OTHER": "1"}),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vramwatch", required=True)
+    ap.add_argument("--sim", required=True)
+    ap.add_argument("--train-sim", required=True)
+    ap.add_argument("--out", required=True)
+    o = ap.parse_args()
+    env = dict(os.environ, LD_LIBRARY_PATH=o.sim, SIMGPU_MEMORY="64GiB")
+    for name, (flags, opts, argv, drop_markers, *extra) in REPORTS.items():
+        run_env = dict(env, **(extra[0] if extra else {}))
+        other = None
+        if run_env.pop("OTHER", None):
+            other = subprocess.Popen(["sleep", "300"])
+            run_env["SIMGPU_OTHER_PID"] = str(other.pid)
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run([o.vramwatch, "run", "--dir", d] + opts + ["--", sys.executable, o.train_sim] + flags,
+                           env=run_env, capture_output=True, text=True, timeout=300)
+            if other:
+                other.kill()
+                other.wait()
+            found = glob.glob(os.path.join(d, "*.json"))
+            if len(found) != 1:
+                sys.exit(f"make_data: {name}: expected one report, found {found}")
+            r = json.load(open(found[0]))
+        r["process"]["argv"] = argv
+        r["process"]["cwd"] = "/home/user/job"
+        r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k != "VRAMWATCH_DIR"}
+        if drop_markers:
+            r["markers"] = []
+        for dev in r["devices"]:
+            for p in dev.get("other_processes") or []:
+                p["pid"] = 4242  # stable for the goldens: another user's trainer
+                p["name"] = "python3"
+        with open(os.path.join(o.out, name + ".json"), "w") as f:
+            json.dump(r, f, indent=1)
+            f.write("\n")
+        print(f"{name}: {r['reason']}, peak {r['devices'][0]['peak_reserved_bytes']}")
+
+
+if __name__ == "__main__":
+    main()
