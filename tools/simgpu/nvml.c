@@ -31,6 +31,7 @@ struct nvmlDevice_st {
 static struct {
     pthread_mutex_t lock;
     struct simgpu_config cfg;
+    int ordinal[SIMGPU_MAX_DEVICES]; /* the CUDA ordinal of each NVML index, -1 if hidden */
     char libcuda[4096];     /* the file the simulated runtime loads (SIMGPU_LIBCUDA) */
     unsigned int refs;      /* nvmlInit calls not yet undone by nvmlShutdown */
     unsigned int count;
@@ -50,6 +51,14 @@ static void load_once(void)
     const char *path = getenv("SIMGPU_LIBCUDA");
     snprintf(nv.libcuda, sizeof nv.libcuda, "%s", path && *path ? path : "libcuda.so.1");
     nv.count = (unsigned int)nv.cfg.devices;
+    /* NVML ignores CUDA_VISIBLE_DEVICES and numbers physical devices; the driver's figures are
+     * asked by ordinal, so each index is mapped to the ordinal the driver gave it. */
+    struct simgpu_config visible = nv.cfg;
+    simgpu_config_visible(&visible);
+    for (int p = 0; p < SIMGPU_MAX_DEVICES; p++)
+        nv.ordinal[p] = -1;
+    for (int i = 0; i < visible.devices; i++)
+        nv.ordinal[visible.physical[i]] = i;
     for (unsigned int i = 0; i < SIMGPU_MAX_DEVICES; i++)
         nv.dev[i].index = i;
     pthread_atfork(atfork_prepare, atfork_release, atfork_release);
@@ -116,7 +125,9 @@ struct mem_figures {
 static void memory_of(unsigned int index, struct mem_figures *m)
 {
     m->total = nv.cfg.memory[index];
-    m->used = driver_used_bytes(index, nv.cfg.other_bytes[index]);
+    /* A device hidden from CUDA in this process holds nothing of ours: only the "other" bytes. */
+    m->used = nv.ordinal[index] >= 0 ? driver_used_bytes((unsigned int)nv.ordinal[index], nv.cfg.other_bytes[index])
+                                      : nv.cfg.other_bytes[index];
     /* Another "process" may claim more than the card has; NVML never reports used > total. */
     if (m->used > m->total)
         m->used = m->total;
