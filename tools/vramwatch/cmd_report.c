@@ -317,6 +317,16 @@ static void print_device(FILE *out, const struct model_report *r, const struct m
 	else
 		fputs(", capacity unknown", out);
 	fprintf(out, "%s\n", st->reset);
+	/* The ordinal is the process's own view; these name the card whatever CUDA_VISIBLE_DEVICES did. */
+	if (d->pci_bus_id || d->uuid) {
+		fputs("  physical GPU   ", out);
+		util_put_text(out, d->pci_bus_id ? d->pci_bus_id : d->uuid);
+		if (d->pci_bus_id && d->uuid) {
+			fputs("  ", out);
+			util_put_text(out, d->uuid);
+		}
+		fputc('\n', out);
+	}
 
 	if (d->live_count.known)
 		sb_printf(&b, "in %" PRId64 " allocation%s", d->live_count.v, d->live_count.v == 1 ? "" : "s");

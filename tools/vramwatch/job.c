@@ -489,7 +489,10 @@ static bool load_job(const char *path, cJSON *root, struct model_report **report
 		char *where = util_xmalloc(strlen(path) + 48);
 		sprintf(where, "%s, processes[%zu]", path, i);
 		if (!model_load_tree(where, rep, &r, &inner)) {
-			sb_printf(err, "processes[%zu].report: %s", i, sb_str(&inner));
+			/* "devices[0].live_bytes: ..." continues the path; a bare reason follows a colon. */
+			const char *m = sb_str(&inner);
+			size_t colon = strcspn(m, ":"), space = strcspn(m, " ");
+			sb_printf(err, "processes[%zu].report%s%s", i, colon < space ? "." : ": ", m);
 			sb_free(&inner);
 			free(where);
 			goto fail;
