@@ -83,9 +83,11 @@ int main(int argc, char **argv)
 
 	/* YOLOv9's --batch is the total over the GPUs: 64 over 4 ranks is 16 each. */
 	const char *yolo[] = {"python", "train_dual.py", "--device", "0,1,2,3", "--batch", "64"};
-	const char **saved = reports[0].process.argv;
-	size_t saved_argc = reports[0].process.argc;
+	const char **saved[4];
+	size_t saved_argc[4];
 	for (size_t i = 0; i < n; i++) {
+		saved[i] = reports[i].process.argv; /* each report owns its own; put back before freeing */
+		saved_argc[i] = reports[i].process.argc;
 		reports[i].process.argv = yolo;
 		reports[i].process.argc = 6;
 	}
@@ -95,8 +97,8 @@ int main(int argc, char **argv)
 	struct strbuf why = {0};
 	CHECK(!job_mixed(reports, n, &why));
 	for (size_t i = 0; i < n; i++) {
-		reports[i].process.argv = saved;
-		reports[i].process.argc = saved_argc;
+		reports[i].process.argv = saved[i];
+		reports[i].process.argc = saved_argc[i];
 	}
 
 	/* 15% over the median is not an imbalance; 20% is. A rank other than 0 is rank_high. */

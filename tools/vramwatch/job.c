@@ -168,7 +168,8 @@ static void find_imbalance(struct job *j)
 		bool rank0 = rank->known && rank->v == 0;
 		add_finding(j, (struct job_finding){rank0 ? JOB_RANK0_EXTRA : JOB_RANK_HIGH, i, SIZE_MAX, peak, m, pct});
 	}
-	qsort(j->findings, j->n_findings, sizeof *j->findings, by_excess_desc);
+	if (j->n_findings > 1) /* qsort wants a real array even for nothing to sort */
+		qsort(j->findings, j->n_findings, sizeof *j->findings, by_excess_desc);
 }
 
 static void find_shared(struct job *j)
@@ -467,16 +468,15 @@ static bool load_job(const char *path, cJSON *root, struct model_report **report
 		     struct strbuf *err)
 {
 	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(root, "processes");
+	size_t first = *n_reports, i = 0;
 	if (!cJSON_IsArray(procs)) {
 		sb_add(err, "processes: expected an array");
-		return false;
+		goto fail;
 	}
-	size_t count = (size_t)cJSON_GetArraySize(procs), i = 0;
-	if (count == 0) {
+	if (cJSON_GetArraySize(procs) == 0) {
 		sb_add(err, "processes: empty: a job has at least one process");
-		return false;
+		goto fail;
 	}
-	size_t first = *n_reports;
 	for (cJSON *e = procs->child; e; e = e->next, i++) {
 		cJSON *rep = cJSON_IsObject(e) ? cJSON_DetachItemFromObjectCaseSensitive(e, "report") : NULL;
 		if (!cJSON_IsObject(rep)) {
