@@ -67,6 +67,7 @@ static struct {
     CUresult (*device_total_mem)(size_t *, CUdevice);
     CUresult (*device_get_name)(char *, int, CUdevice);
     CUresult (*device_get_pci)(char *, int, CUdevice);
+    CUresult (*device_get_uuid)(CUuuid *, CUdevice);
     CUresult (*pool_get_attr)(CUmemoryPool, CUmemPool_attribute, void *);
     CUresult (*device_get_mem_pool)(CUmemoryPool *, CUdevice);
     CUresult (*device_get_default_pool)(CUmemoryPool *, CUdevice);
@@ -411,6 +412,10 @@ static bool drv_resolve(void)
     GET(device_total_mem, "cuDeviceTotalMem_v2");
     GET(device_get_name, "cuDeviceGetName");
     GET(device_get_pci, "cuDeviceGetPCIBusId");
+    /* _v2 (CUDA 11.4) gives the UUID of a MIG instance rather than of its parent GPU. */
+    GET(device_get_uuid, "cuDeviceGetUuid_v2");
+    if (!drv.device_get_uuid)
+        GET(device_get_uuid, "cuDeviceGetUuid");
     GET(pool_get_attr, "cuMemPoolGetAttribute");
     GET(device_get_mem_pool, "cuDeviceGetMemPool");
     GET(device_get_default_pool, "cuDeviceGetDefaultMemPool");
@@ -642,6 +647,23 @@ static bool query_other_device(int dev, size_t *f, size_t *t)
     return ok;
 }
 
+/* As nvidia-smi and CUDA_VISIBLE_DEVICES spell it: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx. */
+static void format_uuid(const CUuuid *u, char out[48])
+{
+    static const char hex[] = "0123456789abcdef";
+    char *p = out;
+    memcpy(p, "GPU-", 4);
+    p += 4;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            *p++ = '-';
+        unsigned char b = (unsigned char)u->bytes[i];
+        *p++ = hex[b >> 4];
+        *p++ = hex[b & 15];
+    }
+    *p = 0;
+}
+
 int vw_write_report(const char *reason)
 {
     static struct report_devinfo info[VW_MAX_DEVICES + 1];
@@ -669,6 +691,9 @@ int vw_write_report(const char *reason)
                 in->name[0] = 0;
             if (drv.device_get_pci && drv.device_get_pci(in->pci_bus_id, sizeof(in->pci_bus_id), i) != CUDA_SUCCESS)
                 in->pci_bus_id[0] = 0;
+            CUuuid u;
+            if (drv.device_get_uuid && drv.device_get_uuid(&u, i) == CUDA_SUCCESS)
+                format_uuid(&u, in->uuid);
             /* The driver answers free memory for the current context's device only. */
             bool got = i == cur ? drv.mem_get_info && drv.mem_get_info(&f, &t) == CUDA_SUCCESS
                                 : query_other_device(i, &f, &t);

@@ -191,11 +191,15 @@ static void write_process(struct jsonw *w)
         jw_null(w, "start_unix_ns");
 
     /* MPI before Slurm: mpirun inside an allocation inherits SLURM_PROCID. */
-    static const char *rank[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", NULL };
+    /* MVAPICH's MV2_COMM_WORLD_* (DeepSpeed's mvapich launcher) sit with the other MPI names;
+     * DeepSpeed's own launcher and torchrun set RANK/LOCAL_RANK/WORLD_SIZE. Each field takes the
+     * first name set, so a launcher that sets only some of them still fills what it can. */
+    static const char *rank[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK",
+                                  "SLURM_PROCID", NULL };
     static const char *local[] = { "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                                   "SLURM_LOCALID", NULL };
-    static const char *world[] = { "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS",
-                                   NULL };
+                                   "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", NULL };
+    static const char *world[] = { "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
+                                   "SLURM_NTASKS", NULL };
     write_int_env(w, "rank", rank);
     write_int_env(w, "local_rank", local);
     write_int_env(w, "world_size", world);
@@ -348,6 +352,7 @@ static void write_devices(struct jsonw *w, const struct report_devinfo *info)
         opt_i64(w, "ordinal", i == VW_MAX_DEVICES ? -1 : i);
         jw_str(w, "name", in->name[0] ? in->name : NULL);
         jw_str(w, "pci_bus_id", in->pci_bus_id[0] ? in->pci_bus_id : NULL);
+        jw_str(w, "uuid", in->uuid[0] ? in->uuid : NULL);
         opt_i64(w, "total_bytes", in->total);
         opt_i64(w, "free_bytes", in->free);
         opt_i64(w, "limit_bytes", in->limit);

@@ -20,6 +20,7 @@ struct report_proc {
 struct report_devinfo {
     char name[256];                /* empty: unknown */
     char pci_bus_id[32];           /* empty: unknown */
+    char uuid[48];                 /* "GPU-…" as nvidia-smi prints it; empty: unknown */
     int64_t total;                 /* the device's capacity: the emulated one under a limit */
     int64_t limit;                 /* VRAMWATCH_LIMIT for this device, -1: none */
     int64_t free;                  /* the driver's free memory */

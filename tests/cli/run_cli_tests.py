@@ -4,7 +4,7 @@
 Usage: run_cli_tests.py --vramwatch EXE --data DIR --golden DIR [--child EXE --stub SO]
                         [--validator PY] [--docs MD] [--libvramwatch SO] GROUP
 
-GROUP: golden, malformed, json, usage, run, schema. Every command runs with LC_ALL=C TERM=dumb
+GROUP: golden, malformed, json, usage, run, schema, merge. Every command runs with LC_ALL=C TERM=dumb
 NO_COLOR=1 and no VRAMWATCH_* variables from outside. VRAMWATCH_UPDATE_GOLDEN=1 rewrites the
 golden files instead of comparing (then read the diff before committing it).
 """
@@ -34,10 +34,13 @@ GOLDEN = [
     ("unknowns.txt", ["report", "unknowns.json"]),
     ("job.txt", ["report", "two-devices.json", "rank0-oom.json"]),
     ("job.json", ["report", "--json", "rank0-oom.json", "two-devices.json"]),
+    # four ranks on two shared GPUs, given out of order: rank 0 holds 30% more, rank 3 fails first
+    ("job4.txt", ["report", "job4-rank3.json", "job4-rank1.json", "job4-rank0.json", "job4-rank2.json"]),
 ]
+JOB4 = ["job4-rank%d.json" % i for i in range(4)]
 GOOD = ["oom-pytorch.json", "exit-clean.json", "two-devices.json", "rank0-oom.json", "unknowns.json",
-        "oom-mixed.json"]
-LATER = ["timeline", "merge"]
+        "oom-mixed.json"] + ["job4-rank%d.json" % i for i in range(4)]
+LATER = ["timeline"]
 
 
 class Failed(Exception):
@@ -285,7 +288,7 @@ def group_usage(opts):
         one_line_error(run(opts, [later, "--help"]), later + " --help")
     r = run(opts, ["--version"])
     check(r.returncode == 0 and r.stdout.startswith(b"vramwatch "), "--version: %r" % r.stdout)
-    for cmd in ("report", "run", "advise", "fit"):
+    for cmd in ("report", "run", "advise", "fit", "merge"):
         r = run(opts, [cmd, "--help"])
         check(r.returncode == 0 and r.stdout.startswith(b"usage: vramwatch " + cmd.encode()), cmd + " --help")
     one_line_error(run(opts, ["report"]), "report without a file")
@@ -525,8 +528,116 @@ def group_schema(opts):
         shutil.rmtree(tmp)
 
 
+def write_json(path, doc):
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2)
+
+
+def group_merge(opts):
+    """merge writes the job document report --json prints, report reads it back, and reports of
+    different jobs, or bad files, are refused with one line and exit 2, writing nothing."""
+    tmp = tempfile.mkdtemp(prefix="vw-merge-")
+    try:
+        for name in GOOD + ["bad-not-json.json", "bad-truncated.json"]:
+            shutil.copy(os.path.join(opts.data, name), tmp)
+        # The merged file is the document report --json prints for the same reports.
+        r = run(opts, ["merge", "rank0-oom.json", "two-devices.json", "-o", "job.json"], cwd=tmp)
+        check(r.returncode == 0 and r.stderr == b"", "merge: exit %d: %s" % (r.returncode, r.stderr.decode()))
+        check(r.stdout == b"merged 2 processes into job.json; first out of memory: rank 0, pid 7001 on node-a\n",
+              "merge: its line: %r" % r.stdout)
+        check(os.stat(os.path.join(tmp, "job.json")).st_mode & 0o777 == 0o600, "merge: the file's mode is 0600")
+        with open(os.path.join(tmp, "job.json"), "rb") as f:
+            merged = f.read()
+        compare_golden(opts, "job.json", merged)
+        # report reads a merged file back: the same view and the same document as from the reports.
+        r = run(opts, ["report", "job.json"], cwd=tmp)
+        with open(os.path.join(opts.golden, "job.txt"), "rb") as f:
+            check(r.returncode == 0 and r.stdout == f.read(), "report of the merged file: %s" % r.stderr.decode())
+        r = run(opts, ["report", "--json", "job.json"], cwd=tmp)
+        check(r.returncode == 0 and r.stdout == merged, "report --json of the merged file")
+        # A merged file merges again, and with more reports; the four-rank job gives its golden view.
+        r = run(opts, ["merge", "job4-rank0.json", "job4-rank1.json", "-o", "half.json"], cwd=tmp)
+        check(r.returncode == 0, "merge of two ranks: %s" % r.stderr.decode())
+        r = run(opts, ["merge", "half.json", "job4-rank3.json", "job4-rank2.json", "-o", "all.json"], cwd=tmp)
+        check(r.returncode == 0, "merge of a merged file: %s" % r.stderr.decode())
+        r = run(opts, ["report", "all.json"], cwd=tmp)
+        with open(os.path.join(opts.golden, "job4.txt"), "rb") as f:
+            check(r.returncode == 0 and r.stdout == f.read(), "report of a merge of a merge: %s" % r.stderr.decode())
+        with open(os.path.join(tmp, "all.json")) as f:
+            job = json.load(f)
+        check([p["rank"] for p in job["processes"]] == [0, 1, 2, 3], "job4: rank order")
+        check(job["first_failure"]["rank"] == 3 and job["first_failure"]["pid"] == 8104, "job4: first failure")
+        check([(x["kind"], x["rank"], x.get("excess_pct")) for x in job["findings"]] ==
+              [("rank0_extra", 0, 30), ("shared_gpu", 0, None), ("shared_gpu", 1, None)],
+              "job4: findings %r" % job["findings"])
+        check([p["device_ids"] for p in job["processes"]] ==
+              [["GPU-5f1c0a2e-0000-4000-8000-00000000000%d" % g] for g in (0, 1, 0, 1)], "job4: device_ids")
+        check([g["processes"] for g in job["gpus"]] == [[0, 2], [1, 3]], "job4: who is on which GPU")
+        if opts.validator:
+            schema = os.path.join(os.path.dirname(opts.docs), "job.schema.json")
+            r = subprocess.run([sys.executable, opts.validator, "--schema", schema, os.path.join(tmp, "all.json"),
+                                os.path.join(tmp, "job.json")], capture_output=True)
+            check(r.returncode in (0, SKIP), "job files against docs/job.schema.json: %s" % r.stdout.decode())
+        # DeepSpeed gives each rank --local_rank=N: still one job.
+        for i, name in enumerate(JOB4[:2]):
+            with open(os.path.join(tmp, name)) as f:
+                doc = json.load(f)
+            doc["process"]["argv"].insert(3, "--local_rank=%d" % i)
+            write_json(os.path.join(tmp, "ds-%d.json" % i), doc)
+        r = run(opts, ["merge", "ds-0.json", "ds-1.json", "-o", "ds.json"], cwd=tmp)
+        check(r.returncode == 0, "--local_rank differs between ranks: %s" % r.stderr.decode())
+
+        # Refusals: fixtures made here, so the golden lines name stable files.
+        with open(os.path.join(tmp, "job4-rank2.json")) as f:
+            rank2 = json.load(f)
+        again = json.loads(json.dumps(rank2))
+        again["process"]["pid"] = 9103
+        write_json(os.path.join(tmp, "rank2-again.json"), again)
+        world = json.loads(json.dumps(rank2))
+        world["process"]["world_size"] = 8
+        write_json(os.path.join(tmp, "rank2-world8.json"), world)
+        for name, change in (("job-empty.json", lambda j: j.update(processes=[])),
+                             ("job-no-report.json", lambda j: j["processes"][1].pop("report")),
+                             ("job-bad-report.json", lambda j: j["processes"][1]["report"]["devices"][0].update(live_bytes="1")),
+                             ("job-wrong-pid.json", lambda j: j["processes"][0].update(pid=1)),
+                             ("job-not-list.json", lambda j: j.update(processes={}))):
+            doc = json.loads(merged)
+            change(doc)
+            write_json(os.path.join(tmp, name), doc)
+        refusals = [
+            ["merge", "bad-not-json.json", "job4-rank0.json", "-o", "out.json"],
+            ["merge", "job4-rank0.json", "bad-truncated.json", "-o", "out.json"],
+            ["merge", "job4-rank0.json", "oom-pytorch.json", "-o", "out.json"],
+            ["merge", "job4-rank2.json", "rank2-again.json", "-o", "out.json"],
+            ["merge", "job4-rank1.json", "rank2-world8.json", "-o", "out.json"],
+            ["merge", "job4-rank0.json", "job4-rank0.json", "-o", "out.json"],
+            ["merge", "all.json", "job4-rank3.json", "-o", "out.json"],
+            ["merge", "job-empty.json", "-o", "out.json"],
+            ["merge", "job-no-report.json", "-o", "out.json"],
+            ["merge", "job-bad-report.json", "-o", "out.json"],
+            ["merge", "job-wrong-pid.json", "-o", "out.json"],
+            ["merge", "job-not-list.json", "-o", "out.json"],
+            ["merge", "job4-rank0.json"],
+            ["merge", "-o", "out.json"],
+            ["merge", "job4-rank0.json", "-o"],
+            ["merge", "--frobnicate", "job4-rank0.json", "-o", "out.json"],
+            ["merge", "job4-rank0.json", "-o", "no-such-folder/out.json"],
+            ["report", "job-wrong-pid.json"],
+        ]
+        lines = []
+        for args in refusals:
+            line = one_line_error(run(opts, args, cwd=tmp), " ".join(args))
+            check(not os.path.exists(os.path.join(tmp, "out.json")), "%s: wrote a file" % " ".join(args))
+            lines.append("$ vramwatch %s\n%s\n" % (" ".join(args), line))
+        leftovers = [f for f in os.listdir(tmp) if ".tmp-" in f]
+        check(leftovers == [], "temporary files left: %r" % leftovers)
+        compare_golden(opts, "merge-refusals.txt", "".join(lines).encode())
+    finally:
+        shutil.rmtree(tmp)
+
+
 GROUPS = {"golden": group_golden, "malformed": group_malformed, "json": group_json, "usage": group_usage,
-          "run": group_run, "schema": group_schema}
+          "run": group_run, "schema": group_schema, "merge": group_merge}
 
 
 def main():

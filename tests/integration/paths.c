@@ -531,6 +531,29 @@ static int queries_only(void)
     return 0;
 }
 
+/* One rank of a multi-process job: allocates PATHS_MIB (a comma list of MiB), waits
+ * PATHS_DELAY_MS, then, with PATHS_FAIL_MIB, asks for that much, which must run out of memory. */
+static int rank_mode(void)
+{
+    const char *list = getenv("PATHS_MIB");
+    const char *delay = getenv("PATHS_DELAY_MS");
+    const char *fail = getenv("PATHS_FAIL_MIB");
+    CHECK(list != NULL, 190);
+    void *p;
+    for (const char *s = list; *s;) {
+        char *end;
+        unsigned long long mib = strtoull(s, &end, 10);
+        CHECK(end != s && mib > 0, 191);
+        CHECK(cudaMalloc(&p, mib * MiB) == cudaSuccess, 192);
+        s = *end == ',' ? end + 1 : end;
+    }
+    if (delay)
+        usleep((useconds_t)strtoul(delay, NULL, 10) * 1000u);
+    if (fail)
+        CHECK(cudaMalloc(&p, strtoull(fail, NULL, 10) * MiB) == cudaErrorMemoryAllocation, 193);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -543,6 +566,7 @@ int main(int argc, char **argv)
         { "fragmentation", fragmentation }, { "threads", threads }, { "fork", fork_children },
         { "dump", dump }, { "queries_only", queries_only }, { "two_devices", two_devices },
         { "limit_enforce", limit_enforce }, { "limit_observe", limit_observe }, { "nvml", nvml },
+        { "rank", rank_mode },
     };
     if (argc != 2) {
         fprintf(stderr, "usage: paths MODE\n");

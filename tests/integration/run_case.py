@@ -483,6 +483,92 @@ def case_ctypes(run):
     counts(d, 3, 1)
 
 
+def case_workers(run):
+    """DataLoader-like: forked workers and exec'd tools that never allocate stay silent; a
+    spawned worker that allocates reports as its own process."""
+    py = shutil.which("python3") or sys.executable
+    p = run.run([py, os.path.join(HERE, "workers.py")])
+    spawned = int(p.stdout.strip().split("=")[1])
+    reps = run.reports()
+    eq(len(reps), 2, "reports: the parent and the spawned worker that allocated, no other")
+    by_pid = {x["process"]["pid"]: x for x in reps}
+    expect(spawned in by_pid, "the spawned worker reported")
+    child = by_pid[spawned]
+    parent = [x for x in reps if x is not child][0]
+    eq(dev0(parent)["live_bytes"], 8 * MiB, "parent live")
+    eq(dev0(child)["live_bytes"], 3 * MiB, "the spawned worker reports only its own allocations")
+    eq(child["process"]["ppid"], parent["process"]["pid"], "spawned worker's parent")
+    expect("workers.py" in " ".join(parent["process"]["argv"]), "parent argv")
+
+
+# Four ranks on two simulated GPUs, two ranks per GPU through CUDA_VISIBLE_DEVICES: rank 0
+# keeps 300 MiB of extra buffers (30% above the median), rank 3 runs out of memory first,
+# rank 1 later; rank 3 is started first and rank 1 last, so neither start order nor rank
+# order gives the right answer by chance.
+RANKS = [  # rank, CUDA_VISIBLE_DEVICES, MiB allocated, delay before the failing request (ms), MiB asked
+    (3, "1", "500,500", 0, 1500),
+    (0, "0", "500,300,500", None, None),
+    (2, "0", "500,500", None, None),
+    (1, "1", "500,500", 800, 1500),
+]
+
+
+def case_ranks(run):
+    procs = []
+    for rank, cvd, mib, delay, fail in RANKS:
+        extra = {"SIMGPU_DEVICES": "2", "SIMGPU_MEMORY": "2GiB", "SIMGPU_CONTEXT_BYTES": "100MiB",
+                 "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "4",
+                 "CUDA_VISIBLE_DEVICES": cvd, "PATHS_MIB": mib}
+        if fail:
+            extra.update(PATHS_FAIL_MIB=str(fail), PATHS_DELAY_MS=str(delay))
+        procs.append(subprocess.Popen([run.args.paths, "rank"], env=run.env(extra), cwd=run.dir,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for pr in procs:
+        out, err = pr.communicate(timeout=60)
+        eq(pr.returncode, 0, "a rank's exit status (stderr: %s)" % err)
+    reps = run.reports()
+    eq(len(reps), 4, "one report per rank, none overwritten in the shared folder")
+    files = sorted(os.path.basename(f) for f in glob.glob(os.path.join(run.dir, "vramwatch-*.json")))
+    eq(len(set(files)), 4, "distinct file names")
+    by_rank = {r["process"]["rank"]: r for r in reps}
+    eq(sorted(by_rank), [0, 1, 2, 3], "ranks")
+    for rank, cvd, mib, delay, fail in RANKS:
+        r = by_rank[rank]
+        eq((r["process"]["local_rank"], r["process"]["world_size"]), (rank, 4), "rank %d: local rank, world" % rank)
+        eq(r["process"]["env"].get("CUDA_VISIBLE_DEVICES"), cvd, "rank %d: CUDA_VISIBLE_DEVICES" % rank)
+        d = dev0(r)
+        phys = int(cvd)
+        # The process's device 0 is physical device `cvd`: its bus id and UUID say so.
+        eq(d["pci_bus_id"], "0000:%02X:00.0" % (phys + 1), "rank %d: PCI bus id" % rank)
+        eq(d["uuid"], "GPU-7672616d-7761-7463-682d-4750552d30%02x" % phys, "rank %d: UUID" % rank)
+        eq(d["peak_live_bytes"], sum(int(x) for x in mib.split(",")) * MiB, "rank %d: peak" % rank)
+        eq(len([f for f in r["failures"] if f["oom"]]), 1 if fail else 0, "rank %d: failures" % rank)
+
+    out = os.path.join(run.dir, "job.json")
+    names = [os.path.join(run.dir, f) for f in files]
+    run.run([run.args.vramwatch, "merge"] + names + ["-o", out], preload=False, sim=False)
+    with open(out, encoding="utf-8") as fh:
+        job = json.load(fh)
+    eq([p["rank"] for p in job["processes"]], [0, 1, 2, 3], "job: rank order")
+    eq(job["first_failure"]["rank"], 3, "job: the first out-of-memory is rank 3's")
+    eq(job["first_failure"]["pid"], by_rank[3]["process"]["pid"], "job: first failure pid")
+    eq(job["first_failure"]["size"], 1500 * MiB, "job: first failure size")
+    eq(job["processes_out_of_memory"], 2, "job: two ranks ran out of memory")
+    eq([p["device_ids"] for p in job["processes"]],
+       [["GPU-7672616d-7761-7463-682d-4750552d30%02x" % g] for g in (0, 1, 0, 1)], "job: physical GPUs")
+    eq([g["processes"] for g in job["gpus"]], [[0, 2], [1, 3]], "job: ranks per GPU")
+    eq(job["median_peak_bytes"], 1000 * MiB, "job: median peak")
+    eq([(f["kind"], f["rank"], f.get("excess_pct")) for f in job["findings"]],
+       [("rank0_extra", 0, 30), ("shared_gpu", 0, None), ("shared_gpu", 1, None)], "job: findings")
+    p = run.run([run.args.vramwatch, "report", out], preload=False, sim=False)
+    expect("first out of memory: rank 3, pid %d" % by_rank[3]["process"]["pid"] in p.stdout,
+           "report names rank 3 first:\n" + p.stdout[:600])
+    expect("rank 0 peaked at 1.27 GiB, 30% more than the median process (1000.00 MiB" in p.stdout,
+           "report names rank 0's extra memory:\n" + p.stdout[:1500])
+    expect("ranks 0 and 2 share GPU 0" in p.stdout and "ranks 1 and 3 share GPU 1" in p.stdout,
+           "report names the shared GPUs")
+
+
 def case_cli_run(run):
     """vramwatch run finds the library next to itself, preloads it, passes the status through
     and prints the post-mortem of the report the program left."""

@@ -254,3 +254,64 @@ Test(simgpu_config, capacity_rounds_down_to_512)
     simgpu_config_load(&cfg, NULL);
     cr_assert_eq(cfg.memory[0], 1000000 / 512 * 512);
 }
+
+Test(simgpu_config, visible_devices_remap_ordinals)
+{
+    struct simgpu_config cfg;
+    sim_env("0:4GiB,1:8GiB,2:2GiB,3:1GiB", NULL, NULL);
+    setenv("CUDA_VISIBLE_DEVICES", "2, 0", 1);
+    simgpu_config_load(&cfg, NULL);
+    simgpu_config_visible(&cfg);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    cr_assert_eq(cfg.devices, 2);
+    cr_assert_eq(cfg.physical[0], 2);
+    cr_assert_eq(cfg.physical[1], 0);
+    cr_assert_eq(cfg.memory[0], 2 * GiB, "the capacity follows the physical device");
+    cr_assert_eq(cfg.memory[1], 4 * GiB);
+}
+
+Test(simgpu_config, visible_devices_stop_at_the_first_bad_entry)
+{
+    static const struct {
+        const char *value;
+        int devices, first;
+    } cases[] = {
+        { "1,7,0", 1, 1 },    /* out of range: the list ends there */
+        { "1,1,0", 1, 1 },    /* a repeat ends it too */
+        { "x,0", 0, -1 },     /* nothing usable: no devices */
+        { "", 0, -1 },        /* empty hides every device */
+        { "3,2,1,0", 4, 3 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct simgpu_config cfg;
+        sim_env("0:4GiB,3:1GiB", NULL, NULL);
+        setenv("CUDA_VISIBLE_DEVICES", cases[i].value, 1);
+        simgpu_config_load(&cfg, NULL);
+        simgpu_config_visible(&cfg);
+        unsetenv("CUDA_VISIBLE_DEVICES");
+        cr_assert_eq(cfg.devices, cases[i].devices, "CUDA_VISIBLE_DEVICES='%s'", cases[i].value);
+        if (cases[i].first >= 0)
+            cr_assert_eq(cfg.physical[0], cases[i].first, "CUDA_VISIBLE_DEVICES='%s'", cases[i].value);
+    }
+}
+
+Test(simgpu_config, visible_devices_by_uuid)
+{
+    struct simgpu_config cfg;
+    char u1[48];
+    simgpu_uuid_string(1, u1);
+    cr_assert_str_eq(u1, "GPU-7672616d-7761-7463-682d-4750552d3001");
+    sim_env("0:4GiB,1:8GiB", NULL, NULL);
+    setenv("CUDA_VISIBLE_DEVICES", "GPU-7672616d-7761-7463-682d-4750552d3001,0", 1);
+    simgpu_config_load(&cfg, NULL);
+    simgpu_config_visible(&cfg);
+    cr_assert_eq(cfg.devices, 2);
+    cr_assert_eq(cfg.physical[0], 1);
+    cr_assert_eq(cfg.memory[0], 8 * GiB);
+    /* A prefix both UUIDs share names neither. */
+    setenv("CUDA_VISIBLE_DEVICES", "GPU-7672616d", 1);
+    simgpu_config_load(&cfg, NULL);
+    simgpu_config_visible(&cfg);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    cr_assert_eq(cfg.devices, 0);
+}

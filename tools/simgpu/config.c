@@ -266,6 +266,8 @@ void simgpu_config_read(struct simgpu_config *cfg, int (*is_known_func)(const ch
 
     memset(cfg, 0, sizeof *cfg);
     cfg->devices = 1;
+    for (int i = 0; i < SIMGPU_MAX_DEVICES; i++)
+        cfg->physical[i] = i;
     if ((v = getenv("SIMGPU_DEVICES")) != NULL) {
         char *end;
         errno = 0;
@@ -306,4 +308,90 @@ void simgpu_config_read(struct simgpu_config *cfg, int (*is_known_func)(const ch
     }
 
     load_fail_rules(warn, cfg, is_known_func);
+}
+
+void simgpu_uuid_bytes(int physical, unsigned char out[16])
+{
+    /* "vramwatch-GPU-0" and the device number: readable in a hex dump, one per device. */
+    static const unsigned char stem[15] = { 0x76, 0x72, 0x61, 0x6d, 0x77, 0x61, 0x74, 0x63,
+                                            0x68, 0x2d, 0x47, 0x50, 0x55, 0x2d, 0x30 };
+    memcpy(out, stem, sizeof stem);
+    out[15] = (unsigned char)physical;
+}
+
+void simgpu_uuid_string(int physical, char out[48])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char b[16];
+    simgpu_uuid_bytes(physical, b);
+    char *p = out;
+    memcpy(p, "GPU-", 4);
+    p += 4;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            *p++ = '-';
+        *p++ = hex[b[i] >> 4];
+        *p++ = hex[b[i] & 15];
+    }
+    *p = '\0';
+}
+
+/* The physical device an entry names, or -1. */
+static int visible_entry(const struct simgpu_config *cfg, const char *e, size_t n)
+{
+    while (n && isspace((unsigned char)*e))
+        e++, n--;
+    while (n && isspace((unsigned char)e[n - 1]))
+        n--;
+    if (n == 0)
+        return -1;
+    if (n > 4 && strncasecmp(e, "GPU-", 4) == 0) {
+        int found = -1;
+        for (int p = 0; p < cfg->devices; p++) {
+            char u[48];
+            simgpu_uuid_string(p, u);
+            if (strncasecmp(u, e, n) == 0) {
+                if (found >= 0)
+                    return -1; /* a prefix of two devices' UUIDs names neither */
+                found = p;
+            }
+        }
+        return found;
+    }
+    long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)e[i]) || v > SIMGPU_MAX_DEVICES)
+            return -1;
+        v = v * 10 + (e[i] - '0');
+    }
+    return v < cfg->devices ? (int)v : -1;
+}
+
+void simgpu_config_visible(struct simgpu_config *cfg)
+{
+    const char *v = getenv("CUDA_VISIBLE_DEVICES");
+    if (!v)
+        return;
+    int map[SIMGPU_MAX_DEVICES], n = 0;
+    for (const char *p = v; n < cfg->devices;) {
+        size_t len = strcspn(p, ",");
+        int phys = visible_entry(cfg, p, len);
+        for (int i = 0; i < n && phys >= 0; i++)
+            if (map[i] == phys)
+                phys = -1;
+        if (phys < 0)
+            break;
+        map[n++] = phys;
+        if (!p[len])
+            break;
+        p += len + 1;
+    }
+    struct simgpu_config all = *cfg;
+    for (int i = 0; i < n; i++) {
+        cfg->physical[i] = map[i];
+        cfg->memory[i] = all.memory[map[i]];
+        cfg->context_bytes[i] = all.context_bytes[map[i]];
+        cfg->other_bytes[i] = all.other_bytes[map[i]];
+    }
+    cfg->devices = n;
 }

@@ -26,6 +26,9 @@ struct simgpu_fail_rule {
 
 struct simgpu_config {
     int devices;
+    /* The physical device behind each ordinal: the identity, with CUDA_VISIBLE_DEVICES applied
+     * by simgpu_config_visible(); the others are indexed by ordinal once it has run. */
+    int physical[SIMGPU_MAX_DEVICES];
     uint64_t memory[SIMGPU_MAX_DEVICES];
     uint64_t context_bytes[SIMGPU_MAX_DEVICES];
     uint64_t other_bytes[SIMGPU_MAX_DEVICES];
@@ -55,5 +58,19 @@ void simgpu_config_load(struct simgpu_config *cfg, int (*is_known_func)(const ch
  * simulated NVML reads quietly, so a bad value is reported once, by the driver. */
 void simgpu_config_read(struct simgpu_config *cfg, int (*is_known_func)(const char *name),
                         FILE *warn);
+
+/*
+ * Applies CUDA_VISIBLE_DEVICES as the real driver does: the listed physical devices become
+ * ordinals 0, 1, ... in that order (their capacities and other settings follow them), and the
+ * list ends at the first entry that is not a device: a number out of range, a repeat, or
+ * anything else; an empty value hides every device. Entries are numbers or UUIDs (GPU-…, a
+ * unique prefix is enough). The simulated NVML does not call this: NVML ignores the variable.
+ */
+void simgpu_config_visible(struct simgpu_config *cfg);
+
+/* The UUID of a physical device: 16 bytes, stable, different for every device. */
+void simgpu_uuid_bytes(int physical, unsigned char out[16]);
+/* The same spelled as nvidia-smi does: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx (41 bytes with NUL). */
+void simgpu_uuid_string(int physical, char out[48]);
 
 #endif

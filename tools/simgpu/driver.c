@@ -135,6 +135,7 @@ static void atfork_release(void) { pthread_mutex_unlock(&g.lock); }
 static void load_once(void)
 {
     simgpu_config_load(&g.cfg, is_driver_function);
+    simgpu_config_visible(&g.cfg);
     /* A child forked while another thread held the lock would otherwise deadlock on first use. */
     pthread_atfork(atfork_prepare, atfork_release, atfork_release);
 }
@@ -606,7 +607,7 @@ static int attribute_value(CUdevice_attribute a, int dev)
     case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT: return 512;
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
     case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: return 1;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return dev + 1;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return g.cfg.physical[dev] + 1;
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
     case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
@@ -624,7 +625,7 @@ static int attribute_value(CUdevice_attribute a, int dev)
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: return 233472;
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: return 65536;
     case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
-    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: return dev;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: return g.cfg.physical[dev];
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: return 1;
@@ -662,8 +663,9 @@ static CUresult do_pci_bus_id(char *pciBusId, int len, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (!valid_device(dev))
         return CUDA_ERROR_INVALID_DEVICE;
-    /* Upper-case hex digits, as NVIDIA's driver prints them ("0000:0A:00.0"). */
-    snprintf(pciBusId, (size_t)len, "%04X:%02X:%02X.0", 0u, (unsigned)(dev + 1), 0u);
+    /* Upper-case hex digits, as NVIDIA's driver prints them ("0000:0A:00.0"); the physical
+     * device's, so CUDA_VISIBLE_DEVICES changes the ordinal but not the bus id. */
+    snprintf(pciBusId, (size_t)len, "%04X:%02X:%02X.0", 0u, (unsigned)(g.cfg.physical[dev] + 1), 0u);
     return CUDA_SUCCESS;
 }
 
@@ -674,18 +676,14 @@ EXPORT CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
 
 static CUresult do_uuid(CUuuid *uuid, CUdevice dev)
 {
-    /* Stable per ordinal, so reports of two runs can be compared. */
-    static const unsigned char stem[12] = { 0x76, 0x72, 0x61, 0x6d, 0x77, 0x61,
-                                            0x74, 0x63, 0x68, 0x2d, 0x47, 0x50 };
     if (!uuid)
         return CUDA_ERROR_INVALID_VALUE;
     if (!valid_device(dev))
         return CUDA_ERROR_INVALID_DEVICE;
-    memcpy(uuid->bytes, stem, sizeof stem);
-    uuid->bytes[12] = 0x55;
-    uuid->bytes[13] = 0x2d;
-    uuid->bytes[14] = 0x30;
-    uuid->bytes[15] = (char)dev;
+    /* Stable per physical device, so reports of two runs (and two processes) can be compared. */
+    unsigned char b[16];
+    simgpu_uuid_bytes(g.cfg.physical[dev], b);
+    memcpy(uuid->bytes, b, sizeof b);
     return CUDA_SUCCESS;
 }
 

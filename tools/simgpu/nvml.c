@@ -36,6 +36,7 @@ struct nvmlDevice_st {
 static struct {
     pthread_mutex_t lock;
     struct simgpu_config cfg;
+    int ordinal[SIMGPU_MAX_DEVICES]; /* the CUDA ordinal of each NVML index, -1 if hidden */
     char libcuda[4096];     /* the file the simulated runtime loads (SIMGPU_LIBCUDA) */
     unsigned int refs;      /* nvmlInit calls not yet undone by nvmlShutdown */
     unsigned int count;
@@ -60,6 +61,14 @@ static void load_once(void)
     char *end = NULL;
     unsigned long pid = other && *other ? strtoul(other, &end, 10) : 0;
     nv.other_pid = end && *end == 0 && pid > 0 && pid < 4194304 ? (unsigned int)pid : 0;
+    /* NVML ignores CUDA_VISIBLE_DEVICES and numbers physical devices; the driver's figures are
+     * asked by ordinal, so each index is mapped to the ordinal the driver gave it. */
+    struct simgpu_config visible = nv.cfg;
+    simgpu_config_visible(&visible);
+    for (int p = 0; p < SIMGPU_MAX_DEVICES; p++)
+        nv.ordinal[p] = -1;
+    for (int i = 0; i < visible.devices; i++)
+        nv.ordinal[visible.physical[i]] = i;
     for (unsigned int i = 0; i < SIMGPU_MAX_DEVICES; i++)
         nv.dev[i].index = i;
     pthread_atfork(atfork_prepare, atfork_release, atfork_release);
@@ -126,7 +135,9 @@ struct mem_figures {
 static void memory_of(unsigned int index, struct mem_figures *m)
 {
     m->total = nv.cfg.memory[index];
-    m->used = driver_used_bytes(index, nv.cfg.other_bytes[index]);
+    /* A device hidden from CUDA in this process holds nothing of ours: only the "other" bytes. */
+    m->used = nv.ordinal[index] >= 0 ? driver_used_bytes((unsigned int)nv.ordinal[index], nv.cfg.other_bytes[index])
+                                      : nv.cfg.other_bytes[index];
     /* Another "process" may claim more than the card has; NVML never reports used > total. */
     if (m->used > m->total)
         m->used = m->total;
@@ -324,7 +335,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
     if (r != NVML_SUCCESS)
         return r;
     uint64_t other = nv.cfg.other_bytes[index];
-    uint64_t used = driver_used_bytes(index, other);
+    /* NVML numbers physical devices; the driver is asked by the ordinal it gave this one */
+    uint64_t used = nv.ordinal[index] >= 0 ? driver_used_bytes((unsigned int)nv.ordinal[index], other) : other;
     nvmlProcessInfo_t list[2];
     unsigned int n = 0;
     if (used > other)

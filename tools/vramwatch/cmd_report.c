@@ -6,12 +6,12 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "job.h"
 #include "json.h"
 
 #define TOP_CALLSITES 10
 /* Application frames shown for the failure without --full. */
 #define FAILURE_FRAMES 4
-#define JOB_SCHEMA "vramwatch.job/1"
 
 struct style {
 	const char *bold, *red, *reset;
@@ -317,6 +317,16 @@ static void print_device(FILE *out, const struct model_report *r, const struct m
 	else
 		fputs(", capacity unknown", out);
 	fprintf(out, "%s\n", st->reset);
+	/* The ordinal is the process's own view; these name the card whatever CUDA_VISIBLE_DEVICES did. */
+	if (d->pci_bus_id || d->uuid) {
+		fputs("  physical GPU   ", out);
+		util_put_text(out, d->pci_bus_id ? d->pci_bus_id : d->uuid);
+		if (d->pci_bus_id && d->uuid) {
+			fputs("  ", out);
+			util_put_text(out, d->uuid);
+		}
+		fputc('\n', out);
+	}
 
 	if (d->live_count.known)
 		sb_printf(&b, "in %" PRId64 " allocation%s", d->live_count.v, d->live_count.v == 1 ? "" : "s");
@@ -862,48 +872,6 @@ static void print_postmortem(FILE *out, const struct model_report *r, const stru
 
 /* ---- several reports: one job ---- */
 
-/* Ranks in order, unranked processes after them, then by host and pid: a stable reading order. */
-static int by_rank(const void *a, const void *b)
-{
-	const struct model_report *x = *(const struct model_report *const *)a;
-	const struct model_report *y = *(const struct model_report *const *)b;
-	if (x->process.rank.known != y->process.rank.known)
-		return x->process.rank.known ? -1 : 1;
-	if (x->process.rank.known && x->process.rank.v != y->process.rank.v)
-		return x->process.rank.v < y->process.rank.v ? -1 : 1;
-	int h = strcmp(x->process.host, y->process.host);
-	if (h)
-		return h;
-	if (x->process.pid != y->process.pid)
-		return x->process.pid < y->process.pid ? -1 : 1;
-	return x < y ? -1 : x > y;
-}
-
-static const struct model_report **job_order(struct model_report *reports, size_t n)
-{
-	const struct model_report **order = util_xcalloc(n, sizeof *order);
-	for (size_t i = 0; i < n; i++)
-		order[i] = &reports[i];
-	qsort(order, n, sizeof *order, by_rank);
-	return order;
-}
-
-/* The earliest real out-of-memory of the job, and whose it was. */
-static const struct model_failure *job_first_failure(const struct model_report *const *order, size_t n,
-						     const struct model_report **owner)
-{
-	const struct model_failure *first = NULL;
-	*owner = NULL;
-	for (size_t i = 0; i < n; i++) {
-		const struct model_failure *f = model_real_oom(order[i]);
-		if (f && (!first || f->time_unix_ns < first->time_unix_ns)) {
-			first = f;
-			*owner = order[i];
-		}
-	}
-	return first;
-}
-
 static void add_process_name(struct strbuf *b, const struct model_report *r)
 {
 	if (r->process.rank.known)
@@ -912,136 +880,223 @@ static void add_process_name(struct strbuf *b, const struct model_report *r)
 	util_add_text(b, r->process.host);
 }
 
-static void print_job(FILE *out, struct model_report *reports, size_t n, const struct report_opts *o)
+/* "rank 3" or, without a rank, "pid 7004 on node-b". */
+static void add_short_name(struct strbuf *b, const struct model_report *r)
 {
-	const struct style *st = o->color ? &ansi : &plain;
-	const struct model_report **order = job_order(reports, n);
-	const struct model_report *owner;
-	const struct model_failure *first = job_first_failure(order, n, &owner);
-	model_int job_start = {0, false};
-	size_t hosts = 0;
-	for (size_t i = 0; i < n; i++) {
-		const model_int *s = &order[i]->process.start_unix_ns;
-		if (s->known && (!job_start.known || s->v < job_start.v))
-			job_start = *s;
-		bool seen = false;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = strcmp(order[i]->process.host, order[j]->process.host) == 0;
-		hosts += !seen;
+	if (r->process.rank.known) {
+		sb_printf(b, "rank %" PRId64, r->process.rank.v);
+	} else {
+		sb_printf(b, "pid %" PRId64 " on ", r->process.pid);
+		util_add_text(b, r->process.host);
 	}
+}
+
+static const char *job_when(const struct job *j, int64_t t, char buf[UTIL_TIME_LEN])
+{
+	return j->start_unix_ns.known ? util_fmt_reltime(t, j->start_unix_ns.v, buf) : util_fmt_abstime(t, buf);
+}
+
+static void print_job_header(FILE *out, const struct job *j, const struct style *st)
+{
 	struct strbuf b = {0};
 	char s1[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
-	fprintf(out, "%svramwatch job: %zu processes on %zu host%s%s\n", st->bold, n, hosts, hosts == 1 ? "" : "s",
-		st->reset);
-	if (first) {
-		add_process_name(&b, owner);
+	sb_printf(&b, "vramwatch job: %zu processes on %zu host%s", j->n, j->hosts, j->hosts == 1 ? "" : "s");
+	if (j->world_size.known)
+		sb_printf(&b, ", world size %" PRId64, j->world_size.v);
+	sb_printf(&b, ", %zu GPU%s", j->n_gpus, j->n_gpus == 1 ? "" : "s");
+	fprintf(out, "%s%s%s\n", st->bold, sb_str(&b), st->reset);
+	if (j->start_unix_ns.known)
+		fputs("  times count from the start of the first process\n", out);
+	const struct model_failure *f = j->first_failure;
+	if (f) {
+		const struct job_process *p = &j->procs[j->first_failure_proc];
+		sb_truncate(&b, 0);
+		add_process_name(&b, p->r);
 		sb_add(&b, ": ");
-		util_add_text(&b, first->api);
-		sb_printf(&b, " of %s", util_fmt_size(first->size, s1));
-		sb_add(&b, " on ");
-		add_device_name(&b, first->device);
-		if (job_start.known)
-			sb_printf(&b, " at %s after the first process started",
-				  util_fmt_reltime(first->time_unix_ns, job_start.v, t));
-		else
-			sb_printf(&b, " at %s", util_fmt_abstime(first->time_unix_ns, t));
+		util_add_text(&b, f->api);
+		sb_printf(&b, " of %s on ", util_fmt_size(f->size, s1));
+		add_device_name(&b, f->device);
+		for (size_t d = 0; f->device.known && d < p->r->n_devices; d++)
+			if (p->r->devices[d].ordinal.known && p->r->devices[d].ordinal.v == f->device.v &&
+			    p->gpus[d] != SIZE_MAX)
+				sb_printf(&b, " (GPU %zu)", p->gpus[d]);
+		sb_printf(&b, " at %s", job_when(j, f->time_unix_ns, t));
 		fprintf(out, "  %sfirst out of memory:%s %s\n", st->red, st->reset, sb_str(&b));
+		if (j->n_failed > 1)
+			fprintf(out, "  %zu processes ran out of memory; the others' failures may follow from the first\n",
+				j->n_failed);
 	} else {
 		fputs("  no process ran out of memory\n", out);
 	}
-	for (size_t i = 0; i < n; i++) {
+	sb_free(&b);
+}
+
+static void print_job_ranks(FILE *out, const struct job *j)
+{
+	struct strbuf b = {0};
+	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
+	size_t host_w = 4;
+	for (size_t i = 0; i < j->n; i++) {
+		size_t len = strlen(j->procs[i].r->process.host);
+		if (len > host_w)
+			host_w = len < 32 ? len : 32;
+	}
+	fputs("\nProcesses (peak: the most each held at once, over its devices)\n", out);
+	fprintf(out, "  %5s %8s  %-*s  %-6s %12s %12s\n", "rank", "pid", (int)host_w, "host", "GPU", "live", "peak");
+	for (size_t i = 0; i < j->n; i++) {
+		const struct job_process *p = &j->procs[i];
+		const struct model_process *mp = &p->r->process;
+		char rank[24] = "-";
+		if (mp->rank.known)
+			snprintf(rank, sizeof rank, "%" PRId64, mp->rank.v);
 		sb_truncate(&b, 0);
-		add_process_name(&b, order[i]);
-		fprintf(out, "\n%s=== process %zu of %zu: %s ===%s\n", st->bold, i + 1, n, sb_str(&b), st->reset);
-		print_postmortem(out, order[i], o);
+		util_add_text(&b, mp->host);
+		if (b.len > host_w)
+			sb_truncate(&b, host_w);
+		struct strbuf g = {0};
+		for (size_t d = 0; d < p->r->n_devices; d++) {
+			if (d)
+				sb_addc(&g, ',');
+			if (p->gpus[d] == SIZE_MAX)
+				sb_addc(&g, '?');
+			else
+				sb_printf(&g, "%zu", p->gpus[d]);
+		}
+		if (!g.len)
+			sb_addc(&g, '-');
+		struct strbuf note = {0};
+		for (size_t k = 0; k < j->n_findings; k++)
+			if (j->findings[k].kind != JOB_SHARED_GPU && j->findings[k].proc == i)
+				sb_printf(&note, "  %+" PRId64 "%% over the median", j->findings[k].excess_pct);
+		const struct model_failure *f = model_real_oom(p->r);
+		if (f)
+			sb_printf(&note, "  out of memory at %s%s", job_when(j, f->time_unix_ns, t),
+				  j->first_failure == f ? " (first)" : "");
+		fprintf(out, "  %5s %8" PRId64 "  %-*s  %-6s %12s %12s%s\n", rank, mp->pid, (int)host_w, sb_str(&b),
+			sb_str(&g), util_fmt_size(p->live_bytes, s1), util_fmt_size(p->peak_bytes, s2), sb_str(&note));
+		sb_free(&g);
+		sb_free(&note);
+	}
+	fprintf(out, "  median peak %s\n", util_fmt_size(j->median_peak_bytes, s1));
+	sb_free(&b);
+}
+
+static void add_rank_list(struct strbuf *b, const struct job *j, const size_t *procs, size_t n)
+{
+	bool ranked = true;
+	for (size_t k = 0; k < n; k++)
+		ranked = ranked && j->procs[procs[k]].r->process.rank.known;
+	sb_add(b, ranked ? (n == 1 ? "rank " : "ranks ") : (n == 1 ? "process " : "processes "));
+	for (size_t k = 0; k < n; k++) {
+		const struct model_report *r = j->procs[procs[k]].r;
+		if (k)
+			sb_add(b, k + 1 == n ? " and " : ", ");
+		if (ranked)
+			sb_printf(b, "%" PRId64, r->process.rank.v);
+		else
+			sb_printf(b, "pid %" PRId64, r->process.pid);
+	}
+}
+
+static void print_job_gpus(FILE *out, const struct job *j)
+{
+	if (!j->n_gpus)
+		return;
+	struct strbuf b = {0};
+	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], s3[UTIL_SIZE_LEN];
+	fputs("\nGPUs (physical: by UUID or PCI bus id, whatever CUDA_VISIBLE_DEVICES made of the ordinals)\n", out);
+	for (size_t g = 0; g < j->n_gpus; g++) {
+		const struct job_gpu *gpu = &j->gpus[g];
+		sb_truncate(&b, 0);
+		sb_printf(&b, "GPU %zu: ", g);
+		/* A bare number is an ordinal or a CUDA_VISIBLE_DEVICES entry, not a bus id or UUID. */
+		if (!strchr(gpu->id, ':') && !strchr(gpu->id, '-'))
+			sb_add(&b, "device ");
+		util_add_text(&b, gpu->id);
+		sb_add(&b, " on ");
+		util_add_text(&b, gpu->host);
+		if (gpu->name) {
+			sb_add(&b, ", ");
+			util_add_text(&b, gpu->name);
+		}
+		if (gpu->total_bytes.known)
+			sb_printf(&b, ", %s", util_fmt_size(gpu->total_bytes.v, s1));
+		put_line(out, "  ", &b);
+		sb_truncate(&b, 0);
+		add_rank_list(&b, j, gpu->procs, gpu->n_procs);
+		sb_printf(&b, ": live %s, peak %s", util_fmt_size(gpu->live_bytes, s2), util_fmt_size(gpu->peak_bytes, s3));
+		if (gpu->n_procs > 1)
+			sb_add(&b, " (their peaks added: at most that at once)");
+		put_line(out, "    ", &b);
 	}
 	sb_free(&b);
-	free(order);
 }
 
-/* device_ids name physical GPUs: the report's uuid or PCI bus id when it has one, else the
- * CUDA_VISIBLE_DEVICES entry the ordinal maps to, else (nothing remapped) the ordinal itself. */
-static cJSON *device_ids(const struct model_report *r)
+static void print_job_findings(FILE *out, const struct job *j, const struct style *st)
 {
-	cJSON *ids = cJSON_CreateArray();
-	const cJSON *cvd = cJSON_GetObjectItemCaseSensitive(r->process.env, "CUDA_VISIBLE_DEVICES");
-	const char *visible = cJSON_IsString(cvd) ? cvd->valuestring : NULL;
-	for (size_t i = 0; i < r->n_devices; i++) {
-		const struct model_device *d = &r->devices[i];
-		cJSON *id = NULL;
-		if (d->uuid || d->pci_bus_id) {
-			id = cJSON_CreateString(d->uuid ? d->uuid : d->pci_bus_id);
-		} else if (!d->ordinal.known) {
-			id = cJSON_CreateNull();
-		} else if (visible) {
-			const char *p = visible;
-			for (int64_t k = 0; p && k < d->ordinal.v; k++) {
-				p = strchr(p, ',');
-				if (p)
-					p++;
+	if (!j->n_findings)
+		return;
+	struct strbuf b = {0};
+	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], s3[UTIL_SIZE_LEN];
+	fprintf(out, "\n%sBetween the processes%s\n", st->bold, st->reset);
+	for (size_t k = 0; k < j->n_findings; k++) {
+		const struct job_finding *x = &j->findings[k];
+		sb_truncate(&b, 0);
+		if (x->kind == JOB_SHARED_GPU) {
+			const struct job_gpu *gpu = &j->gpus[x->gpu];
+			add_rank_list(&b, j, gpu->procs, gpu->n_procs);
+			sb_printf(&b, " share GPU %zu: their peaks add up to %s", x->gpu, util_fmt_size(x->bytes, s1));
+			if (x->median_bytes >= 0) {
+				sb_printf(&b, " of its %s", util_fmt_size(x->median_bytes, s2));
+				if (x->bytes > x->median_bytes)
+					sb_add(&b, ": more than it holds if they peak together");
 			}
-			if (p) {
-				size_t len = strcspn(p, ",");
-				char *entry = util_xmalloc(len + 1);
-				memcpy(entry, p, len);
-				entry[len] = '\0';
-				id = *entry ? cJSON_CreateString(entry) : cJSON_CreateNull();
-				free(entry);
-			} else {
-				id = cJSON_CreateNull();
-			}
+			sb_add(&b, "; each counts the others as used memory");
 		} else {
-			char num[24];
-			snprintf(num, sizeof num, "%" PRId64, d->ordinal.v);
-			id = cJSON_CreateString(num);
+			add_short_name(&b, j->procs[x->proc].r);
+			sb_printf(&b, " peaked at %s, %" PRId64 "%% more than the median process (%s, +%s)",
+				  util_fmt_size(x->bytes, s1), x->excess_pct, util_fmt_size(x->median_bytes, s2),
+				  util_fmt_size(x->bytes - x->median_bytes, s3));
+			if (x->kind == JOB_RANK0_EXTRA)
+				sb_add(&b, ": buffers only rank 0 keeps (evaluation, EMA weights, logging, gathered "
+					   "outputs, checkpoint saving); its post-mortem below names the call sites");
+			else
+				sb_add(&b, ": an uneven share of the data (longer sequences, larger images) or state "
+					   "kept on this rank; its post-mortem below names the call sites");
 		}
-		cJSON_AddItemToArray(ids, id);
+		put_line(out, "  ", &b);
 	}
-	return ids;
+	sb_free(&b);
 }
 
-static cJSON *opt_int(model_int v)
+static void print_job(FILE *out, struct model_report *reports, size_t n, const struct report_opts *o)
 {
-	return v.known ? json_new_int(v.v) : cJSON_CreateNull();
+	const struct style *st = o->color ? &ansi : &plain;
+	struct job j;
+	job_build(&j, reports, n);
+	print_job_header(out, &j, st);
+	print_job_ranks(out, &j);
+	print_job_gpus(out, &j);
+	print_job_findings(out, &j, st);
+	struct strbuf b = {0};
+	for (size_t i = 0; i < n; i++) {
+		sb_truncate(&b, 0);
+		add_process_name(&b, j.procs[i].r);
+		fprintf(out, "\n%s=== process %zu of %zu: %s ===%s\n", st->bold, i + 1, n, sb_str(&b), st->reset);
+		print_postmortem(out, j.procs[i].r, o);
+	}
+	sb_free(&b);
+	job_free(&j);
 }
 
 static void print_job_json(FILE *out, struct model_report *reports, size_t n)
 {
-	const struct model_report **order = job_order(reports, n);
-	cJSON *job = cJSON_CreateObject();
-	cJSON_AddStringToObject(job, "schema", JOB_SCHEMA);
-	cJSON *procs = cJSON_AddArrayToObject(job, "processes");
-	for (size_t i = 0; i < n; i++) {
-		const struct model_report *r = order[i];
-		cJSON *p = cJSON_CreateObject();
-		cJSON_AddStringToObject(p, "host", r->process.host);
-		cJSON_AddItemToObject(p, "pid", json_new_int(r->process.pid));
-		cJSON_AddItemToObject(p, "rank", opt_int(r->process.rank));
-		cJSON_AddItemToObject(p, "local_rank", opt_int(r->process.local_rank));
-		cJSON_AddItemToObject(p, "world_size", opt_int(r->process.world_size));
-		cJSON_AddItemToObject(p, "device_ids", device_ids(r));
-		/* The report itself is shared with the loaded tree, not copied. */
-		cJSON_AddItemToObject(p, "report", cJSON_CreateObjectReference(r->root->child));
-		cJSON_AddItemToArray(procs, p);
-	}
-	const struct model_report *owner;
-	const struct model_failure *f = job_first_failure(order, n, &owner);
-	if (f) {
-		cJSON *ff = cJSON_CreateObject();
-		cJSON_AddStringToObject(ff, "host", owner->process.host);
-		cJSON_AddItemToObject(ff, "pid", json_new_int(owner->process.pid));
-		cJSON_AddItemToObject(ff, "rank", opt_int(owner->process.rank));
-		cJSON_AddItemToObject(ff, "time_unix_ns", json_new_int(f->time_unix_ns));
-		cJSON_AddStringToObject(ff, "api", f->api);
-		cJSON_AddItemToObject(ff, "device", opt_int(f->device));
-		cJSON_AddItemToObject(ff, "size", json_new_int(f->size));
-		cJSON_AddItemToObject(job, "first_failure", ff);
-	} else {
-		cJSON_AddNullToObject(job, "first_failure");
-	}
-	json_print(out, job);
-	cJSON_Delete(job);
-	free(order);
+	struct job j;
+	job_build(&j, reports, n);
+	cJSON *doc = job_to_json(&j);
+	json_print(out, doc);
+	cJSON_Delete(doc);
+	job_free(&j);
 }
 
 void report_show(FILE *out, struct model_report *reports, size_t n, const struct report_opts *o)
@@ -1064,11 +1119,13 @@ static const char usage[] =
 	"The post-mortem of a vramwatch report: the program, each device's memory (live, peak,\n"
 	"reserved, fragmentation, untracked, free), the allocation that really ran out of memory and\n"
 	"where it was called from, the call sites holding the most memory, and cache flushes.\n"
-	"With several reports (the ranks of one job): a job header naming the first out-of-memory,\n"
-	"then each process's post-mortem.\n"
+	"With several reports (the ranks of one job), or a job file from vramwatch merge: the job\n"
+	"view (the first out-of-memory, each process's live and peak memory and GPU, the physical\n"
+	"GPUs and who shares them, ranks that hold much more than the median), then each process's\n"
+	"post-mortem.\n"
 	"\n"
 	"  --json   print the report back as checked JSON (vramwatch.report/1); with several\n"
-	"           reports, one vramwatch.job/1 document\n"
+	"           reports, one vramwatch.job/1 document (what vramwatch merge writes)\n"
 	"  --full   whole call stacks instead of the first application frames\n"
 	"  --help   this text\n"
 	"\n"
@@ -1107,19 +1164,20 @@ int cmd_report(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	o.color = !o.json && report_want_color();
-	struct model_report *reports = util_xcalloc(n, sizeof *reports);
+	struct model_report *reports = NULL;
+	size_t n_reports = 0;
 	int status = EXIT_DONE;
 	for (size_t i = 0; i < n && status == EXIT_DONE; i++) {
 		struct strbuf err = {0};
-		if (!model_load(paths[i], &reports[i], &err)) {
+		if (!job_load_file(paths[i], &reports, &n_reports, &err)) {
 			util_err("%s: %s", paths[i], sb_str(&err));
 			status = EXIT_USAGE;
 		}
 		sb_free(&err);
 	}
 	if (status == EXIT_DONE)
-		report_show(stdout, reports, n, &o);
-	for (size_t i = 0; i < n; i++)
+		report_show(stdout, reports, n_reports, &o);
+	for (size_t i = 0; i < n_reports; i++)
 		model_free(&reports[i]);
 	free(reports);
 	free(paths);

@@ -17,7 +17,7 @@ static const struct {
 	{"advise", cmd_advise, "concrete changes (batch, image size, allocator) with predicted peaks"},
 	{"timeline", NULL, "the memory and fragmentation timeline, as a picture or in the terminal"},
 	{"fit", cmd_fit, "rerun a command at other batch sizes and find the largest that fits"},
-	{"merge", NULL, "one view of the reports of many processes (ranks)"},
+	{"merge", cmd_merge, "one view of the reports of many processes (ranks): a vramwatch.job/1 file"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

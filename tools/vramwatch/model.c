@@ -492,10 +492,18 @@ static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
 
 bool model_load(const char *path, struct model_report *r, struct strbuf *err)
 {
-	*r = (struct model_report){.path = path, .python = -1};
-	r->root = json_load_file(path, err);
-	if (!r->root)
+	cJSON *root = json_load_file(path, err);
+	if (!root) {
+		*r = (struct model_report){.path = path, .python = -1};
 		return false;
+	}
+	return model_load_tree(path, root, r, err);
+}
+
+bool model_load_tree(const char *path, cJSON *root, struct model_report *r, struct strbuf *err)
+{
+	*r = (struct model_report){.path = path, .python = -1};
+	r->root = root;
 	struct vctx c = {.err = err};
 	bool ok = load_root(&c, r->root, r);
 	sb_free(&c.path);
@@ -518,6 +526,7 @@ void model_free(struct model_report *r)
 	free(r->pressure);
 	free(r->process.argv);
 	cJSON_Delete(r->root);
+	free(r->path_owned);
 	*r = (struct model_report){0};
 }
 

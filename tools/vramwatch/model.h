@@ -128,6 +128,7 @@ struct model_framework {
 
 struct model_report {
 	const char *path;
+	char *path_owned; /* set when path was made for this report ("job.json, processes[2]"); freed with it */
 	cJSON *root; /* owned; --json prints it back */
 	const char *reason;
 	int64_t time_unix_ns;
@@ -157,6 +158,9 @@ struct model_report {
 /* Loads and checks one report. On failure returns false with a one-line reason in err
  * (without the file name), e.g. "devices[0].live_bytes: expected an integer, found a string". */
 bool model_load(const char *path, struct model_report *r, struct strbuf *err);
+/* The same from a parsed tree, which the report takes over (freed by model_free, also on failure);
+ * path names it in messages. */
+bool model_load_tree(const char *path, cJSON *root, struct model_report *r, struct strbuf *err);
 void model_free(struct model_report *r);
 
 /* The call site with this id, or NULL. */
