@@ -13,6 +13,7 @@ int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_advise(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
+int cmd_timeline(int argc, char **argv);
 
 struct report_opts {
 	bool json;  /* the report JSON back, or the job JSON for several */

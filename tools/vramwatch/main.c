@@ -15,7 +15,7 @@ static const struct {
 	{"run", cmd_run, "run a program with the vramwatch library preloaded, then show its report"},
 	{"report", cmd_report, "the post-mortem of a report, or of the reports of one job"},
 	{"advise", cmd_advise, "concrete changes (batch, image size, allocator) with predicted peaks"},
-	{"timeline", NULL, "the memory and fragmentation timeline, as a picture or in the terminal"},
+	{"timeline", cmd_timeline, "the memory and fragmentation timeline, as a picture or in the terminal"},
 	{"fit", cmd_fit, "rerun a command at other batch sizes and find the largest that fits"},
 	{"merge", NULL, "one view of the reports of many processes (ranks)"},
 };
