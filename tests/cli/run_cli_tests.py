@@ -37,7 +37,7 @@ GOLDEN = [
 ]
 GOOD = ["oom-pytorch.json", "exit-clean.json", "two-devices.json", "rank0-oom.json", "unknowns.json",
         "oom-mixed.json"]
-LATER = ["timeline", "merge"]
+LATER = ["merge"]
 
 
 class Failed(Exception):
@@ -285,7 +285,7 @@ def group_usage(opts):
         one_line_error(run(opts, [later, "--help"]), later + " --help")
     r = run(opts, ["--version"])
     check(r.returncode == 0 and r.stdout.startswith(b"vramwatch "), "--version: %r" % r.stdout)
-    for cmd in ("report", "run", "advise", "fit"):
+    for cmd in ("report", "run", "advise", "fit", "timeline"):
         r = run(opts, [cmd, "--help"])
         check(r.returncode == 0 and r.stdout.startswith(b"usage: vramwatch " + cmd.encode()), cmd + " --help")
     one_line_error(run(opts, ["report"]), "report without a file")
