@@ -416,9 +416,10 @@ static void svg_panel(struct strbuf *o, const struct model_report *r, const stru
 	svg_buckets_hover(o, p);
 	svg_events(o, r, p);
 	for (size_t i = 0; i < nleaks; i++) {
-		if (leaks[i].device.known != p->d->ordinal.known || (leaks[i].device.known && leaks[i].device.v != p->d->ordinal.v))
-			if (leaks[i].device.known)
-				continue;
+		/* A leak tied to a device goes on its panel; one seen across devices (markers count all
+		 * of them) on every panel. */
+		if (leaks[i].device.known && (!p->d->ordinal.known || leaks[i].device.v != p->d->ordinal.v))
+			continue;
 		struct strbuf b = {0};
 		findings_describe_leak(&b, r, &leaks[i]);
 		sb_printf(o, "<text class=\"leak\" x=\"%.1f\" y=\"%.1f\">Leak: ", ML, MT + H + 58);
