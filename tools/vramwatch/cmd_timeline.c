@@ -437,9 +437,11 @@ static const char svg_style[] =
 	".title{font-size:15px;font-weight:bold}\n"
 	".ylabel{text-anchor:end}.xlabel{text-anchor:middle}\n"
 	".grid{stroke:#d8d8d8;stroke-width:1}.tick,.frame{stroke:#333;stroke-width:1.2}\n"
-	".live{fill:#4a7fd0;fill-opacity:0.55}.live-line{fill:none;stroke:#1f4fa0;stroke-width:2}\n"
-	".reserved{fill:#f0a030;fill-opacity:0.45}.reserved-line{fill:none;stroke:#d07000;stroke-width:1.5}\n"
-	".untracked{fill:#9a9a9a;fill-opacity:0.35}\n"
+	/* Opaque fills, each drawn over the one below: untracked shows only above reserved, reserved
+	 * only above live, so each band is exactly its own memory. */
+	".live{fill:#92b2e8}.live-line{fill:none;stroke:#1f4fa0;stroke-width:2}\n"
+	".reserved{fill:#f6c987}.reserved-line{fill:none;stroke:#d07000;stroke-width:1.5}\n"
+	".untracked{fill:#dadada}\n"
 	".capacity line{stroke:#d01010;stroke-width:2;stroke-dasharray:8 5}.capacity text{fill:#d01010;text-anchor:end}\n"
 	".marker line{stroke:#2a8a2a;stroke-width:1;stroke-dasharray:3 3}.marker text{fill:#2a7a2a;font-size:11px}\n"
 	".failure path{stroke:#e00000;stroke-width:3}.failure text{fill:#c00000;font-weight:bold}\n"
