@@ -236,6 +236,13 @@ def main():
     ap.add_argument("--keep-cache", action="store_true",
                     help="do not empty the allocator's cache after validation: its segments are then "
                          "split by the next epoch's training (fragmentation)")
+    ap.add_argument("--leak-mib-per-epoch", type=int, default=0, metavar="MIB",
+                    help="keep MIB of device memory per epoch for good (a history of tensors that "
+                         "still hold their graph): the slow leak that ends in an OOM after hours")
+    ap.add_argument("--step-ms", type=float, default=0.0, metavar="MS",
+                    help="time each training step takes (default 0: as fast as it goes)")
+    ap.add_argument("--no-markers", action="store_true",
+                    help="do not call vramwatch_mark (phases must then be found from the run)")
     args = ap.parse_args()
     if args.batch < 1 or args.img < 32:
         ap.error("--batch must be >= 1 and --img >= 32")
@@ -244,7 +251,7 @@ def main():
         ap.error("--static-gib must be >= 0, --sample-mib > 0 and --val-mem >= 0")
 
     rt = load_runtime()
-    mark = marker()
+    mark = marker() if not args.no_markers else (lambda label: None)
     if rt.cudaSetDevice(args.device) != 0:
         sys.exit(f"train_sim: cannot use device {args.device}")
     free, total = ctypes.c_size_t(), ctypes.c_size_t()
@@ -261,6 +268,7 @@ def main():
 
     t0 = time.time()
     steps = 0
+    history = []  # what --leak-mib-per-epoch keeps
     try:
         mark("setup")
         # weights, gradients, EMA copy, optimizer state, workspaces: a few large buffers
@@ -279,6 +287,13 @@ def main():
                     alloc.free(a)
                     alloc.free(g)
                 steps += 1
+                if args.step_ms > 0:
+                    time.sleep(args.step_ms / 1000)
+            if args.leak_mib_per_epoch > 0:
+                p = ctypes.c_void_p()
+                if rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(args.leak_mib_per_epoch * MiB)) != 0:
+                    raise OutOfMemory(f"CUDA out of memory keeping the epoch's history ({epoch})")
+                history.append(p)
             mark(f"epoch {epoch} val")
             # validation: inference at twice the batch, no gradients: each layer's output is
             # kept only until the next layer has read it (two live at a time)

@@ -66,6 +66,10 @@ static bool any_oom_report;
 
 static VW_TLS struct pending pending;
 
+/* The whole-run timeline, one per device slot: mapped once, so its memory never grows. */
+static struct tl_device *tl;
+static bool tl_on = true;
+
 static void *map(size_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
@@ -80,6 +84,8 @@ static void init_once(void)
     site_index = map(sizeof(*site_index) * INDEX_CAP);
     if (!sites || !frames || !site_index)
         return;
+    /* Without it the core still works; the reports then have no timeline. */
+    tl = map(sizeof(*tl) * (VW_MAX_DEVICES + 1));
     nsites = 1; /* the overflow site: no frames */
     ready = true;
 }
@@ -120,6 +126,9 @@ void core_reset(void)
     any_oom_report = false;
     touched = false;
     memset(&pending, 0, sizeof(pending));
+    if (tl)
+        for (int i = 0; i <= VW_MAX_DEVICES; i++)
+            tl[i].started = false; /* cleared at its next first event: untouched pages stay so */
     pthread_mutex_unlock(&lock);
 }
 
@@ -356,7 +365,17 @@ static int match_retry(int device, uint64_t size, bool ok, uint64_t now)
 
 /* ---------- allocations ---------- */
 
-static void account_add(const struct core_alloc *a)
+/* Reserved memory as the timeline sees it between measurements: the pools are taken to keep
+ * the most they handed out (PyTorch sets its pool's release threshold so that they do), until
+ * the driver is next asked (core_measure). */
+static inline uint64_t reserved_estimate(const struct core_device *d)
+{
+    return d->live_bytes +
+           (d->pool_hold_bytes > d->pool_live_bytes ? d->pool_hold_bytes - d->pool_live_bytes : 0);
+}
+
+/* `fresh`: a new allocation (not one put back after a failed free), a candidate growth step. */
+static void account_add(const struct core_alloc *a, uint64_t now, bool fresh)
 {
     if (a->callsite < nsites) {
         struct core_callsite *s = &sites[a->callsite];
@@ -383,6 +402,8 @@ static void account_add(const struct core_alloc *a)
     if (a->kind == CORE_POOL) {
         d->pool_live_bytes += a->size;
         d->pool_used = true;
+        if (d->pool_live_bytes > d->pool_hold_bytes)
+            d->pool_hold_bytes = d->pool_live_bytes;
     }
     if (d->live_bytes > d->peak_live_bytes) {
         d->peak_live_bytes = d->live_bytes;
@@ -390,9 +411,15 @@ static void account_add(const struct core_alloc *a)
         if (d->peak_live_bytes > peak_any)
             __atomic_store_n(&peak_any, d->peak_live_bytes, __ATOMIC_RELAXED);
     }
+    if (VW_LIKELY(tl && tl_on)) {
+        struct tl_device *t = &tl[core_dev_slot(a->device)];
+        tl_record(t, now, d->live_bytes, reserved_estimate(d));
+        if (fresh)
+            tl_step(t, now, a->size, d->live_bytes, a->api, a->callsite);
+    }
 }
 
-static void account_sub(const struct core_alloc *a)
+static void account_sub(const struct core_alloc *a, uint64_t now)
 {
     if (a->callsite < nsites) {
         struct core_callsite *s = &sites[a->callsite];
@@ -409,6 +436,8 @@ static void account_sub(const struct core_alloc *a)
     __atomic_store_n(&total_live, total_live - a->size, __ATOMIC_RELAXED);
     if (a->kind == CORE_POOL)
         d->pool_live_bytes -= a->size;
+    if (VW_LIKELY(tl && tl_on))
+        tl_record(&tl[core_dev_slot(a->device)], now, d->live_bytes, reserved_estimate(d));
 }
 
 bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, const char *api,
@@ -427,7 +456,7 @@ bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, co
         if (existed) {
             /* The same address again: its free went past us (an untracked path, or a free
              * racing with this allocation). The old one cannot still be live. */
-            account_sub(a);
+            account_sub(a, now_ns);
         }
         a->size = size;
         a->time_ns = now_ns;
@@ -435,7 +464,7 @@ bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, co
         a->callsite = callsite < nsites ? callsite : 0;
         a->device = (int16_t)(device >= 0 && device < VW_MAX_DEVICES ? device : VW_DEV_UNKNOWN);
         a->kind = (uint8_t)kind;
-        account_add(a);
+        account_add(a, now_ns, true);
         tracked = true;
     } else {
         allocs_untracked++;
@@ -456,7 +485,7 @@ static bool kind_matches(enum core_kind want, enum core_kind have)
     return have == CORE_DEVICE || have == CORE_POOL || have == CORE_MANAGED;
 }
 
-bool core_take(enum core_kind kind, uint64_t key, struct core_alloc *out)
+bool core_take(enum core_kind kind, uint64_t key, struct core_alloc *out, uint64_t now_ns)
 {
     if (!ready)
         return false;
@@ -466,7 +495,7 @@ bool core_take(enum core_kind kind, uint64_t key, struct core_alloc *out)
     struct core_alloc *a = table_find(t, key);
     if (a && kind_matches(kind, (enum core_kind)a->kind)) {
         *out = *a;
-        account_sub(a);
+        account_sub(a, now_ns);
         table_remove(t, a);
         found = true;
         /* Counted as freed now, in the same locked section; core_untake takes it back. */
@@ -494,7 +523,7 @@ void core_untake(const struct core_alloc *a)
         *slot = *a;
         slot->used = 1;
         /* Put the counts back without counting a second allocation call. */
-        account_add(slot);
+        account_add(slot, slot->time_ns, false);
         if (slot->callsite < nsites) {
             sites[slot->callsite].alloc_calls--;
             sites[slot->callsite].alloc_bytes_total -= slot->size;
@@ -616,6 +645,25 @@ void core_mark(const char *label, uint64_t now_ns)
     phase_peak = total_live;
     memcpy(m->label, label, n);
     m->label[n] = 0;
+    pthread_mutex_unlock(&lock);
+}
+
+void core_measure(int device, int64_t used, int64_t pool_extra, uint64_t now_ns)
+{
+    if (!ready || device < 0)
+        return;
+    pthread_mutex_lock(&lock);
+    struct core_device *d = &devices[core_dev_slot(device)];
+    if (pool_extra >= 0)
+        d->pool_hold_bytes = d->pool_live_bytes + (uint64_t)pool_extra;
+    if (tl && tl_on && d->active) {
+        struct tl_device *t = &tl[core_dev_slot(device)];
+        uint64_t reserved = reserved_estimate(d);
+        if (pool_extra >= 0)
+            tl_record(t, now_ns, d->live_bytes, reserved);
+        if (used >= 0)
+            tl_untracked(t, now_ns, used - (int64_t)reserved);
+    }
     pthread_mutex_unlock(&lock);
 }
 
@@ -758,6 +806,32 @@ uint64_t core_peak_any(void)
 uint64_t core_live_total(void)
 {
     return __atomic_load_n(&total_live, __ATOMIC_RELAXED);
+}
+
+bool core_copy_timeline(int slot, struct tl_device *out)
+{
+    bool have = false;
+    if (!ready || !tl || slot < 0 || slot > VW_MAX_DEVICES)
+        return false;
+    pthread_mutex_lock(&lock);
+    if (tl[slot].started) {
+        *out = tl[slot];
+        have = true;
+    }
+    pthread_mutex_unlock(&lock);
+    return have;
+}
+
+void core_timeline_enable(bool on)
+{
+    pthread_mutex_lock(&lock);
+    tl_on = on;
+    pthread_mutex_unlock(&lock);
+}
+
+size_t core_timeline_bytes(void)
+{
+    return sizeof(struct tl_device) * (VW_MAX_DEVICES + 1);
 }
 
 size_t core_mapped_bytes(void)

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "timeline.h"
+
 #define VW_MAX_DEVICES 64
 #define VW_DEV_UNKNOWN (-1)
 #define VW_MAX_FRAMES 128         /* hard cap on VRAMWATCH_STACK_DEPTH */
@@ -45,6 +47,8 @@ struct core_alloc {
 struct core_device {
     uint64_t live_bytes, live_count, peak_live_bytes, peak_time_ns;
     uint64_t pool_live_bytes;   /* part of live_bytes handed out by stream-ordered pools */
+    uint64_t pool_hold_bytes;   /* what the pools are taken to hold, for the timeline's reserved:
+                                   their high-water mark since the last measurement */
     uint64_t alloc_calls, free_calls, failed_calls, cache_flushes;
     uint64_t va_reserved_bytes;
     uint64_t pools[VW_POOLS_PER_DEVICE];
@@ -129,7 +133,7 @@ bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, co
 /* Take a tracked allocation out before the real free is called, so that a racing allocation
  * that gets the same address cannot be lost; the free is counted (and feeds a pending retry on
  * this thread) in the same locked section. Returns false if `key` is not tracked. */
-bool core_take(enum core_kind kind, uint64_t key, struct core_alloc *out);
+bool core_take(enum core_kind kind, uint64_t key, struct core_alloc *out, uint64_t now_ns);
 /* The real free failed: put the allocation back and the counts as they were. */
 void core_untake(const struct core_alloc *a);
 
@@ -148,6 +152,10 @@ void core_limit_crossing(int device, const char *api, uint64_t size, uint32_t ca
 /* A named marker on the timeline (vramwatch_mark). */
 void core_mark(const char *label, uint64_t now_ns);
 void core_va_reserve(int device, int64_t delta);
+/* What the driver said about a device at `now_ns`: its used memory (total − free, the real card's,
+ * -1 unknown) and what its pools hold beyond what they handed out (-1 unknown). Corrects the
+ * timeline's reserved memory and gives it untracked memory (used − reserved). */
+void core_measure(int device, int64_t used, int64_t pool_extra, uint64_t now_ns);
 /* Any device allocation call at all (successful or not): the process now owes a report. */
 bool core_touched(void);
 
@@ -182,6 +190,14 @@ int core_largest_live(struct core_alloc *out, int max, uint64_t *total);
  * all devices: read without the lock (for the status file that vramwatch fit watches). */
 uint64_t core_peak_any(void);
 uint64_t core_live_total(void);
+
+/* Copy one device slot's timeline (under the lock). Returns false when it has none yet. */
+bool core_copy_timeline(int slot, struct tl_device *out);
+/* Recording into the timeline on or off (on by default): for the benchmark that measures what
+ * it costs, and for tests. */
+void core_timeline_enable(bool on);
+/* The timeline's fixed memory: address space mapped once at start, whatever the run's length. */
+size_t core_timeline_bytes(void);
 
 /* Memory the core has mapped, for the documented bound and the benchmarks. */
 size_t core_mapped_bytes(void);

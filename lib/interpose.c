@@ -450,6 +450,7 @@ static int64_t query_free(int device)
         return -1;
     if (drv.mem_get_info(&f, &t) != CUDA_SUCCESS)
         return -1;
+    core_measure(device, t > f ? (int64_t)(t - f) : 0, -1, vw_now_ns());
     vw_limit_meminfo(device, &f, &t);
     return (int64_t)f;
 }
@@ -492,6 +493,7 @@ int vw_limit_check(enum core_kind kind, uint64_t size, int *device)
     if (!got)
         return VW_LIMIT_OK; /* the driver cannot say: let the real card decide */
     uint64_t used = t > f ? t - f : 0;
+    core_measure(*device, (int64_t)used, -1, vw_now_ns()); /* asked anyway: the timeline's untracked */
     uint64_t need = size;
     if (kind == CORE_POOL) {
         /* A stream-ordered pool serves from what it already holds before asking the driver. */
@@ -611,7 +613,7 @@ int vw_limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint6
 
 bool vw_free_begin(enum core_kind kind, uint64_t key, struct core_alloc *taken)
 {
-    return core_take(kind, key, taken);
+    return core_take(kind, key, taken, vw_now_coarse_ns());
 }
 
 void vw_free_end(bool was_tracked, const struct core_alloc *taken, bool ok)
@@ -675,7 +677,9 @@ int vw_write_report(const char *reason)
     core_snapshot(snap);
     pthread_mutex_lock(&info_lock);
     int cur = vw_current_device();
+    static int64_t used[VW_MAX_DEVICES + 1]; /* under info_lock */
     for (int i = 0; i <= VW_MAX_DEVICES; i++) {
+        used[i] = -1;
         struct report_devinfo *in = &info[i];
         memset(in, 0, sizeof(*in));
         in->total = in->free = in->pool_reserved_high = -1;
@@ -698,6 +702,7 @@ int vw_write_report(const char *reason)
             bool got = i == cur ? drv.mem_get_info && drv.mem_get_info(&f, &t) == CUDA_SUCCESS
                                 : query_other_device(i, &f, &t);
             if (got) {
+                used[i] = t > f ? (int64_t)(t - f) : 0;
                 vw_limit_meminfo(i, &f, &t);
                 in->free = (int64_t)f;
                 in->total = (int64_t)t;
@@ -712,6 +717,8 @@ int vw_write_report(const char *reason)
             in->pool_extra = -1;
             in->pool_reserved_high = -1;
         }
+        /* The timeline's last point is this measurement: reserved and untracked as reported. */
+        core_measure(i, used[i], in->pool_extra, vw_now_ns());
     }
     int rc = report_write(reason, info);
     pthread_mutex_unlock(&info_lock);

@@ -37,6 +37,8 @@ extern char **environ;
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct core_snapshot snap;          /* under report_lock */
 static struct core_alloc live[LIVE_MAX];   /* under report_lock */
+static struct tl_device tl_copy;           /* under report_lock: one device at a time */
+static struct tl_step tl_steps[VW_TL_STEPS]; /* under report_lock */
 static char path_buf[PATH_MAX + 512]; /* the folder, plus host and pid */
 static int64_t peak_reserved_seen[VW_MAX_DEVICES + 1];
 static unsigned report_seq;
@@ -515,6 +517,14 @@ static int write_callsites(struct jsonw *w, int nlive)
     for (int i = 0; i < snap.ncrossings; i++)
         if (snap.crossings[i].callsite < n)
             want[snap.crossings[i].callsite] = true;
+    /* The timeline's growth steps name their call sites too. */
+    for (int i = 0; i <= VW_MAX_DEVICES; i++) {
+        if (!snap.devices[i].active || !core_copy_timeline(i, &tl_copy))
+            continue;
+        for (uint32_t j = 0; j < tl_copy.nsteps; j++)
+            if (tl_copy.steps[j].callsite < n)
+                want[tl_copy.steps[j].callsite] = true;
+    }
     uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++)
         if (cs[i].live_count > 0 || cs[i].alloc_calls > 0 || want[i])
@@ -562,6 +572,69 @@ static int write_callsites(struct jsonw *w, int nlive)
     free(order);
     free(want);
     return 0;
+}
+
+/* The whole-run timeline (docs/report-format.md, "timeline"): per device, the buckets in use,
+ * oldest first, and the largest growth steps. Failures, cache flushes and markers are the
+ * report's own lists, at full precision; they are not repeated here. */
+static void write_timeline(struct jsonw *w, const struct report_devinfo *info)
+{
+    jw_obj_begin(w, "timeline");
+    jw_u64(w, "buckets_max", VW_TL_BUCKETS);
+    jw_arr_begin(w, "devices");
+    for (int i = 0; i <= VW_MAX_DEVICES; i++) {
+        if (!snap.devices[i].active || !core_copy_timeline(i, &tl_copy))
+            continue;
+        const struct tl_device *t = &tl_copy;
+        jw_obj_begin(w, NULL);
+        opt_i64(w, "ordinal", i == VW_MAX_DEVICES ? -1 : i);
+        jw_u64(w, "start_unix_ns", t->start_ns);
+        jw_u64(w, "bucket_ns", 1ull << t->shift);
+        jw_u64(w, "merges", t->merges);
+        jw_u64(w, "events", t->events);
+        opt_i64(w, "capacity_bytes", info[i].total);
+        opt_i64(w, "limit_bytes", info[i].limit);
+        jw_arr_begin(w, "buckets");
+        for (uint32_t k = 0; k <= t->cur && k < VW_TL_BUCKETS; k++) {
+            const struct tl_bucket *b = &t->b[k];
+            if (!b->used)
+                continue;
+            jw_obj_begin(w, NULL);
+            jw_u64(w, "t", t->start_ns + ((uint64_t)k << t->shift));
+            jw_u64(w, "live_min", b->live_min);
+            jw_u64(w, "live_max", b->live_max);
+            jw_u64(w, "live", b->live_last);
+            jw_u64(w, "peak_t", b->peak_time_ns);
+            jw_u64(w, "reserved_max", b->reserved_max);
+            jw_u64(w, "reserved", b->reserved_last);
+            if (b->has_untracked) {
+                jw_i64(w, "untracked_max", b->untracked_max);
+                jw_i64(w, "untracked", b->untracked_last);
+            } else {
+                jw_null(w, "untracked_max");
+                jw_null(w, "untracked");
+            }
+            jw_u64(w, "events", b->events);
+            jw_obj_end(w);
+        }
+        jw_arr_end(w);
+        uint32_t ns = tl_steps_sorted(t, tl_steps);
+        jw_arr_begin(w, "steps");
+        for (uint32_t k = 0; k < ns; k++) {
+            const struct tl_step *s = &tl_steps[k];
+            jw_obj_begin(w, NULL);
+            jw_u64(w, "time_unix_ns", s->time_ns);
+            jw_u64(w, "size", s->size);
+            jw_u64(w, "live_bytes_after", s->live_after);
+            jw_str(w, "api", s->api);
+            jw_u64(w, "callsite", s->callsite);
+            jw_obj_end(w);
+        }
+        jw_arr_end(w);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+    jw_obj_end(w);
 }
 
 static bool write_body(int fd, const char *reason, const struct report_devinfo *info, int nlive,
@@ -613,6 +686,7 @@ static bool write_body(int fd, const char *reason, const struct report_devinfo *
         jw_obj_end(&w);
     }
     jw_arr_end(&w);
+    write_timeline(&w, info);
     jw_obj_begin(&w, "host_pinned");
     jw_u64(&w, "live_bytes", snap.host.live_bytes);
     jw_u64(&w, "peak_live_bytes", snap.host.peak_live_bytes);

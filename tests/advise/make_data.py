@@ -41,6 +41,9 @@ REPORTS = {
                                                                "--cfg", "s"], False),
     "hf-fp32-oom": (["--batch", "16", "--img", "640", "--static-gib", "5", "--sample-mib", "900", "--epochs", "1"],
                     ["--limit", "16GiB"], HF, False),
+    # 256 MiB kept per epoch: the out-of-memory arrives at epoch 16
+    "leak-oom": (["--batch", "40", "--epochs", "30", "--leak-mib-per-epoch", "256"], ["--limit", "16GiB"],
+                 ["python3", "train.py", "--batch-size=40", "--imgsz", "640", "--epochs", "30"], False),
     # another process holds 3 GiB of a real 16 GiB card: validation runs out of memory
     "other-process-oom": (["--batch", "32", "--val-mem", "1.6"], [], YOLO[:7] + ["32"] + YOLO[8:], False,
                           {"SIMGPU_MEMORY": "16GiB", "SIMGPU_OTHER_BYTES": "3GiB", "OTHER": "1"}),

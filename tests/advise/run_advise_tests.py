@@ -24,6 +24,7 @@ GOLDEN = {
     "hf-fp32-oom": ["hf-fp32-oom.json"],
     "runs-16-oom-64": ["run-b16.json", "oom-b64.json"],
     "other-process": ["other-process-oom.json"],
+    "leak": ["leak-oom.json"],
 }
 
 # (arguments, what stderr must contain)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints the library's added cost per cudaMalloc + cudaFree pair on the simulated GPU: wall
 # time (median of 5 runs, each 200 000 pairs) and instructions (callgrind, 20 000 pairs),
-# without the preload, and with it at stack depth 0 and 32.
+# without the preload, and with it at stack depth 0 and 32; then what recording into the
+# whole-run timeline adds per allocation event (bench_timeline).
 # usage: tests/bench/run.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,6 +35,9 @@ if command -v valgrind >/dev/null; then
   d32_i=$(instr env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 "$exe")
   echo "instructions per pair (callgrind, start-up amortised over 20000 pairs): without $(calc "$base_i / 20000"), depth 0 +$(calc "($d0_i - $base_i) / 20000"), depth 32 +$(calc "($d32_i - $base_i) / 20000")"
 fi
+
+# The timeline's share: recording into it, per allocation event, in the core.
+"$b/tests/bench/bench_timeline"
 
 # Python frames: the same pairs from Python (ctypes), 40 Python frames deep, with Python frames
 # on and off at stack depths 8 and 32; the difference is the cost of capturing them.

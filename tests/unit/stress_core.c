@@ -19,7 +19,7 @@ static void *worker(void *arg)
         core_alloc(CORE_DEVICE, key, 512, (int)(id % 2), "cudaMalloc", site, i);
         if (i % 4 != 3) {
             struct core_alloc a;
-            if (!core_take(CORE_DEVICE, key, &a))
+            if (!core_take(CORE_DEVICE, key, &a, 0))
                 return (void *)1;
         }
         if (i % 1000 == 0) {

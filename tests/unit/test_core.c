@@ -38,9 +38,9 @@ Test(core, live_peak_and_counts_per_device)
     cr_assert(core_alloc(CORE_DEVICE, 0x20000, 3000, 0, "cudaMalloc", site, 20));
     cr_assert(core_alloc(CORE_DEVICE, 0x30000, 500, 1, "cuMemAlloc_v2", site, 30));
     struct core_alloc a;
-    cr_assert(core_take(CORE_DEVICE, 0x10000, &a));
+    cr_assert(core_take(CORE_DEVICE, 0x10000, &a, 0));
     cr_assert_eq(a.size, 1000);
-        cr_assert(!core_take(CORE_DEVICE, 0x10000, &a), "freed twice");
+        cr_assert(!core_take(CORE_DEVICE, 0x10000, &a, 0), "freed twice");
     cr_assert(core_alloc(CORE_DEVICE, 0x40000, 200, 0, "cudaMalloc", site, 40));
 
     struct core_snapshot s;
@@ -69,7 +69,7 @@ Test(core, failed_free_puts_the_allocation_back)
 {
     cr_assert(core_alloc(CORE_POOL, 0x5000, 4096, 0, "cudaMallocAsync", 0, 1));
     struct core_alloc a;
-    cr_assert(core_take(CORE_POOL, 0x5000, &a));
+    cr_assert(core_take(CORE_POOL, 0x5000, &a, 0));
     core_untake(&a);
     struct core_snapshot s;
     core_snapshot(&s);
@@ -84,14 +84,14 @@ Test(core, kinds_do_not_mix)
     cr_assert(core_alloc(CORE_HOST, 0x7000, 100, -1, "cudaMallocHost", 0, 1));
     cr_assert(core_alloc(CORE_VMM, 0x7000, 2 << 20, 0, "cuMemCreate", 0, 1));
     struct core_alloc a;
-    cr_assert(!core_take(CORE_DEVICE, 0x7000, &a), "a device free must not release pinned memory");
+    cr_assert(!core_take(CORE_DEVICE, 0x7000, &a, 0), "a device free must not release pinned memory");
     struct core_snapshot s;
     core_snapshot(&s);
     cr_assert_eq(s.host.live_bytes, 100);
     cr_assert_eq(s.devices[0].live_bytes, 2 << 20, "pinned host memory is never device memory");
-    cr_assert(core_take(CORE_VMM, 0x7000, &a));
+    cr_assert(core_take(CORE_VMM, 0x7000, &a, 0));
     cr_assert_eq(a.size, 2 << 20);
-    cr_assert(core_take(CORE_HOST, 0x7000, &a));
+    cr_assert(core_take(CORE_HOST, 0x7000, &a, 0));
 }
 
 Test(core, reused_address_replaces_the_stale_record)
@@ -113,8 +113,8 @@ Test(core, cache_flush_is_pressure_not_oom)
                      0, 1234, 0, 100);
     cr_assert_eq(v, CORE_FAIL_REPORT, "the first OOM is always written");
     struct core_alloc a;
-    cr_assert(core_take(CORE_DEVICE, 0x1000, &a));
-    cr_assert(core_take(CORE_DEVICE, 0x2000, &a));
+    cr_assert(core_take(CORE_DEVICE, 0x1000, &a, 0));
+    cr_assert(core_take(CORE_DEVICE, 0x2000, &a, 0));
         cr_assert(core_alloc(CORE_DEVICE, 0x3000, 8 << 20, 0, "cudaMalloc", 0, 200));
 
     struct core_snapshot s;
@@ -181,7 +181,7 @@ Test(core, tables_grow_and_stay_exact)
         cr_assert(core_alloc(CORE_DEVICE, 0x100000000ull + i * 512, 512, 0, "cudaMalloc", 0, i));
     for (uint64_t i = 0; i < n; i += 2) {
         struct core_alloc a;
-        cr_assert(core_take(CORE_DEVICE, 0x100000000ull + i * 512, &a));
+        cr_assert(core_take(CORE_DEVICE, 0x100000000ull + i * 512, &a, 0));
     }
     struct core_snapshot s;
     core_snapshot(&s);
@@ -190,7 +190,7 @@ Test(core, tables_grow_and_stay_exact)
     /* Every odd one is still findable after the shifts of backward deletion. */
     for (uint64_t i = 1; i < n; i += 2) {
         struct core_alloc a;
-        cr_assert(core_take(CORE_DEVICE, 0x100000000ull + i * 512, &a));
+        cr_assert(core_take(CORE_DEVICE, 0x100000000ull + i * 512, &a, 0));
     }
 }
 
@@ -239,7 +239,7 @@ static void *worker(void *p)
         core_alloc(CORE_DEVICE, key, 512, w->id % 2, "cudaMalloc", site, i);
         if (i % 4 != 3) {
             struct core_alloc a;
-            core_take(CORE_DEVICE, key, &a);
+            core_take(CORE_DEVICE, key, &a, 0);
         }
     }
     return NULL;

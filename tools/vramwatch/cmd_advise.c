@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "findings.h"
 #include "json.h"
 #include "memmodel.h"
 
@@ -422,6 +423,25 @@ static void advise_other_processes(struct advice *a)
 	a->avail = avail;
 }
 
+/* Live memory that grows phase after phase: no batch makes that fit for long. When the run ran
+ * out of memory the leak is the likely cause, and goes first. */
+static void advise_leak(struct advice *a)
+{
+	struct leak_finding f;
+	if (findings_leaks(a->r, &f, 1) == 0)
+		return;
+	struct rec *x = add_rec(a, "leak");
+	findings_describe_leak(&x->note, a->r, &f);
+	sb_add(&x->note, "; a smaller batch only postpones the failure: find what keeps memory from one phase to the "
+	                 "next (tensors stored with their graph, such as losses appended without .item() or "
+	                 ".detach(), caches that only grow) with vramwatch timeline and the call site above");
+	if (a->o->oom && x != a->recs) {
+		struct rec tmp = *x;
+		memmove(&a->recs[1], &a->recs[0], (size_t)(x - a->recs) * sizeof *x);
+		a->recs[0] = tmp;
+	}
+}
+
 /* The cache carried into a repeated phase, largest over the reports, when it is large enough to
  * matter: more than 5% of what the job needs above its static part, and at least 64 MiB. */
 static int64_t fragmentation_risk(const struct advice *a, const char **phase)
@@ -433,6 +453,10 @@ static int64_t fragmentation_risk(const struct advice *a, const char **phase)
 			worst = a->obs[i].carried;
 			*phase = a->obs[i].carried_phase;
 		}
+	/* memory a leak keeps is carried too, but it is the leak's, not the allocator's cache */
+	struct leak_finding leak;
+	if (worst > 0 && findings_leaks(a->r, &leak, 1) > 0)
+		worst = worst > leak.growth_bytes ? worst - leak.growth_bytes : 0;
 	double above = (double)a->o->need - a->m.static_bytes;
 	if (worst < 64 * (1 << 20) || (double)worst < 0.05 * above)
 		return 0;
@@ -589,7 +613,7 @@ static void print_text(FILE *out, const struct advice *a)
 			fprintf(out, " %" PRId64, x->value);
 		if (x->has_predicted)
 			fprintf(out, ": predicted peak %s, %s", util_fmt_size(clamp_bytes(x->predicted), b1), tri_text(x->fits));
-		else
+		else if (x->fits != TRI_NULL || x->command)
 			fprintf(out, ": %s", tri_text(x->fits));
 		fputc('\n', out);
 		if (x->command) {
@@ -803,6 +827,7 @@ int cmd_advise(int argc, char **argv)
 		advise_validation(&a, fam);
 		advise_other_processes(&a);
 		advise_allocator(&a);
+		advise_leak(&a);
 		if (json)
 			print_json(stdout, &a);
 		else

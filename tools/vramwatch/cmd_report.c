@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "findings.h"
 #include "job.h"
 #include "json.h"
 
@@ -849,6 +850,62 @@ static void print_hints(FILE *out, const struct model_report *r, const struct st
 	sb_free(&b);
 }
 
+#define SPARK_COLS 48
+
+/* The whole run in one line per device, from the report's timeline: the most live memory in
+ * each slice of time, as eighths of a block from the run's lowest (non-zero) level to its peak,
+ * so growth of a few percent still shows. */
+static void print_sparklines(FILE *out, const struct model_report *r)
+{
+	static const char *const blocks[] = {" ", "\u2581", "\u2582", "\u2583", "\u2584",
+					     "\u2585", "\u2586", "\u2587", "\u2588"};
+	int64_t live[SPARK_COLS], res[SPARK_COLS];
+	char s0[UTIL_SIZE_LEN], s1[UTIL_SIZE_LEN], t1[UTIL_TIME_LEN];
+	struct strbuf b = {0};
+	for (size_t i = 0; i < r->timeline.n_devices; i++) {
+		const struct model_tl_device *d = &r->timeline.devices[i];
+		if (d->n_buckets == 0)
+			continue;
+		int64_t end = r->time_unix_ns > d->start_unix_ns ? r->time_unix_ns : d->start_unix_ns + 1;
+		model_tl_columns(d, d->start_unix_ns, end, SPARK_COLS, live, res);
+		int64_t peak = 0, low = INT64_MAX;
+		for (size_t c = 0; c < SPARK_COLS; c++) {
+			peak = live[c] > peak ? live[c] : peak;
+			low = live[c] > 0 && live[c] < low ? live[c] : low;
+		}
+		sb_truncate(&b, 0);
+		add_device_name(&b, d->ordinal);
+		if (low > peak)
+			low = peak;
+		fprintf(out, "Live memory over the run, %s (%s to %s in %s):\n  ", sb_str(&b), util_fmt_size(low, s0),
+			util_fmt_size(peak, s1), util_fmt_reltime(end, d->start_unix_ns, t1) + 1);
+		for (size_t c = 0; c < SPARK_COLS; c++) {
+			int64_t level = 0;
+			if (live[c] > 0)
+				level = peak > low ? 1 + (int64_t)((double)(live[c] - low) * 7.0 / (double)(peak - low) + 0.5) : 8;
+			fputs(blocks[level < 0 ? 0 : level > 8 ? 8 : level], out);
+		}
+		fputc('\n', out);
+	}
+	sb_free(&b);
+}
+
+/* Memory that grows phase after phase (findings.h): the slow leak that ends in an OOM hours in. */
+static void print_leaks(FILE *out, const struct model_report *r, const struct style *st)
+{
+	struct leak_finding f[4];
+	size_t n = findings_leaks(r, f, 4);
+	struct strbuf b = {0};
+	for (size_t i = 0; i < n && i < 4; i++) {
+		sb_truncate(&b, 0);
+		findings_describe_leak(&b, r, &f[i]);
+		fprintf(out, "%sLeak:%s ", st->red, st->reset);
+		util_put_text(out, sb_str(&b));
+		fputc('\n', out);
+	}
+	sb_free(&b);
+}
+
 static void print_postmortem(FILE *out, const struct model_report *r, const struct report_opts *o)
 {
 	const struct style *st = o->color ? &ansi : &plain;
@@ -860,6 +917,11 @@ static void print_postmortem(FILE *out, const struct model_report *r, const stru
 	}
 	if (r->n_devices == 0)
 		fputs("\nNo device was used.\n", out);
+	if (r->timeline.n_devices > 0) {
+		fputc('\n', out);
+		print_sparklines(out, r);
+	}
+	print_leaks(out, r, st);
 	fputc('\n', out);
 	print_failure(out, r, o, st);
 	fputc('\n', out);

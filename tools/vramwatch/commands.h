@@ -14,6 +14,7 @@ int cmd_report(int argc, char **argv);
 int cmd_advise(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_timeline(int argc, char **argv);
 
 struct report_opts {
 	bool json;  /* the report JSON back, or the job JSON for several */

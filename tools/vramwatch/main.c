@@ -14,8 +14,8 @@ static const struct {
 } commands[] = {
 	{"run", cmd_run, "run a program with the vramwatch library preloaded, then show its report"},
 	{"report", cmd_report, "the post-mortem of a report, or of the reports of one job"},
-	{"advise", cmd_advise, "concrete changes (batch, image size, allocator) with predicted peaks"},
-	{"timeline", NULL, "the memory and fragmentation timeline, as a picture or in the terminal"},
+	{"advise", cmd_advise, "concrete changes (batch, accumulation, precision, allocator, ...) with predicted peaks"},
+	{"timeline", cmd_timeline, "the memory and fragmentation timeline, as a picture or in the terminal"},
 	{"fit", cmd_fit, "rerun a command at other batch sizes and find the largest that fits"},
 	{"merge", cmd_merge, "one view of the reports of many processes (ranks): a vramwatch.job/1 file"},
 };
@@ -32,10 +32,14 @@ static void print_help(void)
 	for (size_t i = 0; i < N_COMMANDS; i++)
 		if (commands[i].run)
 			printf("  %-9s %s\n", commands[i].name, commands[i].summary);
-	fputs("\nComing in a later version (not available in this one):\n", stdout);
+	bool header = false;
 	for (size_t i = 0; i < N_COMMANDS; i++)
-		if (!commands[i].run)
+		if (!commands[i].run) {
+			if (!header)
+				fputs("\nComing in a later version (not available in this one):\n", stdout);
+			header = true;
 			printf("  %-9s %s\n", commands[i].name, commands[i].summary);
+		}
 	fputs("\n"
 	      "  --help     this text; vramwatch COMMAND --help describes a command\n"
 	      "  --version  the version\n"

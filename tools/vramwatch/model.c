@@ -349,6 +349,74 @@ static bool load_pressure(struct vctx *c, const cJSON *o, void *slot)
 	       req_int(c, o, "freed_count", 0, &p->freed_count) && req_int(c, o, "callsite", 0, &p->callsite);
 }
 
+static void *load_list(struct vctx *c, const cJSON *root, const char *key, int flags, size_t elem,
+		       element_fn fn, size_t *count);
+
+static bool load_marker(struct vctx *c, const cJSON *o, void *slot)
+{
+	struct model_marker *m = slot;
+	return req_int(c, o, "time_unix_ns", 0, &m->time_unix_ns) && get_str(c, o, "label", F_REQ, &m->label) &&
+	       req_int(c, o, "live_bytes", 0, &m->live_bytes) &&
+	       req_int(c, o, "phase_peak_bytes", 0, &m->phase_peak_bytes);
+}
+
+static bool load_tl_bucket(struct vctx *c, const cJSON *o, void *slot)
+{
+	struct model_tl_bucket *b = slot;
+	return req_int(c, o, "t", 0, &b->t) && req_int(c, o, "live_min", 0, &b->live_min) &&
+	       req_int(c, o, "live_max", 0, &b->live_max) && req_int(c, o, "live", 0, &b->live) &&
+	       req_int(c, o, "peak_t", 0, &b->peak_t) && req_int(c, o, "reserved_max", 0, &b->reserved_max) &&
+	       req_int(c, o, "reserved", 0, &b->reserved) &&
+	       get_int(c, o, "untracked_max", F_NULL, INT64_MIN, &b->untracked_max) &&
+	       get_int(c, o, "untracked", F_NULL, INT64_MIN, &b->untracked) &&
+	       req_int(c, o, "events", 0, &b->events);
+}
+
+static bool load_tl_step(struct vctx *c, const cJSON *o, void *slot)
+{
+	struct model_tl_step *st = slot;
+	return req_int(c, o, "time_unix_ns", 0, &st->time_unix_ns) && req_int(c, o, "size", 0, &st->size) &&
+	       req_int(c, o, "live_bytes_after", 0, &st->live_bytes_after) &&
+	       get_str(c, o, "api", F_REQ, &st->api) && req_int(c, o, "callsite", 0, &st->callsite);
+}
+
+static bool load_tl_device(struct vctx *c, const cJSON *o, void *slot)
+{
+	struct model_tl_device *d = slot;
+	if (!get_int(c, o, "ordinal", F_NULL, 0, &d->ordinal) || !req_int(c, o, "start_unix_ns", 0, &d->start_unix_ns) ||
+	    !req_int(c, o, "bucket_ns", 1, &d->bucket_ns) || !req_int(c, o, "merges", 0, &d->merges) ||
+	    !req_int(c, o, "events", 0, &d->events) ||
+	    !get_int(c, o, "capacity_bytes", F_NULL, 0, &d->capacity_bytes) ||
+	    !get_int(c, o, "limit_bytes", F_NULL, 0, &d->limit_bytes))
+		return false;
+	d->buckets = load_list(c, o, "buckets", F_REQ, sizeof *d->buckets, load_tl_bucket, &d->n_buckets);
+	d->steps = load_list(c, o, "steps", F_REQ, sizeof *d->steps, load_tl_step, &d->n_steps);
+	if (c->failed)
+		return false;
+	/* The views walk buckets in order: a report whose times go backwards is damaged. */
+	for (size_t i = 1; i < d->n_buckets; i++) {
+		if (d->buckets[i].t <= d->buckets[i - 1].t) {
+			size_t k = push_key(c, "buckets"), old = push_index(c, i);
+			fail_at(c, "t", "not after the previous bucket's");
+			pop(c, old);
+			pop(c, k);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool load_timeline(struct vctx *c, const cJSON *o, struct model_timeline *t)
+{
+	model_int max;
+	if (!get_int(c, o, "buckets_max", F_REQ, 1, &max))
+		return false;
+	t->buckets_max = max.v;
+	t->devices = load_list(c, o, "devices", F_REQ, sizeof *t->devices, load_tl_device, &t->n_devices);
+	t->known = !c->failed;
+	return !c->failed;
+}
+
 static bool load_process(struct vctx *c, const cJSON *o, struct model_process *p)
 {
 	const cJSON *argv;
@@ -420,7 +488,7 @@ static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
 	if (strcmp(r->reason, "oom") && strcmp(r->reason, "exit") && strcmp(r->reason, "request") &&
 	    strcmp(r->reason, "signal"))
 		return fail_at(c, "reason", "expected \"oom\", \"exit\", \"request\" or \"signal\"");
-	const cJSON *proc, *vw, *pinned, *fw;
+	const cJSON *proc, *vw, *pinned, *fw, *tl;
 	if (!req_int(c, root, "time_unix_ns", 0, &r->time_unix_ns) || !get_object(c, root, "process", F_REQ, &proc))
 		return false;
 	size_t k = push_key(c, "process");
@@ -436,12 +504,20 @@ static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
 				 &r->n_crossings);
 	r->pressure = load_list(c, root, "pressure_events", F_OPT, sizeof *r->pressure, load_pressure,
 				&r->n_pressure);
+	r->markers = load_list(c, root, "markers", F_OPT, sizeof *r->markers, load_marker, &r->n_markers);
 	if (c->failed || !req_int(c, root, "live_truncated", 0, &r->live_truncated) ||
 	    !get_int(c, root, "failures_total", F_OPT, 0, &r->failures_total) ||
 	    !get_int(c, root, "callsites_dropped", F_OPT, 0, &r->callsites_dropped) ||
 	    !get_object(c, root, "vramwatch", F_OPT, &vw) || !get_object(c, root, "host_pinned", F_OPT, &pinned) ||
-	    !get_object(c, root, "framework", F_OPT, &fw))
+	    !get_object(c, root, "framework", F_OPT, &fw) || !get_object(c, root, "timeline", F_OPT, &tl))
 		return false;
+	if (tl) {
+		k = push_key(c, "timeline");
+		ok = load_timeline(c, tl, &r->timeline);
+		pop(c, k);
+		if (!ok)
+			return false;
+	}
 	r->python = -1;
 	if (vw) {
 		k = push_key(c, "vramwatch");
@@ -524,6 +600,12 @@ void model_free(struct model_report *r)
 	free(r->live);
 	free(r->crossings);
 	free(r->pressure);
+	free(r->markers);
+	for (size_t i = 0; i < r->timeline.n_devices; i++) {
+		free(r->timeline.devices[i].buckets);
+		free(r->timeline.devices[i].steps);
+	}
+	free(r->timeline.devices);
 	free(r->process.argv);
 	cJSON_Delete(r->root);
 	free(r->path_owned);
@@ -560,6 +642,60 @@ const struct model_failure *model_real_oom(const struct model_report *r)
 			best = f;
 	}
 	return best;
+}
+
+void model_callsite_short(struct strbuf *b, const struct model_report *r, int64_t id)
+{
+	const struct model_callsite *cs = model_callsite(r, id);
+	for (size_t i = 0; cs && i < cs->n_frames; i++) {
+		const struct model_frame *f = &cs->frames[i];
+		if (f->python) {
+			util_add_text(b, util_basename(f->file));
+			sb_printf(b, ":%" PRId64 " in ", f->line);
+			util_add_text(b, f->function);
+			return;
+		}
+	}
+	for (size_t i = 0; cs && i < cs->n_frames; i++) {
+		const struct model_frame *f = &cs->frames[i];
+		if (f->symbol) {
+			util_add_text(b, f->symbol);
+			if (f->module) {
+				sb_add(b, " (");
+				util_add_text(b, util_basename(f->module));
+				sb_addc(b, ')');
+			}
+			return;
+		}
+	}
+	sb_printf(b, "call site %" PRId64, id);
+}
+
+void model_tl_columns(const struct model_tl_device *d, int64_t from, int64_t to, size_t n, int64_t *live,
+		      int64_t *reserved)
+{
+	double span = to > from ? (double)(to - from) : 1.0;
+	int64_t last_live = 0, last_res = 0;
+	size_t k = 0;
+	for (size_t c = 0; c < n; c++) {
+		int64_t end = from + (int64_t)(span * (double)(c + 1) / (double)n);
+		bool any = false;
+		int64_t lm = last_live, rm = last_res;
+		for (; k < d->n_buckets && (d->buckets[k].t < end || c + 1 == n); k++) {
+			const struct model_tl_bucket *b = &d->buckets[k];
+			if (!any) {
+				lm = b->live_max;
+				rm = b->reserved_max;
+				any = true;
+			}
+			lm = b->live_max > lm ? b->live_max : lm;
+			rm = b->reserved_max > rm ? b->reserved_max : rm;
+			last_live = b->live;
+			last_res = b->reserved;
+		}
+		live[c] = lm;
+		reserved[c] = rm;
+	}
 }
 
 int64_t model_total_live(const struct model_report *r)

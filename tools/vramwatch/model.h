@@ -99,6 +99,43 @@ struct model_pressure {
 	int64_t size, freed_bytes, freed_count, callsite;
 };
 
+/* vramwatch_mark(): live_bytes on all devices at the marker, and the most live since the previous
+ * one (the phase the marker closes). */
+struct model_marker {
+	int64_t time_unix_ns;
+	const char *label;
+	int64_t live_bytes, phase_peak_bytes;
+};
+
+/* The whole-run timeline (the report's "timeline"): per device, buckets of bucket_ns from
+ * start_unix_ns, each with extremes and last values; see docs/report-format.md. */
+struct model_tl_bucket {
+	int64_t t, live_min, live_max, live, peak_t, reserved_max, reserved, events;
+	model_int untracked_max, untracked;
+};
+
+struct model_tl_step {
+	int64_t time_unix_ns, size, live_bytes_after, callsite;
+	const char *api;
+};
+
+struct model_tl_device {
+	model_int ordinal;
+	int64_t start_unix_ns, bucket_ns, merges, events;
+	model_int capacity_bytes, limit_bytes;
+	struct model_tl_bucket *buckets; /* oldest first, checked to be in time order */
+	size_t n_buckets;
+	struct model_tl_step *steps; /* largest first */
+	size_t n_steps;
+};
+
+struct model_timeline {
+	bool known; /* false: a report written before the field existed */
+	int64_t buckets_max;
+	struct model_tl_device *devices;
+	size_t n_devices;
+};
+
 struct model_process {
 	int64_t pid;
 	model_int ppid;
@@ -153,6 +190,9 @@ struct model_report {
 	size_t n_pressure;
 	struct model_host_pinned host_pinned;
 	struct model_framework framework;
+	struct model_marker *markers; /* oldest first; none in reports without the field */
+	size_t n_markers;
+	struct model_timeline timeline;
 };
 
 /* Loads and checks one report. On failure returns false with a one-line reason in err
@@ -172,6 +212,14 @@ const struct model_device *model_device(const struct model_report *r, int64_t or
 const struct model_failure *model_real_oom(const struct model_report *r);
 /* Whether a failure is a real out-of-memory in the sense above. */
 bool model_failure_is_real_oom(const struct model_failure *f);
+/* A call site in a few words, for annotations: its innermost Python frame "train.py:212 in step",
+ * else its first named native frame "symbol (module)", else "call site N". */
+void model_callsite_short(struct strbuf *b, const struct model_report *r, int64_t id);
+/* The timeline resampled into n columns over [from, to): per column the most live and reserved
+ * memory of the buckets that start in it; a column without a bucket holds the previous bucket's
+ * last values (nothing changed then), and columns before the first bucket hold 0. */
+void model_tl_columns(const struct model_tl_device *d, int64_t from, int64_t to, size_t n, int64_t *live,
+		      int64_t *reserved);
 /* Sum of live_bytes over all devices (saturating). */
 int64_t model_total_live(const struct model_report *r);
 

@@ -1,0 +1,366 @@
+#!/usr/bin/python3
+"""Tests of `vramwatch timeline` and of the report's sparkline and leak lines; one group per meson test.
+
+Usage: run_timeline_tests.py --vramwatch EXE --data DIR --golden DIR --long-run EXE --validator PY GROUP
+
+GROUP:
+  golden  recorded reports (data/*.json) drawn as SVG, HTML and in the terminal, and their
+          `vramwatch report`: the SVG's structure (elements, classes and texts, without
+          coordinates), the terminal view and the report are compared with golden/ exactly;
+          VRAMWATCH_UPDATE_GOLDEN=1 rewrites them instead (read the diff before committing).
+  usage   bad usage and bad input: exit 2, one line on stderr; old reports without a timeline.
+  long    a three-day run written by the library's own core (long_run): within the timeline's
+          bounds, the peak at its time, the leak found, and every view drawn in under a second.
+  render  the HTML and the SVG opened in headless Chromium (/usr/bin/chromium): the screenshot
+          is a real plot (not blank; axis, live line and capacity colours present). Without
+          Chromium this FAILS, as it must in CI (.ci/run installs it); set VRAMWATCH_ALLOW_SKIP=1
+          to let it skip on a machine without Chromium.
+
+Every command runs with LC_ALL=C.UTF-8 TERM=dumb NO_COLOR=1 COLUMNS=100.
+"""
+import argparse
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+import zlib
+
+SKIP = 77
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+class Failed(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failed(what)
+
+
+def env():
+    e = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_")}
+    e.pop("LD_PRELOAD", None)
+    e.update(LC_ALL="C.UTF-8", TERM="dumb", NO_COLOR="1", COLUMNS="100")
+    return e
+
+
+def run(opts, args, timeout=60):
+    return subprocess.run([opts.vramwatch] + args, capture_output=True, env=env(), timeout=timeout)
+
+
+def one_line_error(r, what):
+    err = r.stderr.decode("utf-8", "replace")
+    check(r.returncode == 2, "%s: exit %d, expected 2; stderr: %s" % (what, r.returncode, err))
+    check(r.stdout == b"", "%s: printed on stdout: %r" % (what, r.stdout[:200]))
+    lines = err.splitlines()
+    check(len(lines) == 1 and lines[0].startswith("vramwatch: "), "%s: expected one line, got %r" % (what, err))
+    return lines[0]
+
+
+def compare_golden(opts, name, actual):
+    path = os.path.join(opts.golden, name)
+    if os.environ.get("VRAMWATCH_UPDATE_GOLDEN") == "1":
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(actual)
+        print("updated", path)
+        return
+    check(os.path.exists(path), "no golden file %s (VRAMWATCH_UPDATE_GOLDEN=1 writes it)" % path)
+    with open(path, encoding="utf-8") as f:
+        expected = f.read()
+    if actual != expected:
+        import difflib
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), actual.splitlines(True), "golden/" + name, "actual"))
+        raise Failed("%s differs:\n%s" % (name, diff[:6000]))
+
+
+def self_contained(text, what):
+    """Nothing fetched from anywhere: no links, no external scripts, styles or fonts."""
+    low = text.lower()
+    for bad in ("href", "src=", "@import", "url(", "<link", "<iframe", "<object", "<img"):
+        check(bad not in low, "%s refers outside itself (%s)" % (what, bad))
+    rest = low.replace("http://www.w3.org/2000/svg", "")
+    check("http:" not in rest and "https:" not in rest, "%s names a network address" % what)
+
+
+def svg_structure(svg_text):
+    """The SVG as lines of element, class and text, without coordinates: what a person sees,
+    not where exactly it is drawn."""
+    root = ET.fromstring(svg_text)
+    check(root.tag == SVG_NS + "svg", "the root element is %s, not svg" % root.tag)
+    out = []
+
+    def walk(e, depth):
+        tag = e.tag.replace(SVG_NS, "")
+        line = "  " * depth + tag
+        if e.get("class"):
+            line += "." + e.get("class").replace(" ", ".")
+        text = "".join(e.itertext()).strip() if tag in ("text", "title") else ""
+        if text:
+            line += " " + " ".join(text.split())
+        out.append(line)
+        if tag not in ("text", "title", "style"):
+            for c in e:
+                walk(c, depth + 1)
+
+    walk(root, 0)
+    return "\n".join(out) + "\n"
+
+
+def fixtures(opts):
+    return sorted(f for f in os.listdir(opts.data) if f.endswith(".json"))
+
+
+def group_golden(opts):
+    tmp = tempfile.mkdtemp(prefix="vramwatch-timeline-")
+    try:
+        for name in fixtures(opts):
+            base = name[:-5]
+            src = os.path.join(opts.data, name)
+            svg = os.path.join(tmp, base + ".svg")
+            r = run(opts, ["timeline", "-o", svg, src])
+            check(r.returncode == 0 and r.stdout == b"" and r.stderr == b"",
+                  "%s: svg: exit %d %s" % (name, r.returncode, r.stderr))
+            with open(svg, encoding="utf-8") as f:
+                svg_text = f.read()
+            self_contained(svg_text, base + ".svg")
+            structure = svg_structure(svg_text)
+            check(".live-line" in structure and ".reserved" in structure and "axis" in structure,
+                  "%s: the SVG lacks the live line, reserved area or axes" % name)
+            compare_golden(opts, base + ".svg.txt", structure)
+            html = os.path.join(tmp, base + ".html")
+            r = run(opts, ["timeline", "-o", html, src])
+            check(r.returncode == 0, "%s: html: exit %d %s" % (name, r.returncode, r.stderr))
+            with open(html, encoding="utf-8") as f:
+                html_text = f.read()
+            self_contained(html_text, base + ".html")
+            check(html_text.startswith("<!DOCTYPE html>") and html_text.count("<svg") == 1 and
+                  html_text.count("<script>") == 1, "%s: the HTML is not one page with one SVG and one inline script" % name)
+            inner = html_text[html_text.index("<svg"):html_text.index("</svg>") + 6]
+            check(svg_structure(inner) == structure, "%s: the HTML's picture differs from the SVG" % name)
+            r = run(opts, ["timeline", src])
+            check(r.returncode == 0 and r.stderr == b"", "%s: terminal: exit %d %s" % (name, r.returncode, r.stderr))
+            term = r.stdout.decode("utf-8")
+            check("\033[" not in term, "%s: colour with NO_COLOR set" % name)
+            compare_golden(opts, base + ".term.txt", term)
+            r = run(opts, ["report", src])
+            check(r.returncode == 0, "%s: report: exit %d" % (name, r.returncode))
+            compare_golden(opts, base + ".report.txt", r.stdout.decode("utf-8"))
+    finally:
+        shutil.rmtree(tmp)
+
+
+def group_usage(opts):
+    src = os.path.join(opts.data, "leak-markers.json")
+    old = os.path.join(opts.data, "..", "..", "cli", "data", "oom-pytorch.json")
+    r = run(opts, ["timeline", "--help"])
+    check(r.returncode == 0 and r.stdout.startswith(b"usage: vramwatch timeline"), "--help: %r" % r.stdout[:80])
+    one_line_error(run(opts, ["timeline"]), "no report")
+    one_line_error(run(opts, ["timeline", src, src]), "two reports")
+    one_line_error(run(opts, ["timeline", "--frobnicate", src]), "unknown option")
+    one_line_error(run(opts, ["timeline", "-o"]), "-o without a value")
+    line = one_line_error(run(opts, ["timeline", "-o", "/tmp/x.png", src]), "-o .png")
+    check(".svg or .html" in line, "-o .png: %s" % line)
+    one_line_error(run(opts, ["timeline", "/nonexistent/report.json"]), "missing file")
+    one_line_error(run(opts, ["timeline", "-o", "/nonexistent/dir/x.svg", src]), "unwritable output")
+    line = one_line_error(run(opts, ["timeline", old]), "report without a timeline")
+    check("has no timeline" in line, "old report: %s" % line)
+    # Old reports still load everywhere else.
+    r = run(opts, ["report", old])
+    check(r.returncode == 0 and b"Live memory over the run" not in r.stdout, "old report: report exit %d" % r.returncode)
+    # Damaged timelines: one line naming the place.
+    with open(src, encoding="utf-8") as f:
+        doc = json.load(f)
+    tmp = tempfile.mkdtemp(prefix="vramwatch-timeline-bad-")
+    try:
+        def bad(mutate, expect):
+            d = json.loads(json.dumps(doc))
+            mutate(d)
+            p = os.path.join(tmp, "bad.json")
+            with open(p, "w") as f:
+                json.dump(d, f)
+            line = one_line_error(run(opts, ["timeline", p]), expect)
+            check(expect in line, "expected %r in %r" % (expect, line))
+            one_line_error(run(opts, ["report", p]), expect + " (report)")
+
+        def swap(d):
+            b = d["timeline"]["devices"][0]["buckets"]
+            b[0], b[1] = b[1], b[0]
+
+        bad(swap, "timeline.devices[0].buckets[1].t")
+        bad(lambda d: d["timeline"]["devices"][0]["buckets"][0].update(live="x"), "timeline.devices[0].buckets[0].live")
+        bad(lambda d: d["timeline"].update(devices=7), "timeline.devices")
+        bad(lambda d: d["timeline"]["devices"][0].update(bucket_ns=0), "timeline.devices[0].bucket_ns")
+        bad(lambda d: d["markers"][0].pop("label"), "markers[0]")
+        # No devices at all: nothing to draw, said in one line.
+        d = json.loads(json.dumps(doc))
+        d["timeline"]["devices"] = []
+        p = os.path.join(tmp, "empty.json")
+        with open(p, "w") as f:
+            json.dump(d, f)
+        one_line_error(run(opts, ["timeline", p]), "no devices")
+    finally:
+        shutil.rmtree(tmp)
+
+
+def group_long(opts):
+    tmp = tempfile.mkdtemp(prefix="vramwatch-timeline-long-")
+    try:
+        p = subprocess.run([opts.long_run, tmp], capture_output=True, timeout=120)
+        check(p.returncode == 0, "long_run exited %d: %s" % (p.returncode, p.stderr))
+        path = [os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".json")][0]
+        v = subprocess.run([sys.executable, opts.validator, path], capture_output=True, text=True)
+        check(v.returncode in (0, SKIP), "schema: " + v.stdout + v.stderr)
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        tl = doc["timeline"]["devices"][0]
+        span_h = (doc["time_unix_ns"] - tl["start_unix_ns"]) / 3.6e12
+        check(span_h > 72, "the run spans %.1f h, expected three days" % span_h)
+        check(len(tl["buckets"]) <= doc["timeline"]["buckets_max"] and tl["merges"] > 10,
+              "%d buckets, %d merges" % (len(tl["buckets"]), tl["merges"]))
+        dev = doc["devices"][0]
+        peak = [b for b in tl["buckets"] if b["live_max"] == dev["peak_live_bytes"]]
+        check(peak and peak[0]["peak_t"] == dev["peak_time_unix_ns"],
+              "the peak's bucket does not hold the peak at its time")
+        figures = []
+        for what, args in (("svg", ["-o", os.path.join(tmp, "x.svg")]), ("html", ["-o", os.path.join(tmp, "x.html")]),
+                           ("terminal", [])):
+            best = None
+            for _ in range(3):
+                t = time.perf_counter()
+                r = run(opts, ["timeline"] + args + [path])
+                dt = time.perf_counter() - t
+                check(r.returncode == 0, "%s: exit %d %s" % (what, r.returncode, r.stderr))
+                best = dt if best is None else min(best, dt)
+            check(best < 1.0, "drawing a three-day timeline as %s took %.3f s" % (what, best))
+            figures.append("%s %.1f ms" % (what, best * 1000))
+        print("three-day timeline (%d buckets, %d events) drawn in: %s" % (len(tl["buckets"]), tl["events"], ", ".join(figures)))
+        r = run(opts, ["report", path])
+        out = r.stdout.decode("utf-8")
+        leaks = [l for l in out.splitlines() if l.startswith("Leak: ")]
+        check(len(leaks) == 1 and 'grows 16.00 MiB per "epoch #" (72 phases, 1h00m apart)' in leaks[0],
+              "the three-day leak: %s" % leaks)
+    finally:
+        shutil.rmtree(tmp)
+
+
+# ---- PNG, without PIL ----
+
+def png_pixels(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    check(data[:8] == b"\x89PNG\r\n\x1a\n", "%s is not a PNG" % path)
+    pos, idat, w = 8, b"", 0
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
+            check(depth == 8 and ctype in (2, 6) and body[12] == 0, "unexpected PNG format %d/%d" % (depth, ctype))
+            bpp = 3 if ctype == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    stride = w * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(h):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        if f == 1:
+            for i in range(bpp, stride):
+                line[i] = (line[i] + line[i - bpp]) & 255
+        elif f == 2:
+            for i in range(stride):
+                line[i] = (line[i] + prev[i]) & 255
+        elif f == 3:
+            for i in range(stride):
+                left = line[i - bpp] if i >= bpp else 0
+                line[i] = (line[i] + ((left + prev[i]) >> 1)) & 255
+        elif f == 4:
+            for i in range(stride):
+                a = line[i - bpp] if i >= bpp else 0
+                b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return w, h, bpp, rows
+
+
+def colour_counts(path):
+    w, h, bpp, rows = png_pixels(path)
+    counts = {"nonwhite": 0, "dark": 0, "live": 0, "red": 0}
+    for row in rows:
+        for x in range(0, w * bpp, bpp):
+            r, g, b = row[x], row[x + 1], row[x + 2]
+            if r < 245 or g < 245 or b < 245:
+                counts["nonwhite"] += 1
+            if r < 80 and g < 80 and b < 80:
+                counts["dark"] += 1       # axes, ticks, labels
+            if r < 70 and 50 < g < 110 and b > 130:
+                counts["live"] += 1       # the live line, #1f4fa0
+            if r > 180 and g < 60 and b < 60:
+                counts["red"] += 1        # the capacity line, #d01010
+    return w * h, counts
+
+
+def group_render(opts):
+    chromium = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
+    if not chromium:
+        if os.environ.get("VRAMWATCH_ALLOW_SKIP") == "1":
+            print("skipped: no chromium (VRAMWATCH_ALLOW_SKIP=1)")
+            return SKIP
+        raise Failed("chromium is not installed (Debian: apt-get install chromium; .ci/run installs it). "
+                     "Set VRAMWATCH_ALLOW_SKIP=1 to skip this test on a machine without it.")
+    tmp = tempfile.mkdtemp(prefix="vramwatch-timeline-render-")
+    try:
+        src = os.path.join(opts.data, "leak-markers.json")
+        for ext in ("svg", "html"):
+            pic = os.path.join(tmp, "t." + ext)
+            r = run(opts, ["timeline", "-o", pic, src])
+            check(r.returncode == 0, "%s: exit %d" % (ext, r.returncode))
+            png = os.path.join(tmp, ext + ".png")
+            cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+                   "--user-data-dir=" + os.path.join(tmp, "profile"), "--window-size=1110,480",
+                   "--screenshot=" + png, "file://" + pic]
+            p = subprocess.run(cmd, capture_output=True, timeout=120, env=dict(env(), HOME=tmp))
+            check(p.returncode == 0 and os.path.exists(png),
+                  "chromium failed on the %s (exit %d): %s" % (ext, p.returncode, p.stderr.decode("utf-8", "replace")[-2000:]))
+            total, c = colour_counts(png)
+            print("%s: %d pixels, %s" % (ext, total, c))
+            check(c["nonwhite"] > total * 0.10, "%s: the screenshot is nearly blank: %s" % (ext, c))
+            check(c["dark"] > 2000, "%s: no axes or labels drawn: %s" % (ext, c))
+            check(c["live"] > 300, "%s: no live-memory line drawn: %s" % (ext, c))
+            check(c["red"] > 300, "%s: no capacity line drawn: %s" % (ext, c))
+    finally:
+        shutil.rmtree(tmp)
+
+
+GROUPS = {"golden": group_golden, "usage": group_usage, "long": group_long, "render": group_render}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vramwatch", required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--golden", required=True)
+    ap.add_argument("--long-run", required=True)
+    ap.add_argument("--validator", required=True)
+    ap.add_argument("group", choices=sorted(GROUPS))
+    opts = ap.parse_args()
+    try:
+        rc = GROUPS[opts.group](opts)
+    except Failed as e:
+        print("FAIL:", e)
+        return 1
+    return rc or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
