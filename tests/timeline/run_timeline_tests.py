@@ -151,6 +151,27 @@ def group_golden(opts):
             r = run(opts, ["report", src])
             check(r.returncode == 0, "%s: report: exit %d" % (name, r.returncode))
             compare_golden(opts, base + ".report.txt", r.stdout.decode("utf-8"))
+        # a job: its ranks' reports, or the file merge writes of them, on one time axis
+        ranks = [os.path.join(opts.data, "..", "job", "rank%d.json" % i) for i in (1, 0)]
+        svg = os.path.join(tmp, "job.svg")
+        r = run(opts, ["timeline", "-o", svg] + ranks)
+        check(r.returncode == 0 and r.stderr == b"", "job: svg: exit %d %s" % (r.returncode, r.stderr))
+        with open(svg, encoding="utf-8") as f:
+            structure = svg_structure(f.read())
+        check(structure.index("rank 0 (") < structure.index("rank 1 ("), "job: panels in rank order")
+        check(structure.count("\n  g.panel") == 2, "job: one panel per rank and device")
+        compare_golden(opts, "job.svg.txt", structure)
+        merged = os.path.join(tmp, "job.json")
+        r = run(opts, ["merge", "-o", merged] + ranks)
+        check(r.returncode == 0, "job: merge: exit %d %s" % (r.returncode, r.stderr))
+        svg2 = os.path.join(tmp, "job2.svg")
+        r = run(opts, ["timeline", "-o", svg2, merged])
+        check(r.returncode == 0, "job: svg of the merged file: exit %d %s" % (r.returncode, r.stderr))
+        with open(svg2, encoding="utf-8") as f:
+            check(svg_structure(f.read()) == structure, "job: the merged file draws the same picture as its reports")
+        r = run(opts, ["timeline"] + ranks)
+        check(r.returncode == 0, "job: terminal: exit %d" % r.returncode)
+        compare_golden(opts, "job.term.txt", r.stdout.decode("utf-8"))
     finally:
         shutil.rmtree(tmp)
 
@@ -161,7 +182,8 @@ def group_usage(opts):
     r = run(opts, ["timeline", "--help"])
     check(r.returncode == 0 and r.stdout.startswith(b"usage: vramwatch timeline"), "--help: %r" % r.stdout[:80])
     one_line_error(run(opts, ["timeline"]), "no report")
-    one_line_error(run(opts, ["timeline", src, src]), "two reports")
+    line = one_line_error(run(opts, ["timeline", src, src]), "the same report twice")
+    check("not one job" in line or "twice" in line, "the same report twice is not a job: %s" % line)
     one_line_error(run(opts, ["timeline", "--frobnicate", src]), "unknown option")
     one_line_error(run(opts, ["timeline", "-o"]), "-o without a value")
     line = one_line_error(run(opts, ["timeline", "-o", "/tmp/x.png", src]), "-o .png")

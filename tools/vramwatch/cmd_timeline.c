@@ -16,13 +16,16 @@
 
 #include "commands.h"
 #include "findings.h"
+#include "job.h"
 
 static const char usage[] =
-	"usage: vramwatch timeline [-o FILE.svg|FILE.html] REPORT\n"
+	"usage: vramwatch timeline [-o FILE.svg|FILE.html] REPORT...\n"
 	"\n"
 	"The report's memory over the whole run, per device: live and reserved memory (the band\n"
 	"between them is fragmentation), untracked memory, the card's capacity or emulated limit,\n"
 	"markers, failures and cache flushes with their call sites, and leaks found in the run.\n"
+	"Several reports of one job's ranks, or a file written by vramwatch merge, are drawn on one\n"
+	"time axis, a panel per rank and device, in rank order.\n"
 	"\n"
 	"  -o, --output FILE  write one self-contained picture: FILE.svg, or FILE.html with hover\n"
 	"                     details; without it, the timeline is drawn in the terminal (colour\n"
@@ -44,6 +47,7 @@ struct panel {
 	double ymax;                    /* bytes at the top of the plot */
 	model_int capacity;             /* the line drawn: limit when emulated, else capacity */
 	bool emulated;
+	const char *who;                /* "rank 3 (node-a, pid 8104)" in a job's picture, else NULL */
 };
 
 /* A step of 1, 2 or 5 times a power of ten that cuts `span` into about `want` parts. */
@@ -384,6 +388,8 @@ static void svg_panel(struct strbuf *o, const struct model_report *r, const stru
 {
 	sb_printf(o, "<g class=\"panel\" transform=\"translate(0 %.1f)\">\n", top);
 	struct strbuf title = {0};
+	if (p->who)
+		sb_printf(&title, "%s, ", p->who);
 	if (p->d->ordinal.known)
 		sb_printf(&title, "Device %" PRId64, p->d->ordinal.v);
 	else
@@ -470,14 +476,70 @@ static void svg_legend(struct strbuf *o, double y)
 }
 
 /* The whole SVG document (or, inline in HTML, the same element without the XML prologue). */
-static void svg_document(struct strbuf *o, const struct model_report *r, bool inline_html)
+/* What is drawn: one panel per device of each report; a job's panels share one time axis, so
+ * the ranks line up (their clocks are the hosts': on several machines, as good as their sync). */
+struct view {
+	const struct model_report **reports; /* in rank order */
+	size_t n_reports;
+	struct panel *panels;
+	const struct model_report **owner;   /* the report of each panel */
+	char **who;                          /* per report: NULL for a single report */
+	size_t n_panels;
+};
+
+static void view_build(struct view *v, const struct model_report **reports, size_t n)
 {
-	struct leak_finding leaks[4];
-	size_t nleaks = findings_leaks(r, leaks, 4);
-	if (nleaks > 4)
-		nleaks = 4;
-	size_t n = r->timeline.n_devices;
-	double height = 40 + (double)n * PANEL_H + 24;
+	*v = (struct view){.reports = reports, .n_reports = n};
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += reports[i]->timeline.n_devices;
+	v->panels = util_xcalloc(total ? total : 1, sizeof *v->panels);
+	v->owner = util_xcalloc(total ? total : 1, sizeof *v->owner);
+	v->who = util_xcalloc(n, sizeof *v->who);
+	int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+	for (size_t i = 0; i < n; i++) {
+		const struct model_report *r = reports[i];
+		if (n > 1) {
+			struct strbuf w = {0};
+			if (r->process.rank.known)
+				sb_printf(&w, "rank %" PRId64 " (", r->process.rank.v);
+			sb_printf(&w, "%s, pid %" PRId64, r->process.host ? r->process.host : "?", r->process.pid);
+			if (r->process.rank.known)
+				sb_add(&w, ")");
+			v->who[i] = util_xstrdup(sb_str(&w));
+			sb_free(&w);
+		}
+		for (size_t k = 0; k < r->timeline.n_devices; k++) {
+			struct panel *p = &v->panels[v->n_panels];
+			panel_setup(r, &r->timeline.devices[k], p);
+			p->who = v->who[i];
+			v->owner[v->n_panels++] = r;
+			if (p->t0 < t0)
+				t0 = p->t0;
+			if (p->t1 > t1)
+				t1 = p->t1;
+		}
+	}
+	if (n > 1)
+		for (size_t i = 0; i < v->n_panels; i++) {
+			v->panels[i].t0 = t0;
+			v->panels[i].t1 = t1;
+		}
+}
+
+static void view_free(struct view *v)
+{
+	for (size_t i = 0; i < v->n_reports; i++)
+		free(v->who[i]);
+	free(v->who);
+	free(v->panels);
+	free(v->owner);
+}
+
+static void svg_document(struct strbuf *o, const struct view *v, bool inline_html)
+{
+	const struct model_report *r = v->reports[0];
+	double height = 40 + (double)v->n_panels * PANEL_H + 24;
 	if (!inline_html)
 		sb_add(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
 	sb_printf(o,
@@ -486,6 +548,8 @@ static void svg_document(struct strbuf *o, const struct model_report *r, bool in
 		  ML + W + MR, height, ML + W + MR, height);
 	sb_add(o, "<title>vramwatch timeline: ");
 	struct strbuf cmd = {0};
+	if (v->n_reports > 1)
+		sb_printf(&cmd, "a job of %zu processes: ", v->n_reports);
 	util_add_argv(&cmd, r->process.argv, r->process.argc);
 	add_xml(o, sb_str(&cmd));
 	sb_add(o, "</title>\n");
@@ -503,10 +567,17 @@ static void svg_document(struct strbuf *o, const struct model_report *r, bool in
 	sb_printf(o, "</text>\n");
 	sb_free(&cmd);
 	svg_legend(o, 30);
-	for (size_t i = 0; i < n; i++) {
-		struct panel p;
-		panel_setup(r, &r->timeline.devices[i], &p);
-		svg_panel(o, r, &p, 40 + (double)i * PANEL_H, leaks, nleaks);
+	const struct model_report *leaks_of = NULL;
+	struct leak_finding leaks[4];
+	size_t nleaks = 0;
+	for (size_t i = 0; i < v->n_panels; i++) {
+		if (v->owner[i] != leaks_of) {
+			leaks_of = v->owner[i];
+			nleaks = findings_leaks(leaks_of, leaks, 4);
+			if (nleaks > 4)
+				nleaks = 4;
+		}
+		svg_panel(o, v->owner[i], &v->panels[i], 40 + (double)i * PANEL_H, leaks, nleaks);
 	}
 	sb_add(o, "</svg>\n");
 }
@@ -544,6 +615,8 @@ static void terminal_panel(FILE *out, const struct model_report *r, const struct
 	int64_t *live = util_xcalloc((size_t)cols, sizeof *live), *res = util_xcalloc((size_t)cols, sizeof *res);
 	model_tl_columns(p->d, p->t0, p->t1, (size_t)cols, live, res);
 	struct strbuf b = {0};
+	if (p->who)
+		sb_printf(&b, "%s, ", p->who);
 	if (p->d->ordinal.known)
 		sb_printf(&b, "Device %" PRId64, p->d->ordinal.v);
 	else
@@ -621,24 +694,12 @@ static void terminal_panel(FILE *out, const struct model_report *r, const struct
 	free(res);
 }
 
-static void terminal_view(FILE *out, const struct model_report *r, bool color)
+/* Markers, the failure and leaks of one report by name, so the | and X above can be read. */
+static void terminal_notes(FILE *out, const struct model_report *r, int64_t t0, const char *who)
 {
-	int cols = 72;
-	const char *env = getenv("COLUMNS");
-	if (env && atoi(env) >= 40)
-		cols = atoi(env) - 14;
-	if (cols > 200)
-		cols = 200;
-	for (size_t i = 0; i < r->timeline.n_devices; i++) {
-		struct panel p;
-		panel_setup(r, &r->timeline.devices[i], &p);
-		if (i)
-			fputc('\n', out);
-		terminal_panel(out, r, &p, cols, color);
-	}
-	/* Markers and failures by name, in time order, so the | and X above can be read. */
-	int64_t t0 = r->timeline.n_devices ? r->timeline.devices[0].start_unix_ns : 0;
-	if (r->n_markers)
+	if (r->n_markers && who)
+		fprintf(out, "\n%s: markers (|):", who);
+	else if (r->n_markers)
 		fputs("\nMarkers (|):", out);
 	for (size_t i = 0; i < r->n_markers && i < 24; i++) {
 		struct strbuf b = {0};
@@ -658,7 +719,10 @@ static void terminal_view(FILE *out, const struct model_report *r, bool color)
 		add_reltime(&b, f->time_unix_ns - t0);
 		sb_printf(&b, ": %s of %s failed, out of memory, from ", f->api, util_fmt_size(f->size, s1));
 		model_callsite_short(&b, r, f->callsite);
-		fputs("Out of memory (X) at ", out);
+		if (who)
+			fprintf(out, "%s%s: out of memory (X) at ", r->n_markers ? "" : "\n", who);
+		else
+			fputs("Out of memory (X) at ", out);
 		util_put_text(out, sb_str(&b));
 		fputc('\n', out);
 		sb_free(&b);
@@ -668,10 +732,33 @@ static void terminal_view(FILE *out, const struct model_report *r, bool color)
 	for (size_t i = 0; i < n && i < 4; i++) {
 		struct strbuf b = {0};
 		findings_describe_leak(&b, r, &leaks[i]);
+		if (who)
+			fprintf(out, "%s: ", who);
 		fputs("Leak: ", out);
 		util_put_text(out, sb_str(&b));
 		fputc('\n', out);
 		sb_free(&b);
+	}
+}
+
+static void terminal_view(FILE *out, const struct view *v, bool color)
+{
+	int cols = 72;
+	const char *env = getenv("COLUMNS");
+	if (env && atoi(env) >= 40)
+		cols = atoi(env) - 14;
+	if (cols > 200)
+		cols = 200;
+	for (size_t i = 0; i < v->n_panels; i++) {
+		if (i)
+			fputc('\n', out);
+		terminal_panel(out, v->owner[i], &v->panels[i], cols, color);
+	}
+	for (size_t i = 0; i < v->n_reports; i++) {
+		const struct model_report *r = v->reports[i];
+		int64_t t0 = v->n_reports > 1 && v->n_panels ? v->panels[0].t0
+		           : r->timeline.n_devices ? r->timeline.devices[0].start_unix_ns : 0;
+		terminal_notes(out, r, t0, v->who[i]);
 	}
 }
 
@@ -685,21 +772,19 @@ static bool ends_with(const char *s, const char *suffix)
 
 int cmd_timeline(int argc, char **argv)
 {
-	const char *output = NULL, *path = NULL;
+	const char *output = NULL;
 	static const struct util_valued_option valued[] = {{"-o", NULL}, {"--output", NULL}, {NULL, NULL}};
 	struct util_valued_option opts[3];
 	memcpy(opts, valued, sizeof opts);
 	opts[0].slot = &output;
 	opts[1].slot = &output;
 	bool only_files = false;
+	const char **paths = util_xcalloc((size_t)argc, sizeof *paths);
+	size_t n_paths = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (only_files || a[0] != '-' || !a[1]) {
-			if (path) {
-				util_err("timeline: one report at a time (usage: vramwatch timeline [-o FILE.svg|FILE.html] REPORT)");
-				return EXIT_USAGE;
-			}
-			path = a;
+			paths[n_paths++] = a;
 			continue;
 		}
 		if (strcmp(a, "--") == 0) {
@@ -707,19 +792,21 @@ int cmd_timeline(int argc, char **argv)
 			continue;
 		}
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			free(paths);
 			fputs(usage, stdout);
 			return EXIT_DONE;
 		}
 		int t = util_take_value("timeline", argc, argv, &i, opts);
-		if (t < 0)
-			return EXIT_USAGE;
-		if (t == 0) {
-			util_err("timeline: unknown option %s (see vramwatch timeline --help)", a);
+		if (t <= 0) {
+			if (t == 0)
+				util_err("timeline: unknown option %s (see vramwatch timeline --help)", a);
+			free(paths);
 			return EXIT_USAGE;
 		}
 	}
-	if (!path) {
-		util_err("timeline: no report file given (usage: vramwatch timeline [-o FILE.svg|FILE.html] REPORT)");
+	if (!n_paths) {
+		free(paths);
+		util_err("timeline: no report file given (usage: vramwatch timeline [-o FILE.svg|FILE.html] REPORT...)");
 		return EXIT_USAGE;
 	}
 	bool html = false;
@@ -727,49 +814,86 @@ int cmd_timeline(int argc, char **argv)
 		if (ends_with(output, ".html") || ends_with(output, ".htm"))
 			html = true;
 		else if (!ends_with(output, ".svg")) {
+			free(paths);
 			util_err("timeline: %s: the output must end in .svg or .html", output);
 			return EXIT_USAGE;
 		}
 	}
-	struct model_report r;
-	struct strbuf err = {0};
-	if (!model_load(path, &r, &err)) {
-		util_err("%s: %s", path, sb_str(&err));
-		sb_free(&err);
-		return EXIT_USAGE;
-	}
-	sb_free(&err);
+	/* Reports, or merged job files whose processes' reports are taken out of them. */
+	struct model_report *reports = NULL;
+	size_t n = 0;
 	int status = EXIT_DONE;
-	if (!r.timeline.known) {
-		util_err("timeline: %s has no timeline: it was written by an earlier version of vramwatch; "
-			 "vramwatch report shows what it holds", path);
-		status = EXIT_USAGE;
-	} else if (r.timeline.n_devices == 0) {
-		util_err("timeline: %s has no device memory over time to show (no allocation was recorded)", path);
-		status = EXIT_USAGE;
-	} else if (output) {
-		struct strbuf doc = {0};
-		if (html)
-			sb_add(&doc, html_head);
-		svg_document(&doc, &r, html);
-		if (html)
-			sb_add(&doc, html_tail);
-		FILE *f = fopen(output, "w");
-		bool ok = f && fwrite(doc.s, 1, doc.len, f) == doc.len;
-		if (f && fclose(f) != 0)
-			ok = false;
-		if (!ok) {
-			util_err("timeline: cannot write %s", output);
+	for (size_t i = 0; i < n_paths && status == EXIT_DONE; i++) {
+		struct strbuf err = {0};
+		if (!job_load_file(paths[i], &reports, &n, &err)) {
+			util_err("%s: %s", paths[i], sb_str(&err));
 			status = EXIT_USAGE;
 		}
-		sb_free(&doc);
-	} else {
-		terminal_view(stdout, &r, report_want_color());
-		if (fflush(stdout) != 0) {
-			util_err("timeline: cannot write the output");
+		sb_free(&err);
+	}
+	for (size_t i = 0; i < n && status == EXIT_DONE; i++) {
+		const char *path = reports[i].path ? reports[i].path : paths[0];
+		if (!reports[i].timeline.known) {
+			util_err("timeline: %s has no timeline: it was written by an earlier version of vramwatch; "
+				 "vramwatch report shows what it holds", path);
+			status = EXIT_USAGE;
+		} else if (reports[i].timeline.n_devices == 0 && n == 1) {
+			util_err("timeline: %s has no device memory over time to show (no allocation was recorded)", path);
 			status = EXIT_USAGE;
 		}
 	}
-	model_free(&r);
+	if (status == EXIT_DONE && n > 1) {
+		/* one picture is of one job: the rule merge applies */
+		struct strbuf why = {0};
+		if (job_mixed(reports, n, &why)) {
+			util_err("timeline: %s", sb_str(&why));
+			status = EXIT_USAGE;
+		}
+		sb_free(&why);
+	}
+	struct job j = {0};
+	const struct model_report **order = NULL;
+	if (status == EXIT_DONE) {
+		/* a job's processes in rank order, as report shows them */
+		job_build(&j, reports, n);
+		order = util_xcalloc(n, sizeof *order);
+		for (size_t i = 0; i < n; i++)
+			order[i] = j.procs[i].r;
+		struct view v;
+		view_build(&v, order, n);
+		if (v.n_panels == 0) {
+			util_err("timeline: no device memory over time to show in these reports (no allocation was recorded)");
+			status = EXIT_USAGE;
+		} else if (output) {
+			struct strbuf doc = {0};
+			if (html)
+				sb_add(&doc, html_head);
+			svg_document(&doc, &v, html);
+			if (html)
+				sb_add(&doc, html_tail);
+			FILE *f = fopen(output, "w");
+			bool ok = f && fwrite(doc.s, 1, doc.len, f) == doc.len;
+			if (f && fclose(f) != 0)
+				ok = false;
+			if (!ok) {
+				util_err("timeline: cannot write %s", output);
+				status = EXIT_USAGE;
+			}
+			sb_free(&doc);
+		} else {
+			terminal_view(stdout, &v, report_want_color());
+			if (fflush(stdout) != 0) {
+				util_err("timeline: cannot write the output");
+				status = EXIT_USAGE;
+			}
+		}
+		view_free(&v);
+		job_free(&j);
+	}
+	for (size_t i = 0; i < n; i++)
+		model_free(&reports[i]);
+	free(reports);
+	free(order);
+	free(paths);
 	return status;
 }
