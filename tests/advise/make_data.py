@@ -49,6 +49,10 @@ REPORTS = {
                           {"SIMGPU_MEMORY": "16GiB", "SIMGPU_OTHER_BYTES": "3GiB", "OTHER": "1"}),
 }
 
+# The two ranks of one job whose weights and optimizer state take most of a 16 GiB card.
+ZERO_RANKS = (["--batch", "8", "--static-gib", "10", "--sample-mib", "250"],
+              ["python3", "train.py", "--batch-size=8", "--imgsz", "640"])
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -87,6 +91,22 @@ def main():
             json.dump(r, f, indent=1)
             f.write("\n")
         print(f"{name}: {r['reason']}, peak {r['devices'][0]['peak_reserved_bytes']}")
+    flags, argv = ZERO_RANKS
+    for rank in (0, 1):
+        with tempfile.TemporaryDirectory() as d:
+            renv = dict(env, SIMGPU_MEMORY="16GiB", RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2")
+            subprocess.run([o.vramwatch, "run", "--dir", d, "--", sys.executable, o.train_sim] + flags,
+                           env=renv, capture_output=True, text=True, timeout=300)
+            found = glob.glob(os.path.join(d, "*.json"))
+            if len(found) != 1:
+                sys.exit(f"make_data: zero-rank{rank}: expected one report, found {found}")
+            r = json.load(open(found[0]))
+        r["process"]["argv"] = argv
+        r["process"]["cwd"] = "/home/user/job"
+        r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k != "VRAMWATCH_DIR"}
+        with open(os.path.join(o.out, f"zero-rank{rank}.json"), "w") as f:
+            json.dump(r, f, indent=1)
+            f.write("\n")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,9 @@ GOLDEN = {
     "runs-16-oom-64": ["run-b16.json", "oom-b64.json"],
     "other-process": ["other-process-oom.json"],
     "leak": ["leak-oom.json"],
+    # the four ranks of one job: the model is the rank that ran out of memory first
+    "job4": ["../../cli/data/job4-rank%d.json" % i for i in range(4)],
+    "job-zero": ["zero-rank0.json", "zero-rank1.json"],
 }
 
 # (arguments, what stderr must contain)
@@ -62,7 +65,9 @@ def golden(o):
             if fmt == "json":
                 doc = json.loads(out)
                 keys = ["schema", "device", "observed", "model", "recommendations"]
-                if list(doc) != keys or doc["schema"] != "vramwatch.advice/1":
+                # the contract's keys in order, then only the documented extra "job" (ranks)
+                extra = list(doc)[len(keys):]
+                if list(doc)[:len(keys)] != keys or extra not in ([], ["job"]) or doc["schema"] != "vramwatch.advice/1":
                     print(f"FAIL {name}.json: top-level keys {list(doc)}")
                     failed += 1
                 for r in doc["recommendations"]:

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "findings.h"
+#include "job.h"
 #include "json.h"
 #include "memmodel.h"
 
@@ -43,6 +44,9 @@ struct advice {
 	struct rec recs[MAX_RECS];
 	size_t n_recs;
 	char acc_name[40]; /* the accumulation flag as spelled, for its recommendation */
+	const struct job *job; /* the ranks of one job, or NULL for one process's reports */
+	size_t decides;        /* job: the process whose report the model is built on */
+	const char *decides_why;
 };
 
 static struct rec *add_rec(struct advice *a, const char *kind)
@@ -442,6 +446,146 @@ static void advise_leak(struct advice *a)
 	}
 }
 
+/* A command run under torchrun with N processes, one per GPU; YOLO's --device lists the GPUs. */
+static char **torchrun_command(const struct advice *a, int64_t nproc, size_t *out_n)
+{
+	const char *const *argv = a->r->process.argv;
+	size_t argc = a->r->process.argc;
+	if (!argc || !argv[0] || strncmp(util_basename(argv[0]), "python", 6) != 0)
+		return NULL;
+	bool yolo = cmdline_family(argv, argc) == CMDLINE_YOLO;
+	char **c = util_xcalloc(argc + 8, sizeof *c);
+	size_t k = 0;
+	char n[24];
+	snprintf(n, sizeof n, "%" PRId64, nproc);
+	c[k++] = util_xstrdup(argv[0]);
+	c[k++] = util_xstrdup("-m");
+	c[k++] = util_xstrdup("torch.distributed.run");
+	c[k++] = util_xstrdup("--nproc_per_node");
+	c[k++] = util_xstrdup(n);
+	struct strbuf dev = {0};
+	for (int64_t i = 0; i < nproc; i++)
+		sb_printf(&dev, "%s%" PRId64, i ? "," : "", i);
+	bool device_set = false;
+	for (size_t i = 1; i < argc; i++) {
+		const char *x = argv[i] ? argv[i] : "";
+		if (yolo && strcmp(x, "--device") == 0 && i + 1 < argc) {
+			c[k++] = util_xstrdup(x);
+			c[k++] = util_xstrdup(sb_str(&dev));
+			i++;
+			device_set = true;
+		} else if (yolo && strncmp(x, "--device=", 9) == 0) {
+			struct strbuf d = {0};
+			sb_printf(&d, "--device=%s", sb_str(&dev));
+			c[k++] = util_xstrdup(sb_str(&d));
+			sb_free(&d);
+			device_set = true;
+		} else {
+			c[k++] = util_xstrdup(x);
+		}
+	}
+	if (yolo && !device_set) {
+		c[k++] = util_xstrdup("--device");
+		c[k++] = util_xstrdup(sb_str(&dev));
+	}
+	sb_free(&dev);
+	*out_n = k;
+	return c;
+}
+
+/* YOLOv5/v7/v9 split --batch over the GPUs: when the batch had to go down, the same batch over
+ * more GPUs of this size keeps it. */
+static void advise_more_gpus(struct advice *a)
+{
+	const struct memmodel_obs *o = a->o;
+	struct rec *batch = find_rec(a, "batch");
+	if (a->job || !batch || !batch->has_predicted || !o->batch.found || batch->value >= o->batch.value ||
+	    cmdline_family(a->r->process.argv, a->r->process.argc) != CMDLINE_YOLO || find_rec(a, "multi_gpu"))
+		return;
+	int64_t img = o->image.found ? o->image.value : 0;
+	for (int64_t gpus = 2; gpus <= 8; gpus *= 2) {
+		int64_t per_gpu = o->batch.value / gpus;
+		if (per_gpu < 1 || memmodel_predict(&a->m, per_gpu, img) > (double)a->usable)
+			continue;
+		struct rec *x = add_rec(a, "multi_gpu");
+		x->value = gpus;
+		x->has_value = true;
+		x->flag = "--nproc_per_node";
+		x->command = torchrun_command(a, gpus, &x->command_n);
+		x->predicted = memmodel_predict(&a->m, per_gpu, img);
+		x->has_predicted = true;
+		x->fits = fits_of(a, per_gpu, img);
+		sb_printf(&x->note, "keeps --batch %" PRId64 " on %" PRId64 " GPUs of this size: the script splits it, "
+		                    "%" PRId64 " per GPU; the predicted peak is each GPU's", o->batch.value, gpus, per_gpu);
+		return;
+	}
+}
+
+/* The ranks of one job: what decides, who holds more than the others, and sharding when the
+ * part that does not depend on the batch (weights, gradients, optimizer state) dominates. */
+static void advise_job(struct advice *a)
+{
+	const struct job *j = a->job;
+	if (!j)
+		return;
+	int64_t world = j->world_size.known && j->world_size.v > 0 ? j->world_size.v : (int64_t)j->n;
+	int64_t per_rank = 0, flag_value = 0;
+	bool total = false;
+	struct rec *batch = find_rec(a, "batch");
+	if (batch && job_rank_batch(j, &per_rank, &flag_value, &total)) {
+		if (total)
+			sb_printf(&batch->note, "; %s is the job's total, split over its %" PRId64 " ranks: %" PRId64
+			                        " per rank", batch->flag, world, batch->value / (world > 0 ? world : 1));
+		else
+			sb_printf(&batch->note, "; %s is per rank: the job's batch is %" PRId64 " x %" PRId64 " ranks",
+			          batch->flag, batch->value, world);
+	}
+	for (size_t i = 0; i < j->n_findings; i++) {
+		const struct job_finding *f = &j->findings[i];
+		if (f->kind != JOB_RANK_HIGH && f->kind != JOB_RANK0_EXTRA)
+			continue;
+		const struct model_report *r = j->procs[f->proc].r;
+		struct rec *x = add_rec(a, "multi_gpu");
+		sb_add(&x->note, "rank ");
+		if (r->process.rank.known)
+			sb_printf(&x->note, "%" PRId64, r->process.rank.v);
+		else
+			sb_printf(&x->note, "pid %" PRId64, r->process.pid);
+		sb_printf(&x->note, " peaked at ");
+		add_size(&x->note, (double)f->bytes);
+		sb_printf(&x->note, ", %" PRId64 "%% above the median rank (", f->excess_pct);
+		add_size(&x->note, (double)f->median_bytes);
+		sb_add(&x->note, "), and the batch is set by the rank that needs most");
+		if (f->kind == JOB_RANK0_EXTRA)
+			sb_add(&x->note, ": rank 0 keeps what the others do not (evaluation, EMA, logging, checkpoint saving); "
+			                 "moving that off the GPU or to after training lets every rank run the batch the "
+			                 "median rank could");
+		else
+			sb_add(&x->note, ": uneven data (longer sequences, larger images) or a different GPU on that rank");
+		break;
+	}
+	/* Sharding: with Adam in mixed precision about 12 of every 16 bytes per parameter are the
+	 * optimizer's moments and fp32 master weights (Rajbhandari et al., ZeRO, 2020); ZeRO stage 2
+	 * shards them and the gradients over the ranks. */
+	const struct memmodel *m = &a->m;
+	if (world >= 2 && m->static_bytes > 0.5 * (double)a->usable) {
+		double sharded = m->static_bytes * (0.25 + 0.75 / (double)world);
+		int64_t b = a->o->batch.found ? a->o->batch.value : 1;
+		int64_t img = a->o->image.found ? a->o->image.value : 0;
+		struct rec *x = add_rec(a, "multi_gpu");
+		x->predicted = sharded + (memmodel_predict(m, b, img) - m->static_bytes);
+		x->has_predicted = true;
+		x->fits = x->predicted > (double)a->avail ? TRI_FALSE : TRI_NULL;
+		sb_add(&x->note, "the part that does not grow with the batch (");
+		add_size(&x->note, m->static_bytes);
+		sb_printf(&x->note, ": weights, gradients, optimizer state) is most of the card: shard the optimizer "
+		                    "state and gradients over the %" PRId64 " ranks (DeepSpeed ZeRO stage 2, PyTorch FSDP, "
+		                    "or ZeroRedundancyOptimizer); typically it falls to about ", world);
+		add_size(&x->note, sharded);
+		sb_add(&x->note, " per rank (Adam in mixed precision: 12 of 16 bytes per parameter sharded), not measured");
+	}
+}
+
 /* The cache carried into a repeated phase, largest over the reports, when it is large enough to
  * matter: more than 5% of what the job needs above its static part, and at least 64 MiB. */
 static int64_t fragmentation_risk(const struct advice *a, const char **phase)
@@ -561,6 +705,18 @@ static void print_text(FILE *out, const struct advice *a)
 	util_add_argv(&s, a->r->process.argv, a->r->process.argc);
 	fprintf(out, "vramwatch advise: %s\n\n", sb_str(&s));
 	sb_free(&s);
+	if (a->job) {
+		const struct model_report *d = a->job->procs[a->decides].r;
+		fprintf(out, "Job: %zu processes", a->job->n);
+		if (a->job->world_size.known)
+			fprintf(out, " (world size %" PRId64 ")", a->job->world_size.v);
+		fputs("; the model is ", out);
+		if (d->process.rank.known)
+			fprintf(out, "rank %" PRId64 "'s", d->process.rank.v);
+		else
+			fprintf(out, "pid %" PRId64 "'s", d->process.pid);
+		fprintf(out, ", %s\n", a->decides_why);
+	}
 	if (o->device->ordinal.known)
 		fprintf(out, "Device %" PRId64 ": ", o->device->ordinal.v);
 	else
@@ -689,6 +845,16 @@ static void print_json(FILE *out, const struct advice *a)
 		cJSON_AddStringToObject(r, "note", sb_str(&x->note));
 		cJSON_AddItemToArray(recs, r);
 	}
+	if (a->job) {
+		/* beyond the contract: which process of the job the advice is built on */
+		const struct model_report *d = a->job->procs[a->decides].r;
+		cJSON *job = cJSON_AddObjectToObject(root, "job");
+		cJSON_AddItemToObject(job, "processes", json_new_int((int64_t)a->job->n));
+		cJSON_AddItemToObject(job, "world_size", exact_or_null(a->job->world_size.known, a->job->world_size.v));
+		cJSON_AddItemToObject(job, "rank", exact_or_null(d->process.rank.known, d->process.rank.v));
+		cJSON_AddItemToObject(job, "pid", json_new_int(d->process.pid));
+		cJSON_AddStringToObject(job, "why", a->decides_why);
+	}
 	json_print(out, root);
 	cJSON_Delete(root);
 }
@@ -770,35 +936,74 @@ int cmd_advise(int argc, char **argv)
 		util_err("advise: no report file given (usage: vramwatch advise [--json] [--target SIZE] [--headroom PCT] REPORT...)");
 		return EXIT_USAGE;
 	}
-	struct model_report *reports = util_xcalloc(n, sizeof *reports);
-	struct memmodel_obs *obs = util_xcalloc(n, sizeof *obs);
-	int status = EXIT_DONE;
+	/* reports, or merged job files whose processes' reports are taken out of them */
+	struct model_report *reports = NULL;
 	size_t loaded = 0;
+	int status = EXIT_DONE;
 	for (size_t i = 0; i < n && status == EXIT_DONE; i++) {
 		struct strbuf err = {0};
-		if (!model_load(paths[i], &reports[i], &err)) {
+		if (!job_load_file(paths[i], &reports, &loaded, &err)) {
 			util_err("%s: %s", paths[i], sb_str(&err));
 			status = EXIT_USAGE;
-		} else {
-			loaded++;
 		}
 		sb_free(&err);
 	}
+	n = loaded;
+	struct memmodel_obs *obs = util_xcalloc(n ? n : 1, sizeof *obs);
 	struct advice a;
 	memset(&a, 0, sizeof a);
+	/* Reports of different ranks are one job's processes, not runs at other batch sizes: the
+	 * model is built on the rank that decides (the first to run out of memory, else the one that
+	 * peaked highest), and the advice speaks of the job. */
+	struct job job = {0};
+	bool is_job = false;
+	const struct model_report *model_reports = reports;
+	size_t model_n = n;
+	if (status == EXIT_DONE && n >= 2) {
+		size_t ranked = 0;
+		for (size_t i = 0; i < n; i++)
+			ranked += reports[i].process.rank.known;
+		is_job = ranked >= 2;
+	}
+	if (is_job) {
+		struct strbuf mixed = {0};
+		if (job_mixed(reports, n, &mixed)) {
+			util_err("advise: %s", sb_str(&mixed));
+			status = EXIT_USAGE;
+			is_job = false;
+		}
+		sb_free(&mixed);
+	}
+	if (is_job) {
+		job_build(&job, reports, n);
+		size_t pick = 0;
+		if (job.first_failure) {
+			pick = job.first_failure_proc;
+			a.decides_why = "the first to run out of memory";
+		} else {
+			for (size_t i = 1; i < job.n; i++)
+				if (job.procs[i].peak_bytes > job.procs[pick].peak_bytes)
+					pick = i;
+			a.decides_why = "the one that peaked highest";
+		}
+		a.job = &job;
+		a.decides = pick;
+		model_reports = job.procs[pick].r;
+		model_n = 1;
+	}
 	if (status == EXIT_DONE) {
 		struct strbuf err = {0};
-		if (!memmodel_observe(reports, n, obs, &err)) {
+		if (!memmodel_observe(model_reports, model_n, obs, &err)) {
 			util_err("advise: %s", sb_str(&err));
 			status = EXIT_USAGE;
 		}
 		sb_free(&err);
 	}
 	if (status == EXIT_DONE) {
-		a.r = &reports[0];
+		a.r = model_reports;
 		a.o = &obs[0];
 		a.obs = obs;
-		a.n_obs = n;
+		a.n_obs = model_n;
 		a.headroom = headroom;
 		const struct model_device *d = a.o->device;
 		if (target) {
@@ -819,7 +1024,7 @@ int cmd_advise(int argc, char **argv)
 		a.others = a.o->others;
 		a.usable = (int64_t)floor((double)a.capacity * (1.0 - headroom / 100.0)) - a.others;
 		a.avail = a.capacity - a.others;
-		memmodel_build(obs, n, &a.m);
+		memmodel_build(obs, model_n, &a.m);
 		enum cmdline_family fam = cmdline_family(a.r->process.argv, a.r->process.argc);
 		advise_batch_and_image(&a);
 		advise_accumulation(&a, fam);
@@ -827,6 +1032,8 @@ int cmd_advise(int argc, char **argv)
 		advise_validation(&a, fam);
 		advise_other_processes(&a);
 		advise_allocator(&a);
+		advise_more_gpus(&a);
+		advise_job(&a);
 		advise_leak(&a);
 		if (json)
 			print_json(stdout, &a);
@@ -837,6 +1044,8 @@ int cmd_advise(int argc, char **argv)
 		cmdline_free(a.recs[i].command, a.recs[i].command_n);
 		sb_free(&a.recs[i].note);
 	}
+	if (is_job)
+		job_free(&job);
 	for (size_t i = 0; i < loaded; i++)
 		model_free(&reports[i]);
 	free(obs);
