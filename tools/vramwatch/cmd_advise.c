@@ -680,9 +680,21 @@ static void advise_allocator(struct advice *a)
 		add_size(&x->note, (double)idle);
 		sb_add(&x->note, " reserved but unallocated (fragmentation) that this would recover at most");
 	}
-	if (flushes > 0)
+	if (flushes > 0) {
 		sb_printf(&x->note, "; the caching allocator had to flush its cache %" PRId64 " time%s", flushes,
 		          flushes == 1 ? "" : "s");
+		/* what one flush gave back at most: cache held for nothing until the card was full */
+		int64_t freed = 0;
+		for (size_t i = 0; i < r->n_pressure; i++)
+			if ((!r->pressure[i].device.known || !d->ordinal.known || r->pressure[i].device.v == d->ordinal.v) &&
+			    r->pressure[i].freed_bytes > freed)
+				freed = r->pressure[i].freed_bytes;
+		if (freed > 0) {
+			sb_add(&x->note, ", releasing up to ");
+			add_size(&x->note, (double)freed);
+			sb_add(&x->note, " at once that it held but did not use");
+		}
+	}
 	if (carried > 0) {
 		/* the batch alone is not to be trusted: this goes first */
 		struct rec tmp = *x;
