@@ -296,33 +296,96 @@ def check_emulated_capacity(ctx):
 
 
 def check_advice(ctx):
-    """The advised batch after the OOM of oom_default runs without OOM on the same emulated
-    card, and its measured peak is compared with the prediction."""
+    """One observe-mode run of a batch that does not fit an emulated 16 GiB card, then the advised
+    command under the enforced limit: it must run to its end, and the prediction is compared with
+    the run's peak (which holds the allocator's cache, so it is at least the need). After the
+    first-step failure of oom_default the advice must say it is a bound."""
     p = ctx.run([ctx.cli, "advise", "--help"], name="advise-probe")
     if p.returncode != 0:
         raise Skip("vramwatch advise is not in this build")
+    if not have_limit_emulation(ctx):
+        raise Skip("needs the emulated 16 GiB card")
+    notes = []
     files = sorted(glob.glob(os.path.join(ctx.reports_dir, "oom_default-vramwatch-*.json")))
-    if not files or not have_limit_emulation(ctx):
-        raise Skip("needs the report of oom_default under the emulated 16 GiB card")
-    p = ctx.run([ctx.cli, "advise", "--json", files[-1]], name="advise")
+    if files:
+        p = ctx.run([ctx.cli, "advise", "--json", files[-1]], name="advise-bound")
+        expect(p.returncode == 0, f"advise on oom_default exited {p.returncode}")
+        a = json.loads(p.stdout)
+        recs = a["recommendations"]
+        expect(recs and all(r["fits"] is not True for r in recs if a["model"]["basis"] == "bound"),
+               "a fit claimed on a bound")
+        notes.append(f"oom_default: basis {a['model']['basis']}, first {recs[0]['kind']} {recs[0]['value']}")
+    extra = ["--batch", "64", "--img", "640", "--cfg", "c", "--epochs", "1", "--steps", "3", "--val-every", "1"]
+    d = tempfile.mkdtemp(prefix="vwgpu-", dir=ctx.out)
+    p = ctx.run([ctx.cli, "run", "--dir", d, "--limit", "16GiB", "--observe", "--", sys.executable, EXAMPLE] + extra,
+                name="advice-observe", timeout=300)
+    reps = sorted(glob.glob(os.path.join(d, "vramwatch-*.json")))
+    expect(p.returncode == 0 and len(reps) == 1, f"observe run: exit {p.returncode}, {len(reps)} reports")
+    shutil.copy(reps[0], os.path.join(ctx.reports_dir, "advice_observe-" + os.path.basename(reps[0])))
+    p = ctx.run([ctx.cli, "advise", "--json", reps[0]], name="advise-observe")
     expect(p.returncode == 0, f"advise exited {p.returncode}")
     advice = json.loads(p.stdout)
-    batch = [r for r in advice["recommendations"] if r["kind"] == "batch" and r["command"]]
-    expect(batch, "no batch recommendation with a command")
-    rec = batch[0]
-    cmd = rec["command"]
-    expect(cmd[0].endswith("python3") or "python" in os.path.basename(cmd[0]), f"unexpected command {cmd}")
-    args = cmd[2:] if cmd[1].endswith("train_torch.py") else cmd[1:]
-    p2, reps = ctx.torch_run(args, preload=True, name="advice_run", env={"VRAMWATCH_LIMIT": "16GiB"},
-                             timeout=300)
-    expect(p2.returncode == 0, f"the advised {rec['flag']} {rec['value']} failed (exit {p2.returncode})")
-    r = one_report(reps)
-    d = dev0(r)
-    measured = d["peak_reserved_bytes"] + max(d["untracked_bytes"] or 0, 0)
-    predicted = rec["predicted_peak_bytes"]
-    return (f"advised {rec['flag']} {rec['value']} (basis {advice['model']['basis']}) ran; predicted "
-            f"{predicted / GiB:.2f} GiB, measured {measured / GiB:.2f} GiB "
-            f"({(measured - predicted) / max(predicted, 1) * 100:+.1f}%)")
+    first = advice["recommendations"][0] if advice["recommendations"] else None
+    expect(first and first["command"], f"no command to run first: {advice['recommendations']}")
+    cmd = first["command"]
+    i = next((k for k, c in enumerate(cmd) if c.endswith("train_torch.py")), None)
+    expect(i is not None, f"unexpected command {cmd}")
+    env = {}  # an allocator recommendation comes as "env NAME=VALUE python3 ..."
+    k = 1 if cmd[0] == "env" else 0
+    while k and "=" in cmd[k]:
+        name, value = cmd[k].split("=", 1)
+        env[name] = value
+        k += 1
+    env["VRAMWATCH_LIMIT"] = "16GiB"
+    p2, reps2 = ctx.torch_run(cmd[i + 1:], preload=True, name="advice_run", env=env, timeout=300)
+    expect(p2.returncode == 0, f"the advised {first['kind']} {first['flag']} {first['value']} failed on the 16 GiB "
+                               f"card (exit {p2.returncode})")
+    d2 = dev0(one_report(reps2))
+    measured = d2["peak_reserved_bytes"] + max(d2["untracked_bytes"] or 0, 0)
+    predicted = first["predicted_peak_bytes"]
+    notes.append(f"observe at batch 64: basis {advice['model']['basis']}, advised {first['kind']} "
+                 f"{first['flag']} {first['value']} ran on 16 GiB; predicted "
+                 f"{(predicted or 0) / GiB:.2f} GiB, the run's peak {measured / GiB:.2f} GiB (cache included)")
+    return "; ".join(notes)
+
+
+def check_other_processes(ctx):
+    """Another process holding 2 GiB of the card: the out-of-memory report names it (NVML)."""
+    if not have_limit_emulation(ctx):
+        raise Skip("needs the emulated card to run out of memory quickly")
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import torch, time; x = torch.empty(2 << 30, dtype=torch.uint8, device='cuda'); "
+                               "print('ready', flush=True); time.sleep(120)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        expect(holder.stdout.readline().strip() == "ready", "the holder process did not start")
+        extra = ["--batch", "64", "--img", "640", "--cfg", "c", "--steps", "2", "--val-every", "0"]
+        p, reps = ctx.torch_run(extra, preload=True, name="other_processes", env={"VRAMWATCH_LIMIT": "16GiB"})
+    finally:
+        holder.kill()
+        holder.wait()
+    expect(p.returncode != 0, "the run did not fail")
+    d = dev0(one_report(reps))
+    procs = d.get("other_processes")
+    expect(procs is not None, "other_processes is null: NVML was not asked or not available")
+    mine = [x for x in procs if x["pid"] == holder.pid]
+    expect(mine, f"the holder (pid {holder.pid}) is not listed: {procs}")
+    used = mine[0]["used_bytes"]
+    expect(used is None or used >= 2 * GiB, f"the holder's memory {used}")
+    return f"listed {len(procs)} other process(es); the holder as {mine[0]['name']} with {used} bytes"
+
+
+def check_timeline(ctx):
+    """The reports of this run drawn: SVG and HTML written, the terminal view printed."""
+    files = sorted(glob.glob(os.path.join(ctx.reports_dir, "*.json")))
+    if not files:
+        raise Skip("no report to draw")
+    out = os.path.join(ctx.out, "timeline.html")
+    p = ctx.run([ctx.cli, "timeline", "-o", out, files[0]], name="timeline")
+    expect(p.returncode == 0 and os.path.getsize(out) > 1000, f"timeline exit {p.returncode}")
+    p = ctx.run([ctx.cli, "timeline", files[0]], name="timeline-term")
+    expect(p.returncode == 0 and "GiB" in p.stdout, f"terminal view exit {p.returncode}")
+    return f"{os.path.basename(files[0])}: {os.path.getsize(out)} bytes of HTML"
 
 
 def check_overhead(ctx):
@@ -357,6 +420,8 @@ CHECKS = [
     ("jax", check_jax),
     ("emulated_capacity", check_emulated_capacity),
     ("advice", check_advice),
+    ("other_processes", check_other_processes),
+    ("timeline", check_timeline),
     ("overhead", check_overhead),
 ]
 
