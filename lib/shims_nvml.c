@@ -55,7 +55,7 @@ static int cuda_ordinal(vw_nvml_device dev, void *real)
                 return i;
         }
     }
-    if (getenv("CUDA_VISIBLE_DEVICES"))
+    if (vw_opt.cuda_visible_set)
         return -1;
     index_fn idx;
     p = nvml_sym(real, "nvmlDeviceGetIndex");
