@@ -384,6 +384,10 @@ def case_nvml(run):
     os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
     p = run.paths("nvml", LIMITED)
     eq(p.stdout.strip(), f"nvml total={1 * GiB} free={1 * GiB - 400 * MiB}", "the emulated card")
+    # With CUDA_VISIBLE_DEVICES, NVML's device is matched to CUDA's by its PCI bus id.
+    os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+    p = run.paths("nvml", dict(LIMITED, CUDA_VISIBLE_DEVICES="0"))
+    eq(p.stdout.strip(), f"nvml total={1 * GiB} free={1 * GiB - 400 * MiB}", "the emulated card, by PCI id")
 
 
 def case_limit_per_device(run):
