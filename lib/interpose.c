@@ -11,6 +11,7 @@
 #include "nvml_procs.h"
 
 #include <dlfcn.h>
+#include <sys/auxv.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
@@ -182,6 +183,14 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init_body(void)
 {
+    /* A setuid or setgid program (or one that gained capabilities) runs with privileges its
+     * caller does not have: LD_PRELOAD reaching it at all means the loader was told to trust us,
+     * but nothing the caller controls (VRAMWATCH_DIR, the log level) may steer what such a
+     * program writes. Pure pass-through: no variable read, nothing recorded, nothing written. */
+    if (getauxval(AT_SECURE)) {
+        vw_opt.disable = true;
+        return;
+    }
     options_load();
     if (!vw_opt.dir[0] && !getcwd(vw_opt.dir, sizeof(vw_opt.dir)))
         strcpy(vw_opt.dir, ".");

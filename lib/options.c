@@ -1,4 +1,9 @@
-/* Options: every VRAMWATCH_* variable is listed here, read once, and documented in README.md. */
+/* Options: every VRAMWATCH_* variable is listed here, read once, and documented in README.md.
+ *
+ * The library reads no other variables but these: CUDA_VISIBLE_DEVICES (here, whether it is set),
+ * and at report time the launchers' rank variables (RANK, LOCAL_RANK, WORLD_SIZE and their MPI and
+ * Slurm spellings) and the allowlist copied into the report's process.env (report.c). Nothing is
+ * read in a setuid or setgid program: the library is off there before this runs (interpose.c). */
 #include "options.h"
 
 #include <ctype.h>
@@ -176,6 +181,8 @@ void options_load(void)
         else
             strcpy(vw_opt.status, v);
     }
+    /* Read here, once, so that the NVML hooks never call getenv (environ may be changing). */
+    vw_opt.cuda_visible_set = getenv("CUDA_VISIBLE_DEVICES") != NULL;
     if ((v = getenv("VRAMWATCH_LIMIT_MODE")) && *v) {
         if (!strcasecmp(v, "observe"))
             vw_opt.observe = true;

@@ -19,6 +19,7 @@ struct vw_options {
     uint64_t limit[VW_MAX_DEVICES]; /* VRAMWATCH_LIMIT per device, 0: none */
     bool observe;                   /* VRAMWATCH_LIMIT_MODE=observe */
     char status[PATH_MAX];          /* VRAMWATCH_STATUS: a file kept up to date with the peak */
+    bool cuda_visible_set;          /* CUDA_VISIBLE_DEVICES is set: NVML indices are not CUDA's */
 };
 
 extern struct vw_options vw_opt;

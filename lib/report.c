@@ -27,6 +27,7 @@
 #include "log.h"
 #include "options.h"
 #include "pyframes.h"
+#include "redact.h"
 #include "util.h"
 
 #define LIVE_MAX 1000
@@ -173,8 +174,16 @@ static void write_process(struct jsonw *w)
     ssize_t n = read_file("/proc/self/cmdline", cmd, sizeof(cmd) - 1);
     if (n > 0) {
         cmd[n] = 0;
-        for (char *p = cmd; p < cmd + n; p += strlen(p) + 1)
-            jw_str(w, NULL, p);
+        /* Secrets on the command line (--token X, API_KEY=..., https://user:pass@host) are
+         * replaced: reports get pasted into issues and chats. Room for the worst growth of one
+         * argument (a short secret made REDACT_MARK, many times). */
+        static char clean[2 * sizeof(cmd) + 8];
+        bool secret_next = false;
+        for (char *p = cmd; p < cmd + n; p += strlen(p) + 1) {
+            redact_arg(p, secret_next, clean, sizeof(clean));
+            jw_str(w, NULL, clean);
+            secret_next = redact_is_secret_flag(p);
+        }
     }
     jw_arr_end(w);
 
@@ -305,6 +314,8 @@ static void write_frames(struct jsonw *w, const uint64_t *frames, int n, struct 
 
 /* ---------- the file ---------- */
 
+/* Creates the missing folders of dir, each mode 0700 whatever the umask. mkdir never follows a
+ * symbolic link at the name it creates; an existing component is left as its owner made it. */
 static int mkdirs(const char *dir)
 {
     char tmp[PATH_MAX];
@@ -312,17 +323,59 @@ static int mkdirs(const char *dir)
     if (len == 0 || len >= sizeof(tmp))
         return -1;
     memcpy(tmp, dir, len + 1);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
+    for (char *p = tmp + 1;; p++) {
+        if (*p != '/' && *p != '\0')
             continue;
+        char c = *p;
         *p = 0;
-        if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+        if (mkdir(tmp, 0700) == 0) {
+            if (chmod(tmp, 0700) != 0) /* a umask such as 0777 took the owner's bits */
+                return -1;
+        } else if (errno != EEXIST) {
             return -1;
-        *p = '/';
+        }
+        *p = c;
+        if (!c)
+            break;
     }
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-        return -1;
     return 0;
+}
+
+/* Opens the report folder for the *at() calls that follow, so that nothing swapped in after the
+ * checks can redirect the writes. Refused, with why: a symbolic link owned by someone other than
+ * this user or root (the kernel's protected_symlinks rule, applied wherever the folder is), a
+ * folder owned by another user (they could read, replace or remove our reports), a folder anyone
+ * may write to without the sticky bit (anyone could). */
+static int open_report_dir(const char *dir, const char **why)
+{
+    *why = NULL;
+    uid_t me = geteuid();
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat ls;
+    /* With O_DIRECTORY, Linux answers a link with ENOTDIR rather than ELOOP. */
+    if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(dir, &ls) == 0 && S_ISLNK(ls.st_mode)) {
+        if (ls.st_uid != me && ls.st_uid != 0) {
+            *why = "it is a symbolic link owned by another user";
+            return -1;
+        }
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    if (st.st_uid != me && st.st_uid != 0)
+        *why = "it is owned by another user";
+    else if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
+        *why = "anyone may write to it and it has no sticky bit";
+    if (*why) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 const char *report_path(void)
@@ -707,28 +760,41 @@ int report_write(const char *reason, const struct report_devinfo *info)
     int nlive = core_largest_live(live, LIVE_MAX, &live_total);
 
     const char *final = report_path();
+    const char *name = strrchr(final, '/') + 1; /* report_path() always puts the folder first */
     char tmp[PATH_MAX];
     if (mkdirs(vw_opt.dir) != 0) {
         vw_warn_once(warned_write, "cannot create the report folder %s: %s; no report written",
                      vw_opt.dir, strerror(errno));
         goto out;
     }
-    snprintf(tmp, sizeof(tmp), "%s.tmp-%ld-%u", final, (long)syscall(SYS_gettid), report_seq++);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const char *why;
+    int dirfd = open_report_dir(vw_opt.dir, &why);
+    if (dirfd < 0) {
+        vw_warn_once(warned_write, "not writing reports in %s: %s", vw_opt.dir,
+                     why ? why : strerror(errno));
+        goto out;
+    }
+    snprintf(tmp, sizeof(tmp), "%s.tmp-%ld-%u", name, (long)syscall(SYS_gettid), report_seq++);
+    /* O_EXCL | O_NOFOLLOW: a name planted in advance (a link to a file of ours) is never
+     * written through; the rename then replaces a link at the final name, never its target. */
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         vw_warn_once(warned_write, "cannot write a report in %s: %s", vw_opt.dir, strerror(errno));
+        close(dirfd);
         goto out;
     }
     fchmod(fd, 0600); /* whatever the umask */
     bool ok = write_body(fd, reason, info, nlive, live_total);
     if (close(fd) != 0)
         ok = false;
-    if (!ok || rename(tmp, final) != 0) {
+    if (!ok || renameat(dirfd, tmp, dirfd, name) != 0) {
         int e = errno;
-        unlink(tmp);
+        unlinkat(dirfd, tmp, 0);
+        close(dirfd);
         vw_warn_once(warned_write, "writing the report %s failed: %s", final, strerror(e));
         goto out;
     }
+    close(dirfd);
     vw_log(VW_LOG_INFO, "report written: %s (%s)", final, reason);
     rc = 0;
 out:

@@ -2,7 +2,6 @@
  * card, like the CUDA queries, so tools that read memory through NVML (pynvml, nvitop,
  * PyTorch's own process listing) agree with the rest of the process. */
 #include <dlfcn.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +34,33 @@ static void *nvml_sym(void *real, const char *name)
     return p;
 }
 
+/* Reads a hexadecimal field of a PCI bus id ("0000:3b:00.0") ending at `end`; no stdio in a hook. */
+static const char *hex_field(const char *p, char end, unsigned *out)
+{
+    unsigned v = 0;
+    const char *start = p;
+    for (; *p && *p != end; p++) {
+        char c = *p;
+        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+                   : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                   : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10) : 16u;
+        if (d == 16 || p - start >= 8)
+            return NULL;
+        v = v * 16 + d;
+    }
+    if (p == start || *p != end)
+        return NULL;
+    *out = v;
+    return end ? p + 1 : p;
+}
+
+static bool parse_bus_id(const char *bus, unsigned *d, unsigned *b, unsigned *s, unsigned *f)
+{
+    const char *p = bus;
+    return (p = hex_field(p, ':', d)) && (p = hex_field(p, ':', b)) && (p = hex_field(p, '.', s)) &&
+           hex_field(p, '\0', f);
+}
+
 /* The CUDA ordinal of an NVML device: matched by PCI location (NVML numbers every GPU of the
  * machine, CUDA only the visible ones, in its own order); by index when there is no
  * CUDA_VISIBLE_DEVICES and no PCI answer. -1 when unknown. */
@@ -50,12 +76,12 @@ static int cuda_ordinal(vw_nvml_device dev, void *real)
             unsigned d, b, s, f;
             if (!vw_device_pci_bus_id(i, bus, sizeof(bus)))
                 break;
-            if (sscanf(bus, "%x:%x:%x.%x", &d, &b, &s, &f) == 4 && d == info.domain &&
+            if (parse_bus_id(bus, &d, &b, &s, &f) && d == info.domain &&
                 b == info.bus && s == info.device)
                 return i;
         }
     }
-    if (getenv("CUDA_VISIBLE_DEVICES"))
+    if (vw_opt.cuda_visible_set)
         return -1;
     index_fn idx;
     p = nvml_sym(real, "nvmlDeviceGetIndex");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: a warnings-as-errors build with every suite, the same
 # under AddressSanitizer + UndefinedBehaviorSanitizer, and the unit suite under
-# ThreadSanitizer. Ends with one line: "N passed, M failed".
+# ThreadSanitizer, then 60 s of fuzzing the command line's readers (tests/fuzz/run.sh, clang,
+# counted as one test). Ends with one line: "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh || exit 2
@@ -27,10 +28,23 @@ run_build build-test "--no-suite bench"
 run_build build-asan "--no-suite bench" -Db_sanitize=address,undefined -Db_lundef=false
 run_build build-tsan "--suite unit --suite integration" -Db_sanitize=thread -Db_lundef=false
 
-python3 - "${logs[@]}" <<'PY'
+# The readers under libFuzzer for a fixed budget; its line says how many executions ran.
+fuzz_result=failed
+echo "== tests/fuzz/run.sh 60" >&2
+if bash tests/fuzz/run.sh 60; then
+  fuzz_result=passed
+else
+  status=1
+fi
+
+python3 - "$fuzz_result" "${logs[@]}" <<'PY'
 import json, sys
 passed = failed = 0
-for path in sys.argv[1:]:
+if sys.argv[1] == "passed":
+    passed += 1
+else:
+    failed += 1
+for path in sys.argv[2:]:
     try:
         lines = open(path, encoding="utf-8").read().splitlines()
     except OSError:

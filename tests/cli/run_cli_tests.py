@@ -185,6 +185,33 @@ def mutations(doc, rng, count):
         yield json.dumps(d).encode()
 
 
+def big_file_refused(opts, tmp):
+    """A 1 GB file (sparse: made here, never committed) is refused by every reader at once, from
+    its size, without reading it: well under a second and a few MiB each."""
+    big = os.path.join(tmp, "big.json")
+    with open(big, "wb") as f:
+        f.truncate(1000 * 1000 * 1000)
+    for args in (["report", big], ["report", "--json", big], ["advise", big], ["timeline", big],
+                 ["merge", big, "-o", os.path.join(tmp, "big-out.json")]):
+        outs = [tempfile.TemporaryFile() for _ in range(2)]
+        start = time.monotonic()
+        p = subprocess.Popen([opts.vramwatch] + args, stdout=outs[0], stderr=outs[1], env=base_env())
+        _, status, usage = os.wait4(p.pid, 0)
+        took = time.monotonic() - start
+        p.returncode = os.waitstatus_to_exitcode(status)
+        for f in outs:
+            f.seek(0)
+        r = subprocess.CompletedProcess(args, p.returncode, outs[0].read(), outs[1].read())
+        line = one_line_error(r, "a 1 GB file: " + args[0])
+        check(line.endswith("larger than 256 MiB: not a vramwatch report"), "a 1 GB file: %s" % line)
+        # ru_maxrss is in KiB; sanitizer builds carry their own runtime, hence the margin.
+        check(took < 5 and usage.ru_maxrss < 256 * 1024,
+              "a 1 GB file: %s took %.1f s and %d KiB" % (args[0], took, usage.ru_maxrss))
+        print("1 GB file, %s: refused in %.3f s, max RSS %d KiB" % (" ".join(args[:-1] if args[0] != "merge" else args[:1]),
+                                                                took, usage.ru_maxrss))
+    check(not os.path.exists(os.path.join(tmp, "big-out.json")), "a 1 GB file: merge wrote its output")
+
+
 def group_malformed(opts):
     lines = []
     for name in sorted(f for f in os.listdir(opts.data) if f.startswith("bad-")):
@@ -197,6 +224,22 @@ def group_malformed(opts):
     r = run(opts, ["report", "."])
     lines.append(one_line_error(r, "a folder"))
     compare_golden(opts, "malformed.txt", ("\n".join(lines) + "\n").encode())
+
+    # Every reader refuses the same files the same way: advise, timeline and merge (whose -o file
+    # must then not be written) give one line and exit 2 too.
+    tmp = tempfile.mkdtemp(prefix="vramwatch-cli-bad-")
+    try:
+        out = os.path.join(tmp, "out.json")
+        for name in sorted(f for f in os.listdir(opts.data) if f.startswith("bad-")):
+            for args in (["advise", name], ["advise", "--json", name], ["timeline", name],
+                         ["timeline", "-o", os.path.join(tmp, "t.svg"), name], ["merge", name, "-o", out],
+                         ["merge", "job4-rank0.json", name, "-o", out]):
+                one_line_error(run(opts, args), " ".join(args))
+                check(not os.path.exists(out), "%s: merge wrote its output" % name)
+                check(not os.path.exists(os.path.join(tmp, "t.svg")), "%s: timeline wrote its output" % name)
+        big_file_refused(opts, tmp)
+    finally:
+        shutil.rmtree(tmp)
 
     # Random damage to good reports: never a crash; either a post-mortem or one line and exit 2.
     rng = random.Random(20241130)

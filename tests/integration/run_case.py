@@ -10,6 +10,7 @@ import glob
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -383,6 +384,10 @@ def case_nvml(run):
     os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
     p = run.paths("nvml", LIMITED)
     eq(p.stdout.strip(), f"nvml total={1 * GiB} free={1 * GiB - 400 * MiB}", "the emulated card")
+    # With CUDA_VISIBLE_DEVICES, NVML's device is matched to CUDA's by its PCI bus id.
+    os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+    p = run.paths("nvml", dict(LIMITED, CUDA_VISIBLE_DEVICES="0"))
+    eq(p.stdout.strip(), f"nvml total={1 * GiB} free={1 * GiB - 400 * MiB}", "the emulated card, by PCI id")
 
 
 def case_limit_per_device(run):
@@ -684,6 +689,158 @@ def case_real_cudart(run):
         expect(plain.stdout.strip(), "the program printed its return codes")
 
 
+
+
+# ---------- security (docs/design.md, "Security") ----------
+
+def nobody_ids():
+    import pwd
+    pw = pwd.getpwnam("nobody")
+    return pw.pw_uid, pw.pw_gid
+
+
+def probe(run, folder, *args, expect_rc=0, extra=None):
+    """The library dlopened by secure_probe, asked for a report in folder."""
+    env = {"VRAMWATCH_DIR": folder}
+    env.update(extra or {})
+    return run.run([run.args.probe, run.args.lib] + list(args), env, preload=False, expect_rc=expect_rc)
+
+
+def vw_lines(run):
+    return [l for l in run.stderr.splitlines() if l.startswith("vramwatch: ")]
+
+
+def case_file_modes(run):
+    """Folders 0700 and reports 0600 whatever the umask."""
+    for umask in ("000", "077", "777"):
+        folder = os.path.join(run.dir, "u" + umask, "a", "b")
+        run.run(["/bin/sh", "-c", f'umask {umask} && exec "$0" rt_malloc', run.args.paths],
+                {"VRAMWATCH_DIR": folder})
+        files = glob.glob(os.path.join(folder, "vramwatch-*.json"))
+        eq(len(files), 1, f"umask {umask}: one report")
+        eq(os.stat(files[0]).st_mode & 0o777, 0o600, f"umask {umask}: report mode")
+        for d in (folder, os.path.dirname(folder), os.path.dirname(os.path.dirname(folder))):
+            eq(os.stat(d).st_mode & 0o777, 0o700, f"umask {umask}: mode of {d}")
+        eq([f for f in os.listdir(folder) if ".tmp-" in f], [], f"umask {umask}: no temporary file left")
+        eq(vw_lines(run), [], f"umask {umask}: no warning")
+
+
+def case_symlinks(run):
+    """A link planted at the report's name is replaced, never written through; a report folder
+    that is a link is followed only when this user (or root) owns the link."""
+    victim = os.path.join(run.dir, "victim.txt")
+    with open(victim, "w") as f:
+        f.write("keep me\n")
+    folder = os.path.join(run.dir, "reports")
+    os.mkdir(folder, 0o700)
+    # The report's name is vramwatch-HOST-PID.json: plant a link at every pid the next few
+    # processes could get is not practical, so the probe's pid is planted by running it in a
+    # shell that links its own name first and then execs the probe (same pid).
+    host = "".join(c if c.isalnum() or c in ".-_" else "_" for c in socket.gethostname())
+    script = f'ln -s "{victim}" "{folder}/vramwatch-{host}-$$.json" && exec "$0" "$@"'
+    run.run(["/bin/sh", "-c", script, run.args.probe, run.args.lib], {"VRAMWATCH_DIR": folder}, preload=False)
+    with open(victim) as f:
+        eq(f.read(), "keep me\n", "the link's target is untouched")
+    files = glob.glob(os.path.join(folder, "vramwatch-*.json"))
+    eq(len(files), 1, "one report")
+    expect(not os.path.islink(files[0]), "the planted link was replaced by the report")
+    eq(os.stat(files[0]).st_mode & 0o777, 0o600, "report mode")
+    # A folder that is a link of ours: followed.
+    mine = os.path.join(run.dir, "mine-link")
+    os.symlink(folder, mine)
+    probe(run, mine)
+    eq(vw_lines(run), [], "a link of our own: no warning")
+    eq(len(glob.glob(os.path.join(folder, "vramwatch-*.json"))), 2, "a link of our own is followed")
+    if os.geteuid() != 0:
+        print("SKIP (not root): a folder link owned by another user (needs chown)")
+        return
+    uid, gid = nobody_ids()
+    theirs = os.path.join(run.dir, "their-link")
+    os.symlink(folder, theirs)
+    os.lchown(theirs, uid, gid)
+    probe(run, theirs, expect_rc=3)
+    lines = vw_lines(run)
+    eq(len(lines), 1, f"a link owned by nobody: one warning, got {run.stderr!r}")
+    expect("symbolic link owned by another user" in lines[0], lines[0])
+    eq(len(glob.glob(os.path.join(folder, "vramwatch-*.json"))), 2, "nothing written through it")
+
+
+def case_unsafe_dirs(run):
+    """A folder anyone may write to without the sticky bit, or one owned by another user, is
+    refused with one warning; the job runs on and nothing is written."""
+    open_dir = os.path.join(run.dir, "open")
+    os.mkdir(open_dir)
+    os.chmod(open_dir, 0o777)
+    run.paths("rt_malloc", {"VRAMWATCH_DIR": open_dir})
+    lines = vw_lines(run)
+    eq(len(lines), 1, f"world-writable: one warning, got {run.stderr!r}")
+    expect("no sticky bit" in lines[0], lines[0])
+    eq(os.listdir(open_dir), [], "world-writable: nothing written")
+    sticky = os.path.join(run.dir, "sticky")
+    os.mkdir(sticky)
+    os.chmod(sticky, 0o1777)
+    run.paths("rt_malloc", {"VRAMWATCH_DIR": sticky})
+    eq(vw_lines(run), [], "world-writable with the sticky bit (like /tmp): no warning")
+    eq(len(glob.glob(os.path.join(sticky, "vramwatch-*.json"))), 1, "sticky: report written")
+    if os.geteuid() != 0:
+        print("SKIP (not root): a folder owned by another user (needs chown)")
+        return
+    uid, gid = nobody_ids()
+    theirs = os.path.join(run.dir, "theirs")
+    os.mkdir(theirs, 0o700)
+    os.chown(theirs, uid, gid)
+    run.paths("rt_malloc", {"VRAMWATCH_DIR": theirs})
+    lines = vw_lines(run)
+    eq(len(lines), 1, f"owned by nobody: one warning, got {run.stderr!r}")
+    expect("owned by another user" in lines[0], lines[0])
+    eq(os.listdir(theirs), [], "owned by nobody: nothing written")
+
+
+def case_redaction(run):
+    args = ["--token", "tok1", "--api-key=key2", "--password", "pw3", "--batch", "64", "HF_TOKEN=tok4",
+            "MY_API_KEY=key5", "--data", "https://alice:pw6@example.com/x", "https://tok7@github.com/o/r",
+            "--tokenizer", "gpt2"]
+    probe(run, run.dir, *args)
+    argv = run.report()["process"]["argv"]
+    eq(argv[2:], ["--token", "***", "--api-key=***", "--password", "***", "--batch", "64", "HF_TOKEN=***",
+                  "MY_API_KEY=***", "--data", "https://alice:***@example.com/x", "https://***@github.com/o/r",
+                  "--tokenizer", "gpt2"], "argv redacted")
+    with open(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0]) as f:
+        text = f.read()
+    for secret in ("tok1", "key2", "pw3", "tok4", "key5", "pw6", "tok7"):
+        expect(secret not in text, f"{secret} is nowhere in the report")
+
+
+def case_setuid(run):
+    """In a setuid program the library is pure pass-through: it reads nothing and writes nothing."""
+    folder = os.path.join(run.dir, "out")
+    os.mkdir(folder)
+    os.chmod(folder, 0o1777)  # so that the program could write here as nobody: the library must not
+    probe(run, folder)
+    eq(len(glob.glob(os.path.join(folder, "vramwatch-*.json"))), 1, "control: the probe writes a report")
+    for f in glob.glob(os.path.join(folder, "*")):
+        os.unlink(f)
+    if os.geteuid() != 0:
+        print("SKIP (not root): a setuid copy owned by nobody (needs chown)")
+        return
+    uid, gid = nobody_ids()
+    os.chmod(run.dir, 0o755)
+    copy = os.path.join(run.dir, "secure_probe_setuid")
+    shutil.copy(run.args.probe, copy)
+    os.chown(copy, uid, gid)
+    os.chmod(copy, 0o4755)
+    lib_copy = os.path.join(run.dir, "libvramwatch.so")
+    shutil.copy(run.args.lib, lib_copy)
+    os.chmod(lib_copy, 0o755)
+    p = run.run([copy, lib_copy], {"VRAMWATCH_DIR": folder, "VRAMWATCH_LOG": "debug"}, preload=False,
+                expect_rc=None)
+    if p.returncode == 2:
+        raise CaseFailed(f"the setuid probe could not load the library: {p.stderr}")
+    eq(p.returncode, 3, f"setuid: the library refused the dump (stderr {p.stderr!r})")
+    eq(vw_lines(run), [], "setuid: not a word, even at VRAMWATCH_LOG=debug")
+    eq(os.listdir(folder), [], "setuid: nothing written")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
@@ -692,6 +849,7 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--sim", required=True)
     ap.add_argument("--paths", required=True)
+    ap.add_argument("--probe", help="secure_probe, for the security cases")
     ap.add_argument("--schema", required=True)
     ap.add_argument("--realrc")
     ap.add_argument("--stub")

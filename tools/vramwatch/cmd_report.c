@@ -882,7 +882,7 @@ static void print_sparklines(FILE *out, const struct model_report *r)
 		for (size_t c = 0; c < SPARK_COLS; c++) {
 			int64_t level = 0;
 			if (live[c] > 0)
-				level = peak > low ? 1 + (int64_t)((double)(live[c] - low) * 7.0 / (double)(peak - low) + 0.5) : 8;
+				level = peak > low ? 1 + util_clamp_i64((double)(live[c] - low) * 7.0 / (double)(peak - low) + 0.5) : 8;
 			fputs(blocks[level < 0 ? 0 : level > 8 ? 8 : level], out);
 		}
 		fputc('\n', out);

@@ -630,7 +630,7 @@ static void terminal_panel(FILE *out, const struct model_report *r, const struct
 	fprintf(out, "%s\n", reset);
 	sb_free(&b);
 	double cell = p->ymax / ROWS;
-	int cap_row = p->capacity.known ? (int)((double)p->capacity.v / cell) : -1;
+	int cap_row = p->capacity.known ? util_clamp_int((double)p->capacity.v / cell) : -1;
 	for (int row = ROWS - 1; row >= 0; row--) {
 		double lo = row * cell;
 		char lbl[UTIL_SIZE_LEN];
@@ -660,14 +660,14 @@ static void terminal_panel(FILE *out, const struct model_report *r, const struct
 	memset(marks, ' ', (size_t)cols);
 	double span = (double)(p->t1 - p->t0);
 	for (size_t i = 0; i < r->n_markers; i++) {
-		int c = (int)((double)(r->markers[i].time_unix_ns - p->t0) / span * cols);
+		int c = util_clamp_int((double)(r->markers[i].time_unix_ns - p->t0) / span * cols);
 		if (c >= 0 && c < cols)
 			marks[c] = '|';
 	}
 	int64_t ord = p->d->ordinal.known ? p->d->ordinal.v : -1;
 	for (size_t i = 0; i < r->n_failures; i++) {
 		const struct model_failure *f = &r->failures[i];
-		int c = (int)((double)(f->time_unix_ns - p->t0) / span * cols);
+		int c = util_clamp_int((double)(f->time_unix_ns - p->t0) / span * cols);
 		if ((f->device.known ? f->device.v : -1) == ord && model_failure_is_real_oom(f) && c >= 0 && c < cols)
 			marks[c < cols ? c : cols - 1] = 'X';
 	}

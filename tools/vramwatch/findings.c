@@ -228,7 +228,7 @@ static size_t leaks_from_iterations(const struct model_report *r, struct leak_fi
 				continue;
 			mine[m++] = l;
 			bytes = util_sat_add(bytes, l->size);
-			int64_t q = (int64_t)((double)(l->time_unix_ns - start) / (double)(end - start) * 4.0);
+			int64_t q = util_clamp_i64((double)(l->time_unix_ns - start) / (double)(end - start) * 4.0);
 			quarter[q < 0 ? 0 : q > 3 ? 3 : q] = true;
 			if (m == 1)
 				dev = l->device;

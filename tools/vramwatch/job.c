@@ -161,7 +161,7 @@ static void find_imbalance(struct job *j)
 		if (over < JOB_IMBALANCE_MIN_BYTES)
 			continue;
 		/* over * 100 / m without overflow: both are at most int64 byte counts. */
-		int64_t pct = (int64_t)((double)over * 100.0 / (double)m + 0.5);
+		int64_t pct = util_clamp_i64((double)over * 100.0 / (double)m + 0.5);
 		if (pct < JOB_IMBALANCE_PCT)
 			continue;
 		const model_int *rank = &j->procs[i].r->process.rank;

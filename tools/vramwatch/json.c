@@ -10,10 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Larger than any report the library writes (1000 live entries, a few thousand call sites)
- * by two orders of magnitude; beyond it the file is not a report. */
-#define JSON_MAX_FILE (1024UL * 1024 * 1024)
-
 static bool read_all(const char *path, char **data, size_t *len, struct strbuf *err)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -22,20 +18,31 @@ static bool read_all(const char *path, char **data, size_t *len, struct strbuf *
 		return false;
 	}
 	struct stat st;
-	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (fstat(fd, &st) != 0)
+		memset(&st, 0, sizeof st); /* unknown: read it as a stream, under the same limit */
+	if (S_ISDIR(st.st_mode)) {
 		sb_add(err, "is a folder, not a report file");
 		close(fd);
 		return false;
 	}
-	size_t cap = 1 << 16, n = 0;
+	/* A regular file's size is known before reading: a file over the limit is refused at once,
+	 * without touching its contents (a 1 GB file costs one fstat, not a second and a gigabyte). */
+	bool regular = S_ISREG(st.st_mode);
+	if (regular && (uint64_t)st.st_size > JSON_MAX_FILE) {
+		sb_printf(err, "larger than %d MiB: not a vramwatch report", JSON_MAX_FILE_MIB);
+		close(fd);
+		return false;
+	}
+	size_t cap = regular && st.st_size > 0 ? (size_t)st.st_size + 1 : 1 << 16, n = 0;
 	char *buf = util_xmalloc(cap + 1);
 	for (;;) {
 		if (n == cap) {
-			if (cap >= JSON_MAX_FILE) {
-				sb_add(err, "larger than 1 GiB: not a vramwatch report");
+			/* Pipes and files that grow while read: the same limit, counted as they come. */
+			if (cap > JSON_MAX_FILE) {
+				sb_printf(err, "larger than %d MiB: not a vramwatch report", JSON_MAX_FILE_MIB);
 				goto fail;
 			}
-			cap *= 2;
+			cap = cap * 2 > JSON_MAX_FILE + 1 ? JSON_MAX_FILE + 1 : cap * 2;
 			buf = util_xrealloc(buf, cap + 1);
 		}
 		ssize_t r = read(fd, buf + n, cap - n);
@@ -48,6 +55,10 @@ static bool read_all(const char *path, char **data, size_t *len, struct strbuf *
 		if (r == 0)
 			break;
 		n += (size_t)r;
+	}
+	if (n > JSON_MAX_FILE) {
+		sb_printf(err, "larger than %d MiB: not a vramwatch report", JSON_MAX_FILE_MIB);
+		goto fail;
 	}
 	close(fd);
 	buf[n] = '\0';
@@ -69,7 +80,7 @@ struct lexemes {
 	size_t n, cap;
 };
 
-enum check_result { CHECK_OK, CHECK_EARLY_END, CHECK_ERROR, CHECK_TOO_DEEP, CHECK_TRAILING };
+enum check_result { CHECK_OK, CHECK_EARLY_END, CHECK_ERROR, CHECK_TOO_DEEP, CHECK_TRAILING, CHECK_BAD_UTF8 };
 
 struct checker {
 	const char *s;
@@ -87,6 +98,20 @@ static bool is_hex(char c)
 	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
+/* Whether the n bytes at s (the end of the text) could begin a UTF-8 sequence that the cut took
+ * the rest of: then the file was truncated, not badly encoded. */
+static bool utf8_prefix(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t want = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : 0;
+	if (want == 0 || n >= want)
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return false;
+	return true;
+}
+
 /* A string from its opening quote; leaves i after the closing one. */
 static enum check_result check_string(struct checker *k)
 {
@@ -101,6 +126,17 @@ static enum check_result check_string(struct checker *k)
 		if (c < 0x20) {
 			k->i = j;
 			return CHECK_ERROR;
+		}
+		if (c >= 0x80) {
+			/* JSON text is UTF-8 (RFC 8259), and the library writes nothing else: bytes that
+			 * are not would only reach a terminal or a web page as garbage. */
+			size_t l = util_utf8_len((const unsigned char *)s + j, k->len - j);
+			if (l == 0) {
+				k->i = j;
+				return j + 4 > k->len && utf8_prefix(s + j, k->len - j) ? CHECK_EARLY_END : CHECK_BAD_UTF8;
+			}
+			j += l;
+			continue;
 		}
 		if (c != '\\') {
 			j++;
@@ -347,6 +383,10 @@ cJSON *json_load_file(const char *path, struct strbuf *err)
 	case CHECK_TRAILING:
 		position(text, k.i, &line, &col);
 		sb_printf(err, "not valid JSON: more text after the end, at line %zu, column %zu", line, col);
+		goto out;
+	case CHECK_BAD_UTF8:
+		position(text, k.i, &line, &col);
+		sb_printf(err, "not valid JSON: bytes that are not UTF-8 at line %zu, column %zu", line, col);
 		goto out;
 	case CHECK_ERROR:
 		position(text, k.i, &line, &col);

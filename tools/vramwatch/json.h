@@ -12,6 +12,13 @@
  * walk (cJSON's, ours) shallow whatever the input. */
 #define JSON_MAX_DEPTH 64
 
+/* Largest file read. The library's largest report (1000 live entries, 5000 call sites of 32
+ * frames) is a few tens of MiB; a file over this is refused before it is read, so a huge or
+ * endless input costs neither minutes nor gigabytes. A job file of very many ranks can exceed it:
+ * merge fewer reports at a time. */
+#define JSON_MAX_FILE_MIB 256
+#define JSON_MAX_FILE ((size_t)JSON_MAX_FILE_MIB * 1024 * 1024)
+
 /* Reads and parses a whole file. On failure returns NULL and puts a short reason in err
  * ("not valid JSON at line 3, column 14"). Number nodes carry their literal text in valuestring
  * (cJSON itself only keeps a double, which cannot hold a nanosecond timestamp exactly). */

@@ -1,6 +1,7 @@
 /* util.c: messages, growable strings, size parsing and formatting, safe text output for the vramwatch tool. */
 #include "util.h"
 
+#include <limits.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -299,6 +300,28 @@ int64_t util_sat_add(int64_t a, int64_t b)
 	if (__builtin_add_overflow(a, b, &r))
 		return b > 0 ? INT64_MAX : INT64_MIN;
 	return r;
+}
+
+int64_t util_clamp_i64(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 9223372036854775807.0)
+		return INT64_MAX;
+	if (v <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)v;
+}
+
+int util_clamp_int(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= (double)INT_MAX)
+		return INT_MAX;
+	if (v <= (double)INT_MIN)
+		return INT_MIN;
+	return (int)v;
 }
 
 size_t util_utf8_len(const unsigned char *p, size_t n)

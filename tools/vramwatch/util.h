@@ -61,6 +61,11 @@ const char *util_fmt_reltime(int64_t t_ns, int64_t start_ns, char buf[UTIL_TIME_
 /* An absolute time, "2024-11-30 02:25:13.123 UTC", for when no start time is known. */
 const char *util_fmt_abstime(int64_t t_ns, char buf[UTIL_TIME_LEN]);
 
+/* A double converted to an integer type, saturating (NaN gives 0): a cast of a value out of
+ * range is undefined behaviour, and figures computed from untrusted reports can be anything. */
+int64_t util_clamp_i64(double v);
+int util_clamp_int(double v);
+
 /* int64 sum that saturates instead of overflowing (report values are untrusted). */
 int64_t util_sat_add(int64_t a, int64_t b);
 
