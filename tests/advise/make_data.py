@@ -54,6 +54,14 @@ ZERO_RANKS = (["--batch", "8", "--static-gib", "10", "--sample-mib", "250"],
               ["python3", "train.py", "--batch-size=8", "--imgsz", "640"])
 
 
+def neutral(r, repo):
+    """The report as it would read on a user's machine: this checkout and this interpreter's
+    prefix replaced by neutral paths, so the recorded files say nothing of where they were made."""
+    text = json.dumps(r)
+    text = text.replace(repo, "/home/user/job").replace(sys.prefix, "/usr").replace(sys.base_prefix, "/usr")
+    return json.loads(text)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vramwatch", required=True)
@@ -81,6 +89,7 @@ def main():
         r["process"]["argv"] = argv
         r["process"]["cwd"] = "/home/user/job"
         r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k != "VRAMWATCH_DIR"}
+        r = neutral(r, os.path.dirname(os.path.dirname(os.path.abspath(o.train_sim))))
         if drop_markers:
             r["markers"] = []
         for dev in r["devices"]:
@@ -101,6 +110,7 @@ def main():
             if len(found) != 1:
                 sys.exit(f"make_data: zero-rank{rank}: expected one report, found {found}")
             r = json.load(open(found[0]))
+        r = neutral(r, os.path.dirname(os.path.dirname(os.path.abspath(o.train_sim))))
         r["process"]["argv"] = argv
         r["process"]["cwd"] = "/home/user/job"
         r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k != "VRAMWATCH_DIR"}
