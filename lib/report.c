@@ -713,8 +713,16 @@ int report_write(const char *reason, const struct report_devinfo *info)
                      vw_opt.dir, strerror(errno));
         goto out;
     }
-    snprintf(tmp, sizeof(tmp), "%s.tmp-%ld-%u", final, (long)syscall(SYS_gettid), report_seq++);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    /* A process killed while writing leaves its temporary file; a later process can have the
+     * same pid and thread id (a container restarts its job with the same pids), so a taken
+     * name moves on to the next number instead of costing the report. */
+    int fd = -1;
+    for (int tries = 0; tries < 64; tries++) {
+        snprintf(tmp, sizeof(tmp), "%s.tmp-%ld-%u", final, (long)syscall(SYS_gettid), report_seq++);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            break;
+    }
     if (fd < 0) {
         vw_warn_once(warned_write, "cannot write a report in %s: %s", vw_opt.dir, strerror(errno));
         goto out;
