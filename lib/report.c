@@ -650,6 +650,9 @@ static bool write_body(int fd, const char *reason, const struct report_devinfo *
     jw_str(&w, "version", VW_VERSION);
     jw_i64(&w, "stack_depth", vw_opt.stack_depth);
     jw_bool(&w, "python", pyframes_enabled());
+    /* The library's own tables as they stand (allocation tables, call sites, their frames and
+     * index): what the documented memory bound is about, and what the load test checks. */
+    jw_u64(&w, "table_bytes", core_mapped_bytes());
     jw_obj_end(&w);
     write_process(&w);
     write_devices(&w, info);
