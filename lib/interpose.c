@@ -251,6 +251,14 @@ static bool adopt(int id, void *p, const Dl_info *di)
         __atomic_store_n(&h->owner, owner, __ATOMIC_RELAXED);
         return true;
     }
+    /* The library the slot came from was dlclose'd and this is it loaded again (elsewhere):
+     * not a second copy. Follow the new one; the old pointer leads into unmapped memory. */
+    Dl_info old;
+    if (!dladdr(cur, &old) || (uintptr_t)old.dli_fbase != have) {
+        __atomic_store_n(&h->owner, owner, __ATOMIC_RELAXED);
+        __atomic_store_n(h->real, p, __ATOMIC_RELEASE);
+        return true;
+    }
     vw_warn_once(warned_copies, "a second copy of a CUDA library (%s) is in this process; calls "
                  "through it are passed on unrecorded", di->dli_fname ? di->dli_fname : "?");
     return false;
