@@ -225,13 +225,20 @@ static bool in_self(const void *p)
     return dladdr(p, &di) && di.dli_fbase == self_base;
 }
 
+/* Whether the file name of `path` starts with `prefix`. When the prefix is a library's name
+ * and a dot ("libcudart."), a '-' stands for the dot too: wheels bundle renamed copies
+ * (PyTorch's torch/lib/libcudart-<hash>.so.12), which are the same library and must be
+ * followed the same way. */
 static bool module_is(const char *path, const char *prefix)
 {
     if (!path)
         return false;
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
-    return strncmp(b, prefix, strlen(prefix)) == 0;
+    size_t n = strlen(prefix);
+    if (n && prefix[n - 1] == '.')
+        return strncmp(b, prefix, n - 1) == 0 && (b[n - 1] == '.' || b[n - 1] == '-');
+    return strncmp(b, prefix, n) == 0;
 }
 
 /* Accept `p` as the real function of hook `id`, or refuse it when another copy of the same
