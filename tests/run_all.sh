@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: a warnings-as-errors build with every suite, the same
-# under AddressSanitizer + UndefinedBehaviorSanitizer, and the unit suite under
-# ThreadSanitizer. Ends with one line: "N passed, M failed".
+# under AddressSanitizer + UndefinedBehaviorSanitizer, the unit and integration suites under
+# ThreadSanitizer, and the gauntlet's reduced form (tests/gauntlet/run.sh). Ends with one
+# line: "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh || exit 2
@@ -23,9 +24,19 @@ run_build() { # dir, suites-args, meson options...
   logs+=("$dir/meson-logs/testlog.json")
 }
 
-run_build build-test "--no-suite bench"
+# The gauntlet (load, processes, faults, cost; docs/reliability.md) in its reduced form, through
+# its own script: the plain build runs every attack, the ThreadSanitizer build the load attack.
+run_gauntlet() { # dir
+  [ -f "$1/build.ninja" ] || return
+  bash tests/gauntlet/run.sh "$1" --logbase gauntlet || status=1
+  logs+=("$1/meson-logs/gauntlet.json")
+}
+
+run_build build-test "--no-suite bench --no-suite gauntlet"
+run_gauntlet build-test
 run_build build-asan "--no-suite bench" -Db_sanitize=address,undefined -Db_lundef=false
 run_build build-tsan "--suite unit --suite integration" -Db_sanitize=thread -Db_lundef=false
+run_gauntlet build-tsan
 
 python3 - "${logs[@]}" <<'PY'
 import json, sys
