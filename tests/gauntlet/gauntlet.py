@@ -355,21 +355,29 @@ def attack_faults(opts):
                                    f"{'yes' if st[True][1] else 'no'}")
         lines.append("fatal signals, same as without the preload: " + "; ".join(sig_results))
 
-        # 5. dlclose of the runtime and the driver, three times over.
+        # 5. dlclose of the runtime and the driver, three times over; what the program can see
+        # (lookups by name, libraries going away, a pointer used after dlclose) must be the
+        # same as without the preload.
         c.clean()
         p = c.run([c.exe("faults"), "dlclose", c.sim])
         eq(warnings(p.stderr), [], "warnings")
+        seen = p.stdout
         r = list(c.reports().values())
+        c.clean()
+        q = c.run([c.exe("faults"), "dlclose", c.sim], preload=False)
+        eq(seen, q.stdout, "what the program sees, with the preload and without")
         eq(len(r), 1, "one report")
         d = dev0(r[0])
-        eq(d["live_bytes"], (1 + 2 + 3) * MiB + 3 * 4 * MiB, "live after three dlopen/dlclose rounds")
-        eq((d["alloc_calls"], d["free_calls"]), (9, 3), "calls")
+        eq(d["live_bytes"], (1 + 2 + 3 + 1) * MiB + 3 * 4 * MiB,
+           "live after three dlopen/dlclose rounds")
+        eq((d["alloc_calls"], d["free_calls"]), (10, 3), "calls")
         apis = sorted((a["api"], a["size"] // MiB) for a in r[0]["live"])
-        eq(apis, [("cuMemAlloc_v2", 4)] * 3 + [("cudaMalloc", 1), ("cudaMalloc", 2),
-                                                ("cudaMalloc", 3)],
+        eq(apis, [("cuMemAlloc_v2", 4)] * 3 + [("cudaMalloc", 1), ("cudaMalloc", 1),
+                                                ("cudaMalloc", 2), ("cudaMalloc", 3)],
            "every round recorded at the call the application made")
-        lines.append("dlclose of libcudart and libcuda, reopened 3 times: no crash, every "
-                     "allocation recorded as the call made")
+        lines.append("dlclose of libcudart and libcuda, reopened 3 times at new addresses: no "
+                     "crash, every allocation recorded as the call made, lookups by name and "
+                     "unloading as without the preload (" + "; ".join(seen.splitlines()) + ")")
 
         # 6. Two copies of the runtime in one process.
         c.clean()
