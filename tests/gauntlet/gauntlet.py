@@ -3,7 +3,7 @@
 run against the simulated GPU in a fresh folder, each failing when the property it guards does
 not hold. Prints the figures docs/reliability.md and docs/performance.md record.
 
-usage: gauntlet.py --build BUILD [--preload-first RT] [--long] [--tsan] load|procs|faults|cost
+usage: gauntlet.py --build BUILD [--preload-first RT] [--long] [--sanitized] load|procs|faults|cost
 
 Sizes: the reduced ones by default (what CI runs), the full ones with --long or GAUNTLET_LONG=1.
 """
@@ -123,7 +123,7 @@ LOAD_RSS_GROWTH_KIB = 8 * 1024
 
 
 def attack_load(opts):
-    if opts.tsan:
+    if opts.sanitized:
         threads, pairs, timeout = 32, 4000, 300
     elif opts.long:
         threads, pairs, timeout = 32, 1_000_000, 3600
@@ -136,6 +136,8 @@ def attack_load(opts):
         wall = time.monotonic() - t0
         want = json.loads(p.stdout)
         eq(warnings(p.stderr), [], "warnings")
+        expect("Sanitizer" not in p.stderr and "runtime error:" not in p.stderr,
+               f"a sanitizer finding: {p.stderr[-4000:]}")
         reps = c.reports()
         eq(len(reps), 1, "one report")
         r = list(reps.values())[0]
@@ -154,7 +156,7 @@ def attack_load(opts):
         expect(tb <= LOAD_TABLE_BOUND, f"library tables {tb} bytes, bound {LOAD_TABLE_BOUND}")
         growth = want["rss_end_kib"] - want["rss_warm_kib"]
         mgrowth = want["maps_end"] - want["maps_warm"]
-        if not opts.tsan:  # the sanitizer's own shadow memory grows as it sees more
+        if not opts.sanitized:  # a sanitizer's own shadow memory grows as it sees more
             expect(growth <= LOAD_RSS_GROWTH_KIB, f"resident memory grew {growth} KiB after "
                    f"the warm-up (bound {LOAD_RSS_GROWTH_KIB})")
             expect(mgrowth <= 8, f"{mgrowth} new mappings after the warm-up")
@@ -476,7 +478,8 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--preload-first", default="")
     ap.add_argument("--long", action="store_true")
-    ap.add_argument("--tsan", action="store_true")
+    ap.add_argument("--sanitized", action="store_true",
+                    help="a sanitizer build: smaller sizes, the process's memory not checked")
     ap.add_argument("--seed", type=int, default=int(os.environ.get("GAUNTLET_SEED", "1")))
     ap.add_argument("attack", choices=sorted(ATTACKS))
     opts = ap.parse_args()
