@@ -234,13 +234,20 @@ static bool in_self(const void *p)
     return dladdr(p, &di) && di.dli_fbase == self_base;
 }
 
+/* Whether the file name of `path` starts with `prefix`. When the prefix is a library's name
+ * and a dot ("libcudart."), a '-' stands for the dot too: wheels bundle renamed copies
+ * (PyTorch's torch/lib/libcudart-<hash>.so.12), which are the same library and must be
+ * followed the same way. */
 static bool module_is(const char *path, const char *prefix)
 {
     if (!path)
         return false;
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
-    return strncmp(b, prefix, strlen(prefix)) == 0;
+    size_t n = strlen(prefix);
+    if (n && prefix[n - 1] == '.')
+        return strncmp(b, prefix, n - 1) == 0 && (b[n - 1] == '.' || b[n - 1] == '-');
+    return strncmp(b, prefix, n) == 0;
 }
 
 /* Accept `p` as the real function of hook `id`, or refuse it when another copy of the same
@@ -258,6 +265,14 @@ static bool adopt(int id, void *p, const Dl_info *di)
     uintptr_t have = __atomic_load_n(&h->owner, __ATOMIC_RELAXED);
     if (have == owner || have == 0) {
         __atomic_store_n(&h->owner, owner, __ATOMIC_RELAXED);
+        return true;
+    }
+    /* The library the slot came from was dlclose'd and this is it loaded again (elsewhere):
+     * not a second copy. Follow the new one; the old pointer leads into unmapped memory. */
+    Dl_info old;
+    if (!dladdr(cur, &old) || (uintptr_t)old.dli_fbase != have) {
+        __atomic_store_n(&h->owner, owner, __ATOMIC_RELAXED);
+        __atomic_store_n(h->real, p, __ATOMIC_RELEASE);
         return true;
     }
     vw_warn_once(warned_copies, "a second copy of a CUDA library (%s) is in this process; calls "
@@ -379,11 +394,43 @@ VW_NO_SANITIZE void *vw_dlsym_impl(void *handle, const char *name)
     return wrap_dlsym_result(name, p);
 }
 
+/* The lookup found our own exported function (the global scope, RTLD_DEFAULT, or a handle
+ * whose scope includes us). Without the preload it would have found the real function or
+ * nothing; answer nothing when there is no real one, as for a program probing whether a CUDA
+ * library is loaded, or looking again after it dlclose'd the library (whose function the slot
+ * may still hold: that pointer is dropped, so no call can reach unmapped memory through it). */
+static void *own_export(int id, void *p)
+{
+    struct hook *h = &hooks[id];
+    void *cur = __atomic_load_n(h->real, __ATOMIC_ACQUIRE);
+    Dl_info di;
+    if (cur && (!dladdr(cur, &di) || (uintptr_t)di.dli_fbase != __atomic_load_n(&h->owner, __ATOMIC_RELAXED))) {
+        __atomic_store_n(h->real, NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&h->owner, 0, __ATOMIC_RELAXED);
+    }
+    void *real = vw_resolve(id);
+    if (!real)
+        return NULL;
+    /* glibc makes the library a lookup by name found the function in undeletable when the
+     * caller cannot be unloaded (the program), so the pointer stays good after dlclose. The
+     * lookup found us instead: pin the real function's library the same way. */
+    if (dladdr(real, &di) && di.dli_fname) {
+        void *lib = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+        if (lib)
+            dlclose(lib); /* the reference NOLOAD took; the library stays, as NODELETE */
+    }
+    return p;
+}
+
 /* Only reached for CUDA names, long after any sanitizer runtime has started. */
 static void *wrap_dlsym_result(const char *name, void *p)
 {
     int id = hook_by_name(name);
-    if (id < 0 || !vw_active() || in_self(p))
+    if (id < 0)
+        return p;
+    if (in_self(p))
+        return own_export(id, p);
+    if (!vw_active())
         return p;
     Dl_info di;
     if (!dladdr(p, &di) || !module_is(di.dli_fname, hooks[id].module))

@@ -703,6 +703,9 @@ static bool write_body(int fd, const char *reason, const struct report_devinfo *
     jw_str(&w, "version", VW_VERSION);
     jw_i64(&w, "stack_depth", vw_opt.stack_depth);
     jw_bool(&w, "python", pyframes_enabled());
+    /* The library's own tables as they stand (allocation tables, call sites, their frames and
+     * index): what the documented memory bound is about, and what the load test checks. */
+    jw_u64(&w, "table_bytes", core_mapped_bytes());
     jw_obj_end(&w);
     write_process(&w);
     write_devices(&w, info);
@@ -774,10 +777,18 @@ int report_write(const char *reason, const struct report_devinfo *info)
                      why ? why : strerror(errno));
         goto out;
     }
-    snprintf(tmp, sizeof(tmp), "%s.tmp-%ld-%u", name, (long)syscall(SYS_gettid), report_seq++);
     /* O_EXCL | O_NOFOLLOW: a name planted in advance (a link to a file of ours) is never
-     * written through; the rename then replaces a link at the final name, never its target. */
-    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+     * written through; the rename then replaces a link at the final name, never its target.
+     * A process killed while writing leaves its temporary file; a later process can have the
+     * same pid and thread id (a container restarts its job with the same pids), so a taken
+     * name moves on to the next number instead of costing the report. */
+    int fd = -1;
+    for (int tries = 0; tries < 64; tries++) {
+        snprintf(tmp, sizeof(tmp), "%s.tmp-%ld-%u", name, (long)syscall(SYS_gettid), report_seq++);
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            break;
+    }
     if (fd < 0) {
         vw_warn_once(warned_write, "cannot write a report in %s: %s", vw_opt.dir, strerror(errno));
         close(dirfd);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: a warnings-as-errors build with every suite, the same
-# under AddressSanitizer + UndefinedBehaviorSanitizer, and the unit suite under
-# ThreadSanitizer, then 60 s of fuzzing the command line's readers (tests/fuzz/run.sh, clang,
-# counted as one test). Ends with one line: "N passed, M failed".
+# under AddressSanitizer + UndefinedBehaviorSanitizer, the unit and integration suites under
+# ThreadSanitizer, the gauntlet's reduced form (tests/gauntlet/run.sh), then 60 s of fuzzing
+# the command line's readers (tests/fuzz/run.sh, clang, counted as one test). Ends with one
+# line: "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh || exit 2
@@ -24,9 +25,19 @@ run_build() { # dir, suites-args, meson options...
   logs+=("$dir/meson-logs/testlog.json")
 }
 
-run_build build-test "--no-suite bench"
+# The gauntlet (load, processes, faults, cost; docs/reliability.md) in its reduced form, through
+# its own script: the plain build runs every attack, the ThreadSanitizer build the load attack.
+run_gauntlet() { # dir
+  [ -f "$1/build.ninja" ] || return
+  bash tests/gauntlet/run.sh "$1" --logbase gauntlet || status=1
+  logs+=("$1/meson-logs/gauntlet.json")
+}
+
+run_build build-test "--no-suite bench --no-suite gauntlet"
+run_gauntlet build-test
 run_build build-asan "--no-suite bench" -Db_sanitize=address,undefined -Db_lundef=false
 run_build build-tsan "--suite unit --suite integration" -Db_sanitize=thread -Db_lundef=false
+run_gauntlet build-tsan
 
 # The readers under libFuzzer for a fixed budget; its line says how many executions ran.
 fuzz_result=failed

@@ -53,3 +53,36 @@ for py in "$HOME"/.pyenv/versions/3.8*/bin/python3 "$HOME"/.pyenv/versions/3.11*
   done
   echo "$line"
 done
+
+# The same Python pairs as instructions (Debian's python3, callgrind, 20 000 pairs x 5 rounds):
+# without the preload, native 32 frames only, native 32 + Python frames; side by side with the
+# native figures above.
+if command -v valgrind >/dev/null && [ -x /usr/bin/python3 ]; then
+  py=(/usr/bin/python3 tests/bench/bench_python.py)
+  pb=$(instr "${py[@]}")
+  pn=$(instr env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 VRAMWATCH_PYTHON=0 "${py[@]}")
+  pp=$(instr env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 "${py[@]}")
+  echo "python $(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])') instructions per pair (callgrind, 100000 pairs from 40 Python frames, start-up amortised): without $(calc "$pb / 100000"), native 32 +$(calc "($pn - $pb) / 100000"), native 32 + Python +$(calc "($pp - $pb) / 100000")"
+fi
+
+# Reports, memory, the CLI and processes that never touch CUDA: the gauntlet's cost attack
+# (report writing with 100 000 live allocations and 10 000 call sites, bytes per stack and per
+# live allocation, report/advise/timeline on a three-day run, /bin/true with and without the
+# preload); it fails above its targets.
+python3 tests/gauntlet/gauntlet.py --build "$b" cost
+if command -v valgrind >/dev/null; then
+  # Instructions to write one such report: the cost program with one and with two final
+  # reports, only report_write counted; the difference is one report.
+  rep_instr() {
+    local d
+    d=$(mktemp -d)
+    (cd "$d" && VRAMWATCH_DIR=$d SIMGPU_MEMORY=1GiB LD_PRELOAD="$lib" valgrind --tool=callgrind \
+      --toggle-collect=report_write --callgrind-out-file="$d/cg" \
+      "$b/tests/gauntlet/cost" 10000 100000 "$1" >/dev/null 2>&1)
+    callgrind_annotate "$d/cg" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}'
+    rm -rf "$d"
+  }
+  one=$(rep_instr 1)
+  two=$(rep_instr 2)
+  echo "instructions to write a report with 100000 live allocations and 10000 call sites (callgrind): $(calc "$two - $one")"
+fi
