@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <sys/auxv.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <link.h>
 #include <stdio.h>
@@ -117,6 +118,8 @@ static void status_open(void)
     status_fd = open(vw_opt.status, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (status_fd < 0)
         vw_log(VW_LOG_WARN, "cannot open the status file %s", vw_opt.status);
+    else
+        fchmod(status_fd, 0600); /* like the reports: private whatever the umask, if it is ours */
 }
 
 static void status_update(uint64_t now, bool oom, bool force)

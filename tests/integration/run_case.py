@@ -711,11 +711,13 @@ def vw_lines(run):
 
 
 def case_file_modes(run):
-    """Folders 0700 and reports 0600 whatever the umask."""
+    """Folders 0700, reports and the status file 0600 whatever the umask."""
     for umask in ("000", "077", "777"):
         folder = os.path.join(run.dir, "u" + umask, "a", "b")
+        status = os.path.join(run.dir, "status-" + umask)
         run.run(["/bin/sh", "-c", f'umask {umask} && exec "$0" rt_malloc', run.args.paths],
-                {"VRAMWATCH_DIR": folder})
+                {"VRAMWATCH_DIR": folder, "VRAMWATCH_STATUS": status})
+        eq(os.stat(status).st_mode & 0o777, 0o600, f"umask {umask}: status file mode")
         files = glob.glob(os.path.join(folder, "vramwatch-*.json"))
         eq(len(files), 1, f"umask {umask}: one report")
         eq(os.stat(files[0]).st_mode & 0o777, 0o600, f"umask {umask}: report mode")
