@@ -173,22 +173,22 @@ def check_oom_default(ctx):
     expect(ooms[0]["api"] in ("cudaMalloc", "cuMemCreate"), f"failing API {ooms[0]['api']}")
     notes = [f"failing API {ooms[0]['api']} of {ooms[0]['size'] / GiB:.2f} GiB, "
              f"live at failure {ooms[0]['live_bytes_at_failure'] / GiB:.2f} GiB"]
-    if python_frames_available(r):
+    # Python 3.8-3.13 are read; a newer interpreter is a known gap, said rather than failed
+    if python_frames_available(r) or sys.version_info[:2] <= (3, 13):
+        expect(python_frames_available(r), "Python frames are off on a supported interpreter")
         site = [c for c in r["callsites"] if c["id"] == ooms[0]["callsite"]][0]
         expect(any(f["kind"] == "python" and f["file"].endswith("train_torch.py") for f in site["frames"]),
                "no train_torch.py line in the failing call site")
     else:
-        notes.append("Python line: SKIP (Python frames come with issue 4)")
-    if "framework" in r:
-        fw = r["framework"]
-        expect(fw and fw.get("message"), "no framework verdict: the c10::OutOfMemoryError throw was not seen")
-        expect(fw["message"][:60] in p.stderr, "the verdict's message is not the one PyTorch printed")
-        expect(fw["format"] is not None and fw["requested_bytes"] is not None and
-               fw["reserved_unallocated_bytes"] is not None, f"the message was not read: {fw['message'][:200]!r}")
-        notes.append(f"PyTorch's verdict ({fw['format']}): allocated {fw['allocated_bytes']}, "
-                     f"reserved but unallocated {fw['reserved_unallocated_bytes']}")
-    else:
-        notes.append("PyTorch's verdict: SKIP (captured with issue 4)")
+        notes.append(f"Python line: not read on Python {sys.version.split()[0]} (3.8-3.13 are)")
+    expect("framework" in r, "the report has no framework field")
+    fw = r["framework"]
+    expect(fw and fw.get("message"), "no framework verdict: the c10::OutOfMemoryError throw was not seen")
+    expect(fw["message"][:60] in p.stderr, "the verdict's message is not the one PyTorch printed")
+    expect(fw["format"] is not None and fw["requested_bytes"] is not None and
+           fw["reserved_unallocated_bytes"] is not None, f"the message was not read: {fw['message'][:200]!r}")
+    notes.append(f"PyTorch's verdict ({fw['format']}): allocated {fw['allocated_bytes']}, "
+                 f"reserved but unallocated {fw['reserved_unallocated_bytes']}")
     return "; ".join(notes)
 
 
@@ -219,8 +219,7 @@ def check_expandable(ctx):
     msg = (f"{len(vmm)} live cuMemCreate handles, live {d['live_bytes']} vs torch reserved "
            f"{f['reserved'] if f else '?'}, address space {d['va_reserved_bytes']}")
     expect(f and within(d["live_bytes"], f["reserved"], 1), msg)
-    if not have_limit_emulation(ctx):
-        msg += "; OOM under the limit: SKIP (capacity emulation comes with issue 5)"
+    expect(have_limit_emulation(ctx), "capacity emulation (VRAMWATCH_LIMIT) is not working")
     return msg
 
 
@@ -284,8 +283,7 @@ def check_jax(ctx):
 
 
 def check_emulated_capacity(ctx):
-    if not have_limit_emulation(ctx):
-        raise Skip("capacity emulation comes with issue 5")
+    expect(have_limit_emulation(ctx), "capacity emulation (VRAMWATCH_LIMIT) is not working")
     code = ("import torch\n"
             "print(torch.cuda.get_device_properties(0).total_memory, torch.cuda.mem_get_info()[1])\n")
     p = ctx.run([sys.executable, "-c", code], {"LD_PRELOAD": ctx.lib, "VRAMWATCH_LIMIT": "16GiB"},
