@@ -835,6 +835,9 @@ static void print_json(FILE *out, const struct advice *a)
 	cJSON_AddItemToObject(mod, "per_sample_bytes", int_or_null(true, a->m.per_sample_bytes));
 	cJSON_AddItemToObject(mod, "image_size", exact_or_null(a->m.image_ref > 0, a->m.image_ref));
 	cJSON_AddStringToObject(mod, "basis", memmodel_basis_name(a->m.basis));
+	/* beyond the contract: the text's "+/-", and whether predictions are lower bounds */
+	cJSON_AddItemToObject(mod, "uncertainty_bytes", int_or_null(true, a->m.spread));
+	cJSON_AddBoolToObject(mod, "lower_bound", a->m.lower_bound);
 	cJSON *recs = cJSON_AddArrayToObject(root, "recommendations");
 	for (size_t i = 0; i < a->n_recs; i++) {
 		const struct rec *x = &a->recs[i];
