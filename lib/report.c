@@ -44,6 +44,7 @@ static char path_buf[PATH_MAX + 512]; /* the folder, plus host and pid */
 static int64_t peak_reserved_seen[VW_MAX_DEVICES + 1];
 static unsigned report_seq;
 static int warned_write;
+static bool previous_checked; /* a report of an earlier process at our name was looked for */
 /* The other processes seen at the last out-of-memory report, per device, so the report at exit
  * still says whose the rest of the card was; nprocs_seen 0 means never asked (stored + 1). */
 static struct report_proc procs_seen[VW_MAX_DEVICES + 1][REPORT_PROCS_MAX];
@@ -54,6 +55,7 @@ void report_after_fork_child(void)
     pthread_mutex_init(&report_lock, NULL);
     memset(peak_reserved_seen, 0, sizeof(peak_reserved_seen));
     memset(nprocs_seen, 0, sizeof(nprocs_seen));
+    previous_checked = false;
 }
 
 /* ---------- process facts ---------- */
@@ -754,6 +756,32 @@ static bool write_body(int fd, const char *reason, const struct report_devinfo *
     return jw_finish(&w);
 }
 
+/* A report at our name written before this process started belongs to an earlier process that
+ * had the same pid on a host of the same name: pids wrap, and a container restarted after an
+ * out-of-memory crash starts its job again with the same pids and host name, so the crash's
+ * report would be overwritten by the next attempt's. It is kept under a name with its time,
+ * vramwatch-HOST-PID-SECONDS.json (a link, then the old name removed: never replacing another).
+ * The process start is known to the second (/proc/stat's btime), hence the 2 s margin. */
+static void keep_previous(int dirfd, const char *name)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+        return;
+    int64_t start = process_start_ns();
+    int64_t written = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    if (start <= 0 || written >= start - 2000000000LL)
+        return;
+    size_t n = strlen(name);
+    if (n < 5 || strcmp(name + n - 5, ".json") != 0)
+        return;
+    char aside[PATH_MAX];
+    snprintf(aside, sizeof(aside), "%.*s-%lld.json", (int)(n - 5), name, (long long)st.st_mtim.tv_sec);
+    if (linkat(dirfd, name, dirfd, aside, 0) == 0)
+        unlinkat(dirfd, name, 0);
+    else
+        vw_log(VW_LOG_INFO, "an earlier process's report %s is overwritten: %s", name, strerror(errno));
+}
+
 int report_write(const char *reason, const struct report_devinfo *info)
 {
     int rc = -1;
@@ -776,6 +804,10 @@ int report_write(const char *reason, const struct report_devinfo *info)
         vw_warn_once(warned_write, "not writing reports in %s: %s", vw_opt.dir,
                      why ? why : strerror(errno));
         goto out;
+    }
+    if (!previous_checked) {
+        previous_checked = true;
+        keep_previous(dirfd, name);
     }
     /* O_EXCL | O_NOFOLLOW: a name planted in advance (a link to a file of ours) is never
      * written through; the rename then replaces a link at the final name, never its target.

@@ -727,6 +727,30 @@ def case_file_modes(run):
         eq(vw_lines(run), [], f"umask {umask}: no warning")
 
 
+def case_previous_report(run):
+    """A report at our name from before this process started (an earlier process with the same
+    pid on a host of the same name: a restarted container) is kept under a name with its time,
+    not overwritten; one written after this process started (its image before an exec) is."""
+    host = "".join(c if c.isalnum() or c in ".-_" else "_" for c in socket.gethostname())
+    for age, kept in (("@1000000000", True), ("now", False)):
+        folder = os.path.join(run.dir, "prev-" + str(kept))
+        os.mkdir(folder, 0o700)
+        script = (f'echo \'{{"earlier": true}}\' > "{folder}/vramwatch-{host}-$$.json" && '
+                  f'touch -d {age} "{folder}/vramwatch-{host}-$$.json" && exec "$0" "$@"')
+        run.run(["/bin/sh", "-c", script, run.args.probe, run.args.lib], {"VRAMWATCH_DIR": folder}, preload=False)
+        files = sorted(glob.glob(os.path.join(folder, "vramwatch-*.json")))
+        if kept:
+            eq(len(files), 2, f"the earlier report kept beside ours: {files}")
+            aside = [f for f in files if f.endswith("-1000000000.json")]
+            eq(len(aside), 1, "kept under its time")
+            with open(aside[0]) as f:
+                eq(json.load(f), {"earlier": True}, "the earlier report untouched")
+        else:
+            eq(len(files), 1, f"a file written after the start is replaced: {files}")
+        with open([f for f in files if not f.endswith("-1000000000.json")][0]) as f:
+            eq(json.load(f)["schema"], "vramwatch.report/1", "our report at our name")
+
+
 def case_symlinks(run):
     """A link planted at the report's name is replaced, never written through; a report folder
     that is a link is followed only when this user (or root) owns the link."""
