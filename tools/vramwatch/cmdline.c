@@ -103,24 +103,6 @@ void cmdline_find(const char *const *argv, size_t argc, enum cmdline_kind kind, 
 	}
 }
 
-char **cmdline_with_value(const char *const *argv, size_t argc, const struct cmdline_flag *f, int64_t value)
-{
-	char **copy = util_xcalloc(argc + 1, sizeof *copy);
-	for (size_t i = 0; i < argc; i++) {
-		if (f->found && i == f->index) {
-			struct strbuf b = {0};
-			if (f->form == CMDLINE_ATTACHED)
-				sb_add(&b, f->name);
-			sb_printf(&b, "%lld", (long long)value);
-			copy[i] = util_xstrdup(sb_str(&b));
-			sb_free(&b);
-		} else {
-			copy[i] = util_xstrdup(argv[i] ? argv[i] : "");
-		}
-	}
-	return copy;
-}
-
 char **cmdline_with_edits(const char *const *argv, size_t argc, const struct cmdline_edit *edits, size_t n,
                           size_t *out_n)
 {
@@ -213,6 +195,14 @@ enum cmdline_family cmdline_family(const char *const *argv, size_t argc)
 	if (f.found && strcmp(f.name, "batch=") == 0)
 		return CMDLINE_ULTRALYTICS;
 	return CMDLINE_GENERIC;
+}
+
+char **cmdline_with_value(const char *const *argv, size_t argc, const struct cmdline_flag *f, int64_t value)
+{
+	/* a flag that was not found is left out, never appended: the copy is then argv as it was */
+	struct cmdline_edit e = {f, NULL, value};
+	size_t n;
+	return cmdline_with_edits(argv, argc, &e, f->found ? 1 : 0, &n);
 }
 
 void cmdline_free(char **argv, size_t argc)
