@@ -44,6 +44,8 @@ struct advice {
 	struct rec recs[MAX_RECS];
 	size_t n_recs;
 	char acc_name[40]; /* the accumulation flag as spelled, for its recommendation */
+	struct leak_finding leak; /* the largest leak in the report, when has_leak */
+	bool has_leak;
 	const struct job *job; /* the ranks of one job, or NULL for one process's reports */
 	size_t decides;        /* job: the process whose report the model is built on */
 	const char *decides_why;
@@ -431,11 +433,10 @@ static void advise_other_processes(struct advice *a)
  * out of memory the leak is the likely cause, and goes first. */
 static void advise_leak(struct advice *a)
 {
-	struct leak_finding f;
-	if (findings_leaks(a->r, &f, 1) == 0)
+	if (!a->has_leak)
 		return;
 	struct rec *x = add_rec(a, "leak");
-	findings_describe_leak(&x->note, a->r, &f);
+	findings_describe_leak(&x->note, a->r, &a->leak);
 	sb_add(&x->note, "; a smaller batch only postpones the failure: find what keeps memory from one phase to the "
 	                 "next (tensors stored with their graph, such as losses appended without .item() or "
 	                 ".detach(), caches that only grow) with vramwatch timeline and the call site above");
@@ -598,9 +599,8 @@ static int64_t fragmentation_risk(const struct advice *a, const char **phase)
 			*phase = a->obs[i].carried_phase;
 		}
 	/* memory a leak keeps is carried too, but it is the leak's, not the allocator's cache */
-	struct leak_finding leak;
-	if (worst > 0 && findings_leaks(a->r, &leak, 1) > 0)
-		worst = worst > leak.growth_bytes ? worst - leak.growth_bytes : 0;
+	if (worst > 0 && a->has_leak)
+		worst = worst > a->leak.growth_bytes ? worst - a->leak.growth_bytes : 0;
 	double above = (double)a->o->need - a->m.static_bytes;
 	if (worst < 64 * (1 << 20) || (double)worst < 0.05 * above)
 		return 0;
@@ -958,15 +958,7 @@ int cmd_advise(int argc, char **argv)
 	/* reports, or merged job files whose processes' reports are taken out of them */
 	struct model_report *reports = NULL;
 	size_t loaded = 0;
-	int status = EXIT_DONE;
-	for (size_t i = 0; i < n && status == EXIT_DONE; i++) {
-		struct strbuf err = {0};
-		if (!job_load_file(paths[i], &reports, &loaded, &err)) {
-			util_err("%s: %s", paths[i], sb_str(&err));
-			status = EXIT_USAGE;
-		}
-		sb_free(&err);
-	}
+	int status = job_load_files(NULL, paths, n, &reports, &loaded) ? EXIT_DONE : EXIT_USAGE;
 	n = loaded;
 	struct memmodel_obs *obs = util_xcalloc(n ? n : 1, sizeof *obs);
 	struct advice a;
@@ -1044,6 +1036,7 @@ int cmd_advise(int argc, char **argv)
 		a.usable = (int64_t)floor((double)a.capacity * (1.0 - headroom / 100.0)) - a.others;
 		a.avail = a.capacity - a.others;
 		memmodel_build(obs, model_n, &a.m);
+		a.has_leak = findings_leaks(a.r, &a.leak, 1) > 0;
 		enum cmdline_family fam = cmdline_family(a.r->process.argv, a.r->process.argc);
 		advise_batch_and_image(&a);
 		advise_accumulation(&a, fam);
@@ -1065,10 +1058,8 @@ int cmd_advise(int argc, char **argv)
 	}
 	if (is_job)
 		job_free(&job);
-	for (size_t i = 0; i < loaded; i++)
-		model_free(&reports[i]);
+	job_free_reports(reports, loaded);
 	free(obs);
-	free(reports);
 	free(paths);
 	if (fflush(stdout) != 0 && status == EXIT_DONE) {
 		util_err("advise: cannot write the output");

@@ -107,14 +107,8 @@ int cmd_merge(int argc, char **argv)
 
 	struct model_report *reports = NULL;
 	size_t n_reports = 0;
-	int status = EXIT_DONE;
+	int status = job_load_files("merge", paths, n, &reports, &n_reports) ? EXIT_DONE : EXIT_USAGE;
 	struct strbuf err = {0};
-	for (size_t i = 0; i < n && status == EXIT_DONE; i++) {
-		if (!job_load_file(paths[i], &reports, &n_reports, &err)) {
-			util_err("merge: %s: %s", paths[i], sb_str(&err));
-			status = EXIT_USAGE;
-		}
-	}
 	if (status == EXIT_DONE && job_mixed(reports, n_reports, &err)) {
 		util_err("merge: %s", sb_str(&err));
 		status = EXIT_USAGE;
@@ -148,9 +142,7 @@ int cmd_merge(int argc, char **argv)
 		job_free(&j);
 	}
 	sb_free(&err);
-	for (size_t i = 0; i < n_reports; i++)
-		model_free(&reports[i]);
-	free(reports);
+	job_free_reports(reports, n_reports);
 	free(paths);
 	if (fflush(stdout) != 0 && status == EXIT_DONE) {
 		util_err("merge: cannot write the output");

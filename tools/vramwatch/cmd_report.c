@@ -1228,20 +1228,10 @@ int cmd_report(int argc, char **argv)
 	o.color = !o.json && report_want_color();
 	struct model_report *reports = NULL;
 	size_t n_reports = 0;
-	int status = EXIT_DONE;
-	for (size_t i = 0; i < n && status == EXIT_DONE; i++) {
-		struct strbuf err = {0};
-		if (!job_load_file(paths[i], &reports, &n_reports, &err)) {
-			util_err("%s: %s", paths[i], sb_str(&err));
-			status = EXIT_USAGE;
-		}
-		sb_free(&err);
-	}
+	int status = job_load_files(NULL, paths, n, &reports, &n_reports) ? EXIT_DONE : EXIT_USAGE;
 	if (status == EXIT_DONE)
 		report_show(stdout, reports, n_reports, &o);
-	for (size_t i = 0; i < n_reports; i++)
-		model_free(&reports[i]);
-	free(reports);
+	job_free_reports(reports, n_reports);
 	free(paths);
 	if (fflush(stdout) != 0 && status == EXIT_DONE) {
 		util_err("report: cannot write the output");

@@ -773,18 +773,14 @@ static bool ends_with(const char *s, const char *suffix)
 int cmd_timeline(int argc, char **argv)
 {
 	const char *output = NULL;
-	static const struct util_valued_option valued[] = {{"-o", NULL}, {"--output", NULL}, {NULL, NULL}};
-	struct util_valued_option opts[3];
-	memcpy(opts, valued, sizeof opts);
-	opts[0].slot = &output;
-	opts[1].slot = &output;
+	const struct util_valued_option opts[] = {{"-o", &output}, {"--output", &output}, {NULL, NULL}};
 	bool only_files = false;
-	const char **paths = util_xcalloc((size_t)argc, sizeof *paths);
+	char **paths = util_xcalloc((size_t)argc, sizeof *paths);
 	size_t n_paths = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (only_files || a[0] != '-' || !a[1]) {
-			paths[n_paths++] = a;
+			paths[n_paths++] = argv[i];
 			continue;
 		}
 		if (strcmp(a, "--") == 0) {
@@ -822,15 +818,7 @@ int cmd_timeline(int argc, char **argv)
 	/* Reports, or merged job files whose processes' reports are taken out of them. */
 	struct model_report *reports = NULL;
 	size_t n = 0;
-	int status = EXIT_DONE;
-	for (size_t i = 0; i < n_paths && status == EXIT_DONE; i++) {
-		struct strbuf err = {0};
-		if (!job_load_file(paths[i], &reports, &n, &err)) {
-			util_err("%s: %s", paths[i], sb_str(&err));
-			status = EXIT_USAGE;
-		}
-		sb_free(&err);
-	}
+	int status = job_load_files(NULL, paths, n_paths, &reports, &n) ? EXIT_DONE : EXIT_USAGE;
 	for (size_t i = 0; i < n && status == EXIT_DONE; i++) {
 		const char *path = reports[i].path ? reports[i].path : paths[0];
 		if (!reports[i].timeline.known) {
@@ -890,9 +878,7 @@ int cmd_timeline(int argc, char **argv)
 		view_free(&v);
 		job_free(&j);
 	}
-	for (size_t i = 0; i < n; i++)
-		model_free(&reports[i]);
-	free(reports);
+	job_free_reports(reports, n);
 	free(order);
 	free(paths);
 	return status;

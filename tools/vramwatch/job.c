@@ -533,3 +533,26 @@ bool job_load_file(const char *path, struct model_report **reports, size_t *n_re
 	append(reports, n_reports, &r);
 	return true;
 }
+
+bool job_load_files(const char *prefix, char *const *paths, size_t n, struct model_report **reports, size_t *n_reports)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct strbuf err = {0};
+		bool ok = job_load_file(paths[i], reports, n_reports, &err);
+		if (!ok && prefix)
+			util_err("%s: %s: %s", prefix, paths[i], sb_str(&err));
+		else if (!ok)
+			util_err("%s: %s", paths[i], sb_str(&err));
+		sb_free(&err);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+void job_free_reports(struct model_report *reports, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		model_free(&reports[i]);
+	free(reports);
+}

@@ -93,4 +93,11 @@ bool job_rank_batch(const struct job *j, int64_t *per_rank, int64_t *flag_value,
  * reason (without the file name) in err. */
 bool job_load_file(const char *path, struct model_report **reports, size_t *n_reports, struct strbuf *err);
 
+/* job_load_file for each path in order. At the first that cannot be read, one line on stderr
+ * ("PREFIX: PATH: reason", or "PATH: reason" when prefix is NULL) and false; what was loaded
+ * until then is in *reports either way. */
+bool job_load_files(const char *prefix, char *const *paths, size_t n, struct model_report **reports, size_t *n_reports);
+/* Frees the reports job_load_file(s) loaded, and the array. */
+void job_free_reports(struct model_report *reports, size_t n);
+
 #endif
