@@ -9,6 +9,9 @@ for follows a detector's shape: weights, gradients, EMA and optimizer state that
 on the batch, then activations that grow with the batch and with the square of the image side,
 freed again by the backward pass; validation runs at twice the batch, without gradients.
 --static-gib, --sample-mib and --val-mem set the workload's truth for the accuracy tests.
+--no-cache replaces the caching allocator by one cudaMalloc and cudaFree per tensor (the same
+requests, nothing kept), so the job's peak is its need; --no-retry makes the caching allocator
+raise at the first failed cudaMalloc without releasing its cache.
 
 The sizes are anchored on published YOLOv9-s figures on a 16 GB V100 at 640x640 with AMP
 (peak 15.8 GB at batch 64, 9.6 GB at batch 32: about 3.2 GiB fixed and 0.18 GiB per image).
@@ -18,8 +21,16 @@ once the CUDA context and the allocator's rounding are counted, as users report.
     python3 examples/train_sim.py --batch 64 --img 640            # runs out of memory
     python3 examples/train_sim.py --batch 32 --img 640            # fits
 
-Flags follow YOLOv9's spelling (--batch/--batch-size, --img/--imgsz, --epochs, --cfg). The
-output ends with the peak reserved memory, like torch.cuda.max_memory_reserved().
+The same job takes the batch, image size and epochs as the usual training scripts spell them, so
+that one workload can be run in each style without changing what it does:
+
+    YOLOv5/v7/v9     --batch 32, --batch-size 32, --img 640, --imgsz, --img-size, --epochs 2
+    Ultralytics      batch=32 imgsz=640 epochs=2 (also --batch=32: leading "--" is dropped)
+    Hugging Face     --per_device_train_batch_size 32 (or --per-device-train-batch-size),
+                     --num_train_epochs 2 (or --num-train-epochs)
+    generic          --bs 32, -b 32, --batch_size 32, --image-size 640, --image_size, --img_size
+
+The output ends with the peak reserved memory, like torch.cuda.max_memory_reserved().
 """
 import argparse
 import ctypes
@@ -40,6 +51,32 @@ CONFIGS = {
 
 class OutOfMemory(RuntimeError):
     pass
+
+
+def out_of_memory(rt, device, size, allocated, reserved):
+    """PyTorch's message, so that tools reading the output see the text they know."""
+    free, total = ctypes.c_size_t(), ctypes.c_size_t()
+    rt.cudaMemGetInfo(ctypes.byref(free), ctypes.byref(total))
+    return OutOfMemory(
+        f"CUDA out of memory. Tried to allocate {fmt(size)}. GPU {device} has a total "
+        f"capacity of {fmt(total.value)} of which {fmt(free.value)} is free. Of the "
+        f"allocated memory {fmt(allocated)} is allocated by this job, and "
+        f"{fmt(reserved - allocated)} is reserved but unallocated.")
+
+
+def declare_retries():
+    """Tell vramwatch, when it is preloaded, that this allocator releases its cache and retries
+    a failed cudaMalloc once: in observe mode it then gets the small card's failure at the
+    allocation that crosses the limit, flushes as it would there, and the run measures the need
+    instead of a peak swollen by cache. Without the library (or an older one) there is nothing
+    to tell."""
+    try:
+        fn = ctypes.CDLL(None).vramwatch_allocator_retries
+    except AttributeError:
+        return
+    fn.argtypes = [ctypes.c_int]
+    fn.restype = ctypes.c_int
+    fn(1)
 
 
 def fmt(n):
@@ -75,8 +112,12 @@ class CachingAllocator:
     SMALL = 1 * MiB        # PyTorch's kSmallSize: a remainder above it is split off
     LARGE_BUFFER = 20 * MiB  # kLargeBuffer: the segment for mid-sized requests, the oversize slack
 
-    def __init__(self, rt, device, total, conf=""):
+    def __init__(self, rt, device, total, conf="", retry=True):
         self.rt = rt
+        # --no-retry: a program that raises at the first failed cudaMalloc, keeping its cache
+        self.retry = retry
+        if retry:
+            declare_retries()
         self.device = device
         self.total = total
         self.segments = []
@@ -151,18 +192,13 @@ class CachingAllocator:
         if best is None:
             seg_size = self.segment_size(size)
             p = self._cuda_malloc(seg_size)
-            if p is None:
+            if p is None and self.retry:
+                # PyTorch's one retry: give back the wholly free segments, ask again for the same size
                 self._release_free_segments()
                 self.retries += 1
                 p = self._cuda_malloc(seg_size)
             if p is None:
-                free, total = ctypes.c_size_t(), ctypes.c_size_t()
-                self.rt.cudaMemGetInfo(ctypes.byref(free), ctypes.byref(total))
-                raise OutOfMemory(
-                    f"CUDA out of memory. Tried to allocate {fmt(size)}. GPU {self.device} has a total "
-                    f"capacity of {fmt(total.value)} of which {fmt(free.value)} is free. Of the "
-                    f"allocated memory {fmt(self.allocated)} is allocated by this job, and "
-                    f"{fmt(self.reserved - self.allocated)} is reserved but unallocated.")
+                raise out_of_memory(self.rt, self.device, size, self.allocated, self.reserved)
             seg = Segment(p, seg_size)
             self.segments.append(seg)
             self.reserved += seg_size
@@ -198,6 +234,48 @@ class CachingAllocator:
             seg.blocks.pop(i)
 
 
+class Tensor:
+    __slots__ = ("ptr", "size")
+
+    def __init__(self, ptr, size):
+        self.ptr, self.size = ptr, size
+
+
+class DirectAllocator:
+    """No cache (--no-cache): each tensor is its own cudaMalloc, given back by cudaFree as soon
+    as it is freed, as a framework without a caching allocator does. The requests are the caching
+    allocator's, unrounded; nothing is kept between phases, so the peak of a run is what the job
+    needs. There is no cache to release, so a failed cudaMalloc is the end: no retry."""
+
+    def __init__(self, rt, device):
+        self.rt = rt
+        self.device = device
+        self.allocated = 0
+        self.reserved = 0
+        self.max_reserved = 0
+        self.max_allocated = 0
+        self.retries = 0
+
+    def malloc(self, nbytes):
+        size = max(1, nbytes)  # cudaMalloc(0) would hand back no pointer to free
+        ptr = ctypes.c_void_p()
+        if self.rt.cudaMalloc(ctypes.byref(ptr), ctypes.c_size_t(size)) != 0:
+            self.rt.cudaGetLastError()
+            raise out_of_memory(self.rt, self.device, size, self.allocated, self.reserved)
+        self.allocated += size
+        self.reserved = self.allocated
+        self.max_reserved = self.max_allocated = max(self.max_reserved, self.reserved)
+        return Tensor(ptr.value, size)
+
+    def free(self, t):
+        self.rt.cudaFree(ctypes.c_void_p(t.ptr))
+        self.allocated -= t.size
+        self.reserved = self.allocated
+
+    def empty_cache(self):
+        """Nothing is cached."""
+
+
 def load_runtime():
     for name in ("libcudart.so.13", "libcudart.so.12", "libcudart.so"):
         try:
@@ -218,11 +296,50 @@ def marker():
         return lambda label: None
 
 
+# Ultralytics' keys this job understands, and the option each one is (`yolo train batch=16`)
+ULTRALYTICS_KEYS = {"batch": "--batch", "imgsz": "--imgsz", "epochs": "--epochs", "device": "--device",
+                    "workers": "--workers"}
+
+
+def from_key_value(argv):
+    """Ultralytics' key=value items as the options argparse knows, before it sees them. Like
+    Ultralytics, a leading "--" is dropped first (`--batch=16` is batch=16); unknown keys are left
+    for argparse to refuse, and nothing after "--" is touched."""
+    out = []
+    for i, a in enumerate(argv):
+        if a == "--":
+            return out + argv[i:]
+        key, eq, value = (a[2:] if a.startswith("--") else a).partition("=")
+        if eq and key in ULTRALYTICS_KEYS:
+            out += [ULTRALYTICS_KEYS[key], value]
+        else:
+            out.append(a)
+    return out
+
+
+def whole(text):
+    """An integer, also written as Hugging Face's float epochs ("2.0"): a fraction of an epoch
+    is not something this job can run, so it is refused rather than rounded."""
+    try:
+        return int(text)
+    except ValueError:
+        v = float(text)
+        if not v.is_integer():
+            raise argparse.ArgumentTypeError(f"{text} is not a whole number") from None
+        return int(v)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--batch", "--batch-size", type=int, default=16)
-    ap.add_argument("--img", "--imgsz", "--img-size", type=int, default=640)
-    ap.add_argument("--epochs", type=int, default=2)
+    # One option per quantity, under each style's spelling (see the top of this file), so the
+    # same job can be given as any of them and does the same thing.
+    ap.add_argument("--batch", "--batch-size", "--per_device_train_batch_size",
+                    "--per-device-train-batch-size", "--bs", "-b", "--batch_size",
+                    dest="batch", type=int, default=16)
+    ap.add_argument("--img", "--imgsz", "--img-size", "--image-size", "--image_size", "--img_size",
+                    dest="img", type=int, default=640)
+    ap.add_argument("--epochs", "--num_train_epochs", "--num-train-epochs", dest="epochs", type=whole,
+                    default=2)
     ap.add_argument("--steps", type=int, default=4, help="steps per epoch")
     ap.add_argument("--cfg", choices=sorted(CONFIGS), default="s")
     ap.add_argument("--device", type=int, default=0)
@@ -243,7 +360,12 @@ def main():
                     help="time each training step takes (default 0: as fast as it goes)")
     ap.add_argument("--no-markers", action="store_true",
                     help="do not call vramwatch_mark (phases must then be found from the run)")
-    args = ap.parse_args()
+    ap.add_argument("--no-cache", action="store_true",
+                    help="no caching allocator: every tensor is its own cudaMalloc and cudaFree")
+    ap.add_argument("--no-retry", action="store_true",
+                    help="the caching allocator raises at the first failed cudaMalloc, without "
+                         "releasing its cache and retrying (and does not tell vramwatch it would)")
+    args = ap.parse_args(from_key_value(sys.argv[1:]))
     if args.batch < 1 or args.img < 32:
         ap.error("--batch must be >= 1 and --img >= 32")
     if (args.static_gib is not None and args.static_gib < 0) or \
@@ -256,14 +378,19 @@ def main():
         sys.exit(f"train_sim: cannot use device {args.device}")
     free, total = ctypes.c_size_t(), ctypes.c_size_t()
     rt.cudaMemGetInfo(ctypes.byref(free), ctypes.byref(total))
-    alloc = CachingAllocator(rt, args.device, total.value, os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
+    if args.no_cache:
+        alloc = DirectAllocator(rt, args.device)
+    else:
+        alloc = CachingAllocator(rt, args.device, total.value, os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+                                 retry=not args.no_retry)
     fixed, per_image, layers = CONFIGS[args.cfg]
     if args.static_gib is not None:
         fixed = int(args.static_gib * GiB)
     if args.sample_mib is not None:
         per_image = int(args.sample_mib * MiB)
     per_image = int(per_image * (args.img / 640) ** 2)
-    print(f"train_sim: yolov9-{args.cfg} batch {args.batch} img {args.img} on a "
+    kind = "no cache" if args.no_cache else "caching allocator, no retry" if args.no_retry else "caching allocator"
+    print(f"train_sim: yolov9-{args.cfg} batch {args.batch} img {args.img} epochs {args.epochs} ({kind}) on a "
           f"{fmt(total.value)} card ({fmt(free.value)} free)", flush=True)
 
     t0 = time.time()
