@@ -24,6 +24,14 @@ VW_EXPORT int vramwatch_dump(const char *reason)
     return vw_write_report(r);
 }
 
+VW_EXPORT int vramwatch_allocator_retries(int retries)
+{
+    if (!vw_active())
+        return -1;
+    vw_allocator_declare(retries);
+    return 0;
+}
+
 VW_EXPORT const char *vramwatch_version(void)
 {
     return VW_VERSION;

@@ -31,6 +31,8 @@ struct pending {
     uint64_t size, time_ns, seq, freed_bytes, freed_count;
     const char *api;
     uint32_t callsite;
+    bool reported;  /* an out-of-memory report was written for it: rewrite it if rescued */
+    bool counted;   /* it retried a failure and failed too: already counted as final */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -63,6 +65,11 @@ static int ncrossings;
 static bool crossed[VW_MAX_DEVICES + 1];
 static uint64_t last_oom_report_ns;
 static bool any_oom_report;
+/* Failures known to be final (the retry failed too, or none came) and flushes rescued by a
+ * retry, on all threads: read without the lock by the status file. */
+static uint64_t ooms_final, flushes_total;
+/* A report on disk describes a failure that a retry has since rescued. */
+static bool report_stale;
 
 static VW_TLS struct pending pending;
 
@@ -124,6 +131,8 @@ void core_reset(void)
     memset(crossed, 0, sizeof(crossed));
     last_oom_report_ns = 0;
     any_oom_report = false;
+    ooms_final = flushes_total = 0;
+    report_stale = false;
     touched = false;
     memset(&pending, 0, sizeof(pending));
     if (tl)
@@ -336,20 +345,33 @@ static struct core_failure *failure_by_seq(uint64_t seq)
 }
 
 /* Called with the lock held, for every allocation outcome on this thread. Returns 1 when this
- * request retried a pending failure and succeeded, 2 when it retried and failed. */
+ * request retried a pending failure and succeeded, 2 when it retried and failed. A pending
+ * failure that this request does not retry was final: the application got the error. */
 static int match_retry(int device, uint64_t size, bool ok, uint64_t now)
 {
     if (!pending.active)
         return 0;
     pending.active = false;
     if (pending.size != size || pending.device != device ||
-        now - pending.time_ns > VW_RETRY_WINDOW_NS)
+        now - pending.time_ns > VW_RETRY_WINDOW_NS) {
+        if (pending.seq != UINT64_MAX && !pending.counted)
+            __atomic_store_n(&ooms_final, ooms_final + 1, __ATOMIC_RELAXED);
         return 0;
+    }
     struct core_failure *f = failure_by_seq(pending.seq);
     if (f)
         f->retried = ok ? 1 : 2;
-    if (!ok)
+    if (!ok) {
+        /* PyTorch gives up after one retry: final at once, so a watcher need not wait for the
+         * exit. CuPy tries a third time; should that succeed, the count is taken back. */
+        if (!pending.counted)
+            __atomic_store_n(&ooms_final, ooms_final + 1, __ATOMIC_RELAXED);
         return 2;
+    }
+    if (pending.counted)
+        __atomic_store_n(&ooms_final, ooms_final - 1, __ATOMIC_RELAXED);
+    if (pending.reported)
+        report_stale = true;
     struct core_event *e = &events[ring_slot(events_total, VW_EVENTS_KEPT)];
     events_total++;
     e->time_ns = pending.time_ns;
@@ -360,7 +382,61 @@ static int match_retry(int device, uint64_t size, bool ok, uint64_t now)
     e->device = device;
     e->callsite = pending.callsite;
     devices[core_dev_slot(device)].cache_flushes++;
+    __atomic_store_n(&flushes_total, flushes_total + 1, __ATOMIC_RELAXED);
     return 1;
+}
+
+void core_observe_refusal(int device, uint64_t size, const char *api, uint32_t callsite,
+                          uint64_t now_ns)
+{
+    if (!ready)
+        return;
+    touch();
+    pthread_mutex_lock(&lock);
+    match_retry(device, size, false, now_ns);
+    devices[core_dev_slot(device)].active = true;
+    /* No failure record and no report: the emulated card's answer, which the retry decides.
+     * seq UINT64_MAX finds no failure, and an unmatched refusal is not a final failure. */
+    pending = (struct pending){ .active = true, .device = device, .size = size, .time_ns = now_ns,
+                                .seq = UINT64_MAX, .api = api,
+                                .callsite = callsite < nsites ? callsite : 0 };
+    pthread_mutex_unlock(&lock);
+}
+
+bool core_observe_is_retry(int device, uint64_t size, uint64_t now_ns)
+{
+    /* Only this thread's pending refusal can be retried by this thread: no lock needed. */
+    return ready && pending.active && pending.seq == UINT64_MAX && pending.device == device &&
+           pending.size == size && now_ns - pending.time_ns <= VW_RETRY_WINDOW_NS;
+}
+
+void core_pressure(uint64_t *final_ooms, uint64_t *flushes)
+{
+    *final_ooms = __atomic_load_n(&ooms_final, __ATOMIC_RELAXED);
+    *flushes = __atomic_load_n(&flushes_total, __ATOMIC_RELAXED);
+}
+
+bool core_take_report_stale(void)
+{
+    if (!ready || !__atomic_load_n(&report_stale, __ATOMIC_RELAXED))
+        return false;
+    pthread_mutex_lock(&lock);
+    bool was = report_stale;
+    report_stale = false;
+    pthread_mutex_unlock(&lock);
+    return was;
+}
+
+void core_end_pending(void)
+{
+    /* At exit: a failure still waiting for its retry never got one. */
+    if (!ready)
+        return;
+    pthread_mutex_lock(&lock);
+    if (pending.active && pending.seq != UINT64_MAX && !pending.counted)
+        __atomic_store_n(&ooms_final, ooms_final + 1, __ATOMIC_RELAXED);
+    pending.active = false;
+    pthread_mutex_unlock(&lock);
 }
 
 /* ---------- allocations ---------- */
@@ -379,6 +455,14 @@ static void account_add(const struct core_alloc *a, uint64_t now, bool fresh)
 {
     if (a->callsite < nsites) {
         struct core_callsite *s = &sites[a->callsite];
+        if (!s->first_time_ns && a->kind != CORE_HOST) {
+            /* Where the run stood when this call chain first asked for memory: the start of
+             * its phase, for runs without markers (a training step, validation). */
+            const struct core_device *d = &devices[core_dev_slot(a->device)];
+            s->first_time_ns = a->time_ns ? a->time_ns : 1;
+            s->first_live_before = d->live_bytes;
+            s->first_peak_before = d->peak_live_bytes;
+        }
         s->live_bytes += a->size;
         s->live_count++;
         s->alloc_calls++;
@@ -581,11 +665,13 @@ enum core_failure_verdict core_failure(enum core_kind kind, int device, uint64_t
         pending = (struct pending){ .active = true, .device = device, .size = size,
                                     .time_ns = now_ns, .seq = f->seq, .api = api,
                                     .callsite = f->callsite };
+        pending.counted = retry == 2;
         /* A failed retry is the out-of-memory the application will see: always on disk. A
          * first failure may still be rescued by a cache flush, so after the first report
          * such failures are written at most every two seconds. */
         if (retry == 2 || !any_oom_report || now_ns - last_oom_report_ns >= 2000000000ull) {
             v = CORE_FAIL_REPORT;
+            pending.reported = true;
             any_oom_report = true;
             last_oom_report_ns = now_ns;
         }

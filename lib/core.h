@@ -101,6 +101,9 @@ struct core_marker {
 struct core_callsite {
     uint64_t hash;
     uint64_t live_bytes, live_count, alloc_calls, alloc_bytes_total;
+    /* Its first device allocation: when, and the device's live memory and peak just before.
+     * 0 time: none yet. */
+    uint64_t first_time_ns, first_live_before, first_peak_before;
     uint32_t frames_off;        /* index into the frame arena */
     uint16_t nframes;
     uint16_t pad;
@@ -145,6 +148,23 @@ enum core_failure_verdict core_failure(enum core_kind kind, int device, uint64_t
                                        uint64_t pool_extra, uint64_t now_ns);
 
 void core_note_pool(int device, uint64_t pool);
+
+/* Observe mode, for an allocator that releases its cache and retries a failed request: the
+ * request that crosses the emulated limit is refused once, as the small card would refuse it.
+ * core_observe_refusal remembers it (as a pending failure whose successful retry is a cache
+ * flush, with no failure record and no report); core_observe_is_retry tells the retry, which
+ * then goes through. */
+void core_observe_refusal(int device, uint64_t size, const char *api, uint32_t callsite,
+                          uint64_t now_ns);
+bool core_observe_is_retry(int device, uint64_t size, uint64_t now_ns);
+/* Out-of-memory failures known to be final (their retry failed, or none came) and cache flushes
+ * rescued by a retry, over the whole process; read without the lock. */
+void core_pressure(uint64_t *final_ooms, uint64_t *flushes);
+/* True once after a retry rescued a failure for which an out-of-memory report was written: that
+ * report no longer tells the truth and must be rewritten. */
+bool core_take_report_stale(void);
+/* At exit: a failure still waiting for its retry is final. */
+void core_end_pending(void);
 /* Observe mode: record the first crossing of the emulated limit on a device (later ones on the
  * same device are ignored). Call after the allocation was recorded. */
 void core_limit_crossing(int device, const char *api, uint64_t size, uint32_t callsite,

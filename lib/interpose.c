@@ -59,11 +59,13 @@ static struct hook hooks[VW_HOOK_COUNT] = {
 
 /* Real driver functions used for our own queries; never handed to the application. */
 static bool drv_resolve(void);
+static void drv_hint(void);
 static pthread_mutex_t drv_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct {
     bool tried_ok;
     unsigned attempts;
+    unsigned hint, hint_tried; /* driver lookups seen; the count at the last failed resolve */
     CUresult (*ctx_get_device)(CUdevice *);
     CUresult (*mem_get_info)(size_t *, size_t *);
     CUresult (*device_total_mem)(size_t *, CUdevice);
@@ -93,22 +95,24 @@ static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
  * a pwrite from the hook, no stdio and no allocation. */
 
 static int status_fd = -1;
-static uint64_t status_last_ns, status_written_peak;
-static bool status_oom; /* sticky: an allocation has failed out of memory (maybe rescued by a retry) */
+static uint64_t status_last_ns, status_written_peak, status_written_flushes, status_written_finals;
 static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Plain decimal: a shell reads a zero-padded number as octal. */
 static char *put_field(char *p, const char *key, uint64_t v)
 {
     size_t k = strlen(key);
     memcpy(p, key, k);
     p += k;
     char digits[20];
-    for (int i = 19; i >= 0; i--) {
-        digits[i] = (char)('0' + v % 10);
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
         v /= 10;
-    }
-    memcpy(p, digits, 20);
-    return p + 20;
+    } while (v);
+    while (n)
+        *p++ = digits[--n];
+    return p;
 }
 
 static void status_open(void)
@@ -122,26 +126,38 @@ static void status_open(void)
         fchmod(status_fd, 0600); /* like the reports: private whatever the umask, if it is ours */
 }
 
-static void status_update(uint64_t now, bool oom, bool force)
+/* oom=1 once a failure is final (its retry failed, or none came); pressure counts the cache
+ * flushes a retry rescued, which are not failures. The line is padded with spaces to the length
+ * it had, since numbers no longer have a fixed width, and the file is only ever rewritten in
+ * place (a reader may be reading it). */
+static void status_update(uint64_t now, bool event, bool force)
 {
-    uint64_t peak = core_peak_any();
-    if (!oom && !force && (peak <= status_written_peak || now - status_last_ns < 100000000ull))
+    uint64_t peak = core_peak_any(), finals, flushes;
+    core_pressure(&finals, &flushes);
+    if (!event && !force && flushes == __atomic_load_n(&status_written_flushes, __ATOMIC_RELAXED) &&
+        finals == __atomic_load_n(&status_written_finals, __ATOMIC_RELAXED) && (peak <= status_written_peak || now - status_last_ns < 100000000ull))
         return;
-    if (oom)
-        __atomic_store_n(&status_oom, true, __ATOMIC_RELAXED);
     if (pthread_mutex_trylock(&status_lock) != 0)
         return; /* another thread is writing it: its figures are as good */
-    char line[160], *p = line;
+    static size_t longest;
+    char line[200], *p = line;
     memcpy(p, "vramwatch-status", 16);
     p += 16;
     p = put_field(p, " peak_live_bytes=", peak);
     p = put_field(p, " live_bytes=", core_live_total());
     p = put_field(p, " time_unix_ns=", now);
-    memcpy(p, __atomic_load_n(&status_oom, __ATOMIC_RELAXED) ? " oom=1\n" : " oom=0\n", 7);
-    p += 7;
+    p = put_field(p, " oom=", finals ? 1 : 0);
+    p = put_field(p, " pressure=", flushes);
+    while ((size_t)(p - line) + 1 < longest && p < line + sizeof(line) - 1)
+        *p++ = ' ';
+    *p++ = '\n';
+    if ((size_t)(p - line) > longest)
+        longest = (size_t)(p - line);
     ssize_t w = pwrite(status_fd, line, (size_t)(p - line), 0);
     (void)w;
     status_written_peak = peak;
+    __atomic_store_n(&status_written_flushes, flushes, __ATOMIC_RELAXED);
+    __atomic_store_n(&status_written_finals, finals, __ATOMIC_RELAXED);
     status_last_ns = now;
     pthread_mutex_unlock(&status_lock);
 }
@@ -174,7 +190,7 @@ static void fork_child(void)
     pthread_mutex_init(&drv_lock, NULL);
     pthread_mutex_init(&status_lock, NULL);
     status_written_peak = 0;
-    status_oom = false;
+    status_written_flushes = status_written_finals = 0;
     if (status_fd >= 0) {
         close(status_fd); /* the file describes the parent, which keeps writing it */
         status_fd = -1;
@@ -200,7 +216,11 @@ static void init_body(void)
     if (vw_opt.disable)
         return;
     for (int i = 0; i < VW_MAX_DEVICES; i++)
-        if (vw_opt.limit[i]) {
+        if (vw_opt.limit_share[i] > 0) {
+            vw_limits = true;
+            vw_log(VW_LOG_INFO, "device %d behaves as a card of %.1f%% of its memory (%s)", i,
+                   vw_opt.limit_share[i] * 100, vw_opt.observe ? "observe" : "enforce");
+        } else if (vw_opt.limit[i]) {
             vw_limits = true;
             vw_log(VW_LOG_INFO, "device %d behaves as a card of %llu bytes (%s)", i,
                    (unsigned long long)vw_opt.limit[i], vw_opt.observe ? "observe" : "enforce");
@@ -371,6 +391,8 @@ void *vw_wrap_proc(const char *symbol, int version, uint64_t flags, void *p)
     Dl_info di;
     if (!dladdr(p, &di) || !module_is(di.dli_fname, "libcuda."))
         return p;
+    if (!__atomic_load_n(&drv.tried_ok, __ATOMIC_ACQUIRE))
+        drv_hint();
     int id = -1;
     /* An exported function at exactly this address names itself; trust that over our reading
      * of the version and flag rules. */
@@ -394,6 +416,8 @@ VW_NO_SANITIZE void *vw_dlsym_impl(void *handle, const char *name)
     void *p = vw_real_dlsym(handle, name);
     if (!p || !name || !((name[0] == 'c' && name[1] == 'u') || (name[0] == 'n' && name[1] == 'v')))
         return p;
+    if (name[0] == 'c' && !__atomic_load_n(&drv.tried_ok, __ATOMIC_ACQUIRE))
+        drv_hint();
     return wrap_dlsym_result(name, p);
 }
 
@@ -443,16 +467,29 @@ static void *wrap_dlsym_result(const char *name, void *p)
 
 /* ---------- driver queries ---------- */
 
+/* The runtime (or JAX, or a program of its own) is looking driver functions up: libcuda is
+ * loaded now, so the next drv_ready() must try, whoever asks. */
+static void drv_hint(void)
+{
+    __atomic_fetch_add(&drv.hint, 1, __ATOMIC_RELEASE);
+}
+
 static bool drv_ready(void)
 {
     if (__atomic_load_n(&drv.tried_ok, __ATOMIC_ACQUIRE))
         return true;
-    /* Before the application has loaded libcuda there is nothing to ask; try again now and
-     * then rather than on every call. */
-    if (__atomic_fetch_add(&drv.attempts, 1, __ATOMIC_RELAXED) % 64 != 0)
+    /* Before the application has loaded libcuda there is nothing to ask: try again when a
+     * driver lookup has been seen since the last try, else now and then rather than on every
+     * call. Every caller that is due waits on the lock, so a thread racing the one that
+     * resolves gets the answer instead of giving up (its allocation would land on no device). */
+    unsigned hint = __atomic_load_n(&drv.hint, __ATOMIC_ACQUIRE);
+    if (hint == __atomic_load_n(&drv.hint_tried, __ATOMIC_ACQUIRE) &&
+        __atomic_fetch_add(&drv.attempts, 1, __ATOMIC_RELAXED) % 64 != 0)
         return false;
     pthread_mutex_lock(&drv_lock);
     bool ok = drv_resolve();
+    if (!ok)
+        __atomic_store_n(&drv.hint_tried, hint, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&drv_lock);
     return ok;
 }
@@ -519,9 +556,28 @@ static int64_t query_free(int device)
 static bool query_other_device(int dev, size_t *f, size_t *t);
 static bool query_pools(int device, const struct core_device *d, int64_t *extra, int64_t *high);
 
+/* A limit given as a share of the card (VRAMWATCH_LIMIT=90%) becomes a size once the driver
+ * can say the card's total; until then there is no limit to apply. */
+static uint64_t resolve_share(int device)
+{
+    size_t t;
+    if (!drv_ready() || !drv.device_total_mem || drv.device_total_mem(&t, device) != CUDA_SUCCESS)
+        return 0;
+    uint64_t v = (uint64_t)((double)t * vw_opt.limit_share[device]);
+    if (!v)
+        v = 1;
+    __atomic_store_n(&vw_opt.limit[device], v, __ATOMIC_RELAXED);
+    return v;
+}
+
 uint64_t vw_limit_of(int device)
 {
-    return device >= 0 && device < VW_MAX_DEVICES ? vw_opt.limit[device] : 0;
+    if (device < 0 || device >= VW_MAX_DEVICES)
+        return 0;
+    uint64_t v = __atomic_load_n(&vw_opt.limit[device], __ATOMIC_RELAXED);
+    if (VW_UNLIKELY(!v && vw_opt.limit_share[device] > 0))
+        v = resolve_share(device);
+    return v;
 }
 
 void vw_limit_meminfo(int device, size_t *free, size_t *total)
@@ -563,7 +619,13 @@ int vw_limit_check(enum core_kind kind, uint64_t size, int *device)
     }
     if (used + need <= lim)
         return VW_LIMIT_OK;
-    return vw_opt.observe ? VW_LIMIT_CROSS : VW_LIMIT_REFUSE;
+    if (!vw_opt.observe)
+        return VW_LIMIT_REFUSE;
+    /* Observe mode: an allocator that flushes and retries gets the small card's answer once
+     * (retrying.c); its retry, still over the limit, is where the small card would fail. */
+    if (vw_allocator_retries() && !core_observe_is_retry(*device, size, vw_now_ns()))
+        return VW_LIMIT_FLUSH;
+    return VW_LIMIT_CROSS;
 }
 
 static uint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute a, bool *ok)
@@ -639,6 +701,13 @@ void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bo
             core_limit_crossing(device, api, size, site, now);
         if (VW_UNLIKELY(status_fd >= 0))
             status_update(now, false, false);
+        if (VW_UNLIKELY(core_take_report_stale())) {
+            /* The report on disk says out of memory, and the retry has just succeeded: a process
+             * stopped from now on (a signal, a time limit) must not leave that behind. */
+            uint64_t finals, flushes;
+            core_pressure(&finals, &flushes);
+            vw_write_report(finals ? "oom" : "pressure");
+        }
         vw_leave();
         return;
     }
@@ -655,7 +724,7 @@ void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bo
     enum core_failure_verdict v = core_failure(kind, device, size, api, err, name, oom, site,
                                                free_bytes, (uint64_t)extra, now);
     if (VW_UNLIKELY(status_fd >= 0) && oom)
-        status_update(now, true, false);
+        status_update(now, true, false); /* a second failure may have made it final */
     if (v == CORE_FAIL_REPORT)
         vw_write_report("oom"); /* on disk before the failing call returns */
     vw_leave();
@@ -664,9 +733,19 @@ void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bo
 int vw_limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint64_t size,
                   int *device, bool runtime)
 {
+    /* A runtime call that comes first: the runtime has not loaded the driver yet, so neither the
+     * device nor its memory could be asked. A driver call has a driver already. */
+    if (runtime && *device == VW_DEV_UNKNOWN && kind != CORE_HOST && !drv_ready())
+        vw_runtime_init();
     int lim = vw_limit_check(kind, size, device);
     if (lim == VW_LIMIT_REFUSE)
         vw_record_alloc(c, api, kind, false, VW_OOM, runtime, 0, size, *device, false);
+    if (lim == VW_LIMIT_FLUSH) {
+        core_observe_refusal(*device, size, api, core_callsite(c->frames, c->nframes), vw_now_ns());
+        register_exit();
+        vw_leave();
+        return VW_LIMIT_REFUSE; /* the shim answers out of memory without calling the card */
+    }
     return lim;
 }
 
@@ -788,6 +867,7 @@ int vw_write_report(const char *reason)
 
 static void on_exit_report(void)
 {
+    core_end_pending();
     if (status_fd >= 0 && vw_ready)
         status_update(vw_now_ns(), false, true); /* the last figures, whatever the rate limit */
     if (vw_ready && !vw_opt.disable && core_touched())

@@ -120,7 +120,9 @@ void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bo
 
 /* ---- capacity emulation (VRAMWATCH_LIMIT) ---- */
 extern bool vw_limits; /* any device has a limit */
-enum { VW_LIMIT_OK = 0, VW_LIMIT_REFUSE, VW_LIMIT_CROSS };
+/* VW_LIMIT_FLUSH: observe mode, answer this one request out of memory so the allocator flushes
+ * and retries (vw_limit_gate turns it into VW_LIMIT_REFUSE for the shim). */
+enum { VW_LIMIT_OK = 0, VW_LIMIT_REFUSE, VW_LIMIT_CROSS, VW_LIMIT_FLUSH };
 /* Before an allocation of `size` on *device (VW_DEV_UNKNOWN: the current one, written back):
  * whether it fits the emulated card, must be refused (enforce), or crosses it (observe). */
 int vw_limit_check(enum core_kind kind, uint64_t size, int *device);
@@ -135,6 +137,16 @@ int vw_limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint6
  * query that reaches the driver query inside comes out the same). */
 void vw_limit_meminfo(int device, size_t *free, size_t *total);
 uint64_t vw_limit_of(int device);
+/* Have the CUDA runtime start (it loads the driver and creates the context at its first call),
+ * so that the first allocation can be checked against the limit and put on its device. Does
+ * what the application's own first runtime call is about to do anyway. */
+void vw_runtime_init(void);
+
+/* ---- allocators that flush and retry (retrying.c) ---- */
+/* Whether this process's allocator releases its cache and retries a failed request. */
+bool vw_allocator_retries(void);
+/* vramwatch_allocator_retries(): the process says so itself. */
+void vw_allocator_declare(int retries);
 /* The PCI bus id of a CUDA ordinal, as the driver writes it ("0000:3b:00.0"). */
 bool vw_device_pci_bus_id(int device, char *out, int len);
 /* Take an allocation out before the real free; then report the free's outcome. */

@@ -83,17 +83,52 @@ bool options_parse_size(const char *s, uint64_t *out)
     return true;
 }
 
-bool options_parse_limit(const char *s, uint64_t limit[VW_MAX_DEVICES])
+/* "90%", "12.5 %": a share of the card, more than 0 and at most 100 percent. */
+static bool parse_share(const char *s, double *out)
+{
+    s = skip_space(s);
+    if (!isdigit((unsigned char)*s))
+        return false;
+    /* By hand rather than strtod, whose decimal point follows the host program's locale. */
+    double v = 0, scale = 1;
+    while (isdigit((unsigned char)*s) && v <= 1000)
+        v = v * 10 + (*s++ - '0');
+    if (*s == '.')
+        for (s++; isdigit((unsigned char)*s); s++)
+            if (scale > 1e-9)
+                v += (*s - '0') * (scale /= 10);
+    const char *end = skip_space(s);
+    if (*end != '%' || *skip_space(end + 1) || !(v > 0) || v > 100)
+        return false;
+    *out = v / 100.0;
+    return true;
+}
+
+/* One device's limit: a size or a share. */
+static bool parse_one(const char *s, uint64_t *v, double *share)
+{
+    *v = 0;
+    *share = 0;
+    if (strchr(s, '%'))
+        return parse_share(s, share);
+    return options_parse_size(s, v) && *v > 0;
+}
+
+bool options_parse_limit(const char *s, uint64_t limit[VW_MAX_DEVICES], double share[VW_MAX_DEVICES])
 {
     uint64_t tmp[VW_MAX_DEVICES] = { 0 };
+    double tshare[VW_MAX_DEVICES] = { 0 };
     if (!s || !*s)
         return false;
     if (!strchr(s, ':')) {
         uint64_t v;
-        if (!options_parse_size(s, &v) || v == 0)
+        double sh;
+        if (!parse_one(s, &v, &sh))
             return false;
-        for (int i = 0; i < VW_MAX_DEVICES; i++)
+        for (int i = 0; i < VW_MAX_DEVICES; i++) {
             tmp[i] = v;
+            tshare[i] = sh;
+        }
     } else {
         const char *p = s;
         while (*p) {
@@ -111,14 +146,17 @@ bool options_parse_limit(const char *s, uint64_t limit[VW_MAX_DEVICES])
             char *end;
             long dev = strtol(item, &end, 10);
             uint64_t v;
+            double sh;
             if (end == item || *skip_space(end) || dev < 0 || dev >= VW_MAX_DEVICES ||
-                !options_parse_size(colon + 1, &v) || v == 0)
+                !parse_one(colon + 1, &v, &sh))
                 return false;
             tmp[dev] = v;
+            tshare[dev] = sh;
             p = comma ? comma + 1 : p + len;
         }
     }
     memcpy(limit, tmp, sizeof(tmp));
+    memcpy(share, tshare, sizeof(tshare));
     return true;
 }
 
@@ -172,15 +210,21 @@ void options_load(void)
         else
             strcpy(vw_opt.dir, v);
     }
-    if ((v = getenv("VRAMWATCH_LIMIT")) && *v && !options_parse_limit(v, vw_opt.limit))
-        vw_log(VW_LOG_WARN, "VRAMWATCH_LIMIT=%s is not a size (16GiB, 16000MB) or a list "
-                            "(0:16GiB,1:8GiB); no limit", v);
+    if ((v = getenv("VRAMWATCH_LIMIT")) && *v && !options_parse_limit(v, vw_opt.limit, vw_opt.limit_share))
+        vw_log(VW_LOG_WARN, "VRAMWATCH_LIMIT=%s is not a size (16GiB, 16000MB), a share of the card "
+                            "(90%%) or a list (0:16GiB,1:8GiB); no limit", v);
     if ((v = getenv("VRAMWATCH_STATUS")) && *v) {
         if (strlen(v) >= sizeof(vw_opt.status))
             vw_log(VW_LOG_WARN, "VRAMWATCH_STATUS is too long; no status file");
         else
             strcpy(vw_opt.status, v);
     }
+    /* PyTorch reads PYTORCH_ALLOC_CONF first, then the older name; either may pick the
+     * cudaMallocAsync backend, which does not flush and retry (retrying.c). */
+    const char *conf = getenv("PYTORCH_ALLOC_CONF");
+    if (!conf || !*conf)
+        conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
+    vw_opt.torch_async_backend = conf && strstr(conf, "backend:cudaMallocAsync") != NULL;
     /* Read here, once, so that the NVML hooks never call getenv (environ may be changing). */
     vw_opt.cuda_visible_set = getenv("CUDA_VISIBLE_DEVICES") != NULL;
     if ((v = getenv("VRAMWATCH_LIMIT_MODE")) && *v) {

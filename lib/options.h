@@ -17,9 +17,12 @@ struct vw_options {
     int log_level;                  /* VRAMWATCH_LOG */
     char dir[PATH_MAX];             /* VRAMWATCH_DIR, empty: the working directory at first use */
     uint64_t limit[VW_MAX_DEVICES]; /* VRAMWATCH_LIMIT per device, 0: none */
+    double limit_share[VW_MAX_DEVICES]; /* VRAMWATCH_LIMIT=90%: a share of the card (0: none),
+                                           turned into limit[] at the device's first use */
     bool observe;                   /* VRAMWATCH_LIMIT_MODE=observe */
     char status[PATH_MAX];          /* VRAMWATCH_STATUS: a file kept up to date with the peak */
     bool cuda_visible_set;          /* CUDA_VISIBLE_DEVICES is set: NVML indices are not CUDA's */
+    bool torch_async_backend;       /* PyTorch's allocator setting selects backend:cudaMallocAsync */
 };
 
 extern struct vw_options vw_opt;
@@ -30,7 +33,8 @@ void options_load(void);
 /* Parse a size: "16GiB", "16G", "16000MB", "17179869184". K/M/G/T and KiB.. are powers of
  * 1024, KB/MB/GB/TB powers of 1000. Returns false on anything else or on overflow. */
 bool options_parse_size(const char *s, uint64_t *out);
-/* Parse a limit: one size for every device, or "0:16GiB,1:8GiB". */
-bool options_parse_limit(const char *s, uint64_t limit[VW_MAX_DEVICES]);
+/* Parse a limit: one size for every device, or "0:16GiB,1:8GiB"; a size may also be a share of
+ * the card, "90%" (more than 0, at most 100), which goes to `share` (a fraction) instead. */
+bool options_parse_limit(const char *s, uint64_t limit[VW_MAX_DEVICES], double share[VW_MAX_DEVICES]);
 
 #endif

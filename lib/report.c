@@ -610,6 +610,16 @@ static int write_callsites(struct jsonw *w, int nlive)
         jw_u64(w, "live_count", cs[i].live_count);
         jw_u64(w, "alloc_calls", cs[i].alloc_calls);
         jw_u64(w, "alloc_bytes_total", cs[i].alloc_bytes_total);
+        /* Where its phase began, for runs without markers (docs/advice.md). */
+        if (cs[i].first_time_ns) {
+            jw_u64(w, "first_alloc_unix_ns", cs[i].first_time_ns);
+            jw_u64(w, "live_bytes_before_first", cs[i].first_live_before);
+            jw_u64(w, "peak_live_bytes_before_first", cs[i].first_peak_before);
+        } else {
+            jw_null(w, "first_alloc_unix_ns");
+            jw_null(w, "live_bytes_before_first");
+            jw_null(w, "peak_live_bytes_before_first");
+        }
         jw_obj_end(w);
     }
     jw_arr_end(w);

@@ -20,6 +20,14 @@ int vramwatch_mark(const char *label);
  * written, -1 otherwise (disabled, or the folder is not writable: a warning says why). */
 int vramwatch_dump(const char *reason);
 
+/* Say whether this process's device allocator releases what it caches and retries once when an
+ * allocation fails, as PyTorch's caching allocator does (found by itself for PyTorch; a custom
+ * allocator, or the project's simulated job, says so here). Under VRAMWATCH_LIMIT_MODE=observe
+ * such a process gets the small card's answer to the allocation that crosses the limit (one
+ * failure, so that it flushes its cache) and the retry goes through: the run then measures what
+ * the job needs on a card just large enough. `retries` 0 takes it back. Returns 0, or -1 when
+ * the library is disabled. */
+int vramwatch_allocator_retries(int retries);
 /* The library's version, e.g. "0.1.0". */
 const char *vramwatch_version(void);
 

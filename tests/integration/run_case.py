@@ -10,6 +10,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -417,6 +418,95 @@ def case_status(run):
     st = read_status(path)
     eq(st["oom"], 1, "an out-of-memory failure is flagged")
     expect(st["peak_live_bytes"] >= 600 * MiB, "peak written")
+
+
+def pressure(run, args, extra, expect_rc=0):
+    py = shutil.which("python3") or sys.executable
+    p = run.run([py, os.path.join(HERE, "pressure.py")] + args, extra, expect_rc=expect_rc)
+    words = p.stdout.split()
+    expect(len(words) >= 2 and words[0] == "refused", f"pressure.py printed {p.stdout!r}")
+    return int(words[1])
+
+
+def status_text(path):
+    with open(path, encoding="ascii") as fh:
+        return fh.read()
+
+
+def case_pressure_rescue(run):
+    """A failure that the retry rescued is pressure, not an out-of-memory: the status says so
+    (in plain decimal), and a process stopped by SIGTERM right after leaves a report that says so
+    too, not the one written at the failure."""
+    path = os.path.join(run.dir, "status.txt")
+    card = {"SIMGPU_MEMORY": "1GiB", "SIMGPU_CONTEXT_BYTES": "0", "VRAMWATCH_STATUS": path}
+    eq(pressure(run, ["rescue", "--kill"], card, expect_rc=-signal.SIGTERM), 1, "the card refused once")
+    r = run.report()
+    eq(r["reason"], "pressure", "the report written at the failure was rewritten at the rescue")
+    eq([(f["size"], f["retried"]) for f in r["failures"]], [(256 * MiB, "succeeded")], "the failure, rescued")
+    eq(dev0(r)["cache_flushes"], 1, "one cache flush")
+    st = read_status(path)
+    eq((st["oom"], st["pressure"]), (0, 1), "status: no out-of-memory, one flush")
+    for word in status_text(path).split()[1:]:
+        value = word.split("=")[1]
+        expect(value == "0" or not value.startswith("0"), f"plain decimal, not zero-padded: {word}")
+
+
+def case_pressure_final(run):
+    """A failure that is never retried is final: oom=1 in the status."""
+    path = os.path.join(run.dir, "status.txt")
+    card = {"SIMGPU_MEMORY": "1GiB", "SIMGPU_CONTEXT_BYTES": "0", "VRAMWATCH_STATUS": path}
+    eq(pressure(run, ["final"], card), 1, "the card refused once")
+    st = read_status(path)
+    eq((st["oom"], st["pressure"]), (1, 0), "status: a final out-of-memory, no flush")
+    eq(run.report()["failures"][0]["retried"], None, "no retry seen")
+
+
+def case_observe_retry(run):
+    """Observe mode and an allocator that says it flushes and retries: the request over the
+    emulated card is refused once, as the small card would refuse it; no failure is recorded and
+    no out-of-memory report written; a retry still over the limit goes through."""
+    observe = dict(LIMITED, VRAMWATCH_LIMIT_MODE="observe")
+    eq(pressure(run, ["observe", "--retries"], observe), 2, "refused once at each crossing")
+    r = run.report()
+    d = dev0(r)
+    eq(r["reason"], "exit", "no out-of-memory report")
+    eq(r["failures"], [], "a refusal for the flush is not a failure")
+    eq(d["cache_flushes"], 2, "each refusal made the allocator flush")
+    eq(r["limit_crossings"], [], "the flushes were enough: the job fits the emulated card")
+    eq(d["peak_live_bytes"], 900 * MiB, "the peak the small card allows")
+    os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+    # nothing to give back: each retry goes past the limit, where the small card would fail
+    eq(pressure(run, ["observe", "--retries", "--keep"], observe), 3, "each request over the card refused once")
+    r = run.report()
+    eq(r["failures"], [], "no failure recorded")
+    eq(len(r["limit_crossings"]), 1, "the first retry that went past is the crossing")
+    eq(r["limit_crossings"][0]["live_bytes_at_crossing"], 1200 * MiB, "live at the crossing")
+    eq(dev0(r)["peak_live_bytes"], 1800 * MiB, "the run went on")
+
+
+def case_observe_plain(run):
+    """Observe mode and a program that does not retry: it never sees a failure."""
+    eq(pressure(run, ["observe"], dict(LIMITED, VRAMWATCH_LIMIT_MODE="observe")), 0, "nothing refused")
+    r = run.report()
+    eq((r["failures"], dev0(r)["peak_live_bytes"]), ([], 1800 * MiB), "no failure, the uncapped peak")
+    eq(len(r["limit_crossings"]), 1, "one crossing")
+
+
+def case_limit_first(run):
+    """The limit holds from the very first allocation of the process, and every allocation is on
+    its device (the runtime loads the driver inside the first call)."""
+    eq(pressure(run, ["first"], LIMITED), 31, "9 x 100 MiB fit 1 GiB beside the 100 MiB context")
+    r = run.report()
+    eq([d["ordinal"] for d in r["devices"]], [0], "every allocation on device 0")
+    eq(dev0(r)["live_bytes"], 900 * MiB, "live")
+
+
+def case_limit_share(run):
+    """VRAMWATCH_LIMIT=25%: a quarter of the real card."""
+    eq(pressure(run, ["first"], {"SIMGPU_MEMORY": "4GiB", "SIMGPU_CONTEXT_BYTES": "100MiB",
+                                 "VRAMWATCH_LIMIT": "25%"}), 31, "a 1 GiB card")
+    d = dev0(run.report())
+    eq((d["total_bytes"], d["limit_bytes"]), (1 * GiB, 1 * GiB), "the emulated card in the report")
 
 
 def case_dump(run):

@@ -36,16 +36,34 @@ Test(options, bad_sizes_are_refused)
 Test(options, limits_per_device)
 {
     uint64_t lim[VW_MAX_DEVICES];
-    cr_assert(options_parse_limit("0:16GiB,1:8GiB", lim));
+    double share[VW_MAX_DEVICES];
+    cr_assert(options_parse_limit("0:16GiB,1:8GiB", lim, share));
     cr_assert_eq(lim[0], 16ull << 30);
     cr_assert_eq(lim[1], 8ull << 30);
     cr_assert_eq(lim[2], 0);
-    cr_assert(options_parse_limit("12G", lim));
+    cr_assert(options_parse_limit("12G", lim, share));
     cr_assert_eq(lim[5], 12ull << 30);
-    cr_assert(!options_parse_limit("0:16GiB,,1:8GiB", lim));
-    cr_assert(!options_parse_limit("x:16GiB", lim));
-    cr_assert(!options_parse_limit("64:1G", lim));
-    cr_assert(!options_parse_limit("0", lim), "zero capacity makes no card");
+    cr_assert_eq(share[5], 0);
+    cr_assert(!options_parse_limit("0:16GiB,,1:8GiB", lim, share));
+    cr_assert(!options_parse_limit("x:16GiB", lim, share));
+    cr_assert(!options_parse_limit("64:1G", lim, share));
+    cr_assert(!options_parse_limit("0", lim, share), "zero capacity makes no card");
+}
+
+Test(options, limit_as_share_of_the_card)
+{
+    uint64_t lim[VW_MAX_DEVICES];
+    double share[VW_MAX_DEVICES];
+    cr_assert(options_parse_limit("90%", lim, share));
+    cr_assert_eq(lim[3], 0, "a share has no size until the card is known");
+    cr_assert_float_eq(share[3], 0.9, 1e-12);
+    cr_assert(options_parse_limit("0:12.5 %,1:8GiB", lim, share));
+    cr_assert_float_eq(share[0], 0.125, 1e-12);
+    cr_assert_eq(lim[1], 8ull << 30);
+    cr_assert_eq(share[1], 0);
+    const char *bad[] = { "0%", "101%", "%", "90%%", "-5%", "90% x", "1.5GiB%" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        cr_assert(!options_parse_limit(bad[i], lim, share), "should refuse: '%s'", bad[i]);
 }
 
 Test(options, environment_with_bad_values_keeps_defaults)

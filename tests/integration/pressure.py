@@ -1,0 +1,81 @@
+"""Allocation patterns of caching allocators under pressure, through the simulated runtime with
+ctypes: what run_case.py's pressure and observe cases check the library makes of them.
+
+  rescue        fill the card, fail once, give a block back and retry the same size (it fits):
+                a flush that a retry rescued; then, with --kill, stop by SIGTERM as a batch
+                scheduler does
+  final         fail once and never retry: the application got the error
+  observe       allocate 300 MiB blocks past an emulated limit; with --retries, declare the
+                allocator as one that flushes and retries (vramwatch_allocator_retries) and, at a
+                refusal, give back what is cached (every block but the first; nothing with
+                --keep) and retry once
+  first         forty 100 MiB allocations, the first CUDA calls of the process (the limit must
+                hold from the very first)
+Prints one line on stdout: "refused N" (how many requests the card refused).
+"""
+import ctypes
+import os
+import signal
+import sys
+
+MiB = 1 << 20
+rt = ctypes.CDLL("libcudart.so.13")
+
+
+def malloc(size):
+    p = ctypes.c_void_p()
+    err = rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(size))
+    if err != 0:
+        rt.cudaGetLastError()
+        return None
+    return p
+
+
+def main():
+    mode = sys.argv[1]
+    refused = 0
+    if mode in ("rescue", "final"):
+        held = []
+        while True:
+            p = malloc(256 * MiB)
+            if p is None:
+                refused += 1
+                break
+            held.append(p)
+        if mode == "rescue":
+            rt.cudaFree(held.pop())  # the allocator releases a cached block...
+            if malloc(256 * MiB) is None:  # ...and asks again for the same size
+                refused += 1
+        else:
+            malloc(MiB)  # something else: the failed request was not retried
+        print(f"refused {refused}", flush=True)
+        if "--kill" in sys.argv:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return 0
+    if mode == "observe":
+        if "--retries" in sys.argv:
+            ctypes.CDLL(None).vramwatch_allocator_retries(1)
+        cached = []
+        for _ in range(6):
+            p = malloc(300 * MiB)
+            if p is None:
+                refused += 1
+                if "--keep" not in sys.argv:  # --keep: everything cached is in use
+                    for q in cached[1:]:
+                        rt.cudaFree(q)
+                    cached = cached[:1]
+                p = malloc(300 * MiB)
+                if p is None:
+                    print(f"refused {refused + 1}: the retry failed")
+                    return 1
+            cached.append(p)
+        print(f"refused {refused}", flush=True)
+        return 0
+    if mode == "first":
+        ok = sum(malloc(100 * MiB) is not None for _ in range(40))
+        print(f"refused {40 - ok}", flush=True)
+        return 0
+    return 2
+
+
+sys.exit(main())
