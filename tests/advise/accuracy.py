@@ -3,68 +3,215 @@
 is known.
 
 Each workload is examples/train_sim.py with flags that set its truth (fixed memory, memory per
-image, image size, a validation spike at twice the batch, fragmentation). The truth is measured,
-not computed: the largest batch that runs to its end under the enforced limit of the card less
-the headroom (B_head) and of the whole card (B_card), each found by bisection. Then, per
-workload, the scenarios of docs/advice-accuracy.md:
+image, image size, a validation spike at twice the batch, fragmentation). A row of the matrix is
+one workload run one way: with or without markers (vramwatch_mark, which real jobs do not call),
+with the caching allocator or without a cache (--no-cache: one cudaMalloc per tensor), and with
+its batch written in one command-line style (YOLO's --batch, Ultralytics' batch=, Hugging Face's
+--per_device_train_batch_size, generic --bs or -b). The truth is measured per job as run, not
+computed: the largest batch that runs to its end under the enforced limit of the card less the
+headroom (B_head) and of the whole card (B_card), each found by the same bisection, for that
+allocator and that style. Then the scenarios of docs/advice-accuracy.md:
 
-  observe   one observe-mode run at a batch that does not fit: the advised batch runs to its end
-            on the card, and reaches 85% of B_head
-  late-oom  one real OOM report written after at least one full training step: the same
-  two       two reports of the job (runs that fit, failures, other image sizes): the same, and
-            the predicted peak is within 10% of the advised command's measured need (the
-            smallest card it runs to its end on, found by bisection)
-  fitted    one run that fits: the advised batch is the largest that fits with the headroom
-            (at least 85% of B_head, and it runs on the card)
-  first-oom one OOM in the first step: basis "bound", no claim of a fit, the next run and the
-            fit command proposed; `vramwatch fit` then finds B_head in at most
-            ceil(log2(batch)) + 2 trials
+  observe   one observe-mode run at a batch that does not fit: the run goes to its end, the
+            advised command runs to its end on the card (fits first try), the advised batch is
+            at least 85% of B_head, and the predicted peak is within 10% of the advised
+            command's measured need (the smallest card it runs to its end on, by bisection)
+  late-oom  one real OOM report written after at least one full training step: fits first try
+            and at least 85% of B_head
+  two       two reports of the job (runs that fit, failures, other image sizes): as observe, and
+            the same advised batch with the reports given in the other order
+  fitted    one run that fits: at least 85% of B_head, and it runs on the card (with markers,
+            also the largest within the headroom give or take 5%)
+  first-oom one OOM in the first step: basis "bound", no recommendation claims a fit, the note
+            proposes `vramwatch fit`; `vramwatch fit` then finds at least 95% of B_head (with
+            markers: B_head itself), a batch that runs on the card, in at most
+            ceil(log2(batch)) + 2 trials. Without markers the job's steps take time, so that
+            fit's trials are stopped after settling, as a real job's are
 
-The figures are printed as a Markdown table (docs/advice-accuracy.md holds the last one).
+A check that fails is reported with the row; a row that cannot be run says why and counts as
+failed, never as passed. The figures are printed as one Markdown table (docs/advice-accuracy.md
+holds the last one) and a summary of the rows that failed.
 
     accuracy.py --vramwatch BUILD/tools/vramwatch/vramwatch --sim BUILD/tools/simgpu
-                --train-sim examples/train_sim.py [--only NAME]
+                --train-sim examples/train_sim.py [--quick] [--markers yes|no|both]
+                [--only NAME[,NAME...]] [--jobs N]
+
+--quick is the reduced set the integration suite runs (about a minute on two cores); without it
+the whole matrix runs (tests/bench registers it as the benchmark advise-accuracy-matrix).
 """
 import argparse
+import concurrent.futures
 import glob
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 GiB = 1 << 30
 CARD = 16 * GiB
 HEADROOM = 0.10
-MIN_SHARE = 0.85
-PEAK_TOLERANCE = 0.10
+MIN_SHARE = 0.85        # the advised batch, as a share of the largest within the headroom
+FIT_SHARE = 0.95        # what fit finds, as a share of the same
+PEAK_TOLERANCE = 0.10   # predicted peak against the advised command's measured need
+EXPANDABLE = "expandable_segments:True"
 
-# name: (train_sim flags, environment, scenarios as (kind, [batch or (batch, img)...]))
+# Without markers, fit's trials run a job whose steps take this long, and settle this soon: the
+# peak is reached in the first step and an epoch's training lasts several times the settle time
+# (a real epoch lasts minutes, fit's default settle is 20 s), so a trial that fits is stopped
+# after settling before it validates, as it would be on a real job. The sleep changes no memory.
+FIT_STEP_MS = 600
+FIT_SETTLE_S = 1
+
+# What each workload adds to train_sim's command line (docs/advice-accuracy.md says what it tests)
 WORKLOADS = {
-    "yolov9-s": ([], {}, [
-        ("observe", [64]), ("two", [16, 32]), ("two", [32, 64]), ("fitted", [16]), ("first-oom", [64])]),
-    "large-static": (["--static-gib", "7", "--sample-mib", "150"], {}, [
-        ("observe", [96]), ("two", [16, 40]), ("fitted", [24]), ("first-oom", [64])]),
-    "image-scaling": (["--sample-mib", "300"], {}, [
-        ("observe", [(48, 640)]), ("two", [(16, 512), (16, 640)]), ("fitted", [(8, 800)])]),
-    "validation-spike": (["--val-mem", "1.6"], {}, [
-        ("observe", [64]), ("late-oom", [44]), ("two", [16, 44]), ("two", [40, 48]), ("fitted", [16]),
-        ("first-oom", [64])]),
-    "fragmentation": (["--keep-cache"], {}, [
-        ("observe", [64]), ("late-oom", [52]), ("two", [16, 32]), ("fitted", [16])]),
+    "yolov9-s": [],
+    "large-static": ["--static-gib", "7", "--sample-mib", "150"],
+    "image-scaling": ["--sample-mib", "300"],
+    "validation-spike": ["--val-mem", "1.6"],
+    "fragmentation": ["--keep-cache"],
 }
 
-failures = []
-rows = []
+
+def style_args(style, batch, img):
+    """The batch and image size as each kind of training script spells them. Hugging Face's
+    Trainer has no image-size flag: a row in that style at another size cannot be run."""
+    b, i = str(batch), str(img)
+    if style == "yolo":
+        return ["--batch", b, "--img", i]
+    if style == "ultralytics":
+        return [f"batch={b}", f"imgsz={i}", "epochs=2"]
+    if style in ("hf", "hf-dashed"):
+        if img != 640:
+            raise ValueError("Hugging Face's Trainer has no image-size flag")
+        if style == "hf":
+            return ["--per_device_train_batch_size", b, "--num_train_epochs", "2"]
+        return ["--per-device-train-batch-size", b, "--num-train-epochs", "2"]
+    if style == "generic":
+        return ["--bs", b, "--image-size", i]
+    if style == "generic-b":
+        return ["-b", b, "--img_size", i]
+    raise ValueError(f"unknown style {style}")
 
 
-def check(cond, what):
-    print(("ok    " if cond else "FAIL  ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
+# The rows: (workload, markers, allocator, style, scenario, reports as [batch or (batch, img)],
+# in the reduced set). The rows with markers are the matrix as it was first measured, unchanged;
+# the rows without are jobs as users run them, both allocators, with the styles spread over the
+# rows (each (allocator, style) pair has its own truth, so multiplying them all out would only
+# repeat the same measurement at a much higher cost). The fragmentation workload is the caching
+# allocator's (--keep-cache keeps its cache): without a cache it is yolov9-s again.
+M, N = True, False
+ROWS = [
+    ("yolov9-s", M, "caching", "yolo", "observe", [64], True),
+    ("yolov9-s", M, "caching", "yolo", "two", [16, 32], True),
+    ("yolov9-s", M, "caching", "yolo", "two", [32, 64], False),
+    ("yolov9-s", M, "caching", "yolo", "fitted", [16], True),
+    ("yolov9-s", M, "caching", "yolo", "first-oom", [64], True),
+    ("large-static", M, "caching", "yolo", "observe", [96], False),
+    ("large-static", M, "caching", "yolo", "two", [16, 40], False),
+    ("large-static", M, "caching", "yolo", "fitted", [24], False),
+    ("large-static", M, "caching", "yolo", "first-oom", [64], False),
+    ("image-scaling", M, "caching", "yolo", "observe", [(48, 640)], False),
+    ("image-scaling", M, "caching", "yolo", "two", [(16, 512), (16, 640)], True),
+    ("image-scaling", M, "caching", "yolo", "fitted", [(8, 800)], False),
+    ("validation-spike", M, "caching", "yolo", "observe", [64], False),
+    ("validation-spike", M, "caching", "yolo", "late-oom", [44], True),
+    ("validation-spike", M, "caching", "yolo", "two", [16, 44], False),
+    ("validation-spike", M, "caching", "yolo", "two", [40, 48], False),
+    ("validation-spike", M, "caching", "yolo", "fitted", [16], False),
+    ("validation-spike", M, "caching", "yolo", "first-oom", [64], False),
+    ("fragmentation", M, "caching", "yolo", "observe", [64], False),
+    ("fragmentation", M, "caching", "yolo", "late-oom", [52], True),
+    ("fragmentation", M, "caching", "yolo", "two", [16, 32], False),
+    ("fragmentation", M, "caching", "yolo", "fitted", [16], False),
+
+    ("yolov9-s", N, "caching", "yolo", "observe", [64], True),
+    ("yolov9-s", N, "caching", "ultralytics", "two", [16, 32], False),
+    ("yolov9-s", N, "caching", "hf", "two", [32, 64], True),
+    ("yolov9-s", N, "caching", "generic", "fitted", [16], False),
+    ("yolov9-s", N, "caching", "yolo", "first-oom", [64], True),
+    ("yolov9-s", N, "none", "ultralytics", "observe", [64], True),
+    ("yolov9-s", N, "none", "generic", "two", [16, 32], True),
+    ("yolov9-s", N, "none", "yolo", "two", [32, 64], False),
+    ("yolov9-s", N, "none", "hf", "fitted", [16], True),
+    ("yolov9-s", N, "none", "generic-b", "first-oom", [64], False),
+    ("large-static", N, "caching", "hf", "observe", [96], False),
+    ("large-static", N, "caching", "yolo", "two", [16, 40], False),
+    ("large-static", N, "caching", "ultralytics", "fitted", [24], False),
+    ("large-static", N, "caching", "generic", "first-oom", [64], False),
+    ("large-static", N, "none", "generic", "observe", [96], False),
+    ("large-static", N, "none", "hf-dashed", "two", [16, 40], True),
+    ("large-static", N, "none", "yolo", "fitted", [24], False),
+    ("large-static", N, "none", "ultralytics", "first-oom", [64], False),
+    ("image-scaling", N, "caching", "ultralytics", "observe", [(48, 640)], False),
+    ("image-scaling", N, "caching", "yolo", "two", [(16, 512), (16, 640)], True),
+    ("image-scaling", N, "caching", "generic", "fitted", [(8, 800)], False),
+    ("image-scaling", N, "none", "generic", "observe", [(48, 640)], False),
+    ("image-scaling", N, "none", "ultralytics", "two", [(16, 512), (16, 640)], False),
+    ("image-scaling", N, "none", "yolo", "fitted", [(8, 800)], False),
+    ("validation-spike", N, "caching", "generic", "observe", [64], True),
+    ("validation-spike", N, "caching", "yolo", "late-oom", [44], True),
+    ("validation-spike", N, "caching", "hf", "two", [16, 44], False),
+    ("validation-spike", N, "caching", "ultralytics", "two", [40, 48], False),
+    ("validation-spike", N, "caching", "yolo", "fitted", [16], False),
+    ("validation-spike", N, "caching", "hf", "first-oom", [64], False),
+    ("validation-spike", N, "none", "yolo", "observe", [64], False),
+    ("validation-spike", N, "none", "ultralytics", "late-oom", [44], True),
+    ("validation-spike", N, "none", "generic", "two", [16, 44], False),
+    ("validation-spike", N, "none", "hf", "two", [40, 48], False),
+    ("validation-spike", N, "none", "generic-b", "fitted", [16], False),
+    ("validation-spike", N, "none", "yolo", "first-oom", [64], True),
+    ("fragmentation", N, "caching", "ultralytics", "observe", [64], True),
+    ("fragmentation", N, "caching", "generic", "late-oom", [52], False),
+    ("fragmentation", N, "caching", "yolo", "two", [16, 32], False),
+    ("fragmentation", N, "caching", "hf", "fitted", [16], False),
+]
+
+
+def split(spec):
+    return spec if isinstance(spec, tuple) else (spec, 640)
+
+
+class Row:
+    """One row of the matrix: what it ran, what the advice said, and each check with a short tag
+    for the table."""
+
+    def __init__(self, spec):
+        self.workload, self.markers, self.allocator, self.style, self.kind, self.specs, self.quick = spec
+        self.lines = []           # the row's log, printed together (rows run in parallel)
+        self.failed = []          # short tags of the checks that failed
+        self.not_run = None       # why the row could not be run
+        self.basis = self.first = self.advised = self.pred = self.need = None
+        self.b_head = self.b_card = None
+        self.trials = ""
+
+    @property
+    def label(self):
+        return (f"{'markers' if self.markers else 'no markers'}, {self.allocator}, {self.workload} {self.kind} "
+                f"{self.specs} ({self.style})")
+
+    def log(self, text):
+        self.lines.append(text)
+
+    def check(self, cond, what, tag):
+        self.log(("ok    " if cond else "FAIL  ") + f"{self.label}: {what}")
+        if not cond:
+            self.failed.append(tag)
+        return cond
+
+    def cannot(self, why):
+        self.log(f"FAIL  {self.label}: cannot run: {why}")
+        self.not_run = why
+
+    @property
+    def result(self):
+        if self.not_run:
+            return f"not run: {self.not_run}"
+        return "ok" if not self.failed else "FAIL: " + "; ".join(self.failed)
 
 
 class Runner:
@@ -73,45 +220,65 @@ class Runner:
         self.tmp = tmp
         self.env = dict(os.environ)
         self.env["LD_LIBRARY_PATH"] = o.sim + (":" + self.env["LD_LIBRARY_PATH"] if self.env.get("LD_LIBRARY_PATH") else "")
+        # a card larger than the emulated one, so that observe mode can go over the limit
         self.env["SIMGPU_MEMORY"] = "64GiB"
-        self.cache = {}
+        self.cache = {}     # (command, limit, environment): whether it ran to its end
+        self.truths = {}    # (command but the batch, image): (B_head, B_card)
 
-    def job(self, flags, batch, img=640):
-        return [self.o.python, self.o.train_sim, "--batch", str(batch), "--img", str(img)] + flags
+    def job(self, row, batch, img=640, extra=()):
+        flags = WORKLOADS[row.workload] + ([] if row.markers else ["--no-markers"]) + \
+            (["--no-cache"] if row.allocator == "none" else [])
+        return [self.o.python, self.o.train_sim] + style_args(row.style, batch, img) + flags + list(extra)
 
     def run(self, cmd, limit, env_extra, observe=False):
-        """vramwatch run under the limit; (exit status, report path or None)."""
+        """vramwatch run under the limit: (exit status, report path or None, the job's output)."""
         d = tempfile.mkdtemp(dir=self.tmp)
         env = dict(self.env, **env_extra)
         p = subprocess.run([self.o.vramwatch, "run", "--dir", d, "--limit", str(limit)] + (["--observe"] if observe else [])
                            + ["--"] + cmd, env=env, capture_output=True, text=True, timeout=300)
         reports = glob.glob(os.path.join(d, "*.json"))
-        return p.returncode, reports[0] if len(reports) == 1 else None
+        return p.returncode, reports[0] if len(reports) == 1 else None, p.stdout + p.stderr
 
     def completes(self, cmd, limit, env_extra):
         key = (tuple(cmd), limit, tuple(sorted(env_extra.items())))
         if key not in self.cache:
-            self.cache[key] = self.run(cmd, limit, env_extra)[0] == 0
+            rc, rep, _ = self.run(cmd, limit, env_extra)
+            if rep:
+                shutil.rmtree(os.path.dirname(rep), ignore_errors=True)
+            self.cache[key] = rc == 0
         return self.cache[key]
 
-    def largest_batch(self, flags, env_extra, limit, img=640):
+    def largest_batch(self, row, env_extra, limit, img=640):
         """Bisection over the batch: the largest that runs to its end under the limit."""
         lo, hi = 0, 1
-        while self.completes(self.job(flags, hi, img), limit, env_extra):
+        while self.completes(self.job(row, hi, img), limit, env_extra):
             lo, hi = hi, hi * 2
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if self.completes(self.job(flags, mid, img), limit, env_extra):
+            if self.completes(self.job(row, mid, img), limit, env_extra):
                 lo = mid
             else:
                 hi = mid
         return lo
 
+    def truth(self, row, img, env_extra=None):
+        """(B_head, B_card) of this row's job as run: its allocator, its style, its markers."""
+        env_extra = env_extra or {}
+        key = (tuple(self.job(row, 0, img)), img, tuple(sorted(env_extra.items())))
+        if key not in self.truths:
+            self.truths[key] = (self.largest_batch(row, env_extra, int(CARD * (1 - HEADROOM)), img),
+                                self.largest_batch(row, env_extra, CARD, img))
+        return self.truths[key]
+
     def need(self, cmd, env_extra, guess):
-        """The smallest card (to 0.5%) the command runs to its end on."""
+        """The smallest card (to 0.5% of the guess) the command runs to its end on; None when it
+        does not run even on twice the guess."""
         lo, hi = int(guess * 0.5), int(guess * 2)
         if not self.completes(cmd, hi, env_extra):
             return None
+        # a prediction far too high must not read as a need at half of it
+        while lo > GiB // 4 and self.completes(cmd, lo, env_extra):
+            hi, lo = lo, lo // 2
         while hi - lo > guess * 0.005:
             mid = (lo + hi) // 2
             if self.completes(cmd, mid, env_extra):
@@ -123,129 +290,266 @@ class Runner:
     def advise(self, reports):
         p = subprocess.run([self.o.vramwatch, "advise", "--json"] + reports, capture_output=True, text=True, timeout=60)
         if p.returncode != 0:
-            return None, p.stderr.strip()
-        return json.loads(p.stdout), None
-
-
-def split(spec):
-    return spec if isinstance(spec, tuple) else (spec, 640)
+            why = p.stderr.strip() or f"exit {p.returncode}"
+            for i, rep in enumerate(reports):  # the temporary paths say nothing in a table
+                why = why.replace(rep, f"report {i + 1}")
+            return None, why
+        try:
+            return json.loads(p.stdout), None
+        except ValueError as e:
+            return None, f"not JSON: {e}"
 
 
 def as_job(r, cmd):
     return [r.o.python if c == "python3" else c for c in cmd]
 
 
-def scenario(r, name, flags, env_extra, kind, specs, truth):
-    b_head, b_card = truth
-    label = f"{name} {kind} {specs}"
+def steps_before_oom(output):
+    """The training steps train_sim finished before it ran out of memory (None: no OOM line)."""
+    m = re.search(r"train_sim: max reserved .* after (\d+) steps", output)
+    return int(m.group(1)) if m else None
+
+
+def batch_value(advice):
+    recs = [x for x in advice["recommendations"] if x["kind"] == "batch"]
+    return recs[0]["value"] if recs else None
+
+
+def scenario(r, row):
+    kind, specs = row.kind, row.specs
+    try:
+        r.job(row, *split(specs[0]))
+    except ValueError as e:
+        row.cannot(str(e))
+        return
+    # the advice is for the image size of the first report
+    row.b_head, row.b_card = r.truth(row, split(specs[0])[1])
+    row.log(f"      {row.label}: largest batch within the headroom {row.b_head}, on the card {row.b_card}")
     reports = []
     for spec in specs:
         batch, img = split(spec)
-        observe = kind == "observe"
-        rc, rep = r.run(r.job(flags, batch, img), CARD, env_extra, observe=observe)
-        if not check(rep is not None, f"{label}: batch {batch} left one report (exit {rc})"):
+        rc, rep, out = r.run(r.job(row, batch, img), CARD, {}, observe=kind == "observe")
+        if rep is None:
+            row.cannot(f"batch {batch} left no single report (exit {rc})")
             return
-        if kind in ("late-oom", "first-oom"):
-            check(rc != 0, f"{label}: batch {batch} ran out of memory on the card")
+        if kind == "observe":
+            row.check(rc == 0, f"the observe-mode run at batch {batch} ran to its end (exit {rc})",
+                      f"observe run exit {rc}")
+        if kind == "late-oom":
+            steps = steps_before_oom(out)
+            row.check(rc != 0 and steps is not None and steps >= 1,
+                      f"batch {batch} ran out of memory after a full step (exit {rc}, {steps} steps)",
+                      "setup: no late OOM")
+        if kind == "first-oom":
+            steps = steps_before_oom(out)
+            row.check(rc != 0 and steps == 0, f"batch {batch} ran out of memory in the first step (exit {rc}, {steps} steps)",
+                      "setup: no first-step OOM")
         if kind == "fitted":
-            check(rc == 0, f"{label}: batch {batch} fits the card")
+            row.check(rc == 0, f"batch {batch} fits the card", "setup: does not fit")
         reports.append(rep)
     advice, err = r.advise(reports)
-    if not check(advice is not None, f"{label}: advise answered ({err})"):
+    # advise refusing the reports is the advice failing, not the row: it counts as a failed check
+    if not row.check(advice is not None, f"advise answered ({err})", f"advise refused: {err}"):
         return
     recs = advice["recommendations"]
-    basis = advice["model"]["basis"]
-    batch_recs = [x for x in recs if x["kind"] == "batch"]
+    row.basis = advice["model"]["basis"]
+    advised = batch_value(advice)
     # the first recommendation is the run to do next: the batch, or the allocator setting with that
     # batch when the report shows fragmentation that a full card would suffer
-    if not check(bool(batch_recs) and recs[0]["kind"] in ("batch", "allocator") and recs[0]["command"],
-                 f"{label}: the first recommendation is a command with a batch ({[x['kind'] for x in recs]})"):
+    if not row.check(advised is not None and recs[0]["kind"] in ("batch", "allocator") and recs[0]["command"],
+                     f"the first recommendation is a command with a batch ({[x['kind'] for x in recs]})",
+                     "no batch command first"):
+        row.first = recs[0]["kind"] if recs else None
         return
     rec = recs[0]
+    row.first, row.advised, row.pred = rec["kind"], advised, rec["predicted_peak_bytes"]
     cmd = as_job(r, rec["command"])
-    advised = batch_recs[0]["value"]
     if rec["kind"] == "allocator":
-        check(cmd[:2] == ["env", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"] and str(advised) in cmd,
-              f"{label}: the allocator command sets expandable segments and batch {advised}")
-    row = {"workload": name, "scenario": kind, "reports": ", ".join(str(s) for s in specs), "basis": basis,
-           "first": rec["kind"],
-           "advised": advised, "b_head": b_head, "b_card": b_card, "pred": rec["predicted_peak_bytes"],
-           "need": None, "fits": rec["fits"], "trials": None}
-    rows.append(row)
+        row.check(cmd[:2] == ["env", f"PYTORCH_CUDA_ALLOC_CONF={EXPANDABLE}"] and str(advised) in " ".join(cmd),
+                  f"the allocator command sets expandable segments and batch {advised}", "allocator command")
     if kind == "first-oom":
-        check(basis == "bound", f"{label}: basis is bound ({basis})")
-        check(rec["fits"] is not True, f"{label}: no claim of a fit ({rec['fits']})")
-        check("vramwatch fit" in rec["note"], f"{label}: the note proposes vramwatch fit")
-        start = specs[0]
-        p = subprocess.run([r.o.vramwatch, "fit", "--json", "--limit", "16GiB", "--settle", "5", "--"] + r.job(flags, *split(start)),
-                           env=dict(r.env, **env_extra), capture_output=True, text=True, timeout=900)
-        if check(p.returncode == 0, f"{label}: fit exit {p.returncode}"):
-            fit = json.loads(p.stdout)
-            row["trials"] = len(fit["trials"])
-            bound = math.ceil(math.log2(split(start)[0])) + 2
-            check(fit["best_value"] == b_head, f"{label}: fit found {fit['best_value']}, the largest within the headroom is {b_head}")
-            check(len(fit["trials"]) <= bound, f"{label}: fit took {len(fit['trials'])} trials (at most {bound})")
+        first_oom(r, row, advice, rec)
         return
-    runs = r.completes(cmd, CARD, env_extra)
-    check(runs, f"{label}: advised batch {advised} runs to its end on the card (largest: {b_card})")
-    check(advised >= MIN_SHARE * b_head, f"{label}: advised {advised} >= {MIN_SHARE:.0%} of {b_head}")
-    if kind == "fitted":
-        if rec["kind"] == "allocator":
-            # the largest within the headroom with the setting the advice comes with
-            with_setting = dict(env_extra, PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
-            b_head = r.largest_batch(flags, with_setting, int(CARD * (1 - HEADROOM)))
-            b_card = r.largest_batch(flags, with_setting, CARD)
-            row["b_head"], row["b_card"] = f"{row['b_head']} ({b_head} with it)", f"{row['b_card']} ({b_card} with it)"
-        check(b_head - max(1, b_head // 20) <= advised <= b_card,
-              f"{label}: advised {advised} is the largest within the headroom ({b_head}), give or take 5%")
+    runs = r.completes(cmd, CARD, {})
+    row.check(runs, f"advised batch {advised} runs to its end on the card (largest: {row.b_card})",
+              f"advised {advised} does not run")
+    row.check(advised >= MIN_SHARE * row.b_head, f"advised {advised} >= {MIN_SHARE:.0%} of {row.b_head}",
+              f"advised {advised} is {advised / max(row.b_head, 1):.0%} of {row.b_head}")
+    if kind == "two":
+        reversed_order(r, row, reports, advised)
+    if kind == "fitted" and rec["kind"] == "allocator":
+        # the largest within the headroom with the setting the advice comes with
+        b_head, b_card = r.truth(row, split(specs[0])[1], {"PYTORCH_CUDA_ALLOC_CONF": EXPANDABLE})
+        if row.markers:
+            row.check(b_head - max(1, b_head // 20) <= advised <= b_card,
+                      f"advised {advised} is the largest within the headroom with the setting ({b_head}), give or take 5%",
+                      f"advised {advised}, not {b_head} +/- 5%")
+        row.b_head, row.b_card = f"{row.b_head} ({b_head} with it)", f"{row.b_card} ({b_card} with it)"
+    elif kind == "fitted" and row.markers:
+        row.check(row.b_head - max(1, row.b_head // 20) <= advised <= row.b_card,
+                  f"advised {advised} is the largest within the headroom ({row.b_head}), give or take 5%",
+                  f"advised {advised}, not {row.b_head} +/- 5%")
     if rec["predicted_peak_bytes"] is not None and runs:
-        need = r.need(cmd, env_extra, rec["predicted_peak_bytes"])
-        row["need"] = need
-        if kind == "two" and check(need is not None, f"{label}: the advised command's need was measured"):
-            err = abs(rec["predicted_peak_bytes"] - need) / need
-            check(err <= PEAK_TOLERANCE, f"{label}: predicted {rec['predicted_peak_bytes'] / GiB:.2f} GiB, needs "
-                                         f"{need / GiB:.2f} GiB ({err:.1%})")
+        row.need = r.need(cmd, {}, rec["predicted_peak_bytes"])
+    if kind in ("observe", "two"):
+        if rec["predicted_peak_bytes"] is None:
+            row.check(False, "a predicted peak is given", "no predicted peak")
+        elif row.check(row.need is not None, "the advised command's need was measured", "need not measured"):
+            err = (rec["predicted_peak_bytes"] - row.need) / row.need
+            row.check(abs(err) <= PEAK_TOLERANCE, f"predicted {rec['predicted_peak_bytes'] / GiB:.2f} GiB, needs "
+                                                  f"{row.need / GiB:.2f} GiB ({err:+.1%})", f"peak {err:+.0%}")
+
+
+def reversed_order(r, row, reports, advised):
+    """The same reports in the other order. At one image size that must change nothing. Over two
+    image sizes the advice is for the first report's, so the other order is advice for the other
+    size: it is judged against that size's truth, as the first order is against its own."""
+    back, err = r.advise(reports[::-1])
+    other = batch_value(back) if back else None
+    imgs = [split(s)[1] for s in row.specs]
+    if imgs[0] == imgs[-1]:
+        row.check(other == advised, f"the reports in the other order advise the same batch ({other}{', ' + err if err else ''})",
+                  f"reversed advises {other}")
+        return
+    b_head, b_card = r.truth(row, imgs[-1])
+    row.log(f"      {row.label}: at image {imgs[-1]}, largest batch within the headroom {b_head}, on the card {b_card}")
+    if not row.check(other is not None, f"the reports in the other order advise a batch ({err or 'none'})",
+                     f"reversed: no batch{' (' + err + ')' if err else ''}"):
+        return
+    cmd = as_job(r, back["recommendations"][0]["command"] or [])
+    runs = bool(cmd) and r.completes(cmd, CARD, {})
+    row.check(runs and other >= MIN_SHARE * b_head,
+              f"in the other order, the advised batch {other} at image {imgs[-1]} runs on the card and is >= "
+              f"{MIN_SHARE:.0%} of {b_head}", f"reversed advises {other} at {imgs[-1]}: "
+              + (f"{other / max(b_head, 1):.0%} of {b_head}" if runs else "does not run"))
+
+
+def first_oom(r, row, advice, rec):
+    row.check(row.basis == "bound", f"basis is bound ({row.basis})", f"basis {row.basis}")
+    claims = [x["kind"] for x in advice["recommendations"] if x["fits"] is True]
+    row.check(not claims, f"no recommendation claims a fit ({claims})", f"claims a fit: {', '.join(claims)}")
+    row.check("vramwatch fit" in (rec["note"] or ""), "the note proposes vramwatch fit", "no fit proposed")
+    start, img = split(row.specs[0])
+    if row.markers:
+        settle, extra = 5, ()
+    else:
+        settle, extra = FIT_SETTLE_S, ("--step-ms", str(FIT_STEP_MS))
+    p = subprocess.run([r.o.vramwatch, "fit", "--json", "--limit", "16GiB", "--settle", str(settle), "--"]
+                       + r.job(row, start, img, extra), env=r.env, capture_output=True, text=True, timeout=900)
+    if not row.check(p.returncode == 0, f"fit exit {p.returncode}", f"fit exit {p.returncode}"):
+        row.log("      " + p.stderr.strip().replace("\n", "\n      "))
+        return
+    fit = json.loads(p.stdout)
+    best, n = fit["best_value"], len(fit["trials"])
+    settled = p.stderr.count("(stopped after settling)")
+    row.trials = f"{n}" if row.markers else f"{n} ({settled} settled)"
+    row.advised = f"{row.advised}, fit {best}"
+    bound = math.ceil(math.log2(start)) + 2
+    if row.markers:
+        row.check(best == row.b_head, f"fit found {best}, the largest within the headroom is {row.b_head}",
+                  f"fit found {best}, not {row.b_head}")
+    else:
+        row.check(best is not None and best >= FIT_SHARE * row.b_head,
+                  f"fit found {best} >= {FIT_SHARE:.0%} of {row.b_head}",
+                  f"fit found {best}" + (f", {best / max(row.b_head, 1):.0%} of {row.b_head}" if best else ""))
+        # settling is what this row is about: a trial that fits must have been stopped, not run out
+        row.check(settled > 0, f"{settled} trial(s) stopped after settling", "setup: no trial settled")
+    if best:
+        row.check(r.completes(r.job(row, best, img), CARD, {}), f"fit's batch {best} runs to its end on the card",
+                  f"fit's {best} does not run")
+    row.check(n <= bound, f"fit took {n} trials (at most {bound})", f"fit took {n} trials (> {bound})")
 
 
 def gib(v):
     return "" if v is None else f"{v / GiB:.2f}"
 
 
+def share(x):
+    if not isinstance(x.advised, int) or not isinstance(x.b_head, int) or not x.b_head:
+        return ""
+    return f"{x.advised / x.b_head:.0%}"
+
+
+def error(x):
+    if x.pred is None or not x.need:
+        return ""
+    return f"{(x.pred - x.need) / x.need:+.1%}"
+
+
+def run_group(r, rows):
+    """The rows of one workload, allocator and markers, one after the other: their truths are
+    shared, and their logs come out together."""
+    for row in rows:
+        try:
+            scenario(r, row)
+        except (subprocess.TimeoutExpired, OSError, KeyError, ValueError) as e:
+            row.cannot(f"{type(e).__name__}: {e}")
+    return rows
+
+
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--vramwatch", required=True)
     ap.add_argument("--sim", required=True)
     ap.add_argument("--train-sim", required=True)
     ap.add_argument("--python", default=sys.executable)
-    ap.add_argument("--only", help="one workload")
+    ap.add_argument("--only", help="workloads, comma-separated")
+    ap.add_argument("--markers", choices=("yes", "no", "both"), default="both",
+                    help="the rows with markers, those without (jobs as users run them), or both")
+    ap.add_argument("--quick", action="store_true", help="the reduced set the integration suite runs")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="groups of rows run at the same time")
     o = ap.parse_args()
+    only = set(o.only.split(",")) if o.only else None
+    if only and only - set(WORKLOADS):
+        ap.error(f"--only: unknown workload(s) {', '.join(sorted(only - set(WORKLOADS)))}; known: {', '.join(WORKLOADS)}")
+    rows = [Row(s) for s in ROWS
+            if (not only or s[0] in only) and (o.markers == "both" or s[1] == (o.markers == "yes")) and (s[6] or not o.quick)]
+    groups = {}
+    for row in rows:
+        groups.setdefault((row.markers, row.workload, row.allocator), []).append(row)
+    print(f"{len(rows)} rows in {len(groups)} groups ({'reduced set' if o.quick else 'whole matrix'}), "
+          f"{o.jobs} at a time", flush=True)
+    t0 = time.time()
     tmp = tempfile.mkdtemp(prefix="vw-advise-")
     try:
         r = Runner(o, tmp)
-        for name, (flags, env_extra, scenarios) in WORKLOADS.items():
-            if o.only and name != o.only:
-                continue
-            imgs = sorted({split(s)[1] for _, specs in scenarios for s in specs})
-            truths = {}
-            for img in imgs:
-                truths[img] = (r.largest_batch(flags, env_extra, int(CARD * (1 - HEADROOM)), img),
-                               r.largest_batch(flags, env_extra, CARD, img))
-                print(f"{name} at image {img}: largest batch within the headroom {truths[img][0]}, on the card "
-                      f"{truths[img][1]}", flush=True)
-            for kind, specs in scenarios:
-                # the advice is for the image size of the first report
-                scenario(r, name, flags, env_extra, kind, specs, truths[split(specs[0])[1]])
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, o.jobs)) as pool:
+            # the groups that wait longest start first (fit's trials that settle are mostly sleep,
+            # a bisection per image size is work), so that the last to end is a short one; their
+            # logs still come out in the order of the matrix
+            def weight(g):
+                return sum(len(x.specs) + (6 if x.kind == "first-oom" else 0) for x in g)
+            futures = {}
+            for key in sorted(groups, key=lambda k: -weight(groups[k])):
+                futures[key] = pool.submit(run_group, r, groups[key])
+            for key in groups:
+                for row in futures[key].result():
+                    print("\n".join(row.lines), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    secs = time.time() - t0
     print()
-    print("| workload | scenario | reports (batch or batch, image) | basis | first | advised | largest within headroom | "
-          "largest on the card | predicted GiB | needs GiB | fit trials |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| markers | allocator | workload | style | scenario | reports (batch or batch, image) | basis | first | advised | "
+          "largest within headroom | largest on the card | advised / largest | predicted GiB | needs GiB | error | "
+          "fit trials | result |")
+    print("| --- " * 17 + "|")
     for x in rows:
-        print(f"| {x['workload']} | {x['scenario']} | {x['reports']} | {x['basis']} | {x['first']} | {x['advised']} | {x['b_head']} | "
-              f"{x['b_card']} | {gib(x['pred'])} | {gib(x['need'])} | {x['trials'] or ''} |")
-    if failures:
-        print(f"\n{len(failures)} check(s) failed")
+        print(f"| {'yes' if x.markers else 'no'} | {x.allocator} | {x.workload} | {x.style} | {x.kind} | "
+              f"{', '.join(str(s) for s in x.specs)} | {x.basis or ''} | {x.first or ''} | "
+              f"{'' if x.advised is None else x.advised} | {'' if x.b_head is None else x.b_head} | "
+              f"{'' if x.b_card is None else x.b_card} | {share(x)} | {gib(x.pred)} | {gib(x.need)} | {error(x)} | "
+              f"{x.trials} | {x.result} |")
+    bad = [x for x in rows if x.result != "ok"]
+    print()
+    for markers in (True, False):
+        part = [x for x in rows if x.markers == markers]
+        if part:
+            print(f"{'with' if markers else 'without'} markers: {sum(x.result == 'ok' for x in part)} of {len(part)} rows "
+                  f"passed, {sum(bool(x.not_run) for x in part)} could not be run")
+    print(f"{secs:.0f} s")
+    if bad:
+        print(f"\n{sum(len(x.failed) for x in bad)} check(s) failed and {sum(bool(x.not_run) for x in bad)} row(s) "
+              f"could not be run, in {len(bad)} of {len(rows)} rows")
         return 1
     print("\nall checks passed")
     return 0
