@@ -126,6 +126,13 @@ int main(void)
 	CHECK(cmdline_family(yolo, ARGC(yolo)) == CMDLINE_YOLO);
 	CHECK(cmdline_family(ultra, ARGC(ultra)) == CMDLINE_ULTRALYTICS);
 	CHECK(cmdline_family(imgsz, ARGC(imgsz)) == CMDLINE_GENERIC);
+	/* Hugging Face's dashed alias of the same option: one job at two batch sizes */
+	const char *hfd16[] = {"python3", "run_clm.py", "--per-device-train-batch-size", "16", "--output_dir", "out"};
+	const char *hfd40[] = {"python3", "run_clm.py", "--per-device-train-batch-size", "40", "--output_dir", "out"};
+	CHECK(cmdline_family(hfd16, ARGC(hfd16)) == CMDLINE_HF);
+	CHECK(cmdline_same_job(hfd16, ARGC(hfd16), hfd40, ARGC(hfd40)));
+	expect(hfd16, ARGC(hfd16), CMDLINE_BATCH, "--per-device-train-batch-size", 16, 8,
+	       "python3 run_clm.py --per-device-train-batch-size 8 --output_dir out");
 	const char *hfx[] = {"python3", "run_clm.py", "--per_device_train_batch_size", "16", "--gradient_accumulation_steps=2",
 	                    "--fp16", "False", "--bf16=true", "--gradient_checkpointing", "--output_dir", "out"};
 	CHECK(cmdline_family(hfx, ARGC(hfx)) == CMDLINE_HF);

@@ -13,7 +13,9 @@
 /* Spellings with a leading dash take "--flag V" or "--flag=V"; bare keys take "key=V" only
  * (Ultralytics' yolo command). */
 static const char *const batch_names[] = {
-	"--batch", "--batch-size", "--batch_size", "--per_device_train_batch_size", "--bs", "-b", "batch",
+	"--batch", "--batch-size", "--batch_size", "--per_device_train_batch_size",
+	"--per-device-train-batch-size", /* HfArgumentParser adds a dashed alias of every option */
+	"--bs", "-b", "batch",
 };
 static const char *const image_names[] = {
 	"--img", "--imgsz", "--img-size", "--img_size", "--image-size", "--image_size", "imgsz",
@@ -190,7 +192,8 @@ enum cmdline_family cmdline_family(const char *const *argv, size_t argc)
 		return CMDLINE_ULTRALYTICS;
 	struct cmdline_flag f;
 	cmdline_find(argv, argc, CMDLINE_BATCH, &f);
-	if (f.found && strcmp(f.name, "--per_device_train_batch_size") == 0)
+	if (f.found && (strcmp(f.name, "--per_device_train_batch_size") == 0 ||
+	                strcmp(f.name, "--per-device-train-batch-size") == 0))
 		return CMDLINE_HF;
 	if (f.found && strcmp(f.name, "batch=") == 0)
 		return CMDLINE_ULTRALYTICS;

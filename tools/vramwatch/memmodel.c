@@ -65,6 +65,226 @@ static struct marker *read_markers(const struct model_report *r, size_t *n)
 	return out;
 }
 
+/* ---- phases found by themselves, for runs without markers ----
+ *
+ * A real job adds no markers. What the library records of every call chain still tells where
+ * its phases begin: the moment the chain first asked for memory, and the device's live memory
+ * and peak just before (callsites[].first_alloc_unix_ns, live_bytes_before_first,
+ * peak_live_bytes_before_first). Training steps and validation are called from different lines
+ * of the script, so a phase begins where a call chain from a line not seen before starts after
+ * memory has climbed since the current phase began. Where memory had also fallen back from the
+ * peak by then, towards a base level (the rhythm of a training loop whose step frees its tensors,
+ * or a caching allocator that flushed), that base is the memory that does not depend on the
+ * batch; without a base there is no static level, and no phases are made: the need then rests on
+ * the peak, as before. See docs/advice.md, "Phases found by themselves". */
+
+#define AUTO_MIN_DROP (64ll << 20)
+
+struct auto_site {
+	int64_t t, live, peak;
+	char key[256]; /* the outermost frame in which call chains differ */
+};
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_auto_site(const void *a, const void *b)
+{
+	const struct auto_site *x = a, *y = b;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* One frame as text, to compare call chains: file, function and line for Python, module and
+ * offset for native code. */
+static void frame_text(const cJSON *f, char *out, size_t cap)
+{
+	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
+	out[0] = 0;
+	if (cJSON_IsString(kind) && strcmp(kind->valuestring, "python") == 0) {
+		const cJSON *file = cJSON_GetObjectItemCaseSensitive(f, "file");
+		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(f, "function");
+		const cJSON *line = cJSON_GetObjectItemCaseSensitive(f, "line");
+		snprintf(out, cap, "%s:%s:%lld", cJSON_IsString(file) ? file->valuestring : "?",
+		         cJSON_IsString(fn) ? fn->valuestring : "?", cJSON_IsNumber(line) ? (long long)line->valuedouble : -1);
+	} else {
+		const cJSON *mod = cJSON_GetObjectItemCaseSensitive(f, "module");
+		const cJSON *off = cJSON_GetObjectItemCaseSensitive(f, "offset");
+		snprintf(out, cap, "%s+%lld", cJSON_IsString(mod) ? mod->valuestring : "?",
+		         cJSON_IsNumber(off) ? (long long)off->valuedouble : -1);
+	}
+}
+
+/* The frames of a call site that name the program's own code: the Python frames when there
+ * are any, else all of them; outermost first, into out[] (at most cap). */
+static size_t outer_frames(const cJSON *frames, const cJSON **out, size_t cap)
+{
+	size_t n = 0, py = 0;
+	const cJSON *f;
+	cJSON_ArrayForEach(f, frames) {
+		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
+		py += cJSON_IsString(kind) && strcmp(kind->valuestring, "python") == 0;
+	}
+	cJSON_ArrayForEach(f, frames) {
+		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
+		bool is_py = cJSON_IsString(kind) && strcmp(kind->valuestring, "python") == 0;
+		if ((py && !is_py) || n >= cap)
+			continue;
+		out[n++] = f;
+	}
+	for (size_t i = 0; i < n / 2; i++) { /* innermost first in the report */
+		const cJSON *t = out[i];
+		out[i] = out[n - 1 - i];
+		out[n - 1 - i] = t;
+	}
+	return n;
+}
+
+#define AUTO_FRAMES 64
+
+/* The lowest level live memory fell back to after it had first climbed to half its peak, from
+ * the device's timeline; -1 when it never fell back by much. */
+static int64_t timeline_base(const struct model_report *r, const struct model_device *d)
+{
+	for (size_t i = 0; i < r->timeline.n_devices; i++) {
+		const struct model_tl_device *t = &r->timeline.devices[i];
+		if (d->ordinal.known && t->ordinal.known && t->ordinal.v != d->ordinal.v)
+			continue;
+		int64_t peak = 0, base = -1;
+		for (size_t k = 0; k < t->n_buckets; k++)
+			if (t->buckets[k].live_max > peak)
+				peak = t->buckets[k].live_max;
+		bool climbed = false;
+		for (size_t k = 0; k < t->n_buckets; k++) {
+			const struct model_tl_bucket *b = &t->buckets[k];
+			if (climbed && (base < 0 || b->live_min < base))
+				base = b->live_min;
+			if (b->live_max * 2 >= peak)
+				climbed = true;
+		}
+		if (base >= 0 && base < peak - AUTO_MIN_DROP && base * 10 < peak * 9)
+			return base;
+		return -1;
+	}
+	return -1;
+}
+
+/* Markers made from the call sites (and the timeline) of a report that has none; NULL when the
+ * run shows no phase. */
+static struct marker *auto_markers(const struct model_report *r, const struct model_device *d, size_t *n)
+{
+	*n = 0;
+	const cJSON *sites = cJSON_GetObjectItemCaseSensitive(r->root, "callsites");
+	int count = cJSON_IsArray(sites) ? cJSON_GetArraySize(sites) : 0;
+	if (count <= 0)
+		return NULL;
+	struct auto_site *as = util_xcalloc((size_t)count, sizeof *as);
+	const cJSON **chains = util_xcalloc((size_t)count * AUTO_FRAMES, sizeof *chains);
+	size_t *lens = util_xcalloc((size_t)count, sizeof *lens);
+	size_t m = 0;
+	const cJSON *cs;
+	cJSON_ArrayForEach(cs, sites) {
+		struct auto_site *a = &as[m];
+		if (json_int(cJSON_GetObjectItemCaseSensitive(cs, "first_alloc_unix_ns"), &a->t) != JSON_INT_OK ||
+		    json_int(cJSON_GetObjectItemCaseSensitive(cs, "live_bytes_before_first"), &a->live) != JSON_INT_OK ||
+		    json_int(cJSON_GetObjectItemCaseSensitive(cs, "peak_live_bytes_before_first"), &a->peak) != JSON_INT_OK)
+			continue;
+		lens[m] = outer_frames(cJSON_GetObjectItemCaseSensitive(cs, "frames"), &chains[m * AUTO_FRAMES], AUTO_FRAMES);
+		m++;
+	}
+	/* the frames all chains share, from the outermost in: the key is the first after them */
+	size_t common = m ? lens[0] : 0;
+	for (size_t i = 1; i < m; i++) {
+		size_t k = 0;
+		char x[256], y[256];
+		while (k < common && k < lens[i]) {
+			frame_text(chains[k], x, sizeof x);
+			frame_text(chains[i * AUTO_FRAMES + k], y, sizeof y);
+			if (strcmp(x, y) != 0)
+				break;
+			k++;
+		}
+		common = k;
+	}
+	for (size_t i = 0; i < m; i++) {
+		size_t at = common < lens[i] ? common : (lens[i] ? lens[i] - 1 : 0);
+		if (lens[i])
+			frame_text(chains[i * AUTO_FRAMES + at], as[i].key, sizeof as[i].key);
+	}
+	free(chains);
+	free(lens);
+	qsort(as, m, sizeof *as, cmp_auto_site);
+
+	/* Chains from new lines come in bursts: the first step of training calls many (forward,
+	 * backward, the optimizer), then none for a whole epoch, then validation's. A quiet spell
+	 * well beyond the usual gap between new chains separates phases; so does a fall in memory. */
+	bool *fresh = util_xcalloc(m + 1, sizeof *fresh);
+	int64_t *gaps = util_xcalloc(m + 1, sizeof *gaps);
+	size_t ng = 0;
+	for (size_t i = 0, last = 0; i < m; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = strcmp(as[j].key, as[i].key) == 0;
+		fresh[i] = !seen;
+		if (fresh[i] && i > 0)
+			gaps[ng++] = as[i].t - as[last].t;
+		if (fresh[i])
+			last = i;
+	}
+	qsort(gaps, ng, sizeof *gaps, cmp_i64);
+	int64_t quiet = ng ? 2 * gaps[ng / 2] : 0;
+	free(gaps);
+
+	size_t *starts = util_xcalloc(m + 1, sizeof *starts);
+	size_t ns = 0;
+	int64_t phase_peak = m ? as[0].peak : 0, base = -1;
+	for (size_t i = 1, prev = 0; i < m; i++) {
+		if (!fresh[i])
+			continue;
+		int64_t gap = as[i].t - as[prev].t, drop = as[i].peak - as[i].live;
+		prev = i;
+		bool fell = drop >= AUTO_MIN_DROP && drop * 10 >= as[i].peak;
+		if (as[i].peak < phase_peak + AUTO_MIN_DROP || (!fell && gap <= quiet))
+			continue;
+		starts[ns++] = i;
+		phase_peak = as[i].peak;
+		/* only a fall shows the base level (a caching allocator keeps the last phase's cache) */
+		if (fell && (base < 0 || as[i].live < base))
+			base = as[i].live;
+	}
+	free(fresh);
+	/* A run that did not fail may also show its base level in the timeline only (a caching
+	 * allocator's empty_cache between epochs: the chains that allocate again are not new). A
+	 * failure's flush would look the same, so an out-of-memory report needs a phase. */
+	if (!model_real_oom(r)) {
+		int64_t tb = timeline_base(r, d);
+		if (tb >= 0 && (base < 0 || tb < base))
+			base = tb;
+	}
+	struct marker *mk = NULL;
+	if (m && base >= 0) {
+		mk = util_xcalloc(ns + 1, sizeof *mk);
+		mk[0] = (struct marker){ .time = as[0].t - 1, .live = base, .phase_peak = 0, .label = "epoch 0 train" };
+		/* The phases after training are named as validation: no repeated phase can be seen
+		 * (a chain that allocates again is not new), so each label is its own phase; letters,
+		 * not numbers, keep them apart (same_phase ignores digits). */
+		static const char *const later[] = { "epoch 0 val", "epoch 0 val b", "epoch 0 val c", "epoch 0 val d",
+		                                     "epoch 0 val e", "epoch 0 val f", "epoch 0 val g", "epoch 0 val h" };
+		size_t nl = sizeof later / sizeof later[0];
+		for (size_t k = 0; k < ns; k++) {
+			const struct auto_site *a = &as[starts[k]];
+			mk[k + 1] = (struct marker){ .time = a->t, .live = a->live, .phase_peak = a->peak,
+			                             .label = later[k < nl ? k : nl - 1] };
+		}
+		*n = ns + 1;
+	}
+	free(starts);
+	free(as);
+	return mk;
+}
+
 /* The marker that opens training (the first whose label starts with "epoch"), or -1. Memory live
  * there is what the job holds before any batch: weights, optimizer state, EMA. */
 static ptrdiff_t training_start(const struct marker *mk, size_t n)
@@ -222,18 +442,22 @@ bool memmodel_observe(const struct model_report *reports, size_t n, struct memmo
 			if (o->need < o->peak)
 				o->need = o->peak;
 		} else if (c) {
-			/* Observe mode: nothing had to give way, so a caching allocator kept everything it
-			 * ever cached and the peak overstates what the job needs on the smaller card. The
-			 * level at the first crossing is what it had reached when the card would have been
-			 * full: a lower bound, and the estimate; the uncapped peak is the most it can need. */
+			/* Observe mode: the allocation that crossed the limit was refused once when the
+			 * process's allocator flushes and retries, so it released its cache as on the
+			 * small card, and only its retry went past; a program that does not retry was
+			 * refused nothing and would have failed at the limit with all it held. Either way
+			 * the run's peak is what it needs on a card just large enough: a measurement. */
 			o->observe = true;
-			o->exact = false;
-			o->need = util_sat_add(c->live_bytes_at_crossing > 0 ? c->live_bytes_at_crossing : 0, o->untracked);
-			if (o->need > o->peak)
-				o->need = o->peak;
+			o->exact = true;
 		}
 		size_t nmk = 0;
 		struct marker *mk = read_markers(r, &nmk);
+		o->auto_phases = false;
+		if (!nmk) {
+			free(mk);
+			mk = auto_markers(r, d, &nmk);
+			o->auto_phases = nmk > 0;
+		}
 		ptrdiff_t start = training_start(mk, nmk);
 		o->static_level = start >= 0 ? util_sat_add(mk[start].live, o->untracked) : -1;
 		if (start >= 0) {
@@ -248,8 +472,12 @@ bool memmodel_observe(const struct model_report *reports, size_t n, struct memmo
 				o->phase_complete = completed;
 				o->need = util_sat_add(o->static_level, ws);
 				if (o->observe) {
-					/* every phase ran to its end: the working set is measured, not bounded */
+					/* Observe mode measured the small card itself: cache was released within
+					 * phases as it would have been there, so a phase's rise above the level it
+					 * began at says less than the run's peak, which is the need. */
 					o->exact = true;
+					if (o->need < o->peak)
+						o->need = o->peak;
 				}
 			}
 		}

@@ -36,6 +36,7 @@ struct memmodel_obs {
 	int64_t training_need; /* static + the largest training (not validation) phase; -1 if unknown */
 	int64_t carried;      /* cache of other phases carried into a repeated phase (fragmentation risk) */
 	const char *carried_phase; /* the phase it was carried into */
+	bool auto_phases;     /* the phases were found from the call sites, the report has no markers */
 };
 
 struct memmodel {
