@@ -106,6 +106,7 @@ def group_golden(opts):
         check(r.stderr == b"", "%s: stderr: %s" % (name, r.stderr.decode()))
         compare_golden(opts, name, r.stdout)
     group_golden_variants(opts)
+    group_golden_capacity(opts)
 
 
 def report_of(opts, doc):
@@ -155,6 +156,43 @@ def group_golden_variants(opts):
           "What failed: PyTorch ran out of memory; no CUDA allocation failed for good\n" in out and
           "    fragmentation      3.25 GiB  reserved by PyTorch but unallocated\n" in out,
           "verdict without a failure:\n" + out)
+
+
+def group_golden_capacity(opts):
+    """Several reports of one job give advise the same card in any order: the smallest emulated
+    limit among them (a run on a 64 GiB card without one, and an OOM under a 16 GiB limit)."""
+    adv = os.path.join("..", "..", "advise", "data")
+    pair = [os.path.join(adv, "run-b16.json"), os.path.join(adv, "oom-b64.json")]
+    seen = []
+    for order in (pair, pair[::-1]):
+        r = run(opts, ["advise", "--json"] + order)
+        check(r.returncode == 0, "advise %s: exit %d %s" % (order, r.returncode, r.stderr.decode()))
+        a = json.loads(r.stdout)
+        batch = [x for x in a["recommendations"] if x["kind"] == "batch"]
+        seen.append((a["device"]["capacity_bytes"], batch[0]["value"] if batch else None))
+        r = run(opts, ["advise"] + order)
+        check("capacity 16.00 GiB (the emulated limit)" in r.stdout.decode(), "advise %s: the text names the card" % order)
+    check(seen[0] == seen[1] == (16 << 30, 51), "the card and the batch in both orders: %r" % seen)
+    # --target wins; without limits, the smallest card.
+    r = run(opts, ["advise", "--json", "--target", "24GiB"] + pair[::-1])
+    check(json.loads(r.stdout)["device"]["capacity_bytes"] == 24 << 30, "--target wins over the limits")
+    tmp = tempfile.mkdtemp(prefix="vramwatch-cli-capacity-")
+    try:
+        paths = []
+        for name, total in (("run-b16.json", 64 << 30), ("oom-b64.json", 24 << 30)):
+            with open(os.path.join(opts.data, adv, name)) as f:
+                doc = json.load(f)
+            for d in doc["devices"]:
+                d["limit_bytes"] = None
+                d["total_bytes"] = total
+            paths.append(os.path.join(tmp, name))
+            write_json(paths[-1], doc)
+        for order in (paths, paths[::-1]):
+            r = run(opts, ["advise", "--json"] + order)
+            check(r.returncode == 0 and json.loads(r.stdout)["device"]["capacity_bytes"] == 24 << 30,
+                  "without limits, the smallest card, in either order: %s" % r.stdout.decode()[:300])
+    finally:
+        shutil.rmtree(tmp)
 
 
 def mutations(doc, rng, count):

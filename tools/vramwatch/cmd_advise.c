@@ -894,6 +894,31 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 advice printed; 2 bad usage, unreadable reports, or reports of different jobs.\n";
 
+/* The card the advice is for: --target (target > 0), else the smallest emulated limit among the
+ * reports that ran under one, else the smallest card. Every report is one run of the job, so the
+ * answer must not depend on their order; a run without a limit on a big card says nothing of the
+ * smaller one another run was held to, and the job has to fit the smallest card it met. False
+ * when no report knows its capacity. */
+static bool choose_capacity(struct advice *a, int64_t target)
+{
+	if (target > 0) {
+		a->capacity = target;
+		a->capacity_from = "--target";
+		return true;
+	}
+	int64_t limit = 0, total = 0;
+	for (size_t i = 0; i < a->n_obs; i++) {
+		const struct model_device *d = a->obs[i].device;
+		if (d->limit_bytes.known && d->limit_bytes.v > 0 && (!limit || d->limit_bytes.v < limit))
+			limit = d->limit_bytes.v;
+		if (d->total_bytes.known && d->total_bytes.v > 0 && (!total || d->total_bytes.v < total))
+			total = d->total_bytes.v;
+	}
+	a->capacity = limit ? limit : total;
+	a->capacity_from = limit ? "the emulated limit" : "the card's total";
+	return a->capacity > 0;
+}
+
 static bool parse_percent(const char *s, double *out)
 {
 	char *end = NULL;
@@ -1016,17 +1041,7 @@ int cmd_advise(int argc, char **argv)
 		a.obs = obs;
 		a.n_obs = model_n;
 		a.headroom = headroom;
-		const struct model_device *d = a.o->device;
-		if (target) {
-			a.capacity = (int64_t)target_bytes;
-			a.capacity_from = "--target";
-		} else if (d->limit_bytes.known && d->limit_bytes.v > 0) {
-			a.capacity = d->limit_bytes.v;
-			a.capacity_from = "the emulated limit";
-		} else if (d->total_bytes.known && d->total_bytes.v > 0) {
-			a.capacity = d->total_bytes.v;
-			a.capacity_from = "the card's total";
-		} else {
+		if (!choose_capacity(&a, target ? (int64_t)target_bytes : 0)) {
 			util_err("advise: %s: the card's capacity is not known; give --target SIZE", reports[0].path);
 			status = EXIT_USAGE;
 		}
