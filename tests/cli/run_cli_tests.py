@@ -36,10 +36,12 @@ GOLDEN = [
     ("job.json", ["report", "--json", "rank0-oom.json", "two-devices.json"]),
     # four ranks on two shared GPUs, given out of order: rank 0 holds 30% more, rank 3 fails first
     ("job4.txt", ["report", "job4-rank3.json", "job4-rank1.json", "job4-rank0.json", "job4-rank2.json"]),
+    # written when a cache flush and its retry rescued the first failure: pressure, not an OOM
+    ("pressure.txt", ["report", "pressure.json"]),
 ]
 JOB4 = ["job4-rank%d.json" % i for i in range(4)]
 GOOD = ["oom-pytorch.json", "exit-clean.json", "two-devices.json", "rank0-oom.json", "unknowns.json",
-        "oom-mixed.json"] + ["job4-rank%d.json" % i for i in range(4)]
+        "oom-mixed.json", "pressure.json"] + ["job4-rank%d.json" % i for i in range(4)]
 LATER = []  # every command of the contract is available
 
 
@@ -106,6 +108,7 @@ def group_golden(opts):
         check(r.stderr == b"", "%s: stderr: %s" % (name, r.stderr.decode()))
         compare_golden(opts, name, r.stdout)
     group_golden_variants(opts)
+    group_golden_pressure(opts)
     group_golden_capacity(opts)
 
 
@@ -156,6 +159,57 @@ def group_golden_variants(opts):
           "What failed: PyTorch ran out of memory; no CUDA allocation failed for good\n" in out and
           "    fragmentation      3.25 GiB  reserved by PyTorch but unallocated\n" in out,
           "verdict without a failure:\n" + out)
+
+
+def advise_of(opts, doc, json_out=False):
+    """vramwatch advise on a changed copy of a fixture: (exit status, stdout, stderr)."""
+    tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    try:
+        json.dump(doc, tmp)
+        tmp.close()
+        r = run(opts, ["advise"] + (["--json"] if json_out else []) + [tmp.name])
+        return r.returncode, r.stdout.decode(), r.stderr.decode()
+    finally:
+        os.unlink(tmp.name)
+
+
+def group_golden_pressure(opts):
+    """A run whose failures a cache flush and a retry all rescued fitted: report and advise say
+    so, whether the report was written at the rescue (reason "pressure") or at exit."""
+    with open(os.path.join(opts.data, "pressure.json")) as f:
+        pressure = json.load(f)
+    lead = ("\nUnder memory pressure: 2 cache flushes, each rescued by its retry (the most one released: "
+            "2.50 GiB);\n  no allocation ran out of memory for good\n")
+    at_exit = json.loads(json.dumps(pressure))
+    at_exit["reason"] = "exit"
+    # The library writes "succeeded" when the retry comes; a report that says pressure says no
+    # failure was final even where a failure's retry is not known.
+    unknown = json.loads(json.dumps(pressure))
+    unknown["failures"][1]["retried"] = None
+    for what, doc in (("reason pressure", pressure), ("an exit report", at_exit),
+                      ("reason pressure, a retry not known", unknown)):
+        code, out, err = report_of(opts, doc)
+        check(code == 0 and err == "", "%s: report exit %d %s" % (what, code, err))
+        check(lead in out and "Out of memory" not in out and "What failed: no allocation ran out of memory for good\n" in out,
+              "%s: the post-mortem does not say pressure:\n%s" % (what, out))
+        code, out, err = advise_of(opts, doc)
+        check(code == 0 and err == "", "%s: advise exit %d %s" % (what, code, err))
+        check("out of memory" not in out.lower() and "needs at least" not in out,
+              "%s: advise speaks of an out-of-memory:\n%s" % (what, out))
+        code, out, err = advise_of(opts, doc, json_out=True)
+        adv = json.loads(out)
+        check(code == 0 and adv["model"]["basis"] != "bound" and adv["recommendations"][0]["fits"] is True,
+              "%s: advise --json: %r" % (what, adv["model"]))
+    # A failure that is not rescued is still the out-of-memory, in an exit report.
+    final = json.loads(json.dumps(at_exit))
+    final["failures"][1]["retried"] = None
+    code, out, err = report_of(opts, final)
+    check(code == 0 and "\nOut of memory at " in out and "Under memory pressure" not in out,
+          "an exit report with an unrescued failure:\n" + out)
+    # The reason reads as what it is in the header.
+    code, out, err = report_of(opts, pressure)
+    check(out.splitlines()[2].endswith(": an allocation failed and its retry succeeded (memory pressure)"),
+          "the header's reason: %r" % out.splitlines()[2])
 
 
 def group_golden_capacity(opts):

@@ -257,6 +257,8 @@ static const char *reason_text(const char *reason)
 		return "the program exited";
 	if (strcmp(reason, "request") == 0)
 		return "vramwatch_dump() was called";
+	if (strcmp(reason, "pressure") == 0)
+		return "an allocation failed and its retry succeeded (memory pressure)";
 	return "the program received a fatal signal";
 }
 
@@ -382,7 +384,7 @@ static void print_other_failures(FILE *out, const struct model_report *r, const 
 		const struct model_failure *f = &r->failures[i];
 		if (f == shown)
 			continue;
-		if (model_failure_is_real_oom(f))
+		if (model_report_failure_is_real_oom(r, f))
 			oom++;
 		else if (f->oom)
 			flushed++;
@@ -539,6 +541,19 @@ static void print_lead(FILE *out, const struct model_report *r, const struct sty
 		if (fw->device.known)
 			sb_printf(&b, " on GPU %" PRId64, fw->device.v);
 		fprintf(out, "\n%sOut of memory in PyTorch%s%s\n", st->red, st->reset, sb_str(&b));
+	} else if (model_under_pressure(r)) {
+		/* A caching allocator that flushed and retried with success got its memory: the run
+		 * fitted, however tight, and saying "out of memory" would send people to shrink a job
+		 * that works. */
+		int64_t flushes = model_flushes(r), largest = model_flush_largest(r);
+		if (flushes == 1)
+			sb_add(&b, "1 cache flush, rescued by its retry");
+		else
+			sb_printf(&b, "%" PRId64 " cache flushes, each rescued by its retry", flushes);
+		if (largest >= 0)
+			sb_printf(&b, " (the most one released: %s)", util_fmt_size(largest, s1));
+		fprintf(out, "\n%sUnder memory pressure:%s %s;\n  no allocation ran out of memory for good\n", st->bold,
+			st->reset, sb_str(&b));
 	}
 	sb_free(&b);
 }

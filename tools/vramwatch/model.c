@@ -486,8 +486,8 @@ static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
 	if (!get_str(c, root, "reason", F_REQ, &r->reason))
 		return false;
 	if (strcmp(r->reason, "oom") && strcmp(r->reason, "exit") && strcmp(r->reason, "request") &&
-	    strcmp(r->reason, "signal"))
-		return fail_at(c, "reason", "expected \"oom\", \"exit\", \"request\" or \"signal\"");
+	    strcmp(r->reason, "signal") && strcmp(r->reason, "pressure"))
+		return fail_at(c, "reason", "expected \"oom\", \"exit\", \"request\", \"signal\" or \"pressure\"");
 	const cJSON *proc, *vw, *pinned, *fw, *tl;
 	if (!req_int(c, root, "time_unix_ns", 0, &r->time_unix_ns) || !get_object(c, root, "process", F_REQ, &proc))
 		return false;
@@ -508,6 +508,7 @@ static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
 	if (c->failed || !req_int(c, root, "live_truncated", 0, &r->live_truncated) ||
 	    !get_int(c, root, "failures_total", F_OPT, 0, &r->failures_total) ||
 	    !get_int(c, root, "callsites_dropped", F_OPT, 0, &r->callsites_dropped) ||
+	    !get_int(c, root, "pressure_events_total", F_OPT, 0, &r->pressure_events_total) ||
 	    !get_object(c, root, "vramwatch", F_OPT, &vw) || !get_object(c, root, "host_pinned", F_OPT, &pinned) ||
 	    !get_object(c, root, "framework", F_OPT, &fw) || !get_object(c, root, "timeline", F_OPT, &tl))
 		return false;
@@ -633,15 +634,60 @@ bool model_failure_is_real_oom(const struct model_failure *f)
 	return f->oom && f->retried != RETRIED_SUCCEEDED;
 }
 
+bool model_report_failure_is_real_oom(const struct model_report *r, const struct model_failure *f)
+{
+	if (strcmp(r->reason, "pressure") == 0)
+		return f->oom && f->retried == RETRIED_FAILED;
+	return model_failure_is_real_oom(f);
+}
+
 const struct model_failure *model_real_oom(const struct model_report *r)
 {
 	const struct model_failure *best = NULL;
 	for (size_t i = 0; i < r->n_failures; i++) {
 		const struct model_failure *f = &r->failures[i];
-		if (model_failure_is_real_oom(f) && (!best || f->time_unix_ns < best->time_unix_ns))
+		if (model_report_failure_is_real_oom(r, f) && (!best || f->time_unix_ns < best->time_unix_ns))
 			best = f;
 	}
 	return best;
+}
+
+bool model_under_pressure(const struct model_report *r)
+{
+	if (model_real_oom(r) || r->framework.known)
+		return false;
+	if (strcmp(r->reason, "pressure") == 0)
+		return true;
+	/* Any other report: every failure it lists was an out-of-memory a retry overcame. A failure
+	 * of another kind is not pressure, and a report without failures had none. */
+	for (size_t i = 0; i < r->n_failures; i++)
+		if (!r->failures[i].oom || r->failures[i].retried != RETRIED_SUCCEEDED)
+			return false;
+	return r->n_failures > 0;
+}
+
+int64_t model_flushes(const struct model_report *r)
+{
+	int64_t n = (int64_t)r->n_pressure, devices = 0, rescued = 0;
+	if (r->pressure_events_total.known && r->pressure_events_total.v > n)
+		n = r->pressure_events_total.v;
+	for (size_t i = 0; i < r->n_devices; i++)
+		if (r->devices[i].cache_flushes.known)
+			devices = util_sat_add(devices, r->devices[i].cache_flushes.v);
+	for (size_t i = 0; i < r->n_failures; i++)
+		rescued += r->failures[i].oom && r->failures[i].retried == RETRIED_SUCCEEDED;
+	if (devices > n)
+		n = devices;
+	return rescued > n ? rescued : n;
+}
+
+int64_t model_flush_largest(const struct model_report *r)
+{
+	int64_t most = -1;
+	for (size_t i = 0; i < r->n_pressure; i++)
+		if (r->pressure[i].freed_bytes > most)
+			most = r->pressure[i].freed_bytes;
+	return most;
 }
 
 void model_callsite_short(struct strbuf *b, const struct model_report *r, int64_t id)

@@ -186,6 +186,7 @@ struct model_report {
 	model_int stack_depth;
 	int python; /* -1 unknown, 0 off, 1 on */
 	model_int failures_total, callsites_dropped;
+	model_int pressure_events_total; /* also those beyond the ones listed */
 	struct model_pressure *pressure;
 	size_t n_pressure;
 	struct model_host_pinned host_pinned;
@@ -207,11 +208,24 @@ void model_free(struct model_report *r);
 const struct model_callsite *model_callsite(const struct model_report *r, int64_t id);
 /* The device with this ordinal, or NULL. */
 const struct model_device *model_device(const struct model_report *r, int64_t ordinal);
-/* The failure that is the real out-of-memory: the earliest with oom true whose retry did not
- * succeed (a retry that succeeded was the caching allocator flushing: pressure). NULL if none. */
+/* The failure that is the real out-of-memory: the earliest that model_report_failure_is_real_oom
+ * says is one. NULL if none. */
 const struct model_failure *model_real_oom(const struct model_report *r);
-/* Whether a failure is a real out-of-memory in the sense above. */
+/* Whether a failure is a real out-of-memory: oom true and its retry did not succeed (a retry that
+ * succeeded was the caching allocator flushing: pressure). */
 bool model_failure_is_real_oom(const struct model_failure *f);
+/* The same for a failure of this report: in a report written because a retry succeeded (reason
+ * "pressure"), the report itself says no failure so far was final, so only one whose retry is
+ * known to have failed counts. */
+bool model_report_failure_is_real_oom(const struct model_report *r, const struct model_failure *f);
+/* A run under memory pressure: failures that cache flushes rescued, none final, and no
+ * out-of-memory error raised by the framework either. Such a run fitted. */
+bool model_under_pressure(const struct model_report *r);
+/* Cache flushes rescued by a retry, by the largest count the report gives of them (its pressure
+ * events, the devices' cache_flushes, the failures retried with success); 0 when none. */
+int64_t model_flushes(const struct model_report *r);
+/* The most memory one listed cache flush released; -1 when no flush is listed. */
+int64_t model_flush_largest(const struct model_report *r);
 /* A call site in a few words, for annotations: its innermost Python frame "train.py:212 in step",
  * else its first named native frame "symbol (module)", else "call site N". */
 void model_callsite_short(struct strbuf *b, const struct model_report *r, int64_t id);
