@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Tests of `vramwatch fit` on the simulated GPU (no real GPU needed).
+"""Tests of `vramwatch fit` on the simulated GPU (no real GPU needed); one group per meson test.
 
+search:
 - examples/train_sim.py at batch 64 on an emulated 16 GiB card (a 64 GiB simulated card
   underneath): the value found fits when rerun under `vramwatch run --limit 16GiB`, one more
   does not fit within the 10% headroom (by its trial and by a run of its own), and the search
@@ -10,8 +11,19 @@
 - A command that fails at its own value: exit 1, outcome "error".
 - Bad usage: exit 2 with one line on stderr and nothing on stdout.
 
+limits (what each trial runs under, and how its status line is read; no device needed):
+- Every trial gets an enforced VRAMWATCH_LIMIT of the card less the headroom: --limit SIZE times
+  (1 - headroom), each entry of a per-device list or a share likewise, a VRAMWATCH_LIMIT of the
+  environment when there is no --limit, and "<100 - headroom>%" of the real card otherwise.
+- Status lines with zero-padded numbers and no pressure= (older libraries: oom=1 at any failure,
+  rescued or not) and with plain numbers and pressure=N (oom=1 only once a failure is final): a
+  trial whose failures were all rescued fits, and its line shows the flush count.
+
+card (examples/train_sim.py on a simulated 16 GiB card, needs a library that applies shares):
+- fit without --limit and fit --limit 16GiB give the same answer, on the same reduced card.
+
     run_fit_tests.py --vramwatch BUILD/tools/vramwatch/vramwatch --sim BUILD/tools/simgpu
-                     --train-sim examples/train_sim.py
+                     --train-sim examples/train_sim.py [--group search|limits|card]
 """
 import argparse
 import glob
@@ -41,6 +53,37 @@ while True:
     time.sleep(0.05)
 '''
 
+# A job that records the VRAMWATCH_LIMIT it was given, writes one status line and exits: fits
+# (exit 0, 2 cache flushes rescued) up to --upto, out of memory above it. --form old writes the
+# line of older libraries: zero-padded numbers, no pressure=, and oom=1 that also counted rescued
+# failures; above --upto it then fails as PyTorch does. --form new writes plain numbers and
+# pressure=, and above --upto oom=1 (final) but exit 0: a program that caught the error.
+ENV_JOB = r'''
+import os, sys, time
+a = sys.argv
+v = int(a[a.index("--bs") + 1])
+upto = int(a[a.index("--upto") + 1])
+form = a[a.index("--form") + 1]
+with open(os.environ["FAKE_ENV_OUT"], "a") as f:
+    f.write("%d %s %s\n" % (v, os.environ.get("VRAMWATCH_LIMIT", "-"), os.environ.get("VRAMWATCH_LIMIT_MODE", "-")))
+over = v > upto
+peak = v << 20
+if form == "old":
+    line = "vramwatch-status peak_live_bytes=%020d live_bytes=%020d time_unix_ns=%020d oom=1\n" % (
+        peak, 0, time.time_ns())
+else:
+    line = "vramwatch-status peak_live_bytes=%d live_bytes=%d time_unix_ns=%d oom=%d pressure=2\n" % (
+        peak, 0, time.time_ns(), 1 if over else 0)
+path = os.environ["VRAMWATCH_STATUS"]
+with open(path + ".tmp", "w") as f:
+    f.write(line)
+os.replace(path + ".tmp", path)
+if over and form == "old":
+    print("CUDA out of memory. Tried to allocate 2.00 GiB")
+    sys.exit(1)
+'''
+
+SKIP = 77
 failures = []
 
 
@@ -51,16 +94,220 @@ def check(cond, what):
     return cond
 
 
+def group_search(o, env, tmp, vw, need_of, job):
+    """The search on train_sim, trials stopped after settling, a failing command, bad usage."""
+    # ---- the search on train_sim ----
+    p = vw(["fit", "--json", "--limit", "16GiB", "--"] + job)
+    sys.stderr.write(p.stderr)
+    if check(p.returncode == 0, "fit --json exits 0 (exit %d)" % p.returncode):
+        res = json.loads(p.stdout)
+        check(res["schema"] == "vramwatch.fit/1", "schema vramwatch.fit/1")
+        check(res["flag"] == "--batch", "flag as spelled: %r" % res["flag"])
+        best = res["best_value"]
+        trials = res["trials"]
+        check(isinstance(best, int) and 1 <= best < 64, "best_value %r" % best)
+        check(len(trials) <= math.ceil(math.log2(64)) + 2, "%d trials, at most 8" % len(trials))
+        check(trials[0]["value"] == 64, "starts at the command's own value")
+        check(all(t["outcome"] in ("fits", "oom", "error") and isinstance(t["peak_bytes"], int)
+                  for t in trials), "trial records")
+        check(len(p.stderr.strip().splitlines()) == len(trials), "one progress line per trial")
+        by_value = {t["value"]: t for t in trials}
+        check(by_value.get(best, {}).get("outcome") == "fits", "the best value's trial fits")
+        over = by_value.get(best + 1)
+        check(over is not None and over["outcome"] != "fits", "best + 1 was tried and does not fit")
+        # "Fits with the headroom" is measured on a card reduced by the headroom: the best
+        # value runs there, the next one does not, and the best one also runs on the card.
+        reduced = str(int(LIMIT * (1 - HEADROOM)))
+        rc, need = need_of(best)
+        check(rc == 0, "best %d runs under vramwatch run --limit 16GiB (exit %d)" % (best, rc))
+        rc, need = need_of(best, reduced)
+        check(rc == 0 and 0 < need <= LIMIT * (1 - HEADROOM),
+              "best %d runs on the card less the headroom, needing %d (exit %d)" % (best, need, rc))
+        rc, need = need_of(best + 1, reduced)
+        check(rc != 0, "best + 1 does not run on the card less the headroom (exit %d)" % rc)
+
+        # text output: the best value and the full command, spelled as given
+        p = vw(["fit", "--limit", "16GiB", "--"] + job)
+        lines = p.stdout.strip().splitlines()
+        check(p.returncode == 0 and len(lines) == 2 and lines[0].startswith("best: --batch %d " % best),
+              "text output names the best value: %r" % p.stdout)
+        check(lines[-1].endswith("--batch %d --img 640" % best), "text output gives the command: %r" % lines[-1])
+
+    # ---- trials that never end are stopped after settling ----
+    fake = os.path.join(tmp, "fake_job.py")
+    with open(fake, "w") as f:
+        f.write(FAKE_JOB)
+    p = vw(["fit", "--json", "--limit", "16GiB", "--settle", "0.5", "--flag", "--bs", "--",
+            o.python, fake, "--bs", "64"], timeout=120)
+    sys.stderr.write(p.stderr)
+    if check(p.returncode == 0, "settling job: exit 0 (exit %d)" % p.returncode):
+        res = json.loads(p.stdout)
+        # 14 GiB fits 16 GiB less 10%, 15 GiB does not
+        check(res["best_value"] == 14, "settling job: best 14, got %r" % res["best_value"])
+        check(len(res["trials"]) <= 8, "settling job: %d trials" % len(res["trials"]))
+        check(all(t["peak_bytes"] == t["value"] << 30 for t in res["trials"]),
+              "settling job: peaks from the status file")
+        check("settling" in p.stderr, "settling job: the progress says it was stopped")
+    # nothing fits a 1 GiB card with 10% headroom: halving stops at 1
+    p = vw(["fit", "--json", "--limit", "1GiB", "--settle", "0.3", "--flag", "--bs", "--",
+            o.python, fake, "--bs", "64"], timeout=120)
+    ok = check(p.returncode == 1 and "nothing fits" in p.stderr, "nothing fits: exit 1 (exit %d)" % p.returncode)
+    if ok:
+        res = json.loads(p.stdout)
+        check(res["best_value"] is None and [t["value"] for t in res["trials"]] == [64, 32, 16, 8, 4, 2, 1],
+              "nothing fits: halved down to 1: %r" % res["trials"])
+    check(not glob.glob(os.path.join(tmp, "vramwatch-fit-*")), "trial folders removed")
+
+    # ---- a command that fails at its own value ----
+    p = vw(["fit", "--json", "--limit", "16GiB", "--", o.python, "-c", "import sys; sys.exit(3)",
+            "--batch", "8"], timeout=60)
+    ok = check(p.returncode == 1, "failing command: exit 1 (exit %d)" % p.returncode)
+    if ok:
+        res = json.loads(p.stdout)
+        check(res["best_value"] is None and [t["outcome"] for t in res["trials"]] == ["error"],
+              "failing command: best null, one error trial: %r" % res)
+
+    # ---- bad usage ----
+    for args, what in [
+        (["fit"], "no command"),
+        (["fit", "--limit", "16GiB"], "options but no command"),
+        (["fit", "--", o.python, "train.py", "--epochs", "3"], "no batch flag"),
+        (["fit", "--flag", "--bs", "--"] + job, "--flag not in the command"),
+        (["fit", "--limit", "16XB", "--"] + job, "a bad size"),
+        (["fit", "--headroom", "150", "--"] + job, "a bad headroom"),
+        (["fit", "--settle", "0", "--"] + job, "a bad settle"),
+        (["fit", "--bogus", "--"] + job, "an unknown option"),
+        (["fit", "--limit"], "an option without its value"),
+        (["fit", "--", "/nonexistent/vw-fit-prog", "--batch", "4"], "a command that cannot start"),
+    ]:
+        p = vw(args, timeout=60)
+        check(p.returncode == 2 and p.stdout == "" and len(p.stderr.splitlines()) == 1,
+              "bad usage, %s: exit %d, stderr %r" % (what, p.returncode, p.stderr))
+    p = vw(["fit", "--help"])
+    check(p.returncode == 0 and p.stdout.startswith("usage: vramwatch fit"), "fit --help")
+
+
+def group_limits(o, env, tmp, vw, need_of, job):
+    """What each trial runs under, and trials judged by their status line alone."""
+    fake = os.path.join(tmp, "env_job.py")
+    with open(fake, "w") as f:
+        f.write(ENV_JOB)
+    out = os.path.join(tmp, "env.txt")
+    keep = 1 - HEADROOM
+
+    def fit(args, form="new", extra=None):
+        if os.path.exists(out):
+            os.unlink(out)
+        e = dict(env, FAKE_ENV_OUT=out, **(extra or {}))
+        p = subprocess.run([o.vramwatch, "fit", "--json"] + args + ["--flag", "--bs", "--", o.python, fake,
+                                                                     "--bs", "16", "--upto", "20", "--form", form],
+                           env=e, capture_output=True, text=True, timeout=120, cwd=tmp)
+        sys.stderr.write(p.stderr)
+        got = []
+        if os.path.exists(out):
+            with open(out) as f:
+                got = [tuple(l.split()) for l in f]
+        best = json.loads(p.stdout)["best_value"] if p.returncode in (0, 1) and p.stdout else None
+        return p, got, best
+
+    for args, extra, limit, what in [
+        ([], None, "90%", "no --limit: the real card less 10%, as a share"),
+        (["--headroom", "12.5"], None, "87.5%", "no --limit, --headroom 12.5"),
+        (["--headroom", "0"], None, "100%", "no --limit, --headroom 0"),
+        (["--limit", "16GiB"], None, str(int(LIMIT * keep)), "--limit 16GiB"),
+        (["--limit", "0:16GiB,1:8000MB"], None, "0:%d,1:%d" % (int(LIMIT * keep), int(8000 * 10 ** 6 * keep)),
+         "a per-device --limit, each entry"),
+        (["--limit", "80%"], None, "72%", "--limit as a share"),
+        ([], {"VRAMWATCH_LIMIT": "8GiB"}, str(int(8 * GiB * keep)), "VRAMWATCH_LIMIT of the environment"),
+        (["--limit", "12GiB"], {"VRAMWATCH_LIMIT": "8GiB"}, str(int(12 * GiB * keep)), "--limit over the environment"),
+    ]:
+        p, got, best = fit(args, extra=extra)
+        check(p.returncode == 0 and best == 20, "%s: best 20, got %r (exit %d)" % (what, best, p.returncode))
+        check(len(got) > 1 and all(g[1:] == (limit, "enforce") for g in got),
+              "%s: every trial under VRAMWATCH_LIMIT=%s enforced: %r" % (what, limit, got))
+        fits = [l for l in p.stderr.splitlines() if ": fits," in l]
+        check(fits and all(l.endswith("; 2 cache flushes rescued by a retry") for l in fits),
+              "%s: the flushes are counted on each trial's line: %r" % (what, fits))
+        check(not [l for l in p.stderr.splitlines() if ": oom," in l and "out of memory" not in l],
+              "%s: oom lines say why" % what)
+
+    # An older library's line (zero-padded, no pressure=, oom=1 also for rescued failures): a trial
+    # that exits 0 fits, one that fails with "out of memory" does not.
+    p, got, best = fit(["--limit", "16GiB"], form="old")
+    check(p.returncode == 0 and best == 20, "old status line: best 20, got %r (exit %d)" % (best, p.returncode))
+    # Without --limit and with such a library, nothing says the share took effect, or what the card
+    # is: no made-up verdict.
+    p, got, best = fit([], form="old")
+    check(p.returncode == 1 and "the card's capacity is unknown" in p.stderr,
+          "old status line, no --limit: capacity unknown (exit %d)" % p.returncode)
+
+    for args, extra, what in [
+        (["--limit", "120%"], None, "a share over 100%"),
+        (["--limit", "0%"], None, "a share of 0"),
+        (["--limit", "0:16GiB,0:8GiB"], None, "a device named twice"),
+        (["--limit", "0:16GiB,1:"], None, "an empty entry"),
+        ([], {"VRAMWATCH_LIMIT": "lots"}, "a bad VRAMWATCH_LIMIT in the environment"),
+    ]:
+        p = subprocess.run([o.vramwatch, "fit"] + args + ["--flag", "--bs", "--", o.python, fake, "--bs", "16"],
+                           env=dict(env, **(extra or {})), capture_output=True, text=True, timeout=60, cwd=tmp)
+        check(p.returncode == 2 and p.stdout == "" and len(p.stderr.splitlines()) == 1,
+              "bad usage, %s: exit %d, stderr %r" % (what, p.returncode, p.stderr))
+    p = subprocess.run([o.vramwatch, "fit"] + ["--", o.python, fake, "--bs", "16"],
+                       env=dict(env, VRAMWATCH_LIMIT="lots"), capture_output=True, text=True, timeout=60, cwd=tmp)
+    check("VRAMWATCH_LIMIT=lots" in p.stderr, "the environment's limit is named: %r" % p.stderr)
+
+
+def group_card(o, env, tmp, vw, need_of, job):
+    """The same answer with and without --limit on a 16 GiB card: both run every trial on the card
+    less the headroom, where the caching allocator has to live within it."""
+    env16 = dict(env, SIMGPU_MEMORY="16GiB")
+    # Shares are resolved by the library: without them, fit without --limit judges by the peak.
+    d = tempfile.mkdtemp(dir=tmp)
+    subprocess.run([o.vramwatch, "run", "--dir", d, "--", o.python, o.train_sim, "--batch", "1", "--img", "64",
+                    "--epochs", "1", "--steps", "1", "--no-markers"],
+                   env=dict(env16, VRAMWATCH_LIMIT="50%"), capture_output=True, timeout=120, cwd=tmp)
+    limits = []
+    for rep in glob.glob(os.path.join(d, "vramwatch-*.json")):
+        with open(rep) as f:
+            limits += [dev["limit_bytes"] for dev in json.load(f)["devices"]]
+    if not limits or any(l != 8 * GiB for l in limits):
+        print("cannot run: the library does not apply VRAMWATCH_LIMIT=50%% of a 16 GiB card (limit_bytes %r)"
+              % limits)
+        return SKIP
+    cmd = ["--settle", "5", "--", o.python, o.train_sim, "--batch", "64", "--img", "640", "--no-markers",
+           "--step-ms", "200", "--epochs", "3"]
+    answers = {}
+    for what, args in (("no --limit", []), ("--limit 16GiB", ["--limit", "16GiB"])):
+        p = subprocess.run([o.vramwatch, "fit", "--json"] + args + cmd, env=env16, capture_output=True, text=True,
+                           timeout=300, cwd=tmp)
+        sys.stderr.write(p.stderr)
+        if not check(p.returncode == 0, "%s: exit %d" % (what, p.returncode)):
+            return 1
+        answers[what] = json.loads(p.stdout)["best_value"]
+        lines = p.stderr.splitlines()
+        check(all("14.40 GiB card (16.00 GiB less 10% headroom)" in l for l in lines if ": fits," in l),
+              "%s: every trial that fits ran on the 16 GiB card less 10%%" % what)
+        check(any(": fits," in l and "cache flush" in l for l in lines),
+              "%s: a trial the allocator's flushes rescued fits, and its line says so" % what)
+    check(answers["no --limit"] == answers["--limit 16GiB"] == 51,
+          "one answer, 51, with and without --limit: %r" % answers)
+
+
+GROUPS = {"search": group_search, "limits": group_limits, "card": group_card}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vramwatch", required=True)
     ap.add_argument("--sim", required=True)
     ap.add_argument("--train-sim", required=True)
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--group", choices=sorted(GROUPS), default="search")
     o = ap.parse_args()
     o.vramwatch = os.path.abspath(o.vramwatch)
 
-    env = dict(os.environ)
+    # A limit from outside would be the card every trial is fitted to.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_")}
     env["LD_LIBRARY_PATH"] = o.sim + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     env["SIMGPU_MEMORY"] = "64GiB"
     tmp = tempfile.mkdtemp(prefix="vw-fit-")
@@ -85,95 +332,9 @@ def main():
         return p.returncode, need
 
     try:
-        # ---- the search on train_sim ----
-        p = vw(["fit", "--json", "--limit", "16GiB", "--"] + job)
-        sys.stderr.write(p.stderr)
-        if check(p.returncode == 0, "fit --json exits 0 (exit %d)" % p.returncode):
-            res = json.loads(p.stdout)
-            check(res["schema"] == "vramwatch.fit/1", "schema vramwatch.fit/1")
-            check(res["flag"] == "--batch", "flag as spelled: %r" % res["flag"])
-            best = res["best_value"]
-            trials = res["trials"]
-            check(isinstance(best, int) and 1 <= best < 64, "best_value %r" % best)
-            check(len(trials) <= math.ceil(math.log2(64)) + 2, "%d trials, at most 8" % len(trials))
-            check(trials[0]["value"] == 64, "starts at the command's own value")
-            check(all(t["outcome"] in ("fits", "oom", "error") and isinstance(t["peak_bytes"], int)
-                      for t in trials), "trial records")
-            check(len(p.stderr.strip().splitlines()) == len(trials), "one progress line per trial")
-            by_value = {t["value"]: t for t in trials}
-            check(by_value.get(best, {}).get("outcome") == "fits", "the best value's trial fits")
-            over = by_value.get(best + 1)
-            check(over is not None and over["outcome"] != "fits", "best + 1 was tried and does not fit")
-            # "Fits with the headroom" is measured on a card reduced by the headroom: the best
-            # value runs there, the next one does not, and the best one also runs on the card.
-            reduced = str(int(LIMIT * (1 - HEADROOM)))
-            rc, need = need_of(best)
-            check(rc == 0, "best %d runs under vramwatch run --limit 16GiB (exit %d)" % (best, rc))
-            rc, need = need_of(best, reduced)
-            check(rc == 0 and 0 < need <= LIMIT * (1 - HEADROOM),
-                  "best %d runs on the card less the headroom, needing %d (exit %d)" % (best, need, rc))
-            rc, need = need_of(best + 1, reduced)
-            check(rc != 0, "best + 1 does not run on the card less the headroom (exit %d)" % rc)
-
-            # text output: the best value and the full command, spelled as given
-            p = vw(["fit", "--limit", "16GiB", "--"] + job)
-            lines = p.stdout.strip().splitlines()
-            check(p.returncode == 0 and len(lines) == 2 and lines[0].startswith("best: --batch %d " % best),
-                  "text output names the best value: %r" % p.stdout)
-            check(lines[-1].endswith("--batch %d --img 640" % best), "text output gives the command: %r" % lines[-1])
-
-        # ---- trials that never end are stopped after settling ----
-        fake = os.path.join(tmp, "fake_job.py")
-        with open(fake, "w") as f:
-            f.write(FAKE_JOB)
-        p = vw(["fit", "--json", "--limit", "16GiB", "--settle", "0.5", "--flag", "--bs", "--",
-                o.python, fake, "--bs", "64"], timeout=120)
-        sys.stderr.write(p.stderr)
-        if check(p.returncode == 0, "settling job: exit 0 (exit %d)" % p.returncode):
-            res = json.loads(p.stdout)
-            # 14 GiB fits 16 GiB less 10%, 15 GiB does not
-            check(res["best_value"] == 14, "settling job: best 14, got %r" % res["best_value"])
-            check(len(res["trials"]) <= 8, "settling job: %d trials" % len(res["trials"]))
-            check(all(t["peak_bytes"] == t["value"] << 30 for t in res["trials"]),
-                  "settling job: peaks from the status file")
-            check("settling" in p.stderr, "settling job: the progress says it was stopped")
-        # nothing fits a 1 GiB card with 10% headroom: halving stops at 1
-        p = vw(["fit", "--json", "--limit", "1GiB", "--settle", "0.3", "--flag", "--bs", "--",
-                o.python, fake, "--bs", "64"], timeout=120)
-        ok = check(p.returncode == 1 and "nothing fits" in p.stderr, "nothing fits: exit 1 (exit %d)" % p.returncode)
-        if ok:
-            res = json.loads(p.stdout)
-            check(res["best_value"] is None and [t["value"] for t in res["trials"]] == [64, 32, 16, 8, 4, 2, 1],
-                  "nothing fits: halved down to 1: %r" % res["trials"])
-        check(not glob.glob(os.path.join(tmp, "vramwatch-fit-*")), "trial folders removed")
-
-        # ---- a command that fails at its own value ----
-        p = vw(["fit", "--json", "--limit", "16GiB", "--", o.python, "-c", "import sys; sys.exit(3)",
-                "--batch", "8"], timeout=60)
-        ok = check(p.returncode == 1, "failing command: exit 1 (exit %d)" % p.returncode)
-        if ok:
-            res = json.loads(p.stdout)
-            check(res["best_value"] is None and [t["outcome"] for t in res["trials"]] == ["error"],
-                  "failing command: best null, one error trial: %r" % res)
-
-        # ---- bad usage ----
-        for args, what in [
-            (["fit"], "no command"),
-            (["fit", "--limit", "16GiB"], "options but no command"),
-            (["fit", "--", o.python, "train.py", "--epochs", "3"], "no batch flag"),
-            (["fit", "--flag", "--bs", "--"] + job, "--flag not in the command"),
-            (["fit", "--limit", "16XB", "--"] + job, "a bad size"),
-            (["fit", "--headroom", "150", "--"] + job, "a bad headroom"),
-            (["fit", "--settle", "0", "--"] + job, "a bad settle"),
-            (["fit", "--bogus", "--"] + job, "an unknown option"),
-            (["fit", "--limit"], "an option without its value"),
-            (["fit", "--", "/nonexistent/vw-fit-prog", "--batch", "4"], "a command that cannot start"),
-        ]:
-            p = vw(args, timeout=60)
-            check(p.returncode == 2 and p.stdout == "" and len(p.stderr.splitlines()) == 1,
-                  "bad usage, %s: exit %d, stderr %r" % (what, p.returncode, p.stderr))
-        p = vw(["fit", "--help"])
-        check(p.returncode == 0 and p.stdout.startswith("usage: vramwatch fit"), "fit --help")
+        rc = GROUPS[o.group](o, env, tmp, vw, need_of, job)
+        if rc == SKIP:
+            return SKIP
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:

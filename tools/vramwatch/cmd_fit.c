@@ -32,22 +32,28 @@ static const char usage[] =
 	"usage: vramwatch fit [--limit SIZE] [--headroom PCT] [--flag NAME] [--settle SECONDS] [--json] -- CMD...\n"
 	"\n"
 	"Reruns CMD at other values of its batch flag, each time with libvramwatch.so preloaded,\n"
-	"and finds the largest value whose peak fits the card with the headroom kept free.\n"
+	"and finds the largest value that runs on the card with the headroom kept free: every trial\n"
+	"runs under an enforced VRAMWATCH_LIMIT of the card less the headroom, and one that completes\n"
+	"there fits. A caching allocator grows into whatever room it has, so this is measured, not\n"
+	"compared with a peak; failures that a cache flush and a retry rescued are not out-of-memory.\n"
 	"It starts at CMD's own value, doubles while trials fit or halves while they do not, then\n"
 	"bisects between the largest value that fits and the smallest that does not.\n"
 	"\n"
-	"  --limit SIZE      emulate a smaller card (VRAMWATCH_LIMIT, enforced): 16GiB, 16G, 16000MB;\n"
-	"                    without it, the real card's capacity is used\n"
+	"  --limit SIZE      the card to fit: 16GiB, 16G, 16000MB, a share of each card (80%), or per\n"
+	"                    device (0:16GiB,1:8GiB); trials run under SIZE x (1 - headroom). Without\n"
+	"                    it, VRAMWATCH_LIMIT from the environment if set, else the real card:\n"
+	"                    trials run under VRAMWATCH_LIMIT=<100 - headroom>%\n"
 	"  --headroom PCT    share of the capacity to keep free (default 10)\n"
 	"  --flag NAME       the batch flag as CMD spells it (--bs, batch=); by default the usual\n"
 	"                    spellings (--batch, --batch-size, --per_device_train_batch_size, ...)\n"
 	"  --settle SECONDS  a trial still running whose peak has not grown for this long after its\n"
-	"                    first growth is stopped and counts at the peak it reached (default 20)\n"
+	"                    first growth is stopped and judged by the peak it reached (default 20)\n"
 	"  --json            print schema vramwatch.fit/1 on stdout instead of the text\n"
 	"  --help            this text\n"
 	"\n"
-	"One line per trial goes to stderr. CMD runs with stdin from /dev/null; its output goes to a\n"
-	"log in the trial's folder, removed with it.\n"
+	"One line per trial goes to stderr: its outcome, peak, time, why, and the cache flushes a\n"
+	"retry rescued. CMD runs with stdin from /dev/null; its output goes to a log in the trial's\n"
+	"folder, removed with it.\n"
 	"Exit status: 0 a value fits; 1 none does; 2 bad usage.\n";
 
 struct fit_opts {
@@ -127,6 +133,10 @@ struct live_status {
 	bool seen;
 	int64_t peak, live;
 	bool oom;
+	/* The line counts cache flushes (pressure=N): a library that writes it sets oom=1 only once a
+	 * failure is final, where an older one set it at any out-of-memory, even one a retry rescued. */
+	bool counts_pressure;
+	int64_t pressure;
 };
 
 static void read_status(const char *path, struct live_status *st)
@@ -139,8 +149,8 @@ static void read_status(const char *path, struct live_status *st)
 	fclose(f);
 	if (!ok || strncmp(line, "vramwatch-status", 16) != 0)
 		return;
-	bool have_peak = false;
-	int64_t peak = 0, live = 0;
+	bool have_peak = false, have_pressure = false;
+	int64_t peak = 0, live = 0, pressure = 0;
 	bool oom = false;
 	for (char *tok = strtok(line + 16, " \t\r\n"); tok; tok = strtok(NULL, " \t\r\n")) {
 		char *eq = strchr(tok, '=');
@@ -159,6 +169,9 @@ static void read_status(const char *path, struct live_status *st)
 			live = v;
 		} else if (strcmp(tok, "oom") == 0) {
 			oom = v != 0;
+		} else if (strcmp(tok, "pressure") == 0) {
+			pressure = v;
+			have_pressure = true;
 		}
 	}
 	if (!have_peak)
@@ -168,15 +181,27 @@ static void read_status(const char *path, struct live_status *st)
 		st->peak = peak; /* the peak only grows; a stale rewrite does not lower it */
 	st->live = live;
 	st->oom |= oom;
+	st->counts_pressure |= have_pressure;
+	if (pressure > st->pressure)
+		st->pressure = pressure;
 }
 
 /* ---- one trial ---- */
+
+/* What a trial's VRAMWATCH_LIMIT holds: the card it must run on, less the headroom. */
+enum limit_kind {
+	LIMIT_SHARE, /* a share of each card ("90%"): no --limit, or a share given */
+	LIMIT_SIZE,  /* one size for every device */
+	LIMIT_LIST,  /* per device: "0:16GiB,1:8GiB" */
+};
 
 struct fit_ctx {
 	const struct fit_opts *o;
 	struct cmdline_flag flag;
 	char *workdir;
-	uint64_t limit_bytes; /* 0: none, or one per device (then the report's limit_bytes says) */
+	enum limit_kind limit_kind;
+	uint64_t limit_bytes; /* LIMIT_SIZE: the card; 0 otherwise (then each report's limit_bytes says) */
+	char *reduced;        /* the trials' VRAMWATCH_LIMIT: the limit less the headroom */
 	double headroom, settle;
 	int64_t capacity_seen; /* the capacity last judged against, for the summary */
 	struct trial trials[MAX_TRIALS];
@@ -238,12 +263,29 @@ static int stop_group(pid_t pid)
 	return status;
 }
 
-/* Judges a trial from the reports in its folder, the status file and how it ended. */
+/* The card a device of a trial stands for, before the headroom: the one --limit SIZE names, else
+ * the trial's own limit scaled back up by the headroom (the library resolved it on that card),
+ * else, where no limit took effect, the card's total. 0 when unknown. */
+static int64_t card_of(const struct fit_ctx *c, const struct model_device *dev)
+{
+	if (c->limit_bytes)
+		return (int64_t)c->limit_bytes;
+	if (dev->limit_bytes.known)
+		return util_clamp_i64((double)dev->limit_bytes.v / (1.0 - c->headroom / 100.0));
+	return dev->total_bytes.known ? dev->total_bytes.v : 0;
+}
+
+/* Judges a trial from the reports in its folder, the status file and how it ended. Every trial
+ * runs on a card reduced by the headroom (VRAMWATCH_LIMIT, enforced), so one that completes there
+ * fits: a caching allocator grows into whatever room it is given, so comparing its peak with a
+ * bigger card says little, and this is the one test that gives the same answer with and without
+ * --limit. The peak is compared only where the trial did not run to its end (stopped after
+ * settling) or where no reduced limit took effect (a library that does not know shares). */
 static void judge(struct fit_ctx *c, const char *dir, const struct live_status *st, bool settled, int status,
 		  struct trial *t, struct strbuf *why)
 {
-	int64_t need = 0, capacity = 0;
-	bool real_oom = false, any_report = false;
+	int64_t need = 0, capacity = 0, flushes = 0;
+	bool real_oom = false, any_report = false, reduced = false;
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
@@ -256,16 +298,18 @@ static void judge(struct fit_ctx *c, const char *dir, const struct live_status *
 		if (model_load(path, &r, &err)) {
 			any_report = true;
 			real_oom |= model_real_oom(&r) != NULL;
+			flushes = util_sat_add(flushes, model_flushes(&r));
 			for (size_t i = 0; i < r.n_devices; i++) {
 				const struct model_device *dev = &r.devices[i];
 				int64_t dneed = util_sat_add(dev->peak_reserved_bytes,
 							     dev->untracked_bytes.known ? dev->untracked_bytes.v : 0);
-				int64_t cap = c->limit_bytes             ? (int64_t)c->limit_bytes
-					      : dev->limit_bytes.known ? dev->limit_bytes.v
-					      : dev->total_bytes.known ? dev->total_bytes.v : 0;
+				int64_t cap = card_of(c, dev);
 				if (dneed > need || (dneed == need && cap > 0)) {
 					need = dneed;
 					capacity = cap;
+					/* The library reports the limit it enforced: ours, the card less
+					 * the headroom. */
+					reduced = dev->limit_bytes.known;
 				}
 			}
 			model_free(&r);
@@ -282,11 +326,23 @@ static void judge(struct fit_ctx *c, const char *dir, const struct live_status *
 			need = st->peak;
 		if (!capacity)
 			capacity = c->limit_bytes ? (int64_t)c->limit_bytes : 0;
+		/* No report to say which limit took effect: a size or a list of sizes every library
+		 * applies; a share only one new enough to know it, which is also the one whose status
+		 * line counts the flushes. */
+		if (!any_report)
+			reduced = c->limit_kind != LIMIT_SHARE || st->counts_pressure;
 	}
+	if (st->pressure > flushes)
+		flushes = st->pressure;
 	t->peak = need;
 	char *logp = path_in(dir, "output.log");
 	bool failed = !settled && !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	if (real_oom || (failed && (st->oom || log_mentions_oom(logp)))) {
+	/* oom=1 on a line that counts flushes is a final failure; on an older line it may have been
+	 * one a retry rescued, so it counts only when the program then failed. */
+	bool final_oom = st->oom && st->counts_pressure;
+	double keep = 1.0 - c->headroom / 100.0;
+	char a[UTIL_SIZE_LEN], b[UTIL_SIZE_LEN], p[UTIL_SIZE_LEN];
+	if (real_oom || final_oom || (failed && (st->oom || log_mentions_oom(logp)))) {
 		t->outcome = OUT_OOM;
 		sb_add(why, "out of memory");
 	} else if (failed) {
@@ -305,21 +361,23 @@ static void judge(struct fit_ctx *c, const char *dir, const struct live_status *
 	} else if (!any_report && !st->seen) {
 		t->outcome = OUT_ERROR;
 		sb_add(why, "no report: the program made no device allocation");
+	} else if (reduced && (!settled || capacity <= 0)) {
+		/* It completed (or ran until stopped) on the card reduced by the headroom. */
+		t->outcome = OUT_FITS;
+		if (capacity > 0) {
+			c->capacity_seen = capacity;
+			sb_printf(why, "ran on a %s card (%s less %g%% headroom), peak %s",
+				  util_fmt_size(util_clamp_i64((double)capacity * keep), b), util_fmt_size(capacity, a),
+				  c->headroom, util_fmt_size(need, p));
+		} else {
+			sb_printf(why, "ran on the card less %g%% headroom, peak %s", c->headroom, util_fmt_size(need, p));
+		}
 	} else if (capacity <= 0) {
 		t->outcome = OUT_ERROR;
 		sb_add(why, "the card's capacity is unknown; give --limit SIZE");
-	} else if (c->limit_bytes && !settled) {
-		/* It completed on the card reduced by the headroom. */
-		char a[UTIL_SIZE_LEN], b[UTIL_SIZE_LEN], p[UTIL_SIZE_LEN];
-		double usable = (double)capacity * (1.0 - c->headroom / 100.0);
-		c->capacity_seen = capacity;
-		t->outcome = OUT_FITS;
-		sb_printf(why, "ran on a %s card (%s less %g%% headroom), peak %s", util_fmt_size((int64_t)usable, b),
-			  util_fmt_size(capacity, a), c->headroom, util_fmt_size(need, p));
 	} else {
 		c->capacity_seen = capacity;
-		double usable = (double)capacity * (1.0 - c->headroom / 100.0);
-		char a[UTIL_SIZE_LEN], b[UTIL_SIZE_LEN];
+		double usable = (double)capacity * keep;
 		if ((double)need <= usable) {
 			t->outcome = OUT_FITS;
 			sb_printf(why, "needs %s of %s usable", util_fmt_size(need, a), util_fmt_size((int64_t)usable, b));
@@ -328,7 +386,12 @@ static void judge(struct fit_ctx *c, const char *dir, const struct live_status *
 			sb_printf(why, "ran, but needs %s, over the %s usable with %g%% headroom", util_fmt_size(need, a),
 				  util_fmt_size((int64_t)usable, b), c->headroom);
 		}
+		if (!reduced)
+			sb_printf(why, " (VRAMWATCH_LIMIT=%s did not take effect on this device: judged by its need)",
+				  c->reduced);
 	}
+	if (flushes > 0)
+		sb_printf(why, "; %lld cache flush%s rescued by a retry", (long long)flushes, flushes == 1 ? "" : "es");
 	if (settled)
 		sb_add(why, " (stopped after settling)");
 	free(logp);
@@ -599,6 +662,89 @@ static bool parse_number(const char *s, double lo, double hi, bool lo_open, doub
 	return true;
 }
 
+/* A share of the card as VRAMWATCH_LIMIT spells it, "90%" or "12.5%": more than 0, at most 100.
+ * Exactly n characters at s. */
+static bool parse_share(const char *s, size_t n, double *out)
+{
+	if (n < 2 || s[n - 1] != '%' || !isdigit((unsigned char)s[0]))
+		return false;
+	double v = 0, scale = 1;
+	size_t i = 0;
+	for (; i < n - 1 && isdigit((unsigned char)s[i]); i++)
+		v = v * 10 + (s[i] - '0');
+	if (i < n - 1 && s[i] == '.')
+		for (i++; i < n - 1 && isdigit((unsigned char)s[i]); i++)
+			v += (s[i] - '0') * (scale /= 10);
+	if (i != n - 1 || !(v > 0) || v > 100)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* A share without trailing zeros ("90%", "87.5%"): the library reads digits and a point only. */
+static void add_share(struct strbuf *b, double pct)
+{
+	char num[64];
+	snprintf(num, sizeof num, "%.6f", pct);
+	size_t len = strlen(num);
+	while (len > 0 && num[len - 1] == '0')
+		len--;
+	if (len > 0 && num[len - 1] == '.')
+		len--;
+	sb_addn(b, num, len);
+	sb_addc(b, '%');
+}
+
+/* The trials' VRAMWATCH_LIMIT: every size or share of spec (one for all devices, or per device
+ * "0:16GiB,1:90%") times keep, so each trial runs on its card less the headroom. Checked as
+ * VRAMWATCH_LIMIT is (util_parse_limit, with each share standing in as a valid size); false with
+ * the reason when spec is not a limit. */
+static bool reduce_limit(const char *spec, double keep, struct strbuf *out, const char **why)
+{
+	struct strbuf check = {0};
+	bool list = strchr(spec, ':') != NULL, ok = true;
+	for (const char *p = spec; ok;) {
+		size_t n = list ? strcspn(p, ",") : strlen(p);
+		const char *v = p;
+		if (list) {
+			const char *colon = memchr(p, ':', n);
+			v = colon ? colon + 1 : p + n;
+			sb_addn(out, p, (size_t)(v - p));
+			sb_addn(&check, p, (size_t)(v - p));
+		}
+		size_t vn = n - (size_t)(v - p);
+		double pct;
+		if (memchr(v, '%', vn)) {
+			ok = parse_share(v, vn, &pct);
+			if (!ok)
+				*why = "a share of the card is a percentage above 0 and at most 100, e.g. 90%";
+			else
+				add_share(out, pct * keep);
+			sb_addc(&check, '1');
+		} else {
+			char *one = util_xmalloc(vn + 1);
+			memcpy(one, v, vn);
+			one[vn] = '\0';
+			uint64_t bytes;
+			ok = util_parse_size(one, &bytes, why);
+			if (ok) {
+				uint64_t less = (uint64_t)((double)bytes * keep);
+				sb_printf(out, "%llu", (unsigned long long)(less ? less : 1));
+			}
+			sb_addn(&check, v, vn);
+			free(one);
+		}
+		if (!list || !p[n])
+			break;
+		sb_addc(out, ',');
+		sb_addc(&check, ',');
+		p += n + 1;
+	}
+	ok = ok && util_parse_limit(sb_str(&check), why);
+	sb_free(&check);
+	return ok;
+}
+
 /* The flag as --flag NAME names it: "NAME V", "NAME=V", or for a NAME ending in '=', "NAMEV". */
 static void find_named_flag(const struct fit_opts *o, struct cmdline_flag *f)
 {
@@ -683,18 +829,33 @@ int cmd_fit(int argc, char **argv)
 	int rc = EXIT_USAGE;
 	const char *why = NULL;
 	char *lib = NULL, *pre = NULL;
-	if (o.limit) {
-		if (!util_parse_limit(o.limit, &why)) {
-			util_err("fit: --limit %s: %s", o.limit, why);
-			goto out;
-		}
-		if (!util_parse_size(o.limit, &c->limit_bytes, &why))
-			c->limit_bytes = 0; /* per device: each report's limit_bytes tells */
-	}
+	struct strbuf reduced = {0};
 	if (o.headroom && !parse_number(o.headroom, 0, 100, false, &c->headroom)) {
 		util_err("fit: --headroom %s: expected a percentage from 0 to below 100", o.headroom);
 		goto out;
 	}
+	/* Without --limit, a limit the environment already sets is the card the user means; else the
+	 * real card, as a share the library resolves on each device at its first allocation. */
+	const char *limit = o.limit, *limit_from = "--limit ";
+	const char *inherited = getenv("VRAMWATCH_LIMIT");
+	if (!limit && inherited && *inherited) {
+		limit = inherited;
+		limit_from = "VRAMWATCH_LIMIT=";
+	}
+	if (!limit)
+		limit = "100%";
+	why = NULL;
+	if (!reduce_limit(limit, 1.0 - c->headroom / 100.0, &reduced, &why)) {
+		util_err("fit: %s%s: %s", limit_from, limit, why ? why : "not a limit");
+		goto out;
+	}
+	c->reduced = reduced.s;
+	if (strchr(limit, ':'))
+		c->limit_kind = LIMIT_LIST;
+	else if (strchr(limit, '%'))
+		c->limit_kind = LIMIT_SHARE;
+	else if (util_parse_size(limit, &c->limit_bytes, &why))
+		c->limit_kind = LIMIT_SIZE;
 	if (o.settle && !parse_number(o.settle, 0, 1e9, true, &c->settle)) {
 		util_err("fit: --settle %s: expected a positive number of seconds", o.settle);
 		goto out;
@@ -723,16 +884,10 @@ int cmd_fit(int argc, char **argv)
 		goto out;
 	}
 	pre = preload_value(lib, getenv("LD_PRELOAD"));
-	/* With one --limit for every device, each trial runs on a card already reduced by the
-	 * headroom: a trial that completes there fits with the headroom, whatever a caching
-	 * allocator would have kept reserved on the bigger card. */
-	char reduced[32] = "";
-	if (c->limit_bytes)
-		snprintf(reduced, sizeof reduced, "%llu",
-			 (unsigned long long)((double)c->limit_bytes * (1.0 - c->headroom / 100.0)));
-	if (setenv("LD_PRELOAD", pre, 1) != 0 ||
-	    (o.limit && (setenv("VRAMWATCH_LIMIT", reduced[0] ? reduced : o.limit, 1) != 0 ||
-			 setenv("VRAMWATCH_LIMIT_MODE", "enforce", 1) != 0))) {
+	/* Each trial runs on a card already reduced by the headroom: one that completes there fits
+	 * with the headroom, whatever a caching allocator would have kept reserved on a bigger card. */
+	if (setenv("LD_PRELOAD", pre, 1) != 0 || setenv("VRAMWATCH_LIMIT", c->reduced, 1) != 0 ||
+	    setenv("VRAMWATCH_LIMIT_MODE", "enforce", 1) != 0) {
 		util_err("fit: cannot set the environment: %s", strerror(errno));
 		goto out;
 	}
@@ -771,5 +926,6 @@ out:
 	free(lib);
 	free(c->workdir);
 	free(c);
+	sb_free(&reduced);
 	return rc;
 }
