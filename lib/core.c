@@ -889,6 +889,11 @@ uint64_t core_peak_any(void)
     return __atomic_load_n(&peak_any, __ATOMIC_RELAXED);
 }
 
+uint32_t core_callsites_count(void)
+{
+    return ready ? __atomic_load_n(&nsites, __ATOMIC_ACQUIRE) - 1 : 0;
+}
+
 uint64_t core_live_total(void)
 {
     return __atomic_load_n(&total_live, __ATOMIC_RELAXED);

@@ -210,6 +210,9 @@ int core_largest_live(struct core_alloc *out, int max, uint64_t *total);
  * all devices: read without the lock (for the status file that vramwatch fit watches). */
 uint64_t core_peak_any(void);
 uint64_t core_live_total(void);
+/* Distinct call chains seen so far (a new one after a quiet spell is a new phase of the run, such
+ * as validation: vramwatch fit waits for it); read without the lock. */
+uint32_t core_callsites_count(void);
 
 /* Copy one device slot's timeline (under the lock). Returns false when it has none yet. */
 bool core_copy_timeline(int slot, struct tl_device *out);

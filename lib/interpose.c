@@ -96,6 +96,7 @@ static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int status_fd = -1;
 static uint64_t status_last_ns, status_written_peak, status_written_flushes, status_written_finals;
+static uint64_t status_written_sites;
 static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Plain decimal: a shell reads a zero-padded number as octal. */
@@ -126,6 +127,14 @@ static void status_open(void)
         fchmod(status_fd, 0600); /* like the reports: private whatever the umask, if it is ours */
 }
 
+/* Growth that is written at once, whatever the rate limit: a caching allocator asks for all its
+ * segments in the first step and then never again, so a skipped update would never come. */
+static uint64_t step_of(uint64_t written)
+{
+    uint64_t pct = written / 100;
+    return pct > (64ull << 20) ? pct : (64ull << 20);
+}
+
 /* oom=1 once a failure is final (its retry failed, or none came); pressure counts the cache
  * flushes a retry rescued, which are not failures. The line is padded with spaces to the length
  * it had, since numbers no longer have a fixed width, and the file is only ever rewritten in
@@ -134,8 +143,11 @@ static void status_update(uint64_t now, bool event, bool force)
 {
     uint64_t peak = core_peak_any(), finals, flushes;
     core_pressure(&finals, &flushes);
+    uint64_t sites = core_callsites_count();
     if (!event && !force && flushes == __atomic_load_n(&status_written_flushes, __ATOMIC_RELAXED) &&
-        finals == __atomic_load_n(&status_written_finals, __ATOMIC_RELAXED) && (peak <= status_written_peak || now - status_last_ns < 100000000ull))
+        finals == __atomic_load_n(&status_written_finals, __ATOMIC_RELAXED) &&
+        ((peak <= status_written_peak && sites == __atomic_load_n(&status_written_sites, __ATOMIC_RELAXED)) ||
+         (now - status_last_ns < 100000000ull && peak < status_written_peak + step_of(status_written_peak))))
         return;
     if (pthread_mutex_trylock(&status_lock) != 0)
         return; /* another thread is writing it: its figures are as good */
@@ -148,6 +160,7 @@ static void status_update(uint64_t now, bool event, bool force)
     p = put_field(p, " time_unix_ns=", now);
     p = put_field(p, " oom=", finals ? 1 : 0);
     p = put_field(p, " pressure=", flushes);
+    p = put_field(p, " sites=", sites);
     while ((size_t)(p - line) + 1 < longest && p < line + sizeof(line) - 1)
         *p++ = ' ';
     *p++ = '\n';
@@ -158,6 +171,7 @@ static void status_update(uint64_t now, bool event, bool force)
     status_written_peak = peak;
     __atomic_store_n(&status_written_flushes, flushes, __ATOMIC_RELAXED);
     __atomic_store_n(&status_written_finals, finals, __ATOMIC_RELAXED);
+    __atomic_store_n(&status_written_sites, sites, __ATOMIC_RELAXED);
     status_last_ns = now;
     pthread_mutex_unlock(&status_lock);
 }
@@ -190,7 +204,7 @@ static void fork_child(void)
     pthread_mutex_init(&drv_lock, NULL);
     pthread_mutex_init(&status_lock, NULL);
     status_written_peak = 0;
-    status_written_flushes = status_written_finals = 0;
+    status_written_flushes = status_written_finals = status_written_sites = 0;
     if (status_fd >= 0) {
         close(status_fd); /* the file describes the parent, which keeps writing it */
         status_fd = -1;

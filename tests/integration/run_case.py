@@ -446,6 +446,7 @@ def case_pressure_rescue(run):
     eq(dev0(r)["cache_flushes"], 1, "one cache flush")
     st = read_status(path)
     eq((st["oom"], st["pressure"]), (0, 1), "status: no out-of-memory, one flush")
+    expect(st["sites"] >= 2, f"status: the call chains seen ({st['sites']})")
     for word in status_text(path).split()[1:]:
         value = word.split("=")[1]
         expect(value == "0" or not value.startswith("0"), f"plain decimal, not zero-padded: {word}")
@@ -507,6 +508,19 @@ def case_limit_share(run):
                                  "VRAMWATCH_LIMIT": "25%"}), 31, "a 1 GiB card")
     d = dev0(run.report())
     eq((d["total_bytes"], d["limit_bytes"]), (1 * GiB, 1 * GiB), "the emulated card in the report")
+
+
+def case_status_burst(run):
+    """A caching allocator asks for its segments in one burst and then never again: the status
+    file still ends up with the whole peak, not the one before the rate limit."""
+    path = os.path.join(run.dir, "status.txt")
+    py = shutil.which("python3") or sys.executable
+    burst = "import ctypes\nrt = ctypes.CDLL('libcudart.so.13')\nps = [ctypes.c_void_p() for _ in range(20)]\n" \
+            "[rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(100 << 20)) for p in ps]\n" \
+            "open(__import__('sys').argv[1], 'w').write(open(__import__('sys').argv[2]).read())\n"
+    copy = os.path.join(run.dir, "status-before-exit.txt")
+    run.run([py, "-c", burst, copy, path], {"VRAMWATCH_STATUS": path})
+    eq(read_status(copy)["peak_live_bytes"], 2000 * MiB, "the burst's peak, before the exit's update")
 
 
 def case_dump(run):
