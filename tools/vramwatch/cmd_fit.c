@@ -47,7 +47,10 @@ static const char usage[] =
 	"  --flag NAME       the batch flag as CMD spells it (--bs, batch=); by default the usual\n"
 	"                    spellings (--batch, --batch-size, --per_device_train_batch_size, ...)\n"
 	"  --settle SECONDS  a trial still running whose peak has not grown for this long after its\n"
-	"                    first growth is stopped and judged by the peak it reached (default 20)\n"
+	"                    first growth, and that has passed a new phase (its validation: new\n"
+	"                    call chains after a quiet spell; YOLO and Ultralytics wait for it, other\n"
+	"                    commands at most ten times as long), is stopped and judged by the peak\n"
+	"                    it reached (default 20)\n"
 	"  --json            print schema vramwatch.fit/1 on stdout instead of the text\n"
 	"  --help            this text\n"
 	"\n"
@@ -137,6 +140,7 @@ struct live_status {
 	 * failure is final, where an older one set it at any out-of-memory, even one a retry rescued. */
 	bool counts_pressure;
 	int64_t pressure;
+	int64_t sites; /* call chains seen (sites=N), -1 when the library does not say */
 };
 
 static void read_status(const char *path, struct live_status *st)
@@ -172,6 +176,8 @@ static void read_status(const char *path, struct live_status *st)
 		} else if (strcmp(tok, "pressure") == 0) {
 			pressure = v;
 			have_pressure = true;
+		} else if (strcmp(tok, "sites") == 0 && v > st->sites) {
+			st->sites = v;
 		}
 	}
 	if (!have_peak)
@@ -462,9 +468,17 @@ static bool run_trial(struct fit_ctx *c, int64_t value, struct trial *t)
 	while (got < 0 && errno == EINTR);
 	close(pipefd[0]);
 
-	struct live_status st = {0};
-	int64_t last_peak = 0;
-	double last_growth = 0;
+	struct live_status st = {.sites = -1};
+	int64_t last_peak = 0, last_sites = -1;
+	double last_growth = 0, last_new_site = mono_s();
+	/* A training job validates after an epoch (YOLO at twice the batch): its peak may still be
+	 * ahead when training has settled. A trial settles only once a new phase was seen, call
+	 * chains first seen after a quiet spell of the settle time (validation is called from other
+	 * lines than training), or, for a job that may not validate at all, once no new phase came
+	 * for ten settle times. YOLO and Ultralytics validate every epoch: they wait for it. */
+	enum cmdline_family family = cmdline_family((const char *const *)o->cmd, o->ncmd);
+	bool validates = family == CMDLINE_YOLO || family == CMDLINE_ULTRALYTICS;
+	bool phase_seen = false;
 	bool settled = false, ended = false;
 	int status = 0;
 	while (!ended) {
@@ -486,10 +500,18 @@ static bool run_trial(struct fit_ctx *c, int64_t value, struct trial *t)
 		}
 		read_status(statusp, &st);
 		double now = mono_s();
+		if (st.sites > last_sites) {
+			if (last_sites >= 0 && now - last_new_site >= c->settle)
+				phase_seen = true;
+			last_sites = st.sites;
+			last_new_site = now;
+		}
+		bool may_settle = st.sites < 0 || phase_seen || (!validates && now - last_new_site >= 10 * c->settle);
 		if (st.seen && st.peak > last_peak) {
 			last_peak = st.peak;
 			last_growth = now;
-		} else if (last_peak > 0 && now - last_growth >= c->settle) {
+		} else if (last_peak > 0 && now - last_growth >= c->settle && now - last_new_site >= c->settle &&
+		           may_settle) {
 			status = stop_group(pid);
 			settled = true;
 			ended = true;
