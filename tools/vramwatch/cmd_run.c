@@ -17,6 +17,9 @@
 #ifndef VW_LIBDIR
 #define VW_LIBDIR "/usr/local/lib"
 #endif
+#ifndef VW_PYDIR
+#define VW_PYDIR "/usr/local/share/vramwatch/python"
+#endif
 
 #define NS_PER_S 1000000000LL
 /* A report's process start is derived from /proc (boot time in whole seconds plus clock ticks),
@@ -24,7 +27,7 @@
 #define START_SLACK_NS NS_PER_S
 
 static const char usage[] =
-	"usage: vramwatch run [--dir D] [--limit SIZE [--observe]] [--tensors] -- CMD...\n"
+	"usage: vramwatch run [--dir D] [--limit SIZE [--observe]] [--tensors] [--no-companion] -- CMD...\n"
 	"\n"
 	"Runs CMD with libvramwatch.so preloaded. When it ends, prints the post-mortem of the\n"
 	"report(s) it left (as `vramwatch report` does) and exits with CMD's own status\n"
@@ -39,6 +42,10 @@ static const char usage[] =
 	"                 room; the first crossing per device is recorded, so the run shows its need\n"
 	"  --tensors      add backend:cudaMallocAsync to PYTORCH_CUDA_ALLOC_CONF, so each PyTorch\n"
 	"                 tensor is its own allocation and the report sees tensors, not cache segments\n"
+	"  --no-companion do not start the Python companion. For a Python CMD (python, python3.12,\n"
+	"                 or a script whose #! line names one) run puts the companion first on\n"
+	"                 PYTHONPATH; in a PyTorch job it marks each switch between model.train() and\n"
+	"                 model.eval() (epoch 0 train, epoch 0 val, ...) for the advice's phases\n"
 	"  --help         this text\n"
 	"\n"
 	"The library is found next to this program, in the build tree, or in " VW_LIBDIR ";\n"
@@ -48,7 +55,7 @@ static const char usage[] =
 
 struct run_opts {
 	const char *dir, *limit;
-	bool observe, tensors;
+	bool observe, tensors, no_companion;
 	char **cmd;
 };
 
@@ -107,6 +114,128 @@ static bool set_env(const char *name, const char *value)
 		return true;
 	util_err("run: cannot set %s: %s", name, strerror(errno));
 	return false;
+}
+
+/* ---- the Python companion ---- */
+
+/* python, python3, python3.12: the names a CPython interpreter goes by. */
+static bool python_name(const char *s, size_t n)
+{
+	const char *base = s;
+	for (const char *c = s; c < s + n; c++)
+		if (*c == '/')
+			base = c + 1;
+	n -= (size_t)(base - s);
+	if (n < 6 || strncmp(base, "python", 6) != 0)
+		return false;
+	for (size_t i = 6; i < n; i++)
+		if (!((base[i] >= '0' && base[i] <= '9') || base[i] == '.'))
+			return false;
+	return true;
+}
+
+/* The file execvp would run for cmd: itself when it names a path, else the first executable
+ * of that name on PATH (malloc'd, or NULL). */
+static char *command_file(const char *cmd)
+{
+	if (strchr(cmd, '/'))
+		return util_xstrdup(cmd);
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/bin:/usr/bin"; /* execvp's default */
+	while (*path) {
+		size_t n = strcspn(path, ":");
+		struct strbuf b = {0};
+		if (n == 0)
+			sb_add(&b, cmd); /* an empty entry is the current folder */
+		else
+			sb_printf(&b, "%.*s/%s", (int)n, path, cmd);
+		struct stat st;
+		if (stat(b.s, &st) == 0 && S_ISREG(st.st_mode) && access(b.s, X_OK) == 0)
+			return b.s;
+		sb_free(&b);
+		path += n;
+		if (*path == ':')
+			path++;
+	}
+	return NULL;
+}
+
+/* Whether cmd runs CPython: its name says so, or it is a script whose #! line names python
+ * directly or through env ("#!/usr/bin/env python3", "#!/usr/bin/env -S python3 -u"). Launchers
+ * that are Python scripts (torchrun, accelerate) count; a shell script that starts python does
+ * not (docs/companion.md says how to start the companion then). */
+static bool python_command(const char *cmd)
+{
+	if (python_name(cmd, strlen(cmd)))
+		return true;
+	char *file = command_file(cmd);
+	if (!file)
+		return false;
+	char line[256];
+	ssize_t n = -1;
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	free(file);
+	if (fd >= 0) {
+		n = read(fd, line, sizeof line - 1);
+		close(fd);
+	}
+	if (n < 2 || line[0] != '#' || line[1] != '!')
+		return false;
+	line[n] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	bool after_env = false;
+	for (char *w = line + 2;;) {
+		w += strspn(w, " \t");
+		size_t len = strcspn(w, " \t");
+		if (len == 0)
+			return false;
+		if (!after_env) {
+			/* the interpreter itself */
+			if (python_name(w, len))
+				return true;
+			const char *base = w;
+			for (char *c = w; c < w + len; c++)
+				if (*c == '/')
+					base = c + 1;
+			if ((size_t)(w + len - base) != 3 || strncmp(base, "env", 3) != 0)
+				return false;
+			after_env = true;
+		} else if (w[0] != '-' && !memchr(w, '=', len)) {
+			/* env's options and VAR=value settings come before the program */
+			return python_name(w, len);
+		}
+		w += len;
+	}
+}
+
+/* PYTHONPATH with the companion's folder first and the user's entries after it, so Python
+ * imports the companion's sitecustomize, which runs the user's own one in turn. */
+static bool start_companion(void)
+{
+	char *dir = preload_find_companion();
+	if (!dir) {
+		util_err("run: cannot find the Python companion (%s in python/ or ../share/vramwatch/python "
+			 "beside this program, or in " VW_PYDIR "); the job runs without automatic phase markers",
+			 PRELOAD_COMPANION_MODULE);
+		return true;
+	}
+	if (strchr(dir, ':')) {
+		/* PYTHONPATH is split at colons: such a folder would add two wrong entries. */
+		util_err("run: %s: PYTHONPATH cannot hold a path with a colon; the job runs without the Python "
+			 "companion", dir);
+		free(dir);
+		return true;
+	}
+	const char *old = getenv("PYTHONPATH");
+	struct strbuf b = {0};
+	sb_add(&b, dir);
+	if (old && *old)
+		sb_printf(&b, ":%s", old);
+	bool ok = set_env("PYTHONPATH", b.s);
+	sb_free(&b);
+	free(dir);
+	return ok;
 }
 
 /* ---- the child ---- */
@@ -355,6 +484,10 @@ static bool parse(int argc, char **argv, struct run_opts *o, bool *help)
 			o->tensors = true;
 			continue;
 		}
+		if (strcmp(a, "--no-companion") == 0) {
+			o->no_companion = true;
+			continue;
+		}
 		const struct util_valued_option opts[] = {{"--dir", &o->dir}, {"--limit", &o->limit}, {NULL, NULL}};
 		int took = util_take_value("run", argc, argv, &i, opts);
 		if (took < 0)
@@ -365,19 +498,22 @@ static bool parse(int argc, char **argv, struct run_opts *o, bool *help)
 		}
 	}
 	if (i >= argc) {
-		util_err("run: no command given (usage: vramwatch run [--dir D] [--limit SIZE [--observe]] [--tensors] -- CMD...)");
+		util_err("run: no command given (usage: vramwatch run [--dir D] [--limit SIZE [--observe]] [--tensors] "
+			 "[--no-companion] -- CMD...)");
 		return false;
 	}
 	o->cmd = argv + i;
 	return true;
 }
 
-/* Sets LD_PRELOAD and the VRAMWATCH_* and PyTorch variables for the child. */
+/* Sets LD_PRELOAD, PYTHONPATH for the companion, and the VRAMWATCH_* and PyTorch variables for the child. */
 static bool prepare_env(const struct run_opts *o, const char *lib, const char *dir)
 {
 	char *pre = preload_value(lib, getenv("LD_PRELOAD"));
 	bool ok = set_env("LD_PRELOAD", pre) && set_env("VRAMWATCH_DIR", dir);
 	free(pre);
+	if (ok && !o->no_companion && python_command(o->cmd[0]))
+		ok = start_companion();
 	if (ok && o->limit)
 		ok = set_env("VRAMWATCH_LIMIT", o->limit) &&
 		     set_env("VRAMWATCH_LIMIT_MODE", o->observe ? "observe" : "enforce");

@@ -1,5 +1,5 @@
-/* preload.c: where libvramwatch.so is, and the LD_PRELOAD that puts it in front: shared by
- * the commands that run a program under the library (run, fit). */
+/* preload.c: where libvramwatch.so and the Python companion are, and the LD_PRELOAD that puts
+ * the library in front: shared by the commands that run a program under the library (run, fit). */
 #include "preload.h"
 
 #include <limits.h>
@@ -13,6 +13,9 @@
 
 #ifndef VW_LIBDIR
 #define VW_LIBDIR "/usr/local/lib"
+#endif
+#ifndef VW_PYDIR
+#define VW_PYDIR "/usr/local/share/vramwatch/python"
 #endif
 
 static bool regular_file(const char *path)
@@ -86,6 +89,31 @@ char *preload_find_library(struct strbuf *why)
 		free(candidates[i]);
 	}
 	sb_add(why, "); set VRAMWATCH_LIB to its path");
+	free(dir);
+	return found;
+}
+
+char *preload_find_companion(void)
+{
+	char *dir = self_dir();
+	char *candidates[3] = {NULL, NULL, NULL};
+	if (dir) {
+		/* the build tree: meson copies the package beside the executable */
+		candidates[0] = join(dir, "python");
+		/* An installed tree moved as a whole, or staged with DESTDIR: bin/ beside share/. */
+		candidates[1] = join(dir, "../share/vramwatch/python");
+	}
+	candidates[2] = util_xstrdup(VW_PYDIR);
+	char *found = NULL;
+	for (size_t i = 0; i < 3; i++) {
+		if (!candidates[i])
+			continue;
+		char *marker = join(candidates[i], PRELOAD_COMPANION_MODULE);
+		if (!found && regular_file(marker))
+			found = realpath(candidates[i], NULL);
+		free(marker);
+		free(candidates[i]);
+	}
 	free(dir);
 	return found;
 }

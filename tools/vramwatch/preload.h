@@ -1,15 +1,22 @@
-/* preload.h: finding libvramwatch.so and building LD_PRELOAD, for run and fit. */
+/* preload.h: finding libvramwatch.so and the Python companion, and building LD_PRELOAD, for run and fit. */
 #ifndef VRAMWATCH_TOOL_PRELOAD_H
 #define VRAMWATCH_TOOL_PRELOAD_H
 
 #include "util.h"
 
 #define PRELOAD_LIBRARY "libvramwatch.so"
+/* The file that tells the companion's folder (docs/companion.md) from any other. */
+#define PRELOAD_COMPANION_MODULE "vramwatch_companion.py"
 
 /* VRAMWATCH_LIB, else next to the executable, else the build tree (BUILD/tools/vramwatch/vramwatch
  * beside BUILD/lib/libvramwatch.so), else the install libdir. An absolute path (malloc'd), or
  * NULL with the reason in `why`. */
 char *preload_find_library(struct strbuf *why);
+
+/* The folder of the Python companion, for PYTHONPATH: beside the executable in the build tree
+ * (BUILD/tools/vramwatch/python), in an installed tree's share/vramwatch/python beside its bin/,
+ * else the install datadir's. An absolute path (malloc'd), or NULL when none holds it. */
+char *preload_find_companion(void);
 
 /* The LD_PRELOAD value with `lib` first, behind any sanitizer runtime of `old` that must stay
  * in front, the rest of `old` after it (malloc'd). */
