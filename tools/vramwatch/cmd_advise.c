@@ -77,6 +77,9 @@ static enum tri fits_of(const struct advice *a, int64_t batch, int64_t image)
 		return TRI_FALSE;
 	if (predicted > (double)a->usable)
 		return TRI_NULL;
+	double lo, hi;
+	if (memmodel_range(&a->m, batch, image, &lo, &hi) && hi > (double)a->usable)
+		return TRI_NULL; /* the end of the range that would make it fit is not known to hold */
 	if (!a->m.lower_bound)
 		return TRI_TRUE;
 	if (a->m.has_upper && memmodel_predict_upper(&a->m, batch, image) <= (double)a->usable)
@@ -226,6 +229,16 @@ static void advise_batch_and_image(struct advice *a)
 			add_argv_note(&x->note, x->command, x->command_n);
 		} else if (m->lower_bound) {
 			sb_add(&x->note, " (the model rests on a failure, so the prediction is a lower bound)");
+		}
+		double lo, hi;
+		if (memmodel_range(m, best_b, cur_img, &lo, &hi)) {
+			sb_add(&x->note, "; the run showed no phase, so the part of its memory that does not grow with the "
+			                 "batch is unknown: at this batch the need lies between ");
+			add_size(&x->note, clamp_bytes(lo));
+			sb_add(&x->note, " (all of it growing with the batch) and ");
+			add_size(&x->note, clamp_bytes(hi));
+			sb_add(&x->note, " (none of it): measure it");
+			add_fit_note(a, x);
 		}
 		yolo_note(a, x);
 	}
@@ -754,8 +767,9 @@ static void print_text(FILE *out, const struct advice *a)
 		        util_fmt_size(o->need, b2));
 	fputc('\n', out);
 	if (o->phases && o->phase)
-		fprintf(out, "Phases (markers): needs %s%s, in \"%s\" (what each phase added to the level it started from, "
+		fprintf(out, "Phases (%s): needs %s%s, in \"%s\" (what each phase added to the level it started from, "
 		             "the allocator's cache of earlier phases left out)\n",
+		        o->auto_phases ? "found from the call sites, no markers" : "markers",
 		        o->exact ? "" : "at least ", util_fmt_size(o->need, b1), o->phase);
 	fprintf(out, "Model (%s): need = %s + %s per sample", memmodel_basis_name(m->basis),
 	        util_fmt_size(clamp_bytes(m->static_bytes), b1), util_fmt_size(clamp_bytes(m->per_sample_bytes), b2));

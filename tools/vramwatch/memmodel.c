@@ -79,6 +79,7 @@ static struct marker *read_markers(const struct model_report *r, size_t *n)
  * the peak, as before. See docs/advice.md, "Phases found by themselves". */
 
 #define AUTO_MIN_DROP (64ll << 20)
+#define AUTO_MIN_QUIET_NS 5000000ll
 
 struct auto_site {
 	int64_t t, live, peak;
@@ -144,38 +145,37 @@ static size_t outer_frames(const cJSON *frames, const cJSON **out, size_t cap)
 
 #define AUTO_FRAMES 64
 
-/* The lowest level live memory fell back to after it had first climbed to half its peak, from
- * the device's timeline; -1 when it never fell back by much. */
+/* The lowest level live memory fell back to from the highest it had reached before (by at least
+ * 64 MiB and 10%), from the device's timeline; -1 when it never fell back by that much. A bucket
+ * is compared with the buckets before it, so a climb (each bucket starting where the last ended)
+ * is not a fall. */
 static int64_t timeline_base(const struct model_report *r, const struct model_device *d)
 {
 	for (size_t i = 0; i < r->timeline.n_devices; i++) {
 		const struct model_tl_device *t = &r->timeline.devices[i];
 		if (d->ordinal.known && t->ordinal.known && t->ordinal.v != d->ordinal.v)
 			continue;
-		int64_t peak = 0, base = -1;
-		for (size_t k = 0; k < t->n_buckets; k++)
-			if (t->buckets[k].live_max > peak)
-				peak = t->buckets[k].live_max;
-		bool climbed = false;
+		int64_t high = 0, base = -1;
 		for (size_t k = 0; k < t->n_buckets; k++) {
 			const struct model_tl_bucket *b = &t->buckets[k];
-			if (climbed && (base < 0 || b->live_min < base))
+			int64_t fall = high - b->live_min;
+			if (fall >= AUTO_MIN_DROP && fall * 10 >= high && (base < 0 || b->live_min < base))
 				base = b->live_min;
-			if (b->live_max * 2 >= peak)
-				climbed = true;
+			if (b->live_max > high)
+				high = b->live_max;
 		}
-		if (base >= 0 && base < peak - AUTO_MIN_DROP && base * 10 < peak * 9)
-			return base;
-		return -1;
+		return base;
 	}
 	return -1;
 }
 
 /* Markers made from the call sites (and the timeline) of a report that has none; NULL when the
  * run shows no phase. */
-static struct marker *auto_markers(const struct model_report *r, const struct model_device *d, size_t *n)
+static struct marker *auto_markers(const struct model_report *r, const struct model_device *d, size_t *n,
+                                   bool *floor)
 {
 	*n = 0;
+	*floor = false;
 	const cJSON *sites = cJSON_GetObjectItemCaseSensitive(r->root, "callsites");
 	int count = cJSON_IsArray(sites) ? cJSON_GetArraySize(sites) : 0;
 	if (count <= 0)
@@ -234,7 +234,11 @@ static struct marker *auto_markers(const struct model_report *r, const struct mo
 			last = i;
 	}
 	qsort(gaps, ng, sizeof *gaps, cmp_i64);
+	/* ...and at least 5 ms: a job whose steps take no time (the simulated one) shows no quiet
+	 * spell that timing noise could not make up */
 	int64_t quiet = ng ? 2 * gaps[ng / 2] : 0;
+	if (quiet < AUTO_MIN_QUIET_NS)
+		quiet = AUTO_MIN_QUIET_NS;
 	free(gaps);
 
 	size_t *starts = util_xcalloc(m + 1, sizeof *starts);
@@ -262,6 +266,14 @@ static struct marker *auto_markers(const struct model_report *r, const struct mo
 		int64_t tb = timeline_base(r, d);
 		if (tb >= 0 && (base < 0 || tb < base))
 			base = tb;
+	}
+	/* No fall at all (a caching allocator that kept everything, with no failure): the level at
+	 * which the first new chain after the first began (the start of training, after the model
+	 * was set up) is at most the static part, since optimizer state may come later: a floor. */
+	*floor = false;
+	if (base < 0 && m > 1 && !model_real_oom(r)) {
+		base = as[1].live;
+		*floor = true;
 	}
 	struct marker *mk = NULL;
 	if (m && base >= 0) {
@@ -455,8 +467,10 @@ bool memmodel_observe(const struct model_report *reports, size_t n, struct memmo
 		o->auto_phases = false;
 		if (!nmk) {
 			free(mk);
-			mk = auto_markers(r, d, &nmk);
+			bool floor = false;
+			mk = auto_markers(r, d, &nmk, &floor);
 			o->auto_phases = nmk > 0;
+			o->static_floor = o->auto_phases && floor;
 		}
 		ptrdiff_t start = training_start(mk, nmk);
 		o->static_level = start >= 0 ? util_sat_add(mk[start].live, o->untracked) : -1;
@@ -467,6 +481,13 @@ bool memmodel_observe(const struct model_report *reports, size_t n, struct memmo
 			int64_t ws = phase_working_set(r, mk, nmk, start, ff, &o->phase, &completed, &training);
 			o->training_need = training > 0 ? util_sat_add(o->static_level, training) : -1;
 			o->carried = carried_cache(mk, nmk, start, &o->carried_phase);
+			if (o->auto_phases && nmk >= 2 && !o->oom && d->live_bytes > mk[1].live) {
+				/* A later epoch repeats no call chain first seen, so its start is not seen:
+				 * what the phases after training still held when the run ended is the cache
+				 * the next epoch's training would start with, and split, on a full card. */
+				o->carried = d->live_bytes - mk[1].live;
+				o->carried_phase = "epoch 1 train";
+			}
 			if (ws > 0) {
 				o->phases = true;
 				o->phase_complete = completed;
@@ -495,6 +516,16 @@ double memmodel_predict(const struct memmodel *m, int64_t batch, int64_t image)
 {
 	double x = (double)batch * scale_of(image, m->image_ref);
 	return m->static_bytes + m->per_sample_bytes * x;
+}
+
+bool memmodel_range(const struct memmodel *m, int64_t batch, int64_t image, double *lo, double *hi)
+{
+	double x = (double)batch * scale_of(image, m->image_ref);
+	if (!m->static_unknown || x >= m->known_x)
+		return false;
+	*lo = memmodel_predict(m, batch, image);
+	*hi = m->known_need;
+	return true;
 }
 
 double memmodel_predict_upper(const struct memmodel *m, int64_t batch, int64_t image)
@@ -528,10 +559,23 @@ static void build_single(const struct memmodel_obs *o, struct memmodel *m)
 	} else if (timeline) {
 		m->basis = MEMMODEL_TIMELINE;
 		m->lower_bound = !o->exact;
+		if (o->static_floor && o->exact) {
+			/* the static part is only known from below: a smaller batch than the run's
+			 * may need more than the line says, up to the run's own need */
+			m->static_unknown = true;
+			m->known_x = o->x;
+			m->known_need = need;
+		}
 	} else if (o->exact || o->observe) {
-		/* a single run without markers: everything taken as growing with the batch */
+		/* A single run without phases: its static part is anywhere between the untracked
+		 * memory and its whole need. Taking it all as growing with the batch is the end that
+		 * makes a larger batch fit (it predicts the most there); below the run's batch the other
+		 * end decides, where nothing can be promised: the range is kept (memmodel_range). */
 		m->basis = MEMMODEL_RUNS;
-		m->lower_bound = o->observe;
+		m->lower_bound = false;
+		m->static_unknown = true;
+		m->known_x = o->x;
+		m->known_need = need;
 	} else {
 		m->basis = MEMMODEL_BOUND;
 		m->lower_bound = true;

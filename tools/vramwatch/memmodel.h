@@ -37,6 +37,7 @@ struct memmodel_obs {
 	int64_t carried;      /* cache of other phases carried into a repeated phase (fragmentation risk) */
 	const char *carried_phase; /* the phase it was carried into */
 	bool auto_phases;     /* the phases were found from the call sites, the report has no markers */
+	bool static_floor;    /* ...and static_level is only a floor: memory never fell back */
 };
 
 struct memmodel {
@@ -49,6 +50,10 @@ struct memmodel {
 	bool has_upper;
 	double upper_per_sample_bytes;
 	size_t n_points, n_bounds;
+	/* One measured run whose static part could not be told (no markers, no phase found): below
+	 * its x the need lies between the prediction and the run's own need (memmodel_range). */
+	bool static_unknown;
+	double known_x, known_need;
 };
 
 /* Whether a phase label names validation or evaluation ("epoch 0 val", "eval", "test"). */
@@ -63,6 +68,9 @@ void memmodel_build(const struct memmodel_obs *obs, size_t n, struct memmodel *m
 double memmodel_predict(const struct memmodel *m, int64_t batch, int64_t image);
 /* The upper bound where the model has one (observe mode), else the prediction. */
 double memmodel_predict_upper(const struct memmodel *m, int64_t batch, int64_t image);
+/* Where the need at this batch and image is only known between two figures: true with them in
+ * *lo and *hi. */
+bool memmodel_range(const struct memmodel *m, int64_t batch, int64_t image, double *lo, double *hi);
 /* "runs", "timeline", "bound" */
 const char *memmodel_basis_name(enum memmodel_basis b);
 
