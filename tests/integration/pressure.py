@@ -9,6 +9,7 @@ ctypes: what run_case.py's pressure and observe cases check the library makes of
                 allocator as one that flushes and retries (vramwatch_allocator_retries) and, at a
                 refusal, give back what is cached (every block but the first; nothing with
                 --keep) and retry once
+                --torch LIB loads LIB (named libc10_cuda.so) to look like a PyTorch process
   first         forty 100 MiB allocations, the first CUDA calls of the process (the limit must
                 hold from the very first)
 Prints one line on stdout: "refused N" (how many requests the card refused).
@@ -55,6 +56,8 @@ def main():
     if mode == "observe":
         if "--retries" in sys.argv:
             ctypes.CDLL(None).vramwatch_allocator_retries(1)
+        if "--torch" in sys.argv:  # the next argument: a library named libc10_cuda.so
+            ctypes.CDLL(sys.argv[sys.argv.index("--torch") + 1])
         cached = []
         for _ in range(6):
             p = malloc(300 * MiB)

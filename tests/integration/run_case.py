@@ -485,6 +485,20 @@ def case_observe_retry(run):
     eq(dev0(r)["peak_live_bytes"], 1800 * MiB, "the run went on")
 
 
+def case_observe_torch(run):
+    """A PyTorch process (libc10_cuda.so loaded) is known to flush and retry: refused once at each
+    crossing without saying so; with PYTORCH_CUDA_ALLOC_CONF's cudaMallocAsync backend, which
+    raises at the first failure, never."""
+    observe = dict(LIMITED, VRAMWATCH_LIMIT_MODE="observe")
+    eq(pressure(run, ["observe", "--torch", run.args.c10_stub], observe), 2, "the native allocator is refused once")
+    eq(run.report()["failures"], [], "no failure recorded")
+    os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+    for var in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+        conf = dict(observe, **{var: "expandable_segments:False,backend:cudaMallocAsync"})
+        eq(pressure(run, ["observe", "--torch", run.args.c10_stub], conf), 0, f"the async backend ({var}) is not")
+        os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+
+
 def case_observe_plain(run):
     """Observe mode and a program that does not retry: it never sees a failure."""
     eq(pressure(run, ["observe"], dict(LIMITED, VRAMWATCH_LIMIT_MODE="observe")), 0, "nothing refused")
@@ -985,6 +999,7 @@ def main():
     ap.add_argument("--stub")
     ap.add_argument("--vramwatch", help="the vramwatch CLI")
     ap.add_argument("--build", help="the build folder (for the install case)")
+    ap.add_argument("--c10-stub", help="a library named libc10_cuda.so (the observe_torch case)")
     ap.add_argument("--python", help="the interpreter for the python case")
     ap.add_argument("--native-thread-lib", help="libnativethread.so for the python case")
     ap.add_argument("--local-scope", help="the local_scope program")
