@@ -366,6 +366,32 @@ static int threads(void)
     return 0;
 }
 
+/* Sixteen threads whose first CUDA calls are simultaneous allocations (the first_threads case
+ * slows the library's driver lookup down so that they all race it). */
+static pthread_barrier_t first_barrier;
+
+static void *first_thread(void *arg)
+{
+    (void)arg;
+    void *p;
+    pthread_barrier_wait(&first_barrier);
+    return cudaMalloc(&p, 4096) == cudaSuccess ? NULL : (void *)1;
+}
+
+static int first_threads(void)
+{
+    pthread_t t[16];
+    CHECK(pthread_barrier_init(&first_barrier, NULL, 16) == 0, 155);
+    for (int i = 0; i < 16; i++)
+        CHECK(pthread_create(&t[i], NULL, first_thread, NULL) == 0, 156);
+    for (int i = 0; i < 16; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        CHECK(r == NULL, 157);
+    }
+    return 0;
+}
+
 /* A parent that allocates and forks: a child that does not allocate writes nothing, one that
  * execs a program writes nothing, one that allocates writes its own report with only its own
  * allocations. The children end with exit(), so the library's exit handler runs in each. */
@@ -563,7 +589,7 @@ int main(int argc, char **argv)
         { "rt_malloc", rt_malloc }, { "rt_pitch", rt_pitch }, { "rt_managed_host", rt_managed_host },
         { "rt_async", rt_async }, { "drv_direct", drv_direct }, { "drv_dlsym", drv_dlsym },
         { "drv_procaddr", drv_procaddr }, { "rt_entrypoint", rt_entrypoint }, { "oom", oom },
-        { "fragmentation", fragmentation }, { "threads", threads }, { "fork", fork_children },
+        { "fragmentation", fragmentation }, { "threads", threads }, { "first_threads", first_threads }, { "fork", fork_children },
         { "dump", dump }, { "queries_only", queries_only }, { "two_devices", two_devices },
         { "limit_enforce", limit_enforce }, { "limit_observe", limit_observe }, { "nvml", nvml },
         { "rank", rank_mode },

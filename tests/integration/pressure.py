@@ -75,6 +75,8 @@ def main():
         print(f"refused {refused}", flush=True)
         return 0
     if mode == "first":
+        if "--dump" in sys.argv:  # a report asked for before any CUDA call
+            ctypes.CDLL(None).vramwatch_dump(b"request")
         ok = sum(malloc(100 * MiB) is not None for _ in range(40))
         print(f"refused {40 - ok}", flush=True)
         return 0
