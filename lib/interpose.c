@@ -198,6 +198,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     core_unlock_after_fork(true);
+    stack_after_fork_child();
     report_after_fork_child();
     framework_reset();
     pthread_mutex_init(&info_lock, NULL);

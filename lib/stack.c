@@ -59,9 +59,21 @@ void stack_init(void)
 #endif
 }
 
+/* Set in a forked child. libunwind keeps process-wide state behind its own locks (the DWARF
+ * register-state cache under UNW_CACHE_GLOBAL, its default, and the sanitizer builds' walk), and
+ * a parent thread that was inside a walk when another forked leaves that lock held in the
+ * child, where nothing will ever release it: the child's first walk would hang. A child keeps
+ * its Python frames and records no native ones. */
+static bool native_off;
+
+void stack_after_fork_child(void)
+{
+    native_off = true;
+}
+
 int stack_capture(uint64_t *out, int max)
 {
-    if (max <= 0)
+    if (max <= 0 || native_off)
         return 0;
     /* A few extra slots for our own frames, which are dropped below. */
     void *ips[VW_MAX_FRAMES + 8];

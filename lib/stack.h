@@ -6,6 +6,8 @@
 
 /* Learn the library's own address range once, so its frames can be left out. */
 void stack_init(void);
+/* In a forked child: native frames off for good (libunwind's locks may be held, docs/design.md). */
+void stack_after_fork_child(void);
 /* Fill `out` with up to `max` return addresses of the caller's stack, innermost first,
  * leaving out frames inside libvramwatch. Returns the count (0 when max is 0). */
 int stack_capture(uint64_t *out, int max);

@@ -336,6 +336,12 @@ def case_fork(run):
     eq(dev0(parent)["live_bytes"], 10 * MiB, "parent live")
     eq(dev0(child)["live_bytes"], 3 * MiB, "child reports only its own allocations")
     eq(child["process"]["ppid"], parent["process"]["pid"], "child's parent")
+    # A parent thread may have been inside libunwind at the fork, holding its lock: the child
+    # walks no native stack (Python frames stay).
+    eq([f for cs in child["callsites"] for f in cs["frames"] if f["kind"] == "native"], [],
+       "no native frames in the child")
+    expect(any(f["kind"] == "native" for cs in parent["callsites"] for f in cs["frames"]),
+           "the parent keeps its native frames")
 
 
 def case_two_devices(run):
