@@ -4,8 +4,8 @@
 Usage: run_cli_tests.py --vramwatch EXE --data DIR --golden DIR [--child EXE --stub SO]
                         [--validator PY] [--docs MD] [--libvramwatch SO] GROUP
 
-GROUP: golden, malformed, json, usage, run, schema, merge. Every command runs with LC_ALL=C TERM=dumb
-NO_COLOR=1 and no VRAMWATCH_* variables from outside. VRAMWATCH_UPDATE_GOLDEN=1 rewrites the
+GROUP: golden, malformed, json, usage, run, schema, merge, outputs. Every command
+runs with LC_ALL=C TERM=dumb NO_COLOR=1 and no VRAMWATCH_* variables from outside. VRAMWATCH_UPDATE_GOLDEN=1 rewrites the
 golden files instead of comparing (then read the diff before committing it).
 """
 import argparse
@@ -774,8 +774,91 @@ def group_merge(opts):
         shutil.rmtree(tmp)
 
 
+def run_bounded(opts, args, what, cwd=None, timeout=20):
+    """run(), with a hang turned into a failure of the test rather than of the runner."""
+    try:
+        return run(opts, args, cwd=cwd, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Failed("%s: still running after %d s (a hang)" % (what, timeout))
+
+
+def group_outputs(opts):
+    """merge -o and timeline -o write their file whole to a new file beside the target and
+    rename it over the target: a hard link's other name keeps its contents, and a symbolic link
+    (dangling or not), a device, a FIFO or a folder at the name is refused with one line and
+    exit 2 and left as it was, nothing written through it and no temporary file left."""
+    old_umask = os.umask(0o022)
+    tmp = tempfile.mkdtemp(prefix="vw-outputs-")
+    try:
+        for name in ("job4-rank0.json", "job4-rank1.json"):
+            shutil.copy(os.path.join(opts.data, name), tmp)
+        shutil.copy(os.path.join(os.path.dirname(opts.data), "..", "timeline", "data", "oom-b64.json"), tmp)
+        writers = [("merge", lambda out: ["merge", "job4-rank0.json", "job4-rank1.json", "-o", out], ".json", 0o600),
+                   ("timeline svg", lambda out: ["timeline", "-o", out, "oom-b64.json"], ".svg", 0o644),
+                   ("timeline html", lambda out: ["timeline", "-o", out, "oom-b64.json"], ".html", 0o644)]
+        victim = os.path.join(tmp, "victim")
+
+        def leftovers():
+            return [f for f in os.listdir(tmp) if ".tmp-" in f]
+
+        for what, args_of, ext, mode in writers:
+            with open(victim, "w") as f:
+                f.write("victim\n")
+            target = "out" + ext
+            path = os.path.join(tmp, target)
+            # A new file, then one replaced: a hard link to the victim is replaced, not written through.
+            for case in ("new", "hard link"):
+                if case == "hard link":
+                    os.unlink(path)
+                    os.link(victim, path)
+                r = run_bounded(opts, args_of(target), "%s -o to a %s" % (what, case), cwd=tmp)
+                check(r.returncode == 0 and r.stderr == b"", "%s -o to a %s: exit %d: %s" %
+                      (what, case, r.returncode, r.stderr.decode()))
+                st = os.lstat(path)
+                check(st.st_mode & 0o170000 == 0o100000 and st.st_mode & 0o777 == mode,
+                      "%s -o to a %s: mode %o, expected a regular file of mode %o" % (what, case, st.st_mode, mode))
+                check(os.path.getsize(path) > 1000, "%s -o to a %s: the output is written" % (what, case))
+            with open(victim) as f:
+                check(f.read() == "victim\n", "%s: written through a hard link" % what)
+            os.unlink(path)
+            # Names that are not regular files: refused, and left as they were.
+            specials = [("a symbolic link", lambda p: os.symlink("victim", p)),
+                        ("a dangling symbolic link", lambda p: os.symlink("created-through-link" + ext, p)),
+                        ("a FIFO", os.mkfifo),
+                        ("a folder", os.mkdir)]
+            if os.geteuid() == 0:
+                specials.append(("a device", lambda p: os.mknod(p, 0o600 | 0o020000, os.makedev(1, 3))))
+            for kind, make in specials:
+                make(path)
+                before = os.lstat(path)
+                line = one_line_error(run_bounded(opts, args_of(target), "%s -o %s" % (what, kind), cwd=tmp),
+                                      "%s -o %s" % (what, kind))
+                check("cannot write " + target in line and "not a regular file: not replaced" in line,
+                      "%s -o %s: %s" % (what, kind, line))
+                after = os.lstat(path)
+                check((after.st_ino, after.st_mode) == (before.st_ino, before.st_mode),
+                      "%s -o %s: it was replaced" % (what, kind))
+                with open(victim) as f:
+                    check(f.read() == "victim\n", "%s -o %s: written through" % (what, kind))
+                check(not os.path.exists(os.path.join(tmp, "created-through-link" + ext)),
+                      "%s -o %s: a file was created through the link" % (what, kind))
+                check(leftovers() == [], "%s -o %s: temporary files left: %r" % (what, kind, leftovers()))
+                if kind == "a folder":
+                    os.rmdir(path)
+                else:
+                    os.unlink(path)
+            print("%s -o: new file and hard link replaced (mode %o); %s refused" %
+                  (what, mode, ", ".join(k for k, _ in specials)))
+    finally:
+        os.umask(old_umask)
+        shutil.rmtree(tmp)
+
+
+
+
 GROUPS = {"golden": group_golden, "malformed": group_malformed, "json": group_json, "usage": group_usage,
-          "run": group_run, "schema": group_schema, "merge": group_merge}
+          "run": group_run, "schema": group_schema, "merge": group_merge,
+          "outputs": group_outputs}
 
 
 def main():

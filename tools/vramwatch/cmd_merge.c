@@ -28,41 +28,9 @@ static const char usage[] =
 	"Exit status: 0 written; 2 bad usage, an unreadable report, reports of different jobs, or a\n"
 	"file that cannot be written.\n";
 
-/* Whole or not at all: a temporary file beside the target, renamed over it. */
-static bool write_atomically(const char *path, const cJSON *doc, struct strbuf *why)
+static void print_doc(FILE *f, const void *doc)
 {
-	size_t len = strlen(path);
-	char *tmp = util_xmalloc(len + 16);
-	memcpy(tmp, path, len);
-	memcpy(tmp + len, ".tmp-XXXXXX", 12);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		sb_printf(why, "cannot create a file beside it: %s", strerror(errno));
-		free(tmp);
-		return false;
-	}
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		sb_printf(why, "%s", strerror(errno));
-		close(fd);
-		unlink(tmp);
-		free(tmp);
-		return false;
-	}
 	json_print(f, doc);
-	bool ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
-	int saved = errno;
-	ok = fclose(f) == 0 && ok;
-	if (ok && rename(tmp, path) != 0) {
-		saved = errno;
-		ok = false;
-	}
-	if (!ok) {
-		sb_printf(why, "%s", strerror(saved ? saved : EIO));
-		unlink(tmp);
-	}
-	free(tmp);
-	return ok;
 }
 
 int cmd_merge(int argc, char **argv)
@@ -117,7 +85,8 @@ int cmd_merge(int argc, char **argv)
 		struct job j;
 		job_build(&j, reports, n_reports);
 		cJSON *doc = job_to_json(&j);
-		if (!write_atomically(output, doc, &err)) {
+		/* Whole or not at all, mode 0600 (reports hold command lines), never through a link. */
+		if (!util_replace_file(output, 0600, print_doc, doc, &err)) {
 			struct strbuf where = {0};
 			util_add_text(&where, output);
 			util_err("merge: cannot write %s: %s", sb_str(&where), sb_str(&err));

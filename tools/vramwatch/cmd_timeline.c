@@ -770,6 +770,12 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+static void write_doc(FILE *f, const void *doc)
+{
+	const struct strbuf *b = doc;
+	fwrite(b->s, 1, b->len, f);
+}
+
 int cmd_timeline(int argc, char **argv)
 {
 	const char *output = NULL;
@@ -859,14 +865,16 @@ int cmd_timeline(int argc, char **argv)
 			svg_document(&doc, &v, html);
 			if (html)
 				sb_add(&doc, html_tail);
-			FILE *f = fopen(output, "w");
-			bool ok = f && fwrite(doc.s, 1, doc.len, f) == doc.len;
-			if (f && fclose(f) != 0)
-				ok = false;
-			if (!ok) {
-				util_err("timeline: cannot write %s", output);
+			/* Whole or not at all, never through a link; 0666 less the umask, as fopen gave. */
+			struct strbuf why = {0};
+			if (!util_replace_file(output, 0666, write_doc, &doc, &why)) {
+				struct strbuf where = {0};
+				util_add_text(&where, output);
+				util_err("timeline: cannot write %s: %s", sb_str(&where), sb_str(&why));
+				sb_free(&where);
 				status = EXIT_USAGE;
 			}
+			sb_free(&why);
 			sb_free(&doc);
 		} else {
 			terminal_view(stdout, &v, report_want_color());

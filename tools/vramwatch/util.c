@@ -3,10 +3,13 @@
 
 #include <limits.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void util_err(const char *fmt, ...)
 {
@@ -425,6 +428,93 @@ void util_add_argv(struct strbuf *b, const char *const *argv, size_t argc)
 		}
 		sb_addc(b, '\'');
 	}
+}
+
+/* What a path that is not a regular file is, for the refusal. */
+static const char *not_regular(mode_t m)
+{
+	if (S_ISLNK(m))
+		return "a symbolic link";
+	if (S_ISDIR(m))
+		return "a folder";
+	if (S_ISCHR(m) || S_ISBLK(m))
+		return "a device";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISSOCK(m))
+		return "a socket";
+	return "not a regular file";
+}
+
+/* Whether path may be replaced: missing, or a regular file. lstat, so a link is seen as one:
+ * `-o /dev/null` or a link planted at the name must not be replaced or written through. */
+static bool replaceable(const char *path, struct strbuf *why)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0) {
+		if (errno == ENOENT)
+			return true;
+		sb_printf(why, "%s", strerror(errno));
+		return false;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		sb_printf(why, "it is %s, not a regular file: not replaced", not_regular(st.st_mode));
+		return false;
+	}
+	return true;
+}
+
+bool util_replace_file(const char *path, unsigned mode, void (*fill)(FILE *f, const void *ctx), const void *ctx,
+		       struct strbuf *why)
+{
+	if (!replaceable(path, why))
+		return false;
+	/* The temporary name is beside the target, so the rename stays in one file system and is
+	 * atomic: a reader sees the old file or the new one, never half of one. O_EXCL and
+	 * O_NOFOLLOW: a name someone else made (a link, a file) is never opened, only skipped. */
+	size_t len = strlen(path);
+	char *tmp = util_xmalloc(len + 48);
+	int fd = -1;
+	for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
+		snprintf(tmp, len + 48, "%s.tmp-%ld-%u", path, (long)getpid(), attempt);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		sb_printf(why, "cannot create a file beside it: %s", strerror(errno));
+		free(tmp);
+		return false;
+	}
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		sb_printf(why, "%s", strerror(errno));
+		close(fd);
+		unlink(tmp);
+		free(tmp);
+		return false;
+	}
+	fill(f, ctx);
+	errno = 0;
+	bool ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
+	int saved = errno;
+	if (fclose(f) != 0 && ok) {
+		ok = false;
+		saved = errno;
+	}
+	if (!ok) {
+		sb_printf(why, "%s", strerror(saved ? saved : EIO));
+	} else if (!replaceable(path, why)) {
+		/* Checked again at the last moment: what stood there may have changed while we wrote. */
+		ok = false;
+	} else if (rename(tmp, path) != 0) {
+		sb_printf(why, "%s", strerror(errno));
+		ok = false;
+	}
+	if (!ok)
+		unlink(tmp);
+	free(tmp);
+	return ok;
 }
 
 const char *util_basename(const char *path)

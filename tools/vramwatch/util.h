@@ -79,6 +79,14 @@ void util_add_text(struct strbuf *b, const char *s);
 /* A command line the way a shell would take it back: arguments quoted only where needed. */
 void util_add_argv(struct strbuf *b, const char *const *argv, size_t argc);
 
+/* Writes an output file named on the command line whole or not at all: fill() writes into a
+ * new file beside it (created with O_EXCL, permissions mode less the umask), which is then
+ * renamed over path. A path that exists and is not a regular file (a symbolic link, a folder, a
+ * device, a FIFO, a socket) is refused, not replaced or written through. Returns false with a
+ * short reason in why; nothing is left behind then. */
+bool util_replace_file(const char *path, unsigned mode, void (*fill)(FILE *f, const void *ctx), const void *ctx,
+		       struct strbuf *why);
+
 /* The last path component ("libcuda.so.1" of "/usr/lib/x86_64-linux-gnu/libcuda.so.1"). */
 const char *util_basename(const char *path);
 
