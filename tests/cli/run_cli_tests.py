@@ -4,7 +4,7 @@
 Usage: run_cli_tests.py --vramwatch EXE --data DIR --golden DIR [--child EXE --stub SO]
                         [--validator PY] [--docs MD] [--libvramwatch SO] GROUP
 
-GROUP: golden, malformed, json, usage, run, schema, merge, outputs. Every command
+GROUP: golden, malformed, json, usage, run, schema, merge, outputs, inputs. Every command
 runs with LC_ALL=C TERM=dumb NO_COLOR=1 and no VRAMWATCH_* variables from outside. VRAMWATCH_UPDATE_GOLDEN=1 rewrites the
 golden files instead of comparing (then read the diff before committing it).
 """
@@ -782,6 +782,19 @@ def run_bounded(opts, args, what, cwd=None, timeout=20):
         raise Failed("%s: still running after %d s (a hang)" % (what, timeout))
 
 
+def measured(opts, args, cwd=None):
+    """run() with the peak memory of the command from wait4: (CompletedProcess, seconds, KiB)."""
+    outs = [tempfile.TemporaryFile() for _ in range(2)]
+    start = time.monotonic()
+    p = subprocess.Popen([opts.vramwatch] + args, stdout=outs[0], stderr=outs[1], env=base_env(), cwd=cwd)
+    _, status, usage = os.wait4(p.pid, 0)
+    took = time.monotonic() - start
+    for f in outs:
+        f.seek(0)
+    r = subprocess.CompletedProcess(args, os.waitstatus_to_exitcode(status), outs[0].read(), outs[1].read())
+    return r, took, usage.ru_maxrss
+
+
 def group_outputs(opts):
     """merge -o and timeline -o write their file whole to a new file beside the target and
     rename it over the target: a hard link's other name keeps its contents, and a symbolic link
@@ -854,11 +867,34 @@ def group_outputs(opts):
         shutil.rmtree(tmp)
 
 
+def group_inputs(opts):
+    """An input that is not a regular file is refused at once with one line naming it: a FIFO
+    nobody writes to (which would wait for a writer for ever), a device that never ends."""
+    tmp = tempfile.mkdtemp(prefix="vw-inputs-")
+    try:
+        os.mkfifo(os.path.join(tmp, "fifo.json"))
+        for name, kind in (("fifo.json", "a FIFO"), ("/dev/zero", "a device")):
+            for args in (["report", name], ["report", "--json", name], ["advise", name], ["timeline", name],
+                         ["merge", name, "-o", "out.json"]):
+                what = " ".join(args)
+                if kind == "a FIFO":
+                    r, took, rss = run_bounded(opts, args, what, cwd=tmp), 0, 0
+                else:
+                    r, took, rss = measured(opts, args, cwd=tmp)
+                line = one_line_error(r, what)
+                check(line.endswith(name + ": is %s, not a report file" % kind), "%s: %s" % (what, line))
+                check(took < 5 and rss < 256 * 1024, "%s: %.1f s, %d KiB" % (what, took, rss))
+                check(not os.path.exists(os.path.join(tmp, "out.json")), "%s: merge wrote its output" % what)
+        print("inputs: a FIFO and /dev/zero refused at once by report, report --json, advise, timeline, merge")
+    finally:
+        shutil.rmtree(tmp)
+
+
 
 
 GROUPS = {"golden": group_golden, "malformed": group_malformed, "json": group_json, "usage": group_usage,
           "run": group_run, "schema": group_schema, "merge": group_merge,
-          "outputs": group_outputs}
+          "outputs": group_outputs, "inputs": group_inputs}
 
 
 def main():

@@ -12,32 +12,42 @@
 
 static bool read_all(const char *path, char **data, size_t *len, struct strbuf *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO waits for a writer, which may never come; this way the open
+	 * returns at once and fstat says what it is. (On a regular file the flag does nothing.) */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		sb_printf(err, "cannot open: %s", strerror(errno));
 		return false;
 	}
 	struct stat st;
-	if (fstat(fd, &st) != 0)
-		memset(&st, 0, sizeof st); /* unknown: read it as a stream, under the same limit */
-	if (S_ISDIR(st.st_mode)) {
-		sb_add(err, "is a folder, not a report file");
+	if (fstat(fd, &st) != 0) {
+		sb_printf(err, "cannot read: %s", strerror(errno));
+		close(fd);
+		return false;
+	}
+	/* Reports are files. A FIFO or a terminal can block for ever, a device such as /dev/zero
+	 * never ends: none is read. */
+	if (!S_ISREG(st.st_mode)) {
+		sb_printf(err, "is %s, not a report file",
+			  S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a FIFO"
+			  : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+			  : S_ISSOCK(st.st_mode) ? "a socket" : "a special file");
 		close(fd);
 		return false;
 	}
 	/* A regular file's size is known before reading: a file over the limit is refused at once,
 	 * without touching its contents (a 1 GB file costs one fstat, not a second and a gigabyte). */
-	bool regular = S_ISREG(st.st_mode);
-	if (regular && (uint64_t)st.st_size > JSON_MAX_FILE) {
+	if ((uint64_t)st.st_size > JSON_MAX_FILE) {
 		sb_printf(err, "larger than %d MiB: not a vramwatch report", JSON_MAX_FILE_MIB);
 		close(fd);
 		return false;
 	}
-	size_t cap = regular && st.st_size > 0 ? (size_t)st.st_size + 1 : 1 << 16, n = 0;
+	size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 1 << 16, n = 0;
 	char *buf = util_xmalloc(cap + 1);
 	for (;;) {
 		if (n == cap) {
-			/* Pipes and files that grow while read: the same limit, counted as they come. */
+			/* Files that grow while read, or whose size says 0 (/proc): the same limit,
+			 * counted as they come. */
 			if (cap > JSON_MAX_FILE) {
 				sb_printf(err, "larger than %d MiB: not a vramwatch report", JSON_MAX_FILE_MIB);
 				goto fail;
