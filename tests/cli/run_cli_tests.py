@@ -4,7 +4,7 @@
 Usage: run_cli_tests.py --vramwatch EXE --data DIR --golden DIR [--child EXE --stub SO]
                         [--validator PY] [--docs MD] [--libvramwatch SO] GROUP
 
-GROUP: golden, malformed, json, usage, run, schema, merge, outputs, inputs. Every command
+GROUP: golden, malformed, json, usage, run, schema, merge, outputs, inputs, values. Every command
 runs with LC_ALL=C TERM=dumb NO_COLOR=1 and no VRAMWATCH_* variables from outside. VRAMWATCH_UPDATE_GOLDEN=1 rewrites the
 golden files instead of comparing (then read the diff before committing it).
 """
@@ -795,6 +795,24 @@ def measured(opts, args, cwd=None):
     return r, took, usage.ru_maxrss
 
 
+def big_report(fixture, sites, frames, live):
+    """A fixture grown as large as the library's reports get: SITES call sites of FRAMES frames,
+    LIVE live entries (the library lists at most 1000)."""
+    with open(fixture) as f:
+        doc = json.load(f)
+    doc["callsites"] = [{"id": i + 1, "live_bytes": (sites - i) * 4096, "live_count": 1, "alloc_calls": 3,
+                         "alloc_bytes_total": (sites - i) * 12288,
+                         "frames": [{"kind": "native", "module": "/usr/lib/libtorch_cuda.so",
+                                     "symbol": "at::native::op%d(c10::TensorOptions const&)" % j,
+                                     "offset": 4096 * j + i, "symbol_offset": 16} for j in range(frames)]}
+                        for i in range(sites)]
+    doc["live"] = [{"address": "0x%x" % (0x7f0000000000 + i * 0x100000), "size": (sites - i) * 4096, "device": 0,
+                    "api": "cudaMalloc", "callsite": i + 1, "time_unix_ns": 1732935100223456789 + i,
+                    "kind": "device"} for i in range(live)]
+    doc["live_truncated"] = 100000 - live
+    return doc
+
+
 def group_outputs(opts):
     """merge -o and timeline -o write their file whole to a new file beside the target and
     rename it over the target: a hard link's other name keeps its contents, and a symbolic link
@@ -890,11 +908,39 @@ def group_inputs(opts):
         shutil.rmtree(tmp)
 
 
-
+def group_values(opts):
+    """More JSON values than the loader takes (a 16 MB file of 8 000 001 zeros, which cJSON would
+    build in about 1 GB) are refused by its pre-scan, before anything is built, in little memory;
+    a report as large as the library writes (10 000 call sites of 32 frames) still loads."""
+    tmp = tempfile.mkdtemp(prefix="vw-values-")
+    try:
+        many = os.path.join(tmp, "many.json")
+        with open(many, "w") as f:
+            f.write("[" + "0," * 8000000 + "0]")
+        for args in (["report", many], ["advise", many], ["timeline", many], ["merge", many, "-o", "out.json"]):
+            r, took, rss = measured(opts, args, cwd=tmp)
+            line = one_line_error(r, "8 000 001 values: " + args[0])
+            check("more than 8 million JSON values: not a vramwatch report" in line, "8 000 001 values: %s" % line)
+            check(took < 5 and rss < 256 * 1024, "8 000 001 values: %s took %.1f s and %d KiB" % (args[0], took, rss))
+            print("8 000 001 JSON values, %s: refused in %.2f s, max RSS %d KiB" % (args[0], took, rss))
+        check(not os.path.exists(os.path.join(tmp, "out.json")), "8 000 001 values: merge wrote its output")
+        os.unlink(many)
+        big = os.path.join(tmp, "big.json")
+        with open(big, "w") as f:
+            json.dump(big_report(os.path.join(opts.data, "oom-pytorch.json"), 10000, 32, 1000), f,
+                      separators=(",", ":"))
+        for args in (["report", big], ["advise", big], ["merge", big, "-o", "out.json"]):
+            r, took, rss = measured(opts, args, cwd=tmp)
+            check(r.returncode in (0, 1) and r.stderr == b"", "10 000 call sites: %s: exit %d: %s" %
+                  (args[0], r.returncode, r.stderr[:300].decode("utf-8", "replace")))
+            print("10 000 call sites of 32 frames, 1000 live (%d bytes), %s: %.2f s, max RSS %d KiB" %
+                  (os.path.getsize(big), args[0], took, rss))
+    finally:
+        shutil.rmtree(tmp)
 
 GROUPS = {"golden": group_golden, "malformed": group_malformed, "json": group_json, "usage": group_usage,
           "run": group_run, "schema": group_schema, "merge": group_merge,
-          "outputs": group_outputs, "inputs": group_inputs}
+          "outputs": group_outputs, "inputs": group_inputs, "values": group_values}
 
 
 def main():

@@ -81,21 +81,14 @@ fail:
 	return false;
 }
 
-struct lexeme {
-	size_t start, len;
+enum check_result {
+	CHECK_OK, CHECK_EARLY_END, CHECK_ERROR, CHECK_TOO_DEEP, CHECK_TOO_MANY, CHECK_TRAILING, CHECK_BAD_UTF8
 };
-
-struct lexemes {
-	struct lexeme *v;
-	size_t n, cap;
-};
-
-enum check_result { CHECK_OK, CHECK_EARLY_END, CHECK_ERROR, CHECK_TOO_DEEP, CHECK_TRAILING, CHECK_BAD_UTF8 };
 
 struct checker {
 	const char *s;
 	size_t len, i; /* i: where a problem is, on return */
-	struct lexemes *numbers;
+	size_t values;  /* counted up to JSON_MAX_VALUES + 1 */
 };
 
 static bool is_digit(char c)
@@ -190,11 +183,11 @@ static enum check_result check_digits(struct checker *k, size_t *j)
 	return CHECK_OK;
 }
 
-/* A number by RFC 8259's grammar; records where its literal is. */
+/* A number by RFC 8259's grammar. */
 static enum check_result check_number(struct checker *k)
 {
 	const char *s = k->s;
-	size_t j = k->i, start = k->i, len = k->len;
+	size_t j = k->i, len = k->len;
 	enum check_result r;
 	if (s[j] == '-')
 		j++;
@@ -214,12 +207,6 @@ static enum check_result check_number(struct checker *k)
 		if ((r = check_digits(k, &j)) != CHECK_OK)
 			return r;
 	}
-	struct lexemes *out = k->numbers;
-	if (out->n == out->cap) {
-		out->cap = out->cap ? out->cap * 2 : 256;
-		out->v = util_xrealloc(out->v, out->cap * sizeof *out->v);
-	}
-	out->v[out->n++] = (struct lexeme){start, j - start};
 	k->i = j;
 	return CHECK_OK;
 }
@@ -243,9 +230,8 @@ static enum check_result check_word(struct checker *k, const char *word)
 enum want { W_VALUE, W_VALUE_OR_CLOSE, W_KEY_OR_CLOSE, W_KEY, W_COLON, W_COMMA_OR_CLOSE, W_END };
 
 /* Checks the whole text against JSON's grammar before cJSON sees it, without recursion. It tells
- * a file cut short (every byte fine, the text just stops) from a broken one, bounds the nesting,
- * and notes where each number literal is: the n-th literal here is the n-th number node cJSON
- * builds, as both go in document order. */
+ * a file cut short (every byte fine, the text just stops) from a broken one, and bounds the
+ * nesting and the number of values, so what cJSON then builds is bounded too. */
 static enum check_result check(struct checker *k)
 {
 	char stack[JSON_MAX_DEPTH];
@@ -305,6 +291,8 @@ static enum check_result check(struct checker *k)
 				value_done = true;
 				break;
 			}
+			if (++k->values > JSON_MAX_VALUES)
+				return CHECK_TOO_MANY;
 			if (c == '[' || c == '{') {
 				if (depth == JSON_MAX_DEPTH)
 					return CHECK_TOO_DEEP;
@@ -335,20 +323,49 @@ static enum check_result check(struct checker *k)
 	}
 }
 
-/* Gives every number node its literal, in document order. Depth is bounded by check(). */
-static bool attach(cJSON *item, const char *text, const struct lexemes *lx, size_t *next)
+/* The next number literal of text (which check() accepted) from *pos on: outside strings,
+ * only a number starts with '-' or a digit. Found afresh rather than noted by check(), as a
+ * list of every literal's place would cost 16 bytes a number more at the peak. */
+static bool next_number(const char *s, size_t len, size_t *pos, size_t *start)
+{
+	size_t i = *pos;
+	while (i < len) {
+		char c = s[i];
+		if (c == '"') {
+			for (i++; i < len && s[i] != '"'; i++)
+				if (s[i] == '\\')
+					i++;
+			i++;
+		} else if (c == '-' || is_digit(c)) {
+			*start = i;
+			while (i < len && (is_digit(s[i]) || strchr("+-.eE", s[i])))
+				i++;
+			*pos = i;
+			return true;
+		} else {
+			i++;
+		}
+	}
+	*pos = len;
+	return false;
+}
+
+/* Gives every number node its literal: cJSON builds number nodes in document order, and the
+ * walk here goes in the same order. Depth is bounded by check(). */
+static bool attach(cJSON *item, const char *text, size_t len, size_t *pos)
 {
 	for (; item; item = item->next) {
+		size_t start;
 		if (cJSON_IsNumber(item)) {
-			if (*next >= lx->n)
+			if (!next_number(text, len, pos, &start))
 				return false;
-			const struct lexeme *l = &lx->v[(*next)++];
-			char *lit = util_xmalloc(l->len + 1);
-			memcpy(lit, text + l->start, l->len);
-			lit[l->len] = '\0';
+			size_t n = *pos - start;
+			char *lit = util_xmalloc(n + 1);
+			memcpy(lit, text + start, n);
+			lit[n] = '\0';
 			item->valuestring = lit; /* freed by cJSON_Delete like a string's */
 		}
-		if (item->child && !attach(item->child, text, lx, next))
+		if (item->child && !attach(item->child, text, len, pos))
 			return false;
 	}
 	return true;
@@ -375,8 +392,7 @@ cJSON *json_load_file(const char *path, struct strbuf *err)
 	if (!read_all(path, &text, &len, err))
 		return NULL;
 	cJSON *root = NULL;
-	struct lexemes lx = {0};
-	struct checker k = {text, len, 0, &lx};
+	struct checker k = {text, len, 0, 0};
 	size_t line, col;
 	switch (check(&k)) {
 	case CHECK_OK:
@@ -389,6 +405,10 @@ cJSON *json_load_file(const char *path, struct strbuf *err)
 		goto out;
 	case CHECK_TOO_DEEP:
 		sb_printf(err, "nested more than %d levels deep: not a vramwatch report", JSON_MAX_DEPTH);
+		goto out;
+	case CHECK_TOO_MANY:
+		sb_printf(err, "more than %d million JSON values: not a vramwatch report (a merged job this "
+			  "large: merge fewer reports at a time)", JSON_MAX_VALUES / 1000000);
 		goto out;
 	case CHECK_TRAILING:
 		position(text, k.i, &line, &col);
@@ -412,15 +432,14 @@ cJSON *json_load_file(const char *path, struct strbuf *err)
 		sb_printf(err, "not valid JSON at line %zu, column %zu", line, col);
 		goto out;
 	}
-	size_t next = 0;
-	if (!attach(root, text, &lx, &next) || next != lx.n) {
+	size_t pos = 0, start;
+	if (!attach(root, text, len, &pos) || next_number(text, len, &pos, &start)) {
 		/* Only reachable if cJSON ever builds numbers other than the grammar's. */
 		sb_add(err, "could not read its numbers exactly");
 		cJSON_Delete(root);
 		root = NULL;
 	}
 out:
-	free(lx.v);
 	free(text);
 	return root;
 }

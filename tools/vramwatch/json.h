@@ -19,6 +19,16 @@
 #define JSON_MAX_FILE_MIB 256
 #define JSON_MAX_FILE ((size_t)JSON_MAX_FILE_MIB * 1024 * 1024)
 
+/* Most values (numbers, strings, true/false/null, arrays, objects; an object member's name is
+ * part of its value) in one file. The file limit alone does not bound memory: cJSON spends about
+ * 80 bytes on each value's node, 32 or more on each name and string, and we 32 or more on each
+ * number's literal, so 100 MB of "[0,0,...]" took 6.3 GB. Counted before cJSON builds anything:
+ * with at most 8 million values, a file at the 256 MiB limit costs at most its text, a copy of
+ * its strings and about 150 bytes a value (1.6 GB for the worst shape measured). The library's
+ * largest report (10 000 call sites of 32 frames, 1000 live entries) holds about 0.7 million
+ * values; a merged job of more than about ten such ranks holds more: merge fewer at a time. */
+#define JSON_MAX_VALUES 8000000
+
 /* Reads and parses a whole file. On failure returns NULL and puts a short reason in err
  * ("not valid JSON at line 3, column 14"). Number nodes carry their literal text in valuestring
  * (cJSON itself only keeps a double, which cannot hold a nanosecond timestamp exactly). */
