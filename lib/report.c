@@ -5,7 +5,8 @@
  * thread inside dlopen may be waiting for ours) and the file written. The file is written
  * whole to a temporary name in the same folder (O_EXCL | O_NOFOLLOW, mode 0600) and renamed
  * over the previous report, so a reader never sees half a report and a crash mid-write leaves
- * the previous one intact. */
+ * the previous one intact. The folder is opened component by component (safefile.c), and every
+ * file operation after that goes through its descriptor. */
 #include "report.h"
 
 #include <dlfcn.h>
@@ -28,6 +29,7 @@
 #include "options.h"
 #include "pyframes.h"
 #include "redact.h"
+#include "safefile.h"
 #include "util.h"
 
 #define LIVE_MAX 1000
@@ -315,70 +317,6 @@ static void write_frames(struct jsonw *w, const uint64_t *frames, int n, struct 
 }
 
 /* ---------- the file ---------- */
-
-/* Creates the missing folders of dir, each mode 0700 whatever the umask. mkdir never follows a
- * symbolic link at the name it creates; an existing component is left as its owner made it. */
-static int mkdirs(const char *dir)
-{
-    char tmp[PATH_MAX];
-    size_t len = strlen(dir);
-    if (len == 0 || len >= sizeof(tmp))
-        return -1;
-    memcpy(tmp, dir, len + 1);
-    for (char *p = tmp + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char c = *p;
-        *p = 0;
-        if (mkdir(tmp, 0700) == 0) {
-            if (chmod(tmp, 0700) != 0) /* a umask such as 0777 took the owner's bits */
-                return -1;
-        } else if (errno != EEXIST) {
-            return -1;
-        }
-        *p = c;
-        if (!c)
-            break;
-    }
-    return 0;
-}
-
-/* Opens the report folder for the *at() calls that follow, so that nothing swapped in after the
- * checks can redirect the writes. Refused, with why: a symbolic link owned by someone other than
- * this user or root (the kernel's protected_symlinks rule, applied wherever the folder is), a
- * folder owned by another user (they could read, replace or remove our reports), a folder anyone
- * may write to without the sticky bit (anyone could). */
-static int open_report_dir(const char *dir, const char **why)
-{
-    *why = NULL;
-    uid_t me = geteuid();
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat ls;
-    /* With O_DIRECTORY, Linux answers a link with ENOTDIR rather than ELOOP. */
-    if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(dir, &ls) == 0 && S_ISLNK(ls.st_mode)) {
-        if (ls.st_uid != me && ls.st_uid != 0) {
-            *why = "it is a symbolic link owned by another user";
-            return -1;
-        }
-        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    }
-    if (fd < 0)
-        return -1;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return -1;
-    }
-    if (st.st_uid != me && st.st_uid != 0)
-        *why = "it is owned by another user";
-    else if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
-        *why = "anyone may write to it and it has no sticky bit";
-    if (*why) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
 
 const char *report_path(void)
 {
@@ -803,16 +741,10 @@ int report_write(const char *reason, const struct report_devinfo *info)
     const char *final = report_path();
     const char *name = strrchr(final, '/') + 1; /* report_path() always puts the folder first */
     char tmp[PATH_MAX];
-    if (mkdirs(vw_opt.dir) != 0) {
-        vw_warn_once(warned_write, "cannot create the report folder %s: %s; no report written",
-                     vw_opt.dir, strerror(errno));
-        goto out;
-    }
-    const char *why;
-    int dirfd = open_report_dir(vw_opt.dir, &why);
+    char why[1024];
+    int dirfd = safefile_open_dir(vw_opt.dir, true, why, sizeof(why));
     if (dirfd < 0) {
-        vw_warn_once(warned_write, "not writing reports in %s: %s", vw_opt.dir,
-                     why ? why : strerror(errno));
+        vw_warn_once(warned_write, "not writing reports in %s: %s", vw_opt.dir, why);
         goto out;
     }
     if (!previous_checked) {
@@ -833,8 +765,7 @@ int report_write(const char *reason, const struct report_devinfo *info)
     }
     if (fd < 0) {
         vw_warn_once(warned_write, "cannot write a report in %s: %s", vw_opt.dir, strerror(errno));
-        close(dirfd);
-        goto out;
+        goto done;
     }
     fchmod(fd, 0600); /* whatever the umask */
     bool ok = write_body(fd, reason, info, nlive, live_total);
@@ -843,13 +774,13 @@ int report_write(const char *reason, const struct report_devinfo *info)
     if (!ok || renameat(dirfd, tmp, dirfd, name) != 0) {
         int e = errno;
         unlinkat(dirfd, tmp, 0);
-        close(dirfd);
         vw_warn_once(warned_write, "writing the report %s failed: %s", final, strerror(e));
-        goto out;
+        goto done;
     }
-    close(dirfd);
     vw_log(VW_LOG_INFO, "report written: %s (%s)", final, reason);
     rc = 0;
+done:
+    close(dirfd);
 out:
     pthread_mutex_unlock(&report_lock);
     return rc;

@@ -1006,6 +1006,96 @@ def case_setuid(run):
     eq(os.listdir(folder), [], "setuid: nothing written")
 
 
+
+# ---------- every component of a path, the status file, leftovers of killed writers ----------
+
+def refused(run, what, words):
+    lines = vw_lines(run)
+    eq(len(lines), 1, f"{what}: one warning, got {run.stderr!r}")
+    expect(words in lines[0], f"{what}: {words!r} in {lines[0]!r}")
+    return lines[0]
+
+
+def case_dir_components(run):
+    """Every component of VRAMWATCH_DIR is checked on the way down, not only the last: a link
+    of another user's or a folder of another user's in the middle, or a folder anyone may write
+    to without the sticky bit, is refused with one warning and nothing is created or written
+    below it; /tmp itself, links of our own (chains, relative targets), '.', '..' and a
+    relative VRAMWATCH_DIR keep working."""
+    def ok(folder, where=None, extra=None):
+        probe(run, folder, extra=extra)
+        eq(vw_lines(run), [], f"{folder}: no warning")
+        where = where or folder
+        eq(len(glob.glob(os.path.join(where, "vramwatch-*.json"))), 1, f"{folder}: report in {where}")
+        eq(os.stat(where).st_mode & 0o777, 0o700, f"{where}: created 0700")
+
+    # /tmp itself (root's, world-writable, sticky) on the way, two missing levels below it.
+    tmp = tempfile.mkdtemp(prefix="vw-components-", dir="/tmp")
+    try:
+        eq(os.stat("/tmp").st_mode & 0o1002, 0o1002, "/tmp is world-writable and sticky here")
+        ok(os.path.join(tmp, "a", "b"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    # A sticky world-writable folder of our own in the middle.
+    sticky = os.path.join(run.dir, "sticky")
+    os.mkdir(sticky)
+    os.chmod(sticky, 0o1777)
+    ok(os.path.join(sticky, "mine", "deeper"))
+    # Our own links in the middle: a chain of two, the second with a relative target.
+    base = os.path.join(run.dir, "base")
+    target = os.path.join(run.dir, "target")
+    os.mkdir(base, 0o755)
+    os.mkdir(target, 0o755)
+    os.symlink(os.path.join(base, "l2"), os.path.join(base, "l1"))
+    os.symlink("../target", os.path.join(base, "l2"))
+    ok(os.path.join(base, "l1", "sub"), os.path.join(target, "sub"))
+    # '.', '..' and doubled slashes; a relative VRAMWATCH_DIR (from the working directory).
+    os.mkdir(os.path.join(base, "x"), 0o755)
+    ok(base + "/./x/..//dots", os.path.join(base, "dots"))
+    ok(base + "/l1/../dots", os.path.join(run.dir, "dots"))  # '..' of the link's target, as the kernel has it
+    ok("rel/sub", os.path.join(run.dir, "rel", "sub"))
+
+    # Anyone may write to a folder in the middle (no sticky bit): refused, whether the folder
+    # below exists (theirs to swap) or not.
+    open_dir = os.path.join(run.dir, "open")
+    os.mkdir(open_dir)
+    os.chmod(open_dir, 0o777)
+    os.mkdir(os.path.join(open_dir, "reports"), 0o700)
+    for below in ("reports", "missing"):
+        probe(run, os.path.join(open_dir, below), expect_rc=3)
+        line = refused(run, f"world-writable middle, {below}", "no sticky bit")
+        expect(open_dir in line, f"the warning names the folder in the middle: {line!r}")
+    eq(sorted(os.listdir(open_dir)), ["reports"], "nothing created below the open folder")
+    eq(os.listdir(os.path.join(open_dir, "reports")), [], "nothing written below the open folder")
+
+    if os.geteuid() != 0:
+        print("SKIP (not root): links and folders of another user in the middle (need chown)")
+        return
+    uid, gid = nobody_ids()
+    victim = os.path.join(run.dir, "victim")
+    os.mkdir(victim, 0o755)
+    theirs = os.path.join(base, "their-link")
+    os.symlink(victim, theirs)
+    os.lchown(theirs, uid, gid)
+    probe(run, os.path.join(theirs, "reports"), expect_rc=3)
+    refused(run, "a link of nobody's in the middle", "symbolic link owned by another user")
+    eq(os.listdir(victim), [], "nothing created through nobody's link")
+    # Our own link whose target goes through nobody's link: refused just the same.
+    os.symlink(os.path.join(theirs, "x"), os.path.join(base, "mine-to-theirs"))
+    probe(run, os.path.join(base, "mine-to-theirs", "reports"), expect_rc=3)
+    refused(run, "our link into nobody's link", "symbolic link owned by another user")
+    eq(os.listdir(victim), [], "nothing created through a chain with nobody's link")
+    # A folder of nobody's in the middle (mode 0755: only nobody can write to it), a folder of
+    # ours below it: nobody could swap ours for a link at any time.
+    their_dir = os.path.join(run.dir, "their-dir")
+    os.mkdir(their_dir, 0o755)
+    os.mkdir(os.path.join(their_dir, "reports"), 0o700)
+    os.chown(their_dir, uid, gid)
+    probe(run, os.path.join(their_dir, "reports"), expect_rc=3)
+    refused(run, "a folder of nobody's in the middle", "owned by another user")
+    eq(os.listdir(os.path.join(their_dir, "reports")), [], "nothing written below nobody's folder")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

@@ -1,0 +1,266 @@
+/* Opens the library's folders and files by paths that another user may have tampered with.
+ *
+ * The library often runs as root (in containers) with paths the job's user chose
+ * (VRAMWATCH_DIR, VRAMWATCH_STATUS), in folders such as /tmp that others can write to. A path
+ * is therefore never handed to the kernel whole: it is walked one component at a time with
+ * openat(O_PATH | O_NOFOLLOW) from a descriptor of the folder before, each component checked
+ * through its own descriptor (fstat), so nothing can be swapped in between a check and its use.
+ * The walk starts at "/" (or at the working directory for a relative path), which is checked
+ * like every other folder on the way. A component is accepted when it is:
+ *
+ *  - a symbolic link owned by us or by root. Its target is then walked by the same rules (at
+ *    most 40 links in all, the kernel's own limit). A link of another user's is refused
+ *    wherever it is: that user can point it anywhere at any time. (The kernel's
+ *    fs.protected_symlinks asks the same, but only in sticky world-writable folders, and it is
+ *    a setting that may be off.)
+ *  - a folder owned by us or by root. Whoever owns a folder can rename, remove and replace what
+ *    is in it whatever its mode says (they can change the mode), so a folder of another user's
+ *    anywhere on the way lets that user redirect everything below it.
+ *  - and, when anyone may write to it, one with the sticky bit. Then others can add names but
+ *    cannot rename or remove the entries of ours or root's, and what they add is theirs, which
+ *    the two rules above refuse when the walk comes to it: /tmp and /dev/shm keep working.
+ *    Without the sticky bit anyone can swap what lies below.
+ *
+ * Write permission of the folder's group is accepted. The group is the choice of the folder's
+ * owner (us or root): with user private groups (umask 002) every folder a user makes is
+ * writable by a group of one, and a team folder is shared with its group on purpose. What a
+ * member can do there is swap an entry for another entry, and whatever the member puts there is
+ * the member's own, refused when the walk reaches it.
+ *
+ * Anything else on the way (a file, a device) ends the walk with ENOTDIR. No FILE streams and
+ * no allocation: the status file is opened during set-up, which can run inside a hook. */
+#include "safefile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_LINKS 40
+
+static void say(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void say(char *why, size_t whylen, const char *fmt, ...)
+{
+    if (!whylen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+}
+
+/* Appends a component to the path shown in messages (only messages: truncation is harmless). */
+static void shown_add(char *shown, size_t cap, const char *name)
+{
+    size_t n = strlen(shown);
+    if (n + 1 < cap && n > 0 && shown[n - 1] != '/')
+        shown[n++] = '/';
+    snprintf(shown + n, cap - n, "%s", name);
+}
+
+/* True when nothing but "." components (and slashes) is left: the folder reached is the last. */
+static bool nothing_left(const char *p)
+{
+    for (;;) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            return true;
+        if (p[0] != '.' || (p[1] != '/' && p[1] != 0))
+            return false;
+        p++;
+    }
+}
+
+/* Fills `why` and returns false when this folder may not be used (rules at the top). */
+static bool safe_dir(const struct stat *st, const char *who, char *why, size_t whylen)
+{
+    uid_t me = geteuid();
+    if (st->st_uid != me && st->st_uid != 0) {
+        say(why, whylen, "%s is owned by another user", who);
+        return false;
+    }
+    if ((st->st_mode & S_IWOTH) && !(st->st_mode & S_ISVTX)) {
+        say(why, whylen, "anyone may write to %s and it has no sticky bit", who);
+        return false;
+    }
+    return true;
+}
+
+/* Opens the start of the walk ("/" or the working directory) and checks it like any folder. */
+static int open_start(bool absolute, bool last, bool name_last, char *shown, size_t shown_cap,
+                      char *why, size_t whylen)
+{
+    int fd = open(absolute ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    snprintf(shown, shown_cap, "%s", absolute ? "/" : ".");
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    if (!safe_dir(&st, last && !name_last ? "it" : shown, why, whylen)) {
+        close(fd);
+        errno = EPERM;
+        return -1;
+    }
+    return fd;
+}
+
+/* A folder just made: mode 0700 whatever the umask took away. Through the descriptor's
+ * /proc/self/fd link, never the name (a member of a group-writable folder could have swapped
+ * it for a link by now); fchmodat(AT_SYMLINK_NOFOLLOW) where /proc is missing. */
+static int make_private(int fd, int parent, const char *name)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -1;
+    if ((st.st_mode & 07777) == 0700)
+        return 0;
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    if (chmod(proc, 0700) == 0)
+        return 0;
+    return fchmodat(parent, name, 0700, AT_SYMLINK_NOFOLLOW);
+}
+
+/* The walk. `name_last`: messages name the last folder instead of calling it "it" (for the
+ * status file's folder, where "it" would read as the file). */
+static int walk_path(const char *path, bool create, bool name_last, char *why, size_t whylen)
+{
+    char rest[PATH_MAX];   /* what is left to walk; a link's target is put in front of it */
+    char target[PATH_MAX];
+    char name[NAME_MAX + 1];
+    char shown[1024];      /* the folder reached so far, for messages */
+    if (whylen)
+        why[0] = 0;
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof(rest)) {
+        errno = len ? ENAMETOOLONG : ENOENT;
+        return -1;
+    }
+    memcpy(rest, path, len + 1);
+    char *p = rest;
+    int links = 0, next = -1, e;
+    int fd = open_start(path[0] == '/', nothing_left(path), name_last, shown, sizeof(shown), why,
+                        whylen);
+    if (fd < 0)
+        return -1;
+    for (;;) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            return fd;
+        size_t n = strcspn(p, "/");
+        if (n > NAME_MAX) {
+            errno = ENAMETOOLONG;
+            goto fail;
+        }
+        memcpy(name, p, n);
+        name[n] = 0;
+        p += n;
+        if (!strcmp(name, "."))
+            continue;
+        size_t shown_len = strlen(shown);
+        shown_add(shown, sizeof(shown), name);
+        const char *who = nothing_left(p) && !name_last ? "it" : shown;
+
+        bool made = false;
+        next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0 && errno == ENOENT && create) {
+            if (mkdirat(fd, name, 0700) == 0)
+                made = true;
+            else if (errno != EEXIST) /* EEXIST: another process made it just now */
+                goto fail;
+            next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        }
+        if (next < 0)
+            goto fail;
+        struct stat st;
+        if (fstat(next, &st) != 0)
+            goto fail;
+        if (S_ISLNK(st.st_mode)) {
+            if (st.st_uid != geteuid() && st.st_uid != 0) {
+                say(why, whylen, "%s is a symbolic link owned by another user", who);
+                goto refused;
+            }
+            if (++links > MAX_LINKS) {
+                errno = ELOOP;
+                goto fail;
+            }
+            /* The target of this very link, not of whatever is at its name by now. */
+            ssize_t tl = readlinkat(next, "", target, sizeof(target));
+            if (tl < 0)
+                goto fail;
+            close(next);
+            next = -1;
+            size_t left = strlen(p);
+            if (tl == 0 || (size_t)tl + 1 + left + 1 > sizeof(rest)) {
+                errno = tl == 0 ? ENOENT : ENAMETOOLONG;
+                goto fail;
+            }
+            memmove(rest + tl + 1, p, left + 1);
+            memcpy(rest, target, (size_t)tl);
+            rest[tl] = '/';
+            p = rest;
+            shown[shown_len] = 0; /* a relative target starts in the link's folder */
+            if (target[0] == '/') {
+                close(fd);
+                fd = open_start(true, nothing_left(rest), name_last, shown, sizeof(shown), why,
+                                whylen);
+                if (fd < 0)
+                    return -1;
+            }
+            continue;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            errno = ENOTDIR;
+            goto fail;
+        }
+        if (!safe_dir(&st, who, why, whylen))
+            goto refused;
+        if (made && make_private(next, fd, name) != 0)
+            goto fail;
+        close(fd);
+        fd = next;
+        next = -1;
+    }
+refused:
+    errno = EPERM;
+fail:
+    e = errno;
+    if (next >= 0)
+        close(next);
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+/* On failure, `why` says why in every case: the refusal, or the system error. */
+static int explained(int fd, char *why, size_t whylen)
+{
+    if (fd < 0 && whylen && !why[0]) {
+        int e = errno;
+        say(why, whylen, "%s", strerror(e));
+        errno = e;
+    }
+    return fd;
+}
+
+static int walk(const char *path, bool create, bool name_last, char *why, size_t whylen)
+{
+    return explained(walk_path(path, create, name_last, why, whylen), why, whylen);
+}
+
+int safefile_open_dir(const char *path, bool create, char *why, size_t whylen)
+{
+    return walk(path, create, false, why, whylen);
+}

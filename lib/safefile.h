@@ -1,0 +1,15 @@
+/* Opening the library's folders and files by a path that another user may have tampered with. */
+#ifndef VW_SAFEFILE_H
+#define VW_SAFEFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Opens the folder `path` by walking it one component at a time (rules in safefile.c).
+ * Returns an O_PATH descriptor of the folder, good for the *at() calls, or -1: then `why` says
+ * why in a few words (a refusal such as "/data/link is a symbolic link owned by another user",
+ * or the system error's text) and errno is set (EPERM for a refusal). With `create`, missing
+ * folders are made, mode 0700 whatever the umask. No FILE streams and no allocation. */
+int safefile_open_dir(const char *path, bool create, char *why, size_t whylen);
+
+#endif
