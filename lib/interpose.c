@@ -27,6 +27,7 @@
 #include "pyframes.h"
 #include "log.h"
 #include "report.h"
+#include "safefile.h"
 
 struct vw_real_fns vw_real;
 VW_TLS int vw_depth;
@@ -92,7 +93,12 @@ static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
  * while a trial runs whether its memory still grows:
  *   vramwatch-status peak_live_bytes=... live_bytes=... time_unix_ns=... oom=0|1
  * Written when the peak grew, at most every 100 ms, at every out-of-memory failure and at exit:
- * a pwrite from the hook, no stdio and no allocation. */
+ * a pwrite from the hook, no stdio and no allocation.
+ * The path is the user's, and the library often runs as root: its folder is walked like the
+ * report folder, and only a regular file of ours (or a new one, 0600) is ever opened, written or
+ * chmod'ed, never a FIFO (that would hang the job), a device (/dev/null made 0600 for everyone)
+ * or another user's file (safefile.c). Anything else costs the status file, with one warning;
+ * the job runs on. */
 
 static int status_fd = -1;
 static uint64_t status_last_ns, status_written_peak, status_written_flushes, status_written_finals;
@@ -120,11 +126,10 @@ static void status_open(void)
 {
     if (!vw_opt.status[0])
         return;
-    status_fd = open(vw_opt.status, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    char why[256];
+    status_fd = safefile_open_private(vw_opt.status, why, sizeof(why));
     if (status_fd < 0)
-        vw_log(VW_LOG_WARN, "cannot open the status file %s", vw_opt.status);
-    else
-        fchmod(status_fd, 0600); /* like the reports: private whatever the umask, if it is ours */
+        vw_log(VW_LOG_WARN, "not writing the status file %s: %s", vw_opt.status, why);
 }
 
 /* Growth that is written at once, whatever the rate limit: a caching allocator asks for all its

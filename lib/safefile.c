@@ -264,3 +264,98 @@ int safefile_open_dir(const char *path, bool create, char *why, size_t whylen)
 {
     return walk(path, create, false, why, whylen);
 }
+
+/* Why this file may not be written, or NULL: only a regular file of ours with one name. A
+ * second name (a hard link, where fs.protected_hardlinks is off) could be a file of ours
+ * elsewhere that another user linked here to have it overwritten. */
+static const char *unsafe_file(const struct stat *st)
+{
+    if (S_ISLNK(st->st_mode))
+        return "it is a symbolic link";
+    if (!S_ISREG(st->st_mode))
+        return "it is not a regular file";
+    if (st->st_uid != geteuid())
+        return "it is owned by another user";
+    if (st->st_nlink != 1)
+        return "it has another name (a hard link)";
+    return NULL;
+}
+
+static int open_private(const char *path, char *why, size_t whylen)
+{
+    char folder[PATH_MAX];
+    if (whylen)
+        why[0] = 0;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t flen = slash ? (size_t)(slash - path) : 0;
+    if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+        errno = EISDIR;
+        return -1;
+    }
+    if (flen >= sizeof(folder)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    if (!slash)
+        strcpy(folder, ".");
+    else if (flen == 0)
+        strcpy(folder, "/");
+    else {
+        memcpy(folder, path, flen);
+        folder[flen] = 0;
+    }
+    int dirfd = walk(folder, false, true, why, whylen);
+    if (dirfd < 0)
+        return -1;
+    /* O_NONBLOCK and O_NOCTTY only matter if something else than a regular file slipped
+     * through: a FIFO must not hang the job, a terminal must not become its own. */
+    const int flags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+    int fd = openat(dirfd, base, flags | O_CREAT | O_EXCL, 0600);
+    if (fd >= 0) {
+        close(dirfd);
+        fchmod(fd, 0600); /* new, so ours: private whatever the umask */
+        return fd;
+    }
+    int e = errno;
+    if (e != EEXIST)
+        goto fail;
+    /* It exists: judged by what it is before it is opened at all, since opening a device can
+     * have effects of its own (a tape rewinds, a watchdog arms), then checked again through the
+     * descriptor, in case the name was swapped between the two. */
+    struct stat st, fst;
+    const char *bad;
+    if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        e = errno;
+        goto fail;
+    }
+    if ((bad = unsafe_file(&st)) != NULL) {
+        say(why, whylen, "%s", bad);
+        e = EPERM;
+        goto fail;
+    }
+    fd = openat(dirfd, base, flags);
+    if (fd < 0) {
+        e = errno;
+        goto fail;
+    }
+    if (fstat(fd, &fst) != 0 || fst.st_dev != st.st_dev || fst.st_ino != st.st_ino ||
+        unsafe_file(&fst)) {
+        say(why, whylen, "%s", "it was replaced while it was opened");
+        close(fd);
+        e = EPERM;
+        goto fail;
+    }
+    close(dirfd);
+    fchmod(fd, 0600); /* ours, checked above: private whatever it was */
+    return fd;
+fail:
+    close(dirfd);
+    errno = e;
+    return -1;
+}
+
+int safefile_open_private(const char *path, char *why, size_t whylen)
+{
+    return explained(open_private(path, why, whylen), why, whylen);
+}

@@ -12,4 +12,10 @@
  * folders are made, mode 0700 whatever the umask. No FILE streams and no allocation. */
 int safefile_open_dir(const char *path, bool create, char *why, size_t whylen);
 
+/* Opens the file `path` for writing when it is a regular file of ours with no other name, or
+ * creates it (mode 0600, exclusively) when it is missing; its folder is walked as above and
+ * must exist. Never opens a FIFO, a device or a link, never changes the mode of what is not
+ * ours. Returns the descriptor (O_CLOEXEC, mode 0600) or -1, `why` and errno as above. */
+int safefile_open_private(const char *path, char *why, size_t whylen);
+
 #endif

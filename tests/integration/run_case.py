@@ -1009,6 +1009,14 @@ def case_setuid(run):
 
 # ---------- every component of a path, the status file, leftovers of killed writers ----------
 
+def skip_unless_root(run, why):
+    """Exit 77 (a skipped test for meson) with the reason, when this case needs root."""
+    if os.geteuid() != 0:
+        print(f"SKIP (not root): {why}")
+        shutil.rmtree(run.dir, ignore_errors=True)
+        sys.exit(77)
+
+
 def refused(run, what, words):
     lines = vw_lines(run)
     eq(len(lines), 1, f"{what}: one warning, got {run.stderr!r}")
@@ -1094,6 +1102,144 @@ def case_dir_components(run):
     probe(run, os.path.join(their_dir, "reports"), expect_rc=3)
     refused(run, "a folder of nobody's in the middle", "owned by another user")
     eq(os.listdir(os.path.join(their_dir, "reports")), [], "nothing written below nobody's folder")
+
+
+def paths_quick(run, extra, timeout=20):
+    """paths rt_malloc under a timeout: a hang is a failure, not a stuck suite."""
+    try:
+        p = subprocess.run([run.args.paths, "rt_malloc"], env=run.env(extra), cwd=run.dir,
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise CaseFailed(f"the job hung (killed after {timeout} s) with {extra}")
+    run.rc, run.stdout, run.stderr = p.returncode, p.stdout, p.stderr
+    return p
+
+
+def status_refused(run, path, words, extra=None):
+    """The job runs on, exit 0, its report written, one warning about the status file."""
+    for f in glob.glob(os.path.join(run.dir, "vramwatch-*.json")):
+        os.unlink(f)
+    env = {"VRAMWATCH_STATUS": path}
+    env.update(extra or {})
+    paths_quick(run, env)
+    eq(run.rc, 0, f"status {path}: the job's own status (stderr {run.stderr!r})")
+    eq(len(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))), 1, f"status {path}: report written")
+    line = refused(run, f"status {path}", words)
+    expect("status file" in line, line)
+
+
+def case_status_fifo(run):
+    """VRAMWATCH_STATUS naming a FIFO: the job neither hangs (no reader) nor writes into it (a
+    reader waiting); one warning, the job runs on without a status file."""
+    fifo = os.path.join(run.dir, "status.fifo")
+    os.mkfifo(fifo, 0o600)
+    status_refused(run, fifo, "not a regular file")
+    # With a reader, opening it for writing would not block: it must still not be written.
+    rd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        status_refused(run, fifo, "not a regular file")
+        try:
+            got = os.read(rd, 4096)
+        except BlockingIOError:
+            got = b""
+        eq(got, b"", "nothing written into the FIFO")
+    finally:
+        os.close(rd)
+
+
+def case_status_device(run):
+    """VRAMWATCH_STATUS naming a character device: never opened for writing, never chmod'ed
+    (as root, the old behaviour made /dev/null 0600 for everyone). A private copy of /dev/null
+    (mknod, root) is tried first, so that a regression shows there before /dev/null is touched;
+    /dev/null's mode is put back whatever happens."""
+    import stat
+    if os.geteuid() == 0:
+        copy = os.path.join(run.dir, "null-copy")
+        os.mknod(copy, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.chmod(copy, 0o666)
+        status_refused(run, copy, "not a regular file")
+        eq(os.stat(copy).st_mode & 0o7777, 0o666, "the device copy's mode unchanged")
+    else:
+        print("SKIP (not root): a private device node (needs mknod)")
+    before = os.stat("/dev/null").st_mode & 0o7777
+    try:
+        status_refused(run, "/dev/null", "not a regular file")
+    finally:
+        after = os.stat("/dev/null").st_mode & 0o7777
+        if after != before:
+            os.chmod("/dev/null", before)
+            raise CaseFailed(f"/dev/null's mode changed to {after:o} (put back to {before:o})")
+
+
+def case_status_foreign(run):
+    """VRAMWATCH_STATUS naming another user's file (planted in a sticky folder before a root job
+    starts, or anywhere): never opened, overwritten or chmod'ed."""
+    skip_unless_root(run, "a status file owned by nobody needs chown")
+    uid, gid = nobody_ids()
+    sticky = os.path.join(run.dir, "sticky")
+    os.mkdir(sticky)
+    os.chmod(sticky, 0o1777)
+    for folder in (run.dir, sticky):
+        theirs = os.path.join(folder, "status.txt")
+        with open(theirs, "w") as f:
+            f.write("theirs\n")
+        os.chown(theirs, uid, gid)
+        os.chmod(theirs, 0o644)
+        status_refused(run, theirs, "owned by another user")
+        st = os.stat(theirs)
+        eq((st.st_uid, st.st_mode & 0o7777), (uid, 0o644), f"{theirs}: owner and mode unchanged")
+        with open(theirs) as f:
+            eq(f.read(), "theirs\n", f"{theirs}: content unchanged")
+
+
+def case_status_links(run):
+    """VRAMWATCH_STATUS: a symbolic link at its name is never followed, a second name (hard
+    link) of a file of ours is not written through, its folder is walked like the report
+    folder (a folder anyone may write to, a link of nobody's in the middle: refused); a new
+    file is created 0600, an existing one of ours is kept up to date and made 0600."""
+    victim = os.path.join(run.dir, "victim.txt")
+    with open(victim, "w") as f:
+        f.write("keep me\n")
+    os.chmod(victim, 0o644)
+    link = os.path.join(run.dir, "status-symlink")
+    os.symlink(victim, link)
+    status_refused(run, link, "symbolic link")
+    hard = os.path.join(run.dir, "status-hardlink")
+    os.link(victim, hard)
+    status_refused(run, hard, "hard link")
+    os.unlink(hard)
+    with open(victim) as f:
+        eq(f.read(), "keep me\n", "the victim untouched")
+    eq(os.stat(victim).st_mode & 0o777, 0o644, "the victim's mode unchanged")
+    open_dir = os.path.join(run.dir, "open")
+    os.mkdir(open_dir)
+    os.chmod(open_dir, 0o777)
+    status_refused(run, os.path.join(open_dir, "status.txt"), "no sticky bit")
+    eq(os.listdir(open_dir), [], "nothing created in the open folder")
+    # Normal use: a new file in a sticky folder, then the same file again (ours, reused).
+    sticky = os.path.join(run.dir, "sticky")
+    os.mkdir(sticky)
+    os.chmod(sticky, 0o1777)
+    good = os.path.join(sticky, "status.txt")
+    for rnd in ("new", "again"):
+        for f in glob.glob(os.path.join(run.dir, "vramwatch-*.json")):
+            os.unlink(f)
+        paths_quick(run, {"VRAMWATCH_STATUS": good})
+        eq((run.rc, vw_lines(run)), (0, []), f"{rnd}: exit 0, no warning ({run.stderr!r})")
+        eq(read_status(good)["peak_live_bytes"], 7 * MiB, f"{rnd}: status written")
+        eq(os.stat(good).st_mode & 0o777, 0o600, f"{rnd}: mode 0600")
+        os.chmod(good, 0o644)
+    if os.geteuid() != 0:
+        print("SKIP (not root): a link of nobody's in the status file's folder (needs chown)")
+        return
+    uid, gid = nobody_ids()
+    target = os.path.join(run.dir, "target")
+    os.mkdir(target, 0o755)
+    theirs = os.path.join(run.dir, "their-link")
+    os.symlink(target, theirs)
+    os.lchown(theirs, uid, gid)
+    status_refused(run, os.path.join(theirs, "status.txt"), "symbolic link owned by another user")
+    eq(os.listdir(target), [], "nothing created through nobody's link")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
