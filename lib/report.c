@@ -9,17 +9,21 @@
  * file operation after that goes through its descriptor. */
 #include "report.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <uthash.h>
 
@@ -46,7 +50,8 @@ static char path_buf[PATH_MAX + 512]; /* the folder, plus host and pid */
 static int64_t peak_reserved_seen[VW_MAX_DEVICES + 1];
 static unsigned report_seq;
 static int warned_write;
-static bool previous_checked; /* a report of an earlier process at our name was looked for */
+static bool previous_checked; /* a report of an earlier process at our name was looked for, and
+                                 temporary files of killed writers */
 /* The other processes seen at the last out-of-memory report, per device, so the report at exit
  * still says whose the rest of the card was; nprocs_seen 0 means never asked (stored + 1). */
 static struct report_proc procs_seen[VW_MAX_DEVICES + 1][REPORT_PROCS_MAX];
@@ -730,6 +735,102 @@ static void keep_previous(int dirfd, const char *name)
         vw_log(VW_LOG_INFO, "an earlier process's report %s is overwritten: %s", name, strerror(errno));
 }
 
+/* A process killed while writing a report leaves its temporary file behind for good, and a job
+ * that crashes in a loop fills its folder with them. The first report a process writes in a
+ * folder removes those whose writer is certainly gone; anything in doubt stays. A name is
+ * removed only when all of these hold:
+ *  - it is exactly vramwatch-HOST-PID.json.tmp-TID-SEQ with our own host name: a pid means
+ *    nothing on another host (a shared folder);
+ *  - no process has that pid here (kill(pid, 0) fails with ESRCH), or the pid is ours: this
+ *    process writes one report at a time, under report_lock, so a temporary name with our pid
+ *    is an earlier image's (before an exec) or an earlier process's (a restarted container);
+ *  - it is a regular file of ours with no other name;
+ *  - nobody holds a lock on it. Writers hold flock(LOCK_EX) on their temporary file while they
+ *    write. This is what protects a writer in another PID namespace on the same host name (two
+ *    containers sharing the host's UTS namespace and a folder): its pid, seen from here, is some
+ *    other process or none, so kill() says nothing about it, but its lock is on the same file;
+ *  - it has not been written to for STALE_AGE_S: that covers the moment between a writer's
+ *    create and its lock, and between its close and its rename, and writers of earlier versions
+ *    that took no lock. A live writer writes all the time (one 16 KiB buffer after another).
+ * A lock that cannot be taken for any reason (a file system without flock) keeps the file. */
+#define STALE_AGE_S 60
+
+static bool take_digits(const char **s, long long *out)
+{
+    const char *p = *s;
+    long long v = 0;
+    if (*p < '0' || *p > '9')
+        return false;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (LLONG_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (*p - '0');
+    }
+    *s = p;
+    *out = v;
+    return true;
+}
+
+/* The writer's pid from a temporary name of ours on this host, or -1. */
+static long long stale_pid(const char *name, const char *host)
+{
+    size_t hl = strlen(host);
+    long long pid, tid, seq;
+    if (strncmp(name, "vramwatch-", 10) != 0 || strncmp(name + 10, host, hl) != 0 || name[10 + hl] != '-')
+        return -1;
+    const char *p = name + 10 + hl + 1;
+    if (!take_digits(&p, &pid) || strncmp(p, ".json.tmp-", 10) != 0)
+        return -1;
+    p += 10;
+    if (!take_digits(&p, &tid) || *p++ != '-' || !take_digits(&p, &seq) || *p)
+        return -1;
+    return pid >= 1 && pid <= INT_MAX ? pid : -1;
+}
+
+static void remove_stale_temps(int dirfd)
+{
+    char host[256];
+    host_name(host, sizeof(host));
+    file_safe(host);
+    int rfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rfd < 0)
+        return;
+    DIR *d = fdopendir(rfd);
+    if (!d) {
+        close(rfd);
+        return;
+    }
+    pid_t me = getpid();
+    uid_t uid = geteuid();
+    time_t now = time(NULL);
+    unsigned removed = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        long long pid = stale_pid(de->d_name, host);
+        if (pid < 0 || (pid != me && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
+            continue;
+        struct stat st, fst, again;
+        if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != uid || st.st_nlink != 1 || st.st_mtime > now - STALE_AGE_S)
+            continue;
+        int fd = openat(dirfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        /* Still the file judged above, unlocked, and still at its name when it is removed. */
+        if (fstat(fd, &fst) == 0 && fst.st_dev == st.st_dev && fst.st_ino == st.st_ino &&
+            flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+            fstatat(dirfd, de->d_name, &again, AT_SYMLINK_NOFOLLOW) == 0 &&
+            again.st_dev == st.st_dev && again.st_ino == st.st_ino &&
+            unlinkat(dirfd, de->d_name, 0) == 0)
+            removed++;
+        close(fd);
+    }
+    closedir(d);
+    if (removed)
+        vw_log(VW_LOG_INFO, "removed %u temporary report file%s of killed processes", removed,
+               removed == 1 ? "" : "s");
+}
+
 int report_write(const char *reason, const struct report_devinfo *info)
 {
     int rc = -1;
@@ -747,7 +848,8 @@ int report_write(const char *reason, const struct report_devinfo *info)
         vw_warn_once(warned_write, "not writing reports in %s: %s", vw_opt.dir, why);
         goto out;
     }
-    if (!previous_checked) {
+    bool first = !previous_checked;
+    if (first) {
         previous_checked = true;
         keep_previous(dirfd, name);
     }
@@ -767,6 +869,9 @@ int report_write(const char *reason, const struct report_devinfo *info)
         vw_warn_once(warned_write, "cannot write a report in %s: %s", vw_opt.dir, strerror(errno));
         goto done;
     }
+    /* Held until the close: tells a process cleaning the folder that this writer is alive, even
+     * from another PID namespace (remove_stale_temps). Without it the age rule still holds. */
+    (void)flock(fd, LOCK_EX | LOCK_NB);
     fchmod(fd, 0600); /* whatever the umask */
     bool ok = write_body(fd, reason, info, nlive, live_total);
     if (close(fd) != 0)
@@ -780,6 +885,9 @@ int report_write(const char *reason, const struct report_devinfo *info)
     vw_log(VW_LOG_INFO, "report written: %s (%s)", final, reason);
     rc = 0;
 done:
+    /* After our own report, so that an out-of-memory report is not delayed by the folder's size. */
+    if (first)
+        remove_stale_temps(dirfd);
     close(dirfd);
 out:
     pthread_mutex_unlock(&report_lock);

@@ -1242,6 +1242,84 @@ def case_status_links(run):
     eq(os.listdir(target), [], "nothing created through nobody's link")
 
 
+def case_stale_tmp(run):
+    """Temporary report files left by killed processes are removed by the next process that
+    writes a report in the folder, and only those: our name pattern with our host name, a
+    regular file of ours with one name, a pid that is not alive, no lock held on it (a writer in
+    another PID namespace holds one), not written to for a minute. Everything else stays."""
+    import fcntl
+    import time
+    host = "".join(c if c.isalnum() or c in ".-_" else "_" for c in socket.gethostname())
+    folder = os.path.join(run.dir, "reports")
+    os.mkdir(folder, 0o700)
+    dead = []
+    for _ in range(4):
+        p = subprocess.Popen(["/bin/true"])
+        p.wait()
+        dead.append(p.pid)
+    old = 3600
+
+    def tmp(pid, tid, seq, age=old, h=host, kind="file"):
+        name = f"vramwatch-{h}-{pid}.json.tmp-{tid}-{seq}"
+        path = os.path.join(folder, name)
+        if kind == "file":
+            with open(path, "w") as f:
+                f.write('{"schema": "vramw')  # half a report
+        elif kind == "fifo":
+            os.mkfifo(path, 0o600)
+        elif kind == "dir":
+            os.mkdir(path, 0o700)
+        elif kind == "symlink":
+            os.symlink(victim, path)
+        t = time.time() - age
+        os.utime(path, (t, t), follow_symlinks=False)
+        return name
+
+    victim = os.path.join(run.dir, "victim.txt")
+    with open(victim, "w") as f:
+        f.write("keep me\n")
+    stale = [tmp(dead[0], dead[0], 0), tmp(dead[0], dead[0] + 1, 3), tmp(dead[1], dead[1], 17)]
+    kept = [tmp(os.getpid(), os.getpid(), 0),                 # a live pid
+            tmp(dead[2], dead[2], 0, age=0),                   # written to just now
+            tmp(dead[2], dead[2], 1, h=host + "x"),            # another host's
+            tmp(dead[2], dead[2], 2, kind="fifo"),
+            tmp(dead[2], dead[2], 3, kind="dir"),
+            tmp(dead[2], dead[2], 4, kind="symlink"),
+            tmp(dead[2], dead[2], 5) + ".bak",                 # not our pattern
+            tmp(dead[3], dead[3], 6)]                          # locked: a writer elsewhere
+    os.rename(os.path.join(folder, kept[6][:-4]), os.path.join(folder, kept[6]))
+    hard = tmp(dead[2], dead[2], 7)                            # a second name of a file
+    os.link(os.path.join(folder, hard), os.path.join(run.dir, "other-name"))
+    kept.append(hard)
+    if os.geteuid() == 0:
+        uid, gid = nobody_ids()
+        theirs = tmp(dead[2], dead[2], 8)
+        os.chown(os.path.join(folder, theirs), uid, gid)
+        t = time.time() - old
+        os.utime(os.path.join(folder, theirs), (t, t))
+        kept.append(theirs)
+    else:
+        print("SKIP (not root): a temporary of nobody's (needs chown)")
+    for pid in dead:
+        try:
+            os.kill(pid, 0)
+            raise CaseFailed(f"pid {pid} came back to life before the run")
+        except ProcessLookupError:
+            pass
+    lk = os.open(os.path.join(folder, kept[7]), os.O_RDONLY)
+    fcntl.flock(lk, fcntl.LOCK_EX)
+    try:
+        probe(run, folder)
+    finally:
+        os.close(lk)
+    eq(vw_lines(run), [], "no warning")
+    left = sorted(f for f in os.listdir(folder) if ".tmp-" in f)
+    eq(left, sorted(kept), "the stale temporaries removed, every other one kept")
+    with open(victim) as f:
+        eq(f.read(), "keep me\n", "a link's target untouched")
+    eq(len(glob.glob(os.path.join(folder, "vramwatch-*.json"))), 1, "our report written")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
