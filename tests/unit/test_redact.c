@@ -1,6 +1,9 @@
 /* Unit tests of the command-line redaction: what is replaced, what is left alone. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "redact.h"
 
@@ -35,8 +38,9 @@ Test(redact, flags_with_separate_values)
     CHECK("x --hf_token *** --wandb-api-key *** -token ***", "x", "--hf_token", "a", "--wandb-api-key", "b",
           "-token", "c");
     CHECK("x --TOKEN ***", "x", "--TOKEN", "abc");
-    /* A secret flag used as a switch: the next flag is not its value. */
-    CHECK("x --token --batch 64", "x", "--token", "--batch", "64");
+    /* After a secret flag the next argument is its value, even when it starts with dashes; a
+     * switch such as --use_auth_token or --no-token takes no value. */
+    CHECK("x --token *** 64", "x", "--token", "--batch", "64");
 }
 
 Test(redact, flags_with_equals)
@@ -77,4 +81,214 @@ Test(redact, never_overflows)
     cr_assert_eq(strlen(small), 7);
     redact_arg("anything", false, small, 1);
     cr_assert_eq(small[0], '\0');
+}
+
+Test(redact, secret_words_as_name_parts)
+{
+    CHECK("x --private-key *** --private_key *** --private-key=*** --PRIVATE_KEY=***", "x", "--private-key", "a",
+          "--private_key", "b", "--private-key=c", "--PRIVATE_KEY=d");
+    CHECK("x --key *** --pat *** --PAT *** --gh-pat ***", "x", "--key", "a", "--pat", "b", "--PAT", "c", "--gh-pat",
+          "d");
+    CHECK("x --apiKey *** --hubToken *** --APIKey *** --token2 ***", "x", "--apiKey", "a", "--hubToken", "b",
+          "--APIKey", "c", "--token2", "d");
+    CHECK("x --auth *** --cookie *** --passphrase *** --credentials ***", "x", "--auth", "u:p", "--cookie", "c",
+          "--passphrase", "p", "--credentials", "c");
+}
+
+Test(redact, assignments_of_secret_names)
+{
+    CHECK("TOKEN=*** SECRET=*** APIKEY=*** hub.token=*** GITHUB_PAT=***", "TOKEN=a", "SECRET=b", "APIKEY=c",
+          "hub.token=d", "GITHUB_PAT=e");
+    CHECK("AWS_SECRET_ACCESS_KEY=*** SECRET_KEY_BASE=*** password=*** key=***", "AWS_SECRET_ACCESS_KEY=a",
+          "SECRET_KEY_BASE=b", "password=c", "key=d");
+    /* All of the value, whatever it holds. */
+    CHECK("--password=*** HF_TOKEN=***", "--password=a&b c", "HF_TOKEN=x python train.py");
+}
+
+Test(redact, value_starting_with_dashes)
+{
+    CHECK("x --token *** --api-key *** --pat ***", "x", "--token", "--X", "--api-key", "-abc", "--pat", "-");
+    /* "--" ends the options: it is never a value. */
+    CHECK("x --token -- cmd", "x", "--token", "--", "cmd");
+}
+
+Test(redact, switches_take_no_value)
+{
+    CHECK("x --use_auth_token --batch 64 --no-token --lr 1", "x", "--use_auth_token", "--batch", "64",
+          "--no-token", "--lr", "1");
+    CHECK("x --use_auth_token=***", "x", "--use_auth_token=hf_abc");
+}
+
+Test(redact, query_parameters)
+{
+    CHECK("x https://h/x?token=***", "x", "https://h/x?token=abc");
+    CHECK("x https://h/x?a=1&access_token=***&b=2", "x", "https://h/x?a=1&access_token=abc&b=2");
+    CHECK("x --url=https://u:***@h/p?api_key=***&page=2", "x", "--url=https://u:pw@h/p?api_key=k&page=2");
+    CHECK("x wss://h/s?Token=***", "x", "wss://h/s?Token=abc");
+}
+
+Test(redact, headers)
+{
+    CHECK("curl -H Authorization: Bearer ***", "curl", "-H", "Authorization: Bearer abc.def");
+    CHECK("x authorization: basic *** Proxy-Authorization: ***", "x", "authorization: basic dXNlcjpw",
+          "Proxy-Authorization: xyz");
+    CHECK("x --header=Authorization: Bearer *** X-Api-Key: *** Cookie: ***", "x", "--header=Authorization: Bearer t",
+          "X-Api-Key: k", "Cookie: session=s; other=o");
+}
+
+Test(redact, secrets_inside_one_argument)
+{
+    CHECK("{\"hub_token\": \"***\", \"lr\": 1}", "{\"hub_token\": \"hf_x\", \"lr\": 1}");
+    CHECK("{'api_key':'***'}", "{'api_key':'k\\'x'}");
+    CHECK("lr=1 token=*** batch=2", "lr=1 token=abc batch=2");
+    CHECK("python t.py --token *** --batch 64", "python t.py --token abc --batch 64");
+    CHECK("python t.py --api-key=*** --batch 64", "python t.py --api-key=abc --batch 64");
+}
+
+Test(redact, ordinary_flags_untouched)
+{
+    CHECK("x --batch 64 --keep-cache --monkey 3 --patience 5 --keypoints 17 --num_keys 4 --max_tokens 9",
+          "x", "--batch", "64", "--keep-cache", "--monkey", "3", "--patience", "5", "--keypoints", "17",
+          "--num_keys", "4", "--max_tokens", "9");
+    CHECK("x https://auth.example.com:8443/v1/token host:8080 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+          "x", "https://auth.example.com:8443/v1/token", "host:8080",
+          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+    CHECK("x --author Alice --keyframes 8 monkey=3 label:token", "x", "--author", "Alice", "--keyframes", "8",
+          "monkey=3", "label:token");
+}
+
+/* ---- the whole command line, as the report reads it from /proc/self/cmdline ---- */
+
+static char got[1 << 18];
+static size_t got_len;
+
+static void collect(void *ctx, const char *arg)
+{
+    (void)ctx;
+    size_t n = strlen(arg);
+    cr_assert(got_len + n + 2 < sizeof(got));
+    if (got_len)
+        got[got_len++] = ' ';
+    memcpy(got + got_len, arg, n + 1);
+    got_len += n;
+}
+
+/* Runs redact_cmdline on the n bytes of cmd (a file, as /proc/self/cmdline is read). */
+static size_t cmdline(const char *cmd, size_t n, size_t work_size, size_t max_bytes)
+{
+    static char work[REDACT_WORK_SIZE];
+    cr_assert(work_size <= sizeof(work));
+    FILE *f = tmpfile();
+    cr_assert(f);
+    cr_assert_eq(fwrite(cmd, 1, n, f), n);
+    cr_assert_eq(fflush(f), 0);
+    rewind(f);
+    got_len = 0;
+    got[0] = '\0';
+    size_t args = redact_cmdline(fileno(f), work, work_size, max_bytes, collect, NULL);
+    fclose(f);
+    return args;
+}
+
+#define ARGS(lit) lit, sizeof(lit) - 1
+
+Test(redact, cmdline_as_the_arguments)
+{
+    cr_assert_eq(cmdline(ARGS("python3\0train.py\0--token\0--X\0--batch\0" "64\0https://u:p@h\0"),
+                         REDACT_WORK_SIZE, REDACT_ARGV_MAX), 7);
+    cr_assert_str_eq(got, "python3 train.py --token *** --batch 64 https://u:***@h");
+    /* A program that rewrote its arguments may leave no NUL at the end. */
+    cmdline(ARGS("a\0HF_TOKEN=x"), REDACT_WORK_SIZE, REDACT_ARGV_MAX);
+    cr_assert_str_eq(got, "a HF_TOKEN=***");
+    cr_assert_eq(cmdline("", 0, REDACT_WORK_SIZE, REDACT_ARGV_MAX), 0);
+}
+
+/* The report keeps 64 KiB of the command line. Cut first and redacted after, a URL cut before
+ * its '@' showed its password ("https://user:hunt"); redacted first, the cut only shortens. */
+Test(redact, cmdline_cut_after_redaction)
+{
+    static char cmd[2 * REDACT_ARGV_MAX];
+    size_t filler = REDACT_ARGV_MAX - 18;
+    memset(cmd, 'a', filler);
+    cmd[filler] = '\0';
+    const char url[] = "https://user:hunter2@host/x";
+    memcpy(cmd + filler + 1, url, sizeof(url));
+    size_t n = filler + 1 + sizeof(url);
+    for (size_t max = REDACT_ARGV_MAX - 16; max <= REDACT_ARGV_MAX + 16; max++) {
+        cmdline(cmd, n, REDACT_WORK_SIZE, max);
+        cr_assert(got_len < max, "at most max bytes");
+        cr_assert_null(strstr(got, "hu"), "no part of the password at a cut at %zu: %s", max, got + filler);
+    }
+    cmdline(cmd, n, REDACT_WORK_SIZE, REDACT_ARGV_MAX);
+    cr_assert_str_eq(got + filler + 1, "https://user:***");
+}
+
+Test(redact, cmdline_stops_at_its_limit)
+{
+    static char cmd[1 << 17];
+    size_t n = 0;
+    for (int i = 0; i < 20000; i++) {
+        memcpy(cmd + n, "--token\0abc\0", 12);
+        n += 12;
+    }
+    size_t args = cmdline(cmd, n, REDACT_WORK_SIZE, 1000);
+    cr_assert_leq(got_len + 1, 1000);
+    cr_assert_lt(args, 200);
+    cr_assert_null(strstr(got, "abc"));
+    /* A cut never splits a UTF-8 sequence. */
+    cmdline(ARGS("\xc3\xa9\xc3\xa9\xc3\xa9\0"), REDACT_WORK_SIZE, 4);
+    cr_assert_str_eq(got, "\xc3\xa9");
+}
+
+/* An argument longer than the window is redacted as far as it is seen, as text that goes on;
+ * what follows it is read as usual. */
+Test(redact, cmdline_longer_than_the_window)
+{
+    static char cmd[4096];
+    const char head[] = "x\0https://user:";
+    size_t n = sizeof(head) - 1;
+    memcpy(cmd, head, n);
+    memset(cmd + n, 'p', 300);
+    n += 300;
+    memcpy(cmd + n, ARGS("@host/\0--api-key\0k\0--batch\0" "64\0"));
+    n += sizeof("@host/\0--api-key\0k\0--batch\0" "64\0") - 1;
+    cr_assert_eq(cmdline(cmd, n, 3 * 64 + 8, REDACT_ARGV_MAX), 6);
+    cr_assert_str_eq(got, "x https://*** --api-key *** --batch 64");
+    /* Any window gives what the arguments one by one give, for arguments that fit in it. */
+    const char many[] = "a\0--token\0t1\0bb\0--password=p\0c\0--pat\0-x\0https://u:v@w\0ddd\0--key\0k\0e\0";
+    for (size_t w = 16; w <= 64; w++) {
+        cmdline(many, sizeof(many) - 1, 3 * w + 8, REDACT_ARGV_MAX);
+        cr_assert_str_eq(got, "a --token *** bb --password=*** c --pat *** https://u:***@w ddd --key *** e",
+                         "window %zu", w);
+    }
+}
+
+/* Random arguments made of the pieces the rules look at: never more than 2 * length + 8 bytes
+ * out (the bound the report's buffers are sized by), and never past a small buffer. */
+Test(redact, growth_stays_within_its_bound)
+{
+    static const char *const pieces[] = { "token", "key", "pat", "=", ":", "://", "@", "?", "&", " ", "\"", "'",
+                                          "\\", "-", "--", "Bearer ", "a", "\xc3\xa9", ".", "_", "x:", "k=" };
+    const size_t n_pieces = sizeof(pieces) / sizeof(pieces[0]);
+    unsigned seed = 20241130;
+    char arg[256], out[2 * sizeof(arg) + 8], small[9];
+    for (int round = 0; round < 20000; round++) {
+        size_t len = 0;
+        int count = (int)(rand_r(&seed) % 24);
+        for (int i = 0; i < count; i++) {
+            const char *p = pieces[(size_t)rand_r(&seed) % n_pieces];
+            size_t l = strlen(p);
+            if (len + l >= sizeof(arg))
+                break;
+            memcpy(arg + len, p, l);
+            len += l;
+        }
+        arg[len] = '\0';
+        bool after = rand_r(&seed) % 4 == 0;
+        size_t cap = 2 * len + 8;
+        redact_arg(arg, after, out, cap);
+        cr_assert_lt(strlen(out) + 1, cap, "cut: [%s] -> [%s]", arg, out);
+        redact_arg(arg, after, small, sizeof(small));
+        cr_assert_lt(strlen(small), sizeof(small));
+    }
 }
