@@ -1,22 +1,31 @@
 /* PyTorch's out-of-memory message turned into figures, the latest one kept, and written out.
  *
- * The message is the only place PyTorch's caching allocator tells what it held when it gave up:
- * how much was allocated to tensors and how much was reserved but unallocated (fragmentation
- * inside its segments, which no CUDA call shows us). Two formats exist:
+ * The message is the only place PyTorch's allocator tells what it held when it gave up: how much
+ * was allocated to tensors and how much was reserved but unallocated (fragmentation inside its
+ * segments, which no CUDA call shows us). The formats, by release (c10/cuda/CUDACachingAllocator.cpp
+ * and CUDAMallocAsyncAllocator.cpp; one example of each, by version, in
+ * tests/integration/data/pytorch/):
  *
  *   current (2.1+): CUDA out of memory. Tried to allocate X. GPU d has a total capacity of T of
  *     which F is free. [Process P has Q memory in use. ]...Including non-PyTorch memory, this
  *     process has P memory in use. [A allowed; ]Of the allocated memory Y is allocated by
  *     PyTorch, [with Z allocated in private pools (e.g., CUDA Graphs), ]and R is reserved by
- *     PyTorch but unallocated. ...   (2.1 spelled it "total capacty")
+ *     PyTorch but unallocated. ...   (2.1 spelled it "total capacty"; 2.3 wrote d as a raw byte,
+ *     so for GPU 0 the C string ends at "GPU ")
  *   1.x (and 2.0): CUDA out of memory. Tried to allocate X (GPU d; T total capacity; Y already
  *     allocated; F free; [A allowed; ]S reserved in total by PyTorch) ...; before 1.4 the last
  *     clause was "R cached", already reserved minus allocated.
+ *   cudaMallocAsync (2.0+, backend:cudaMallocAsync): Allocation on device d would exceed allowed
+ *     memory. (out of memory)\nCurrently allocated     : Y\nRequested               : X
+ *     \nDevice limit            : T\nFree (according to CUDA): F\nPyTorch limit (set by
+ *     user-supplied memory fraction)\n                        : A   (2.3 to 2.9 wrote d as a
+ *     raw byte)
  *
- * Sizes are PyTorch's format_size(): "512 bytes", else two decimals of KiB, MiB or GiB. The
- * parser walks the text with explicit bounds and stops at the first thing it does not know,
- * keeping what it read so far: a truncated or reworded message yields fewer figures, never
- * wrong ones. */
+ * Sizes are PyTorch's format_size(): "512 bytes", else two decimals of KiB, MiB or GiB. A value
+ * of 2^64 - 1 (NVML's "not available", an unset limit) prints as 17179869184.00 GiB: it, and
+ * anything else too large for a byte count, reads as unknown. The parser walks the text with
+ * explicit bounds and stops at the first thing it does not know, keeping what it read so far:
+ * a truncated or reworded message yields fewer figures, never wrong ones. */
 #include "framework.h"
 
 #include <pthread.h>
@@ -87,7 +96,10 @@ static bool eat_uint(struct cursor *c, int64_t max, int64_t *out)
 
 /* "512 bytes", "124.56 MiB", "14.23 GiB": bytes, rounded to the nearest integer. Integer
  * arithmetic, so "0.10 GiB" gives the same bytes everywhere. Fraction digits beyond six are
- * below a millionth of the unit and are skipped. */
+ * below a millionth of the unit and are skipped. A well-formed size that does not fit in int64
+ * is consumed and gives -1: PyTorch prints 2^64 - 1 (NVML's "not available", the
+ * cudaMallocAsync backend's "no limit") and sizes that wrapped around as 17179869184.00 GiB or
+ * near it, and such a figure means "unknown", not a failure to read the sentence. */
 static bool eat_size(struct cursor *c, int64_t *out)
 {
     static const struct {
@@ -98,9 +110,16 @@ static bool eat_size(struct cursor *c, int64_t *out)
         { " GiB", 1ll << 30 }, { " TiB", 1ll << 40 },
     };
     struct cursor t = *c;
-    int64_t whole, frac = 0, scale = 1;
-    if (!eat_uint(&t, INT64_MAX, &whole))
+    int64_t whole = 0, frac = 0, scale = 1;
+    bool huge = false;
+    if (t.p >= t.end || !is_digit(*t.p))
         return false;
+    for (; t.p < t.end && is_digit(*t.p); t.p++) {
+        if (!huge && whole > (INT64_MAX - (*t.p - '0')) / 10)
+            huge = true;
+        if (!huge)
+            whole = whole * 10 + (*t.p - '0');
+    }
     if (t.p < t.end && *t.p == '.') {
         t.p++;
         if (t.p >= t.end || !is_digit(*t.p))
@@ -118,14 +137,39 @@ static bool eat_size(struct cursor *c, int64_t *out)
         int64_t bytes;
         /* frac < scale <= 10^6 and unit <= 2^40: the product stays below 2^60. */
         int64_t part = (frac * units[i].unit + scale / 2) / scale;
-        if (__builtin_mul_overflow(whole, units[i].unit, &bytes) ||
+        if (huge || __builtin_mul_overflow(whole, units[i].unit, &bytes) ||
             __builtin_add_overflow(bytes, part, &bytes))
-            return false;
+            bytes = -1;
         *out = bytes;
         *c = t;
         return true;
     }
     return false;
+}
+
+/* A device index and the text `next` after it. The index is decimal digits (kept even when
+ * `next` does not follow: a message cut short), or the single raw byte PyTorch 2.3 (and its
+ * cudaMallocAsync backend up to 2.9) wrote by streaming an int8_t, which gives no index: *out
+ * is left alone. That byte is only passed over when `next` follows it, so nothing else is
+ * taken for one. Indices 48 to 57 would have printed as a digit; no process has that many
+ * devices. */
+static bool eat_device(struct cursor *c, const char *next, int *out)
+{
+    int64_t x;
+    struct cursor t = *c;
+    if (eat_uint(&t, 1 << 20, &x)) {
+        *out = (int)x;
+        if (!eat(&t, next))
+            return false;
+    } else {
+        if (t.p >= t.end || is_digit(*t.p))
+            return false;
+        t.p++;
+        if (!eat(&t, next))
+            return false;
+    }
+    *c = t;
+    return true;
 }
 
 /* The sentences of the current format after "... of which F is free.". */
@@ -205,6 +249,32 @@ static void parse_1x_tail(struct cursor *c, struct framework_verdict *v)
         v->reserved_unallocated = reserved - v->allocated;
 }
 
+/* The cudaMallocAsync backend's lines after "... (out of memory)", in the order it writes them;
+ * a label is padded with spaces (the last one also with a line break) before its ": ". */
+static void parse_async_tail(struct cursor *c, struct framework_verdict *v)
+{
+    const struct {
+        const char *label;
+        int64_t *field;
+    } lines[] = {
+        { "\nCurrently allocated", &v->allocated },
+        { "\nRequested", &v->requested },
+        { "\nDevice limit", &v->capacity },
+        { "\nFree (according to CUDA)", &v->free },
+        { "\nPyTorch limit (set by user-supplied memory fraction)", &v->allowed },
+    };
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+        int64_t x;
+        if (!eat(c, lines[i].label))
+            return;
+        while (c->p < c->end && (*c->p == ' ' || *c->p == '\n'))
+            c->p++;
+        if (!eat(c, ": ") || !eat_size(c, &x))
+            return;
+        *lines[i].field = x;
+    }
+}
+
 /* The message, cut to the buffer at the start of the character that does not fit. */
 static void copy_message(char *dst, const char *msg)
 {
@@ -229,37 +299,55 @@ bool framework_parse_pytorch(const char *msg, struct framework_verdict *out)
     if (!msg)
         return false;
 
-    struct cursor c = { msg, msg + strnlen(msg, SCAN_MAX) };
+    const struct cursor all = { msg, msg + strnlen(msg, SCAN_MAX) };
+    struct cursor c = all;
     int64_t x;
-    if (!skip_past(&c, "CUDA out of memory. Tried to allocate ") || !eat_size(&c, &x))
+    if (skip_past(&c, "CUDA out of memory. Tried to allocate ")) {
+        if (!eat_size(&c, &x))
+            return false;
+        out->requested = x;
+        if (eat(&c, ". GPU ")) {
+            out->format = "current";
+            /* PyTorch 2.1 spelled it "capacty". */
+            if (!(eat_device(&c, " has a total capacity of ", &out->device) ||
+                  eat_device(&c, " has a total capacty of ", &out->device)) ||
+                !eat_size(&c, &x))
+                return true;
+            out->capacity = x;
+            if (!eat(&c, " of which ") || !eat_size(&c, &x) || !eat(&c, " is free."))
+                return true;
+            out->free = x;
+            parse_current_tail(&c, out);
+            return true;
+        }
+        if (eat(&c, " (GPU ")) {
+            out->format = "1.x";
+            if (!eat_uint(&c, 1 << 20, &x))
+                return true;
+            out->device = (int)x;
+            if (eat(&c, "; "))
+                parse_1x_tail(&c, out);
+            return true;
+        }
+        out->requested = -1; /* a sentence we do not know: no figure is trusted */
         return false;
-    out->requested = x;
-    if (eat(&c, ". GPU ")) {
-        out->format = "current";
-        if (!eat_uint(&c, 1 << 20, &x))
+    }
+    c = all;
+    if (skip_past(&c, "Allocation on device ")) {
+        /* For device 0, PyTorch 2.3 to 2.9 ended the C string here (the raw byte was a NUL):
+         * the backend is known, no figure is. */
+        if (c.p == c.end) {
+            out->format = "cudaMallocAsync";
             return true;
-        out->device = (int)x;
-        /* PyTorch 2.1 spelled it "capacty". */
-        if (!(eat(&c, " has a total capacity of ") || eat(&c, " has a total capacty of ")) ||
-            !eat_size(&c, &x))
-            return true;
-        out->capacity = x;
-        if (!eat(&c, " of which ") || !eat_size(&c, &x) || !eat(&c, " is free."))
-            return true;
-        out->free = x;
-        parse_current_tail(&c, out);
+        }
+        if (!eat_device(&c, " would exceed allowed memory. (out of memory)", &out->device)) {
+            out->device = -1; /* not the backend's sentence: no figure is trusted */
+            return false;
+        }
+        out->format = "cudaMallocAsync";
+        parse_async_tail(&c, out);
         return true;
     }
-    if (eat(&c, " (GPU ")) {
-        out->format = "1.x";
-        if (!eat_uint(&c, 1 << 20, &x))
-            return true;
-        out->device = (int)x;
-        if (eat(&c, "; "))
-            parse_1x_tail(&c, out);
-        return true;
-    }
-    out->requested = -1; /* a sentence we do not know: no figure is trusted */
     return false;
 }
 

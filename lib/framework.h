@@ -1,5 +1,6 @@
-/* A framework's own out-of-memory verdict (PyTorch's c10::OutOfMemoryError message), parsed
- * into figures, kept for the report and written as its top-level "framework" field. */
+/* A framework's own out-of-memory verdict (the message of the exception PyTorch throws when
+ * its allocator gives up), parsed into figures, kept for the report and written as its
+ * top-level "framework" field. */
 #ifndef VW_FRAMEWORK_H
 #define VW_FRAMEWORK_H
 
@@ -21,14 +22,15 @@ struct framework_verdict {
     int64_t allocated;            /* allocated by PyTorch (private pools included) */
     int64_t reserved_unallocated; /* reserved by PyTorch but not handed out: fragmentation */
     int64_t private_pools;        /* allocated in private pools (CUDA graphs) */
-    int device;                   /* "GPU d", -1 when absent */
-    const char *format;           /* "current", "1.x", or NULL for a message we do not know */
+    int device;                   /* "GPU d", -1 when absent or unreadable */
+    const char *format;           /* "current", "1.x", "cudaMallocAsync", or NULL (unknown) */
     char message[VW_FRAMEWORK_MESSAGE_MAX]; /* the message, cut at a UTF-8 character boundary */
 };
 
-/* Parse PyTorch's out-of-memory message, current ("... GPU 0 has a total capacity of ...") or
- * 1.x ("... (GPU 0; 16.00 GiB total capacity; ...)") format, anywhere in `msg` (a prefix such
- * as "torch.OutOfMemoryError: " and text after it are allowed). `out` is always filled: the
+/* Parse PyTorch's out-of-memory message, current ("... GPU 0 has a total capacity of ..."),
+ * 1.x ("... (GPU 0; 16.00 GiB total capacity; ...)") or cudaMallocAsync backend ("Allocation on
+ * device 0 would exceed allowed memory. ...") format, anywhere in `msg` (a prefix such as
+ * "torch.OutOfMemoryError: " and text after it are allowed). `out` is always filled: the
  * message copy, and -1 for every figure that was not found. Returns whether a known format was
  * recognised. Never reads past the terminating NUL; any bytes are safe. */
 bool framework_parse_pytorch(const char *msg, struct framework_verdict *out);

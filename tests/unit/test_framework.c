@@ -146,11 +146,112 @@ Test(framework, not_an_out_of_memory_message)
     check("CUDA out of memory. Tried to allocate 2.00 GiB", false, none);
     check("CUDA out of memory. Tried to allocate 2.00 GiB, then gave up", false, none);
     check("CUDA out of memory. Tried to allocate lots. GPU 0 has", false, none);
-    check("CUDA out of memory. Tried to allocate 99999999999999999999.00 GiB. GPU 0 has", false, none);
-    check("CUDA out of memory. Tried to allocate 9000000000.00 GiB. GPU 0 has", false, none);
+    check("CUDA out of memory. Tried to allocate 17179869184.00 GiB, then gave up", false, none);
+    check("Allocation on device 0 would exceed", false, none);
+    check("Allocation on device 0 went well. (out of memory)", false, none);
+    check("Allocation on device xy would exceed allowed memory. (out of memory)", false, none);
     check("", false, none);
     cr_assert_not(framework_parse_pytorch(NULL, &v));
     cr_assert_str_eq(v.message, "");
+}
+
+/* 2^64 - 1 bytes (NVML's "not available") prints as 17179869184.00 GiB; a size that wrapped
+ * around prints near it. Such a figure is unknown, and the sentence around it still reads. */
+Test(framework, sizes_too_large_are_unknown)
+{
+    check("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of "
+          "which 1.06 GiB is free. Process 51234 has 17179869184.00 GiB memory in use. Including "
+          "non-PyTorch memory, this process has 17179869184.00 GiB memory in use. Of the allocated "
+          "memory 75.20 GiB is allocated by PyTorch, and 1.39 GiB is reserved by PyTorch but "
+          "unallocated. If reserved but unallocated memory is large try setting "
+          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
+          true,
+          (struct want){ "current", 0, 2 * GiB, 84986665370, 1138166333, -1, -1, 80745385165,
+                         1492501135, -1 });
+    /* A size_t that wrapped around in the request (PyTorch 1.4): the rest still reads. */
+    check("CUDA out of memory. Tried to allocate 17179869183.95 GiB (GPU 0; 23.65 GiB total capacity; "
+          "3.15 GiB already allocated; 18.80 GiB free; 3.15 GiB reserved in total by PyTorch)",
+          true,
+          (struct want){ "1.x", 0, -1, 25393994138, 20186346291, -1, -1, 3382286746, 0, -1 });
+    check("CUDA out of memory. Tried to allocate 99999999999999999999.00 GiB. GPU 0 has", true,
+          (struct want){ "current", 0, -1, -1, -1, -1, -1, -1, -1, -1 });
+    check("CUDA out of memory. Tried to allocate 9000000000.00 GiB. GPU 0 has", true,
+          (struct want){ "current", 0, -1, -1, -1, -1, -1, -1, -1, -1 });
+    /* The largest that fits is a figure. */
+    check("CUDA out of memory. Tried to allocate 9223372036854775807 bytes. GPU 0 has", true,
+          (struct want){ "current", 0, INT64_MAX, -1, -1, -1, -1, -1, -1, -1 });
+    check("CUDA out of memory. Tried to allocate 9223372036854775808 bytes. GPU 0 has", true,
+          (struct want){ "current", 0, -1, -1, -1, -1, -1, -1, -1, -1 });
+}
+
+/* PyTorch 2.3 streamed the device index as an int8_t: a raw byte, never a wrong device. */
+Test(framework, device_written_as_a_raw_byte)
+{
+    check("CUDA out of memory. Tried to allocate 20.00 MiB. GPU \x01 has a total capacity of 23.65 GiB of "
+          "which 6.06 MiB is free. Including non-PyTorch memory, this process has 23.63 GiB memory in "
+          "use. Of the allocated memory 22.88 GiB is allocated by PyTorch, and 318.95 MiB is reserved "
+          "by PyTorch but unallocated.",
+          true,
+          (struct want){ "current", -1, 20 * MiB, 25393994138, 6354371, 25372519301, -1, 24567212933,
+                         334443315, -1 });
+    /* GPU 9 is a tab, GPU 10 a line break, GPU 32 a space. */
+    check("CUDA out of memory. Tried to allocate 1.00 KiB. GPU \t has a total capacity of 2.00 GiB of which "
+          "0 bytes is free.",
+          true, (struct want){ "current", -1, 1024, 2 * GiB, 0, -1, -1, -1, -1, -1 });
+    check("CUDA out of memory. Tried to allocate 1.00 KiB. GPU \n has a total capacity of 2.00 GiB", true,
+          (struct want){ "current", -1, 1024, 2 * GiB, -1, -1, -1, -1, -1, -1 });
+    check("CUDA out of memory. Tried to allocate 1.00 KiB. GPU   has a total capacity of 2.00 GiB", true,
+          (struct want){ "current", -1, 1024, 2 * GiB, -1, -1, -1, -1, -1, -1 });
+    /* GPU 0 is a NUL: the C string ends there. What was before it is still read. */
+    check("CUDA out of memory. Tried to allocate 3725.29 GiB. GPU ", true,
+          (struct want){ "current", -1, 3999999679529, -1, -1, -1, -1, -1, -1, -1 });
+    /* A byte not followed by the sentence is not taken for a device, nor is anything after it. */
+    check("CUDA out of memory. Tried to allocate 1.00 KiB. GPU ab has a total capacity of 2.00 GiB", true,
+          (struct want){ "current", -1, 1024, -1, -1, -1, -1, -1, -1, -1 });
+    check("CUDA out of memory. Tried to allocate 1.00 KiB. GPU x", true,
+          (struct want){ "current", -1, 1024, -1, -1, -1, -1, -1, -1, -1 });
+    /* Digits cut short still name the device. */
+    check("CUDA out of memory. Tried to allocate 1.00 KiB. GPU 12", true,
+          (struct want){ "current", 12, 1024, -1, -1, -1, -1, -1, -1, -1 });
+}
+
+/* The cudaMallocAsync backend (c10/cuda/CUDAMallocAsyncAllocator.cpp). */
+Test(framework, cuda_malloc_async_format)
+{
+    /* No limit set: the limit prints as 2^64 - 1 bytes, unknown. */
+    check("Allocation on device 5 would exceed allowed memory. (out of memory)\n"
+          "Currently allocated     : 54.14 GiB\n"
+          "Requested               : 686.41 MiB\n"
+          "Device limit            : 79.35 GiB\n"
+          "Free (according to CUDA): 27.19 MiB\n"
+          "PyTorch limit (set by user-supplied memory fraction)\n"
+          "                        : 17179869184.00 GiB\n"
+          "Exception raised from mallocAsync at ../c10/cuda/CUDAMallocAsyncAllocator.cpp:533 (most recent "
+          "call first):\n",
+          true,
+          (struct want){ "cudaMallocAsync", 5, 719753052, 85201413734, 28510781, -1, -1, 58132382351,
+                         -1, -1 });
+    /* A limit set, the Python exception name in front, the device as a raw byte (2.3 to 2.9). */
+    check("torch.OutOfMemoryError: Allocation on device \x01 would exceed allowed memory. (out of memory)\n"
+          "Currently allocated     : 7.25 GiB\n"
+          "Requested               : 1.00 GiB\n"
+          "Device limit            : 15.77 GiB\n"
+          "Free (according to CUDA): 8.31 GiB\n"
+          "PyTorch limit (set by user-supplied memory fraction)\n"
+          "                        : 7.88 GiB",
+          true,
+          (struct want){ "cudaMallocAsync", -1, GiB, 16932908564, 8922794557, -1, 8461085573,
+                         7784628224, -1, -1 });
+    /* Device 0 as a raw byte: the C string ends before the figures. */
+    check("Allocation on device ", true,
+          (struct want){ "cudaMallocAsync", -1, -1, -1, -1, -1, -1, -1, -1, -1 });
+    /* Cut short: what was read is kept. */
+    check("Allocation on device 2 would exceed allowed memory. (out of memory)\n"
+          "Currently allocated     : 512 bytes\n"
+          "Requested               : 2.0",
+          true, (struct want){ "cudaMallocAsync", 2, -1, -1, -1, -1, -1, 512, -1, -1 });
+    check("Allocation on device 2 would exceed allowed memory. (out of memory)\nCurrently", true,
+          (struct want){ "cudaMallocAsync", 2, -1, -1, -1, -1, -1, -1, -1, -1 });
 }
 
 Test(framework, long_message_cut_at_a_character)
@@ -188,13 +289,17 @@ Test(framework, fuzz)
         "pools (e.g., CUDA Graphs), and 600.00 KiB is reserved by PyTorch but unallocated.",
         "CUDA out of memory. Tried to allocate 256.00 MiB (GPU 0; 16.00 GiB total capacity; 14.23 GiB "
         "already allocated; 124.56 MiB free; 3.90 GiB allowed; 14.50 GiB reserved in total by PyTorch)",
+        "Allocation on device 1 would exceed allowed memory. (out of memory)\nCurrently allocated     : "
+        "7.25 GiB\nRequested               : 1.00 GiB\nDevice limit            : 15.77 GiB\nFree "
+        "(according to CUDA): 8.31 GiB\nPyTorch limit (set by user-supplied memory fraction)\n"
+        "                        : 17179869184.00 GiB",
     };
-    static const char alphabet[] = "0123456789. ;()GiBMKTbytesCUDA";
+    static const char alphabet[] = "0123456789. ;()GiBMKTbytesCUDA:\n\x01";
     unsigned seed = 20241130;
     for (int i = 0; i < 200000; i++) {
         seed = seed * 1103515245u + 12345u;
         unsigned r = seed >> 8;
-        const char *s = seeds[r & 1];
+        const char *s = seeds[(r >> 1) % 3];
         size_t slen = strlen(s), len;
         char *buf;
         if (r % 5 == 0) {
