@@ -2,19 +2,28 @@
  * then passes every throw on to the C++ runtime unchanged.
  *
  * Why here: PyTorch's caching allocator builds its verdict (what it had allocated, what was
- * reserved but unallocated) into the message of a c10::OutOfMemoryError and throws it from
- * libc10_cuda.so through the dynamic __cxa_throw. The exception crosses into Python and the
- * process usually dies soon after; the throw itself is the one moment we are sure to see it.
+ * reserved but unallocated) into the message of the exception it throws from libc10_cuda.so
+ * through the dynamic __cxa_throw. The exception crosses into Python and the process usually
+ * dies soon after; the throw itself is the one moment we are sure to see it.
+ *
+ * Which type carries it depends on the release: c10::OutOfMemoryError (1.13 and later),
+ * c10::CUDAOutOfMemoryError (1.5 to 1.12), a plain c10::Error whose message starts "CUDA out of
+ * memory" (1.4 and before). The first two are read at every throw. A plain c10::Error is every
+ * other PyTorch error too, and from 2.x on its what() builds the message and symbolises the
+ * backtrace on first use (allocating, and slow): so its what() is read only once the loaded
+ * libc10_cuda.so is known to name neither dedicated type, that is, only under a PyTorch whose
+ * out-of-memory error can be one, where what() returns a string built at construction.
  *
  * What we rely on (Itanium C++ ABI, as libstdc++ and libc++abi implement it):
  *  - the second argument is the thrown type's std::type_info: a vtable pointer, then the
  *    mangled name, which may start with '*' (a type local to one object file);
- *  - c10::OutOfMemoryError derives from c10::Error, which derives from std::exception, all
- *    single inheritance, so the object starts with its primary vtable and what() is slot 2
- *    (after the complete and the deleting destructor);
+ *  - all three types derive from c10::Error, which derives from std::exception, all single
+ *    inheritance, so the object starts with its primary vtable and what() is slot 2 (after the
+ *    complete and the deleting destructor), in every release;
  *  - what() is noexcept (it overrides std::exception::what), so no exception leaves it: a throw
  *    inside it is caught inside it, and our recursion flag is always cleared again. */
 #include <dlfcn.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,29 +35,114 @@ typedef const char *(*what_fn)(const void *);
 
 VW_EXPORT __attribute__((noreturn)) void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *));
 
-static const char oom_type[] = "N3c1016OutOfMemoryErrorE";
-
 /* Written once; racing first throws store the same pointer. */
 static throw_fn real_throw;
 /* Set while this thread reads a verdict: a throw inside what() just passes through. */
 static VW_TLS int in_verdict;
+/* Whether a plain c10::Error can be the caching allocator's out-of-memory error in this
+ * process: -1 not known yet (no libc10_cuda.so was loaded at the last one), 0 no (its
+ * libc10_cuda.so names a type of its own for it), 1 yes. Racing first looks store the same. */
+static int plain_can_be_oom = -1;
 
 struct type_info_layout {
     const void *vtable;
     const char *name;
 };
 
-static bool is_oom_type(const void *tinfo)
+static enum framework_exception exception_kind(const void *tinfo)
 {
     const char *name = ((const struct type_info_layout *)tinfo)->name;
     if (VW_UNLIKELY(!name))
-        return false;
+        return FRAMEWORK_EXC_NONE;
     if (*name == '*')
         name++;
-    return strcmp(name, oom_type) == 0;
+    return framework_exception_kind(name);
 }
 
-static void keep_verdict(const void *obj)
+/* Whether [p, p + n) lies inside one of the object's readable loaded segments. */
+static bool in_segment(const struct dl_phdr_info *info, uintptr_t p, size_t n)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (p >= lo && n <= ph->p_memsz && p - lo <= ph->p_memsz - n)
+            return true;
+    }
+    return false;
+}
+
+/* The object's dynamic string table (the names of the symbols it defines and uses), read in
+ * place: no allocation, no loader call. */
+static bool dynamic_strings(const struct dl_phdr_info *info, const char **tab, size_t *size)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_DYNAMIC)
+            continue;
+        const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+        uintptr_t addr = 0;
+        size_t n = 0;
+        for (size_t k = 0; k < ph->p_memsz / sizeof(*d) && d[k].d_tag != DT_NULL; k++) {
+            if (d[k].d_tag == DT_STRTAB)
+                addr = d[k].d_un.d_ptr;
+            else if (d[k].d_tag == DT_STRSZ)
+                n = d[k].d_un.d_val;
+        }
+        if (!addr || !n)
+            return false;
+        /* glibc relocates the entry in place where the dynamic section is writable (x86-64,
+         * aarch64); where it is not, the entry is still relative to the load address. */
+        if (!in_segment(info, addr, n)) {
+            addr += info->dlpi_addr;
+            if (!in_segment(info, addr, n))
+                return false;
+        }
+        *tab = (const char *)addr;
+        *size = n;
+        return true;
+    }
+    return false;
+}
+
+/* 0: not libc10_cuda.so; 1: a libc10_cuda.so with a type of its own for out of memory, or one
+ * we cannot read (then plain errors are never read: missing a 1.4 verdict costs less than
+ * building every 2.x error's backtrace); 2: one without. */
+static int classify_c10_cuda(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    const char *n = info->dlpi_name;
+    if (!n || !*n)
+        return 0;
+    const char *b = strrchr(n, '/');
+    b = b ? b + 1 : n;
+    if (strncmp(b, "libc10_cuda.", 12) != 0)
+        return 0;
+    const char *tab;
+    size_t len;
+    if (!dynamic_strings(info, &tab, &len))
+        return 1;
+    return framework_names_oom_type(tab, len) ? 1 : 2;
+}
+
+static bool plain_error_can_be_oom(void)
+{
+    int k = __atomic_load_n(&plain_can_be_oom, __ATOMIC_RELAXED);
+    if (VW_LIKELY(k >= 0))
+        return k == 1;
+    /* The loader's list, walked without allocating; until libc10_cuda.so is loaded no caching
+     * allocator can have thrown, and it is looked for again at the next plain error. */
+    int found = dl_iterate_phdr(classify_c10_cuda, NULL);
+    if (!found)
+        return false;
+    k = found == 2;
+    __atomic_store_n(&plain_can_be_oom, k, __ATOMIC_RELAXED);
+    return k == 1;
+}
+
+static void keep_verdict(const void *obj, enum framework_exception kind)
 {
     /* The object's primary vtable, and what() in its slot 2. */
     void *const *vtable = *(void *const *const *)obj;
@@ -56,10 +150,13 @@ static void keep_verdict(const void *obj)
     void *slot = vtable[2];
     memcpy(&what, &slot, sizeof(what));
     const char *msg = what(obj);
+    if (kind == FRAMEWORK_EXC_ERROR && !framework_plain_error_is_oom(msg))
+        return; /* some other PyTorch error */
     /* On this thread's stack (4 KiB): no lock to hold, and nothing a forked child could find
      * half-written. */
     struct framework_verdict v;
     framework_parse_pytorch(msg, &v);
+    v.exception = framework_exception_name(kind);
     framework_store(&v);
     /* The report on disk holds the verdict before the exception reaches anyone's handler;
      * only in a process that made device allocation calls, which alone writes reports. */
@@ -86,9 +183,11 @@ static throw_fn find_real(void)
 
 VW_EXPORT void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
 {
-    if (VW_UNLIKELY(tinfo && is_oom_type(tinfo)) && obj && !in_verdict && vw_active()) {
+    enum framework_exception kind = tinfo ? exception_kind(tinfo) : FRAMEWORK_EXC_NONE;
+    if (VW_UNLIKELY(kind != FRAMEWORK_EXC_NONE) && obj && !in_verdict && vw_active() &&
+        (kind != FRAMEWORK_EXC_ERROR || plain_error_can_be_oom())) {
         in_verdict = 1;
-        keep_verdict(obj);
+        keep_verdict(obj, kind);
         in_verdict = 0;
     }
     throw_fn f = find_real();

@@ -295,6 +295,7 @@ bool framework_parse_pytorch(const char *msg, struct framework_verdict *out)
     out->allowed = out->allocated = out->reserved_unallocated = out->private_pools = -1;
     out->device = -1;
     out->format = NULL;
+    out->exception = NULL;
     copy_message(out->message, msg);
     if (!msg)
         return false;
@@ -348,6 +349,51 @@ bool framework_parse_pytorch(const char *msg, struct framework_verdict *out)
         parse_async_tail(&c, out);
         return true;
     }
+    return false;
+}
+
+static const char *const exception_names[] = {
+    [FRAMEWORK_EXC_OOM] = "c10::OutOfMemoryError",
+    [FRAMEWORK_EXC_CUDA_OOM] = "c10::CUDAOutOfMemoryError",
+    [FRAMEWORK_EXC_ERROR] = "c10::Error",
+};
+
+enum framework_exception framework_exception_kind(const char *mangled)
+{
+    /* Every C++ throw of the process passes here: reject other namespaces on five bytes. */
+    if (!mangled || strncmp(mangled, "N3c10", 5) != 0)
+        return FRAMEWORK_EXC_NONE;
+    const char *name = mangled + 5;
+    if (strcmp(name, "16OutOfMemoryErrorE") == 0)
+        return FRAMEWORK_EXC_OOM;
+    if (strcmp(name, "20CUDAOutOfMemoryErrorE") == 0)
+        return FRAMEWORK_EXC_CUDA_OOM;
+    if (strcmp(name, "5ErrorE") == 0)
+        return FRAMEWORK_EXC_ERROR;
+    return FRAMEWORK_EXC_NONE;
+}
+
+const char *framework_exception_name(enum framework_exception kind)
+{
+    if (kind <= FRAMEWORK_EXC_NONE || kind > FRAMEWORK_EXC_ERROR)
+        return NULL;
+    return exception_names[kind];
+}
+
+bool framework_plain_error_is_oom(const char *msg)
+{
+    static const char head[] = "CUDA out of memory. Tried to allocate ";
+    return msg && strncmp(msg, head, sizeof(head) - 1) == 0;
+}
+
+bool framework_names_oom_type(const char *names, size_t n)
+{
+    /* The mangled names as they appear inside the symbols for the type (_ZTIN3c10..., its
+     * vtable, its destructors). */
+    static const char *const types[] = { "3c1016OutOfMemoryError", "3c1020CUDAOutOfMemoryError" };
+    for (size_t i = 0; names && i < sizeof(types) / sizeof(types[0]); i++)
+        if (memmem(names, n, types[i], strlen(types[i])))
+            return true;
     return false;
 }
 
@@ -414,7 +460,7 @@ void framework_write(struct jsonw *w)
     }
     jw_obj_begin(w, "framework");
     jw_str(w, "name", "pytorch");
-    jw_str(w, "exception", "c10::OutOfMemoryError");
+    jw_str(w, "exception", v.exception ? v.exception : exception_names[FRAMEWORK_EXC_OOM]);
     jw_str(w, "message", v.message);
     jw_str(w, "format", v.format);
     jw_u64(w, "time_unix_ns", time_ns);

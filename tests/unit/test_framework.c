@@ -254,6 +254,47 @@ Test(framework, cuda_malloc_async_format)
           (struct want){ "cudaMallocAsync", 2, -1, -1, -1, -1, -1, -1, -1, -1 });
 }
 
+Test(framework, exception_types)
+{
+    cr_assert_eq(framework_exception_kind("N3c1016OutOfMemoryErrorE"), FRAMEWORK_EXC_OOM);
+    cr_assert_eq(framework_exception_kind("N3c1020CUDAOutOfMemoryErrorE"), FRAMEWORK_EXC_CUDA_OOM);
+    cr_assert_eq(framework_exception_kind("N3c105ErrorE"), FRAMEWORK_EXC_ERROR);
+    const char *others[] = { "N3c1010IndexErrorE", "N3c1016OutOfMemoryErrorE2", "N3c10", "N3c1",
+                             "St13runtime_error", "N5torch3jit13JITExceptionE", "", NULL };
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+        cr_assert_eq(framework_exception_kind(others[i]), FRAMEWORK_EXC_NONE, "%s", others[i]);
+    cr_assert_str_eq(framework_exception_name(FRAMEWORK_EXC_OOM), "c10::OutOfMemoryError");
+    cr_assert_str_eq(framework_exception_name(FRAMEWORK_EXC_CUDA_OOM), "c10::CUDAOutOfMemoryError");
+    cr_assert_str_eq(framework_exception_name(FRAMEWORK_EXC_ERROR), "c10::Error");
+    cr_assert_null(framework_exception_name(FRAMEWORK_EXC_NONE));
+    cr_assert_null(framework_exception_name((enum framework_exception)99));
+}
+
+Test(framework, plain_error_only_when_it_starts_as_the_allocator_message)
+{
+    cr_assert(framework_plain_error_is_oom("CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 "
+                                           "GiB total capacity; ...)"));
+    cr_assert_not(framework_plain_error_is_oom("Expected one of cpu, cuda device type at start of device "
+                                               "string: CUDA out of memory. Tried to allocate 1.00 KiB"));
+    cr_assert_not(framework_plain_error_is_oom("CUDA error: out of memory"));
+    cr_assert_not(framework_plain_error_is_oom("CUDA out of memory. Tried to allocat"));
+    cr_assert_not(framework_plain_error_is_oom(""));
+    cr_assert_not(framework_plain_error_is_oom(NULL));
+}
+
+Test(framework, string_table_names_a_type_of_its_own)
+{
+    static const char with_oom[] = "\0_ZN3c105ErrorD2Ev\0_ZTIN3c1016OutOfMemoryErrorE\0cudaMalloc";
+    static const char with_cuda_oom[] = "\0_ZTVN3c1020CUDAOutOfMemoryErrorE\0";
+    static const char plain[] = "\0_ZN3c105ErrorC1ENS_14SourceLocationERKSs\0_ZTIN3c105ErrorE\0";
+    cr_assert(framework_names_oom_type(with_oom, sizeof(with_oom) - 1));
+    cr_assert(framework_names_oom_type(with_cuda_oom, sizeof(with_cuda_oom) - 1));
+    cr_assert_not(framework_names_oom_type(plain, sizeof(plain) - 1));
+    /* Only the given bytes are searched. */
+    cr_assert_not(framework_names_oom_type(with_cuda_oom, 12));
+    cr_assert_not(framework_names_oom_type(NULL, 0));
+}
+
 Test(framework, long_message_cut_at_a_character)
 {
     static char msg[3 * VW_FRAMEWORK_MESSAGE_MAX];
@@ -390,12 +431,18 @@ Test(framework, field_holds_the_latest_verdict)
                      "\"private_pools_bytes\":null}}\n");
     cr_assert(strstr(s, ",\"thread\":"));
 
+    /* The type thrown is named as the hook saw it. */
+    v.exception = framework_exception_name(FRAMEWORK_EXC_CUDA_OOM);
+    framework_store(&v);
+    cr_assert(strstr(render(), "{\"framework\":{\"name\":\"pytorch\",\"exception\":\"c10::CUDAOutOfMemoryError\","));
+
     /* A message in no known format is still PyTorch's verdict: kept, with no figures. */
     framework_parse_pytorch("CUDA out of memory (cudaMallocAsync)", &v);
     framework_store(&v);
     s = render();
     cr_assert(strstr(s, "\"format\":null"));
-    cr_assert(strstr(s, "\"count\":3,\"device\":null,\"requested_bytes\":null"));
+    cr_assert(strstr(s, "\"exception\":\"c10::OutOfMemoryError\","));
+    cr_assert(strstr(s, "\"count\":4,\"device\":null,\"requested_bytes\":null"));
 
     framework_reset();
     cr_assert_str_eq(render(), "{\"framework\":null}\n");
