@@ -1,18 +1,26 @@
-// Throws what PyTorch throws when its caching allocator runs out of memory, and checks the throw
-// arrives unchanged; run under the preload by cxx_oom_check.py, which reads the verdict kept.
+// Throws what PyTorch throws when its allocator runs out of memory, and checks the throw arrives
+// unchanged; run under the preload by cxx_oom_check.py, which reads the verdict kept.
+//
+//   cxx_oom                      the current type and message, twice, and once in a forked child
+//   cxx_oom throw TYPE FILE      one TYPE (c10::OutOfMemoryError, c10::CUDAOutOfMemoryError or
+//                                c10::Error) whose message is FILE's bytes, as one release wrote it
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <sys/wait.h>
+#include <typeinfo>
 #include <unistd.h>
 #include <utility>
 
-// The same hierarchy as PyTorch's c10/util/Exception.h (members differ; the hook relies only on
-// the type's name and on what() being the first virtual function after the destructors).
+// The same hierarchy as PyTorch's c10/util/Exception.h and, for 1.5 to 1.12,
+// c10/cuda/CUDACachingAllocator.h (members differ; the hook relies only on the type's name and
+// on what() being the first virtual function after the destructors).
 namespace c10 {
 class Error : public std::exception {
   public:
@@ -27,6 +35,11 @@ class Error : public std::exception {
 const void *Error::last_constructed = nullptr;
 
 class OutOfMemoryError : public Error {
+  public:
+    using Error::Error;
+};
+
+class CUDAOutOfMemoryError : public Error {
   public:
     using Error::Error;
 };
@@ -101,8 +114,59 @@ static void allocate_some()
     expect(cudaMalloc(&p, 1 << 20) == 0, "cudaMalloc on the simulated GPU failed");
 }
 
-int main()
+// Thrown from a function of its own, as the allocator throws from inside malloc. The message is
+// kept as std::string, embedded NULs included: what() returns its c_str(), so a reader stops at
+// the first NUL exactly as with PyTorch 2.3's device byte.
+template <class E> [[gnu::noinline]] static void throw_as(const std::string &msg)
 {
+    throw E(msg);
+}
+
+template <class E> static int throw_one(const std::string &msg)
+{
+    bool caught = false;
+    try {
+        throw_as<E>(msg);
+    } catch (c10::Error &e) {
+        caught = true;
+        expect(static_cast<const void *>(&e) == c10::Error::last_constructed, "not the object that was thrown");
+        expect(std::strcmp(e.what(), msg.c_str()) == 0, "the message changed");
+        expect(typeid(e) == typeid(E), "the type changed");
+    }
+    expect(caught, "not caught as c10::Error&");
+    if (failures)
+        return 1;
+    std::puts("cxx_oom: the exception arrived unchanged");
+    return 0;
+}
+
+static int throw_from_file(const char *type, const char *path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        std::fprintf(stderr, "cxx_oom: cannot read %s\n", path);
+        return 2;
+    }
+    std::string msg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    allocate_some();
+    if (std::strcmp(type, "c10::OutOfMemoryError") == 0)
+        return throw_one<c10::OutOfMemoryError>(msg);
+    if (std::strcmp(type, "c10::CUDAOutOfMemoryError") == 0)
+        return throw_one<c10::CUDAOutOfMemoryError>(msg);
+    if (std::strcmp(type, "c10::Error") == 0)
+        return throw_one<c10::Error>(msg);
+    std::fprintf(stderr, "cxx_oom: unknown type %s\n", type);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && std::strcmp(argv[1], "throw") == 0)
+        return throw_from_file(argv[2], argv[3]);
+    if (argc != 1) {
+        std::fprintf(stderr, "usage: cxx_oom [throw TYPE FILE]\n");
+        return 2;
+    }
     allocate_some();
     bool caught = false;
     try {

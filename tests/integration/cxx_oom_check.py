@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
-"""Runs cxx_oom (a C++ program throwing PyTorch's c10::OutOfMemoryError) under
+"""Runs cxx_oom (a C++ program throwing PyTorch's out-of-memory exceptions) under
 LD_PRELOAD=libvramwatch.so in a fresh folder, and checks that the throws arrived unchanged and
 that the reports left at the throws (the program's, and its forked child's, which counts only
 its own) hold PyTorch's verdict, figure by figure, and match docs/report.schema.json.
 
-usage: cxx_oom_check.py --lib LIB --prog CXX_OOM --sim SIMGPU_DIR --schema SCHEMA [--preload-first SANITIZER_RT]
+Then, for each release's message in data/pytorch/ (one file per release and case, citing the
+source it was built from), one process throws it as the type that release threw
+(c10::OutOfMemoryError, c10::CUDAOutOfMemoryError or a plain c10::Error), with a library named
+libc10_cuda.so loaded as in a PyTorch process unless the file says otherwise, and the report's
+`framework` must be exactly the one the file expects (null where the throw is no verdict).
+
+usage: cxx_oom_check.py --lib LIB --prog CXX_OOM --sim SIMGPU_DIR --schema SCHEMA
+                        [--c10-stub LIBC10_CUDA] [--preload-first SANITIZER_RT]
 """
 import argparse
 import glob
@@ -14,6 +21,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RELEASES = os.path.join(HERE, "data", "pytorch")
+# The report's figures, besides those every verdict has (name, message, time, thread, count).
+FIGURES = ("exception", "format", "device", "requested_bytes", "capacity_bytes", "free_bytes",
+           "process_in_use_bytes", "allowed_bytes", "allocated_bytes", "reserved_unallocated_bytes",
+           "private_pools_bytes")
 
 # The figures of cxx_oom.cpp's message, each round(figure x unit) in bytes.
 MESSAGE_START = "CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity"
@@ -56,15 +70,15 @@ def validate(schema_path, path, doc):
         raise Failed(f"{path} does not match the schema at {list(errors[0].path)}: {errors[0].message}")
 
 
-def run(args, folder, extra):
+def run(args, folder, extra, argv=(), also_preload=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_")}
-    env["LD_PRELOAD"] = ":".join(filter(None, [args.preload_first, args.lib]))
+    env["LD_PRELOAD"] = ":".join(filter(None, [args.preload_first, args.lib, also_preload]))
     if args.preload_first:
         env["ASAN_OPTIONS"] = "detect_leaks=0"
     env["VRAMWATCH_DIR"] = folder
     env["LD_LIBRARY_PATH"] = args.sim
     env.update(extra)
-    p = subprocess.run([args.prog], env=env, cwd=folder, capture_output=True, text=True, timeout=60)
+    p = subprocess.run([args.prog, *argv], env=env, cwd=folder, capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
         raise Failed(f"cxx_oom exited {p.returncode}\nstdout: {p.stdout}\nstderr: {p.stderr}")
     return p
@@ -122,20 +136,98 @@ def check(args):
         raise
 
 
+def expected_message(message):
+    """What a reader of what() gets: the text before the first NUL (PyTorch 2.3's device byte
+    for GPU 0), as the report keeps it."""
+    text = message.split("\0", 1)[0]
+    if len(text.encode("utf-8")) >= 4095:
+        raise Failed("a release message longer than the report keeps: shorten the data file")
+    return text
+
+
+def check_release(args, path, folder):
+    name = os.path.basename(path)
+    with open(path, encoding="utf-8") as fh:
+        case = json.load(fh)
+    for key in ("release", "source", "exception", "message", "framework"):
+        if key not in case:
+            raise Failed(f"{name}: no {key!r}")
+    if not name.startswith(case["release"] + "-"):
+        raise Failed(f"{name}: not named after its release {case['release']!r}")
+    msg_file = os.path.join(folder, "message")
+    with open(msg_file, "wb") as fh:
+        fh.write(case["message"].encode("utf-8"))
+    stub = args.c10_stub if case.get("libc10_cuda_loaded", True) else None
+    p = run(args, folder, {}, ["throw", case["exception"], msg_file], also_preload=stub)
+    if "arrived unchanged" not in p.stdout:
+        raise Failed(f"{name}: {p.stdout} {p.stderr}")
+    if p.stderr.strip():
+        raise Failed(f"{name}: something was said on stderr: {p.stderr}")
+    files = reports(folder)
+    eq(len(files), 1, f"{name}: number of reports")
+    with open(files[0], encoding="utf-8") as fh:
+        r = json.load(fh)
+    fmt = (r.get("framework") or {}).get("format")
+    with open(args.schema, encoding="utf-8") as fh:
+        listed = json.load(fh)["properties"]["framework"]["properties"]["format"].get("enum")
+    if listed is not None and fmt not in listed:
+        raise Failed(f"{name}: the report's framework.format {fmt!r} (docs/report-format.md) is not in the "
+                     f"enum of {args.schema}: {listed}")
+    validate(args.schema, files[0], r)
+    eq(r["reason"], "exit", f"{name}: reason")
+    eq(r["failures"], [], f"{name}: failures (no CUDA call failed)")
+    fw, want = r.get("framework"), case["framework"]
+    if want is None:
+        eq(fw, None, f"{name}: framework (the throw is no verdict)")
+    else:
+        if not isinstance(fw, dict):
+            raise Failed(f"{name}: framework: expected an object, got {fw!r}")
+        eq(sorted(want), sorted(FIGURES), f"{name}: the data file's figures")
+        for key in FIGURES:
+            eq(fw[key], want[key], f"{name}: framework.{key}")
+        eq(fw["name"], "pytorch", f"{name}: framework.name")
+        eq(fw["message"], expected_message(case["message"]), f"{name}: framework.message")
+        eq(fw["count"], 1, f"{name}: framework.count")
+        eq(fw["thread"], r["process"]["pid"], f"{name}: framework.thread")
+    for f in os.listdir(folder):
+        os.unlink(os.path.join(folder, f))
+
+
+def check_releases(args):
+    if not args.c10_stub:
+        args.c10_stub = os.path.join(os.path.dirname(os.path.abspath(args.prog)), "libc10_cuda.so")
+    if not os.path.exists(args.c10_stub):
+        raise Failed(f"no library named libc10_cuda.so at {args.c10_stub} (the integration tests' c10 stub)")
+    paths = sorted(glob.glob(os.path.join(RELEASES, "*.json")))
+    if len(paths) < 20:
+        raise Failed(f"only {len(paths)} release messages in {RELEASES}")
+    folder = tempfile.mkdtemp(prefix="vramwatch-cxx-releases-")
+    try:
+        for path in paths:
+            check_release(args, path, folder)
+        shutil.rmtree(folder)
+    except Failed:
+        print("files kept in", folder)
+        raise
+    return len(paths)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--prog", required=True)
     ap.add_argument("--sim", required=True, help="the simulated GPU's folder (LD_LIBRARY_PATH)")
     ap.add_argument("--schema", required=True)
+    ap.add_argument("--c10-stub", help="a library named libc10_cuda.so (default: beside --prog)")
     ap.add_argument("--preload-first")
     args = ap.parse_args()
     try:
         check(args)
+        n = check_releases(args)
     except Failed as e:
         print("FAIL:", e)
         return 1
-    print("ok: cxx_oom")
+    print(f"ok: cxx_oom, and {n} release messages")
     return 0
 
 
