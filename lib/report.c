@@ -340,16 +340,36 @@ static const char *kind_name(int kind)
 }
 
 
+/* The calls the library could put on no device: with no driver loaded or no context current,
+ * failures (cudaErrorInsufficientDriver) and, rarely, allocations. null when there were none. */
+static void write_unattributed(struct jsonw *w)
+{
+    const struct core_device *d = &snap.devices[VW_MAX_DEVICES];
+    if (!d->active) {
+        jw_null(w, "unattributed");
+        return;
+    }
+    jw_obj_begin(w, "unattributed");
+    jw_u64(w, "live_bytes", d->live_bytes);
+    jw_u64(w, "live_count", d->live_count);
+    jw_u64(w, "alloc_calls", d->alloc_calls);
+    jw_u64(w, "free_calls", d->free_calls);
+    jw_u64(w, "failed_calls", d->failed_calls);
+    jw_obj_end(w);
+}
+
 static void write_devices(struct jsonw *w, const struct report_devinfo *info)
 {
     jw_arr_begin(w, "devices");
-    for (int i = 0; i <= VW_MAX_DEVICES; i++) {
+    /* Calls whose device could not be told (no driver, no context) are no device's: they go to
+     * "unattributed" (write_unattributed), so every device listed has its ordinal. */
+    for (int i = 0; i < VW_MAX_DEVICES; i++) {
         const struct core_device *d = &snap.devices[i];
         if (!d->active)
             continue;
         const struct report_devinfo *in = &info[i];
         jw_obj_begin(w, NULL);
-        opt_i64(w, "ordinal", i == VW_MAX_DEVICES ? -1 : i);
+        jw_u64(w, "ordinal", (uint64_t)i);
         jw_str(w, "name", in->name[0] ? in->name : NULL);
         jw_str(w, "pci_bus_id", in->pci_bus_id[0] ? in->pci_bus_id : NULL);
         jw_str(w, "uuid", in->uuid[0] ? in->uuid : NULL);
@@ -590,12 +610,12 @@ static void write_timeline(struct jsonw *w, const struct report_devinfo *info)
     jw_obj_begin(w, "timeline");
     jw_u64(w, "buckets_max", VW_TL_BUCKETS);
     jw_arr_begin(w, "devices");
-    for (int i = 0; i <= VW_MAX_DEVICES; i++) {
+    for (int i = 0; i < VW_MAX_DEVICES; i++) {
         if (!snap.devices[i].active || !core_copy_timeline(i, &tl_copy))
             continue;
         const struct tl_device *t = &tl_copy;
         jw_obj_begin(w, NULL);
-        opt_i64(w, "ordinal", i == VW_MAX_DEVICES ? -1 : i);
+        jw_u64(w, "ordinal", (uint64_t)i);
         jw_u64(w, "start_unix_ns", t->start_ns);
         jw_u64(w, "bucket_ns", 1ull << t->shift);
         jw_u64(w, "merges", t->merges);
@@ -664,6 +684,7 @@ static bool write_body(int fd, const char *reason, const struct report_devinfo *
     jw_obj_end(&w);
     write_process(&w);
     write_devices(&w, info);
+    write_unattributed(&w);
     write_failures(&w);
     framework_write(&w);
     if (write_callsites(&w, nlive) != 0)

@@ -826,6 +826,13 @@ def case_real_cudart(run):
         pre = run.run([exe], extra, sim=False)
         eq(pre.stdout, plain.stdout, f"return codes with LD_LIBRARY_PATH={libpath!r}")
         expect(plain.stdout.strip(), "the program printed its return codes")
+        # No driver that works: no device to put the failed calls on, and no device without an
+        # ordinal in the report; they are counted as unattributed.
+        r = run.report()
+        eq(r["devices"], [], f"no device (LD_LIBRARY_PATH={libpath!r})")
+        expect(r["unattributed"] and r["unattributed"]["failed_calls"] >= 3,
+               f"the failed calls counted, on no device: {r['unattributed']}")
+        os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
 
 
 
