@@ -168,6 +168,12 @@ static bool env_allowed(const char *e)
     return !strncmp(e, "XLA_PYTHON_CLIENT_", 18) || !strncmp(e, "VRAMWATCH_", 10);
 }
 
+/* One argument of the command line into the report's argv. */
+static void emit_arg(void *w, const char *arg)
+{
+    jw_str(w, NULL, arg);
+}
+
 static void write_process(struct jsonw *w)
 {
     char buf[PATH_MAX];
@@ -178,21 +184,15 @@ static void write_process(struct jsonw *w)
     jw_str(w, "host", buf);
 
     jw_arr_begin(w, "argv");
-    /* The command line as the kernel has it; bounded so a huge argv cannot bloat the report. */
-    static char cmd[65536];
-    ssize_t n = read_file("/proc/self/cmdline", cmd, sizeof(cmd) - 1);
-    if (n > 0) {
-        cmd[n] = 0;
-        /* Secrets on the command line (--token X, API_KEY=..., https://user:pass@host) are
-         * replaced: reports get pasted into issues and chats. Room for the worst growth of one
-         * argument (a short secret made REDACT_MARK, many times). */
-        static char clean[2 * sizeof(cmd) + 8];
-        bool secret_next = false;
-        for (char *p = cmd; p < cmd + n; p += strlen(p) + 1) {
-            redact_arg(p, secret_next, clean, sizeof(clean));
-            jw_str(w, NULL, clean);
-            secret_next = redact_is_secret_flag(p);
-        }
+    /* The command line as the kernel has it, with secrets (--token X, API_KEY=...,
+     * https://user:pass@host) replaced: reports get pasted into issues and chats. Bounded so a
+     * huge argv cannot bloat the report, and redacted before it is cut: a cut inside a URL must
+     * not show the start of its password. */
+    static char work[REDACT_WORK_SIZE];
+    int cmdline = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (cmdline >= 0) {
+        redact_cmdline(cmdline, work, sizeof(work), REDACT_ARGV_MAX, emit_arg, w);
+        close(cmdline);
     }
     jw_arr_end(w);
 

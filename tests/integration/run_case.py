@@ -981,6 +981,17 @@ def case_redaction(run):
         text = f.read()
     for secret in ("tok1", "key2", "pw3", "tok4", "key5", "pw6", "tok7"):
         expect(secret not in text, f"{secret} is nowhere in the report")
+    # The command line is cut at 64 KiB: a cut inside a URL's password, before its "@", must show
+    # none of it (the URL is redacted before the cut).
+    url = "https://user:hunter2hunter2@example.com/x"
+    prefix = len(os.fsencode(run.args.probe)) + 1 + len(os.fsencode(run.args.lib)) + 1
+    for inside in (13, 15, 20, 27):  # bytes of the URL before the cut: in "user:", in the password
+        os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+        pad = 65536 - prefix - 1 - inside
+        probe(run, run.dir, "x" * pad, url)
+        with open(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0]) as f:
+            text = f.read()
+        expect("hunt" not in text and "user:h" not in text, f"a cut {inside} bytes into the URL shows its password")
 
 
 def case_setuid(run):
