@@ -940,6 +940,18 @@ def group_values(opts):
                   (args[0], r.returncode, r.stderr[:300].decode("utf-8", "replace")))
             print("10 000 call sites of 32 frames, 1000 live (%d bytes), %s: %.2f s, max RSS %d KiB" %
                   (os.path.getsize(big), args[0], took, rss))
+        # A command line far longer than the library writes (64 KiB): advice copies it into
+        # every command it proposes, so it is refused, not multiplied.
+        with open(os.path.join(opts.data, "exit-clean.json")) as f:
+            doc = json.load(f)
+        doc["process"]["argv"] = ["python3", "train.py", "--batch", "16", "x" * (8 << 20)]
+        long_argv = os.path.join(tmp, "argv.json")
+        with open(long_argv, "w") as f:
+            json.dump(doc, f)
+        for args in (["report", long_argv], ["advise", long_argv]):
+            r, took, rss = measured(opts, args, cwd=tmp)
+            line = one_line_error(r, "8 MiB argv: " + args[0])
+            check("process.argv:" in line and "more than the 1048576" in line, "8 MiB argv: %s" % line)
     finally:
         shutil.rmtree(tmp)
 

@@ -417,6 +417,9 @@ static bool load_timeline(struct vctx *c, const cJSON *o, struct model_timeline 
 	return !c->failed;
 }
 
+/* 64 KiB as the library cuts it, with room for what redaction adds: more is no report of ours. */
+#define MODEL_ARGV_MAX (1 << 20)
+
 static bool load_process(struct vctx *c, const cJSON *o, struct model_process *p)
 {
 	const cJSON *argv;
@@ -426,7 +429,7 @@ static bool load_process(struct vctx *c, const cJSON *o, struct model_process *p
 		return false;
 	p->argv = util_xcalloc(argc, sizeof *p->argv);
 	p->argc = argc;
-	size_t i = 0;
+	size_t i = 0, total = 0;
 	for (const cJSON *a = argv->child; a; a = a->next, i++) {
 		if (!cJSON_IsString(a) || !a->valuestring) {
 			size_t k = push_key(c, "argv"), old = push_index(c, i);
@@ -436,6 +439,15 @@ static bool load_process(struct vctx *c, const cJSON *o, struct model_process *p
 			return false;
 		}
 		p->argv[i] = a->valuestring;
+		total += strlen(a->valuestring) + 1;
+	}
+	/* The library writes at most 64 KiB of the command line; advice copies it into every
+	 * command it proposes, so a huge one would multiply memory (docs/reliability.md). */
+	if (total > MODEL_ARGV_MAX) {
+		size_t k = push_key(c, "argv");
+		fail_at(c, NULL, "%zu bytes in all, more than the %d a report can hold", total, MODEL_ARGV_MAX);
+		pop(c, k);
+		return false;
 	}
 	if (!get_str(c, o, "cwd", F_NULL, &p->cwd) || !get_int(c, o, "start_unix_ns", F_NULL, 0, &p->start_unix_ns) ||
 	    !get_int(c, o, "rank", F_NULL, 0, &p->rank) || !get_int(c, o, "local_rank", F_NULL, 0, &p->local_rank) ||
