@@ -181,6 +181,25 @@ static throw_fn find_real(void)
     return f;
 }
 
+/* A library that carries its own copy of the C++ runtime (linked with -static-libstdc++) and was
+ * loaded in a local scope: neither RTLD_NEXT nor a libstdc++ by name finds it, but the library
+ * that threw has it. Not cached: another such library has its own. */
+static throw_fn thrower_own_runtime(void *caller)
+{
+    Dl_info di;
+    throw_fn f = NULL;
+    if (!caller || !dladdr(caller, &di) || !di.dli_fname)
+        return NULL;
+    void *h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return NULL;
+    void *p = vw_real_dlsym(h, "__cxa_throw");
+    if (p && p != (void *)__cxa_throw)
+        memcpy(&f, &p, sizeof(f));
+    dlclose(h); /* the reference NOLOAD took; the library stays loaded */
+    return f;
+}
+
 VW_EXPORT void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
 {
     enum framework_exception kind = tinfo ? exception_kind(tinfo) : FRAMEWORK_EXC_NONE;
@@ -192,7 +211,9 @@ VW_EXPORT void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
     }
     throw_fn f = find_real();
     if (VW_UNLIKELY(!f))
-        abort(); /* C++ code is running, so a C++ runtime is loaded: not reached */
+        f = thrower_own_runtime(__builtin_return_address(0));
+    if (VW_UNLIKELY(!f))
+        abort(); /* no C++ runtime anywhere, though C++ code threw: nothing can unwind it */
     f(obj, tinfo, dest);
     /* The runtime's __cxa_throw unwinds or terminates; it never comes back. */
     __builtin_unreachable();
