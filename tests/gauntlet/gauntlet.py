@@ -177,7 +177,8 @@ def attack_load(opts):
 # allocated.
 
 def attack_procs(opts):
-    forks = 100
+    # a sanitizer's runtime makes each fork of a process with its shadow memory slow: fewer
+    forks = 20 if opts.sanitized else 100
     c = Case(opts, "procs")
     try:
         t0 = time.monotonic()
