@@ -26,7 +26,7 @@ run_build() { # dir, suites-args, meson options...
 }
 
 # The gauntlet (load, processes, faults, cost; docs/reliability.md) in its reduced form, through
-# its own script: the plain build runs every attack, the ThreadSanitizer build the load attack.
+# its own script: the plain build runs every attack, the ThreadSanitizer build the load attack and fork under load.
 run_gauntlet() { # dir
   [ -f "$1/build.ninja" ] || return
   bash tests/gauntlet/run.sh "$1" --logbase gauntlet || status=1
