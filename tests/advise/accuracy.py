@@ -73,6 +73,13 @@ STEP_MS = 5
 FIT_SETTLE_S = 1
 
 # What each workload adds to train_sim's command line (docs/advice-accuracy.md says what it tests)
+# What each workload holds whatever the batch (weights, optimizer state, EMA: --static-gib, else
+# the yolov9-s figure of train_sim's CONFIGS), plus the simulated CUDA context: the truth of the
+# model's static part, which the advice shows (checked within STATIC_TOLERANCE).
+STATIC_GIB = {"yolov9-s": 3.0, "large-static": 7.0, "image-scaling": 3.0, "validation-spike": 3.0, "fragmentation": 3.0}
+CONTEXT_BYTES = 300 << 20
+STATIC_TOLERANCE = 0.10
+
 WORKLOADS = {
     "yolov9-s": [],
     "large-static": ["--static-gib", "7", "--sample-mib", "150"],
@@ -191,6 +198,7 @@ class Row:
         self.failed = []          # short tags of the checks that failed
         self.not_run = None       # why the row could not be run
         self.basis = self.first = self.advised = self.pred = self.need = None
+        self.static = None
         self.b_head = self.b_card = None
         self.trials = ""
 
@@ -360,6 +368,12 @@ def scenario(r, row):
         return
     recs = advice["recommendations"]
     row.basis = advice["model"]["basis"]
+    row.static = advice["model"]["static_bytes"]
+    if row.basis in ("timeline", "runs"):
+        truth = STATIC_GIB[row.workload] * GiB + CONTEXT_BYTES
+        err = (row.static - truth) / truth
+        row.check(abs(err) <= STATIC_TOLERANCE, f"static part {row.static / GiB:.2f} GiB, truth {truth / GiB:.2f} GiB "
+                                                f"({err:+.1%})", f"static {err:+.0%}")
     advised = batch_value(advice)
     # the first recommendation is the run to do next: the batch, or the allocator setting with that
     # batch when the report shows fragmentation that a full card would suffer
@@ -544,14 +558,14 @@ def main():
     print()
     print("| markers | allocator | workload | style | scenario | reports (batch or batch, image) | basis | first | advised | "
           "largest within headroom | largest on the card | advised / largest | predicted GiB | needs GiB | error | "
-          "fit trials | result |")
-    print("| --- " * 17 + "|")
+          "static GiB | fit trials | result |")
+    print("| --- " * 18 + "|")
     for x in rows:
         print(f"| {'yes' if x.markers else 'no'} | {x.allocator} | {x.workload} | {x.style} | {x.kind} | "
               f"{', '.join(str(s) for s in x.specs)} | {x.basis or ''} | {x.first or ''} | "
               f"{'' if x.advised is None else x.advised} | {'' if x.b_head is None else x.b_head} | "
               f"{'' if x.b_card is None else x.b_card} | {share(x)} | {gib(x.pred)} | {gib(x.need)} | {error(x)} | "
-              f"{x.trials} | {x.result} |")
+              f"{gib(x.static)} | {x.trials} | {x.result} |")
     bad = [x for x in rows if x.result != "ok"]
     print()
     for markers in (True, False):
