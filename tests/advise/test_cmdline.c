@@ -49,6 +49,205 @@ static void expect(const char *const *argv, size_t argc, enum cmdline_kind kind,
 	cmdline_free(c, argc);
 }
 
+/* argv joined by single spaces, for comparing a whole command line. */
+static void join(char *const *c, size_t n, char *line, size_t size)
+{
+	line[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			strncat(line, " ", size - strlen(line) - 1);
+		strncat(line, c[i], size - strlen(line) - 1);
+	}
+}
+
+/* cmdline_with_launcher's result against want (NULL: no such command). */
+static void expect_launch(const char *const *argv, size_t argc, long long nproc, const char *want)
+{
+	size_t n = 99;
+	char **c = cmdline_with_launcher(argv, argc, nproc, &n);
+	if (!want) {
+		CHECK(c == NULL && n == 0);
+		cmdline_free(c, n);
+		return;
+	}
+	CHECK(c != NULL);
+	if (!c)
+		return;
+	CHECK(c[n] == NULL);
+	char line[512];
+	join(c, n, line, sizeof line);
+	if (strcmp(line, want) != 0) {
+		fprintf(stderr, "launched: %s\nexpected: %s\n", line, want);
+		failures++;
+	}
+	cmdline_free(c, n);
+}
+
+/* Each item of the brief on launchers, AutoBatch, families and booleans. */
+static void test_families_and_launchers(void)
+{
+	/* AutoBatch: the flag is there, asks for auto, and is replaced with a number in place */
+	const char *v9auto[] = {"python", "train_dual.py", "--batch", "-1", "--cfg", "models/detect/yolov9-s.yaml"};
+	struct cmdline_flag f;
+	cmdline_find(v9auto, ARGC(v9auto), CMDLINE_BATCH, &f);
+	CHECK(!f.found && f.autobatch && f.index == 3 && strcmp(f.name, "--batch") == 0 && f.fraction == 0);
+	char **c = cmdline_with_value(v9auto, ARGC(v9auto), &f, 16);
+	char line[512];
+	join(c, ARGC(v9auto), line, sizeof line);
+	CHECK(strcmp(line, "python train_dual.py --batch 16 --cfg models/detect/yolov9-s.yaml") == 0);
+	cmdline_free(c, ARGC(v9auto));
+	const char *frac[] = {"yolo", "train", "model=yolov8n.pt", "batch=0.7"};
+	cmdline_find(frac, ARGC(frac), CMDLINE_BATCH, &f);
+	CHECK(!f.found && f.autobatch && f.fraction > 0.69 && f.fraction < 0.71 && strcmp(f.name, "batch=") == 0);
+	expect(frac, ARGC(frac), CMDLINE_BATCH, NULL, 0, 0, NULL);
+	/* a generic script's -1 is its own business, not AutoBatch */
+	const char *gen_neg[] = {"python3", "main.py", "--batch-size", "-1"};
+	cmdline_find(gen_neg, ARGC(gen_neg), CMDLINE_BATCH, &f);
+	CHECK(!f.found && !f.autobatch);
+	/* AutoBatch at another run's batch is still the same job */
+	const char *v9b16[] = {"python", "train_dual.py", "--batch", "16", "--cfg", "models/detect/yolov9-s.yaml"};
+	CHECK(cmdline_same_job(v9auto, ARGC(v9auto), v9b16, ARGC(v9b16)));
+
+	/* Ultralytics installed: python3 /usr/local/bin/yolo; dashed key=value; its own keys only */
+	const char *uinst[] = {"python3", "/usr/local/bin/yolo", "train", "model=yolov8n.pt", "--batch=64", "imgsz=640",
+	                       "nbs=128", "amp=False"};
+	CHECK(cmdline_family(uinst, ARGC(uinst)) == CMDLINE_ULTRALYTICS);
+	expect(uinst, ARGC(uinst), CMDLINE_BATCH, "--batch=", 64, 32,
+	       "python3 /usr/local/bin/yolo train model=yolov8n.pt --batch=32 imgsz=640 nbs=128 amp=False");
+	expect(uinst, ARGC(uinst), CMDLINE_IMAGE, "imgsz=", 640, 512,
+	       "python3 /usr/local/bin/yolo train model=yolov8n.pt --batch=64 imgsz=512 nbs=128 amp=False");
+	expect(uinst, ARGC(uinst), CMDLINE_NBS, "nbs=", 128, 64,
+	       "python3 /usr/local/bin/yolo train model=yolov8n.pt --batch=64 imgsz=640 nbs=64 amp=False");
+	CHECK(cmdline_switch_state(uinst, ARGC(uinst), "amp") == 0);
+	const char *uamp[] = {"yolo", "train", "--amp", "batch=8"};
+	CHECK(cmdline_switch_state(uamp, ARGC(uamp), "amp") == 1);
+	const char *uamp0[] = {"yolo", "train", "--amp=0", "batch=8"};
+	CHECK(cmdline_switch_state(uamp0, ARGC(uamp0), "amp") == 0);
+	CHECK(cmdline_switch_state(frac, ARGC(frac), "amp") == -1); /* default True: the caller's */
+	/* "--batch 16" is refused by Ultralytics (--batch is no boolean key): not its batch */
+	const char *usep[] = {"yolo", "train", "--batch", "16"};
+	expect(usep, ARGC(usep), CMDLINE_BATCH, NULL, 0, 0, NULL);
+
+	/* Hugging Face dashed spellings and booleans */
+	const char *hfd[] = {"python3", "run_clm.py", "--per-device-train-batch-size", "8", "--per-device-eval-batch-size",
+	                     "16", "--gradient-accumulation-steps", "4", "--gradient-checkpointing", "--fp16", "Y",
+	                     "--bf16", "f", "--tf32", "NO"};
+	CHECK(cmdline_family(hfd, ARGC(hfd)) == CMDLINE_HF);
+	expect(hfd, ARGC(hfd), CMDLINE_ACCUM, "--gradient-accumulation-steps", 4, 8,
+	       "python3 run_clm.py --per-device-train-batch-size 8 --per-device-eval-batch-size 16 "
+	       "--gradient-accumulation-steps 8 --gradient-checkpointing --fp16 Y --bf16 f --tf32 NO");
+	expect(hfd, ARGC(hfd), CMDLINE_EVAL_BATCH, "--per-device-eval-batch-size", 16, 8,
+	       "python3 run_clm.py --per-device-train-batch-size 8 --per-device-eval-batch-size 8 "
+	       "--gradient-accumulation-steps 4 --gradient-checkpointing --fp16 Y --bf16 f --tf32 NO");
+	CHECK(cmdline_switch_on(hfd, ARGC(hfd), "--gradient_checkpointing"));
+	CHECK(cmdline_switch_on(hfd, ARGC(hfd), "--fp16"));
+	CHECK(cmdline_switch_state(hfd, ARGC(hfd), "--bf16") == 0);
+	CHECK(cmdline_switch_state(hfd, ARGC(hfd), "--tf32") == 0);
+	const char *hfbool[] = {"python3", "run.py", "--per_device_train_batch_size", "2", "--fp16=T",
+	                        "--gradient_checkpointing=N"};
+	CHECK(cmdline_switch_on(hfbool, ARGC(hfbool), "--fp16"));
+	CHECK(cmdline_switch_state(hfbool, ARGC(hfbool), "--gradient_checkpointing") == 0);
+	const char *hfeval[] = {"python3", "run.py", "--per_device_eval_batch_size=4"};
+	CHECK(cmdline_family(hfeval, ARGC(hfeval)) == CMDLINE_HF);
+
+	/* generic accumulation flags */
+	const char *acc1[] = {"python3", "examples/train_torch.py", "--batch", "16", "--accumulate", "2"};
+	expect(acc1, ARGC(acc1), CMDLINE_ACCUM, "--accumulate", 2, 4, "python3 examples/train_torch.py --batch 16 --accumulate 4");
+	const char *acc2[] = {"python3", "t.py", "--grad-accum=3"};
+	expect(acc2, ARGC(acc2), CMDLINE_ACCUM, "--grad-accum=", 3, 6, "python3 t.py --grad-accum=6");
+	const char *acc3[] = {"python3", "t.py", "--grad_accum", "5"};
+	expect(acc3, ARGC(acc3), CMDLINE_ACCUM, "--grad_accum", 5, 1, "python3 t.py --grad_accum 1");
+
+	/* launchers: the script and its arguments after the launcher's own options */
+	const char *tr[] = {"torchrun", "--nnodes", "2", "--nproc-per-node=4", "--master_port", "29500", "--standalone",
+	                    "train_dual.py", "--batch", "64", "--cfg", "yolov9-s.yaml"};
+	struct cmdline_job j;
+	cmdline_job_parse(tr, ARGC(tr), &j);
+	CHECK(j.launcher == CMDLINE_LAUNCH_TORCHRUN && j.script == 7 && j.args == 8 && j.nproc == 4 && j.nnodes == 2);
+	CHECK(j.world_size == 8 && cmdline_world_size(tr, ARGC(tr)) == 8);
+	CHECK(strcmp(cmdline_launcher_name(j.launcher), "torchrun") == 0);
+	CHECK(cmdline_family(tr, ARGC(tr)) == CMDLINE_YOLO);
+	expect(tr, ARGC(tr), CMDLINE_BATCH, "--batch", 64, 32,
+	       "torchrun --nnodes 2 --nproc-per-node=4 --master_port 29500 --standalone train_dual.py --batch 32 --cfg yolov9-s.yaml");
+	expect_launch(tr, ARGC(tr), 2,
+	              "torchrun --nnodes 2 --nproc-per-node=2 --master_port 29500 --standalone train_dual.py --batch 64 --cfg yolov9-s.yaml");
+	/* a launcher option that looks like a script's is never the script's */
+	const char *acc_l[] = {"accelerate", "launch", "--num-processes", "2", "--gradient_accumulation_steps", "8",
+	                       "--mixed_precision", "fp16", "--multi_gpu", "train.py", "--batch_size", "4"};
+	cmdline_job_parse(acc_l, ARGC(acc_l), &j);
+	CHECK(j.launcher == CMDLINE_LAUNCH_ACCELERATE && j.script == 9 && j.world_size == 2);
+	expect(acc_l, ARGC(acc_l), CMDLINE_ACCUM, NULL, 0, 0, NULL);
+	expect(acc_l, ARGC(acc_l), CMDLINE_BATCH, "--batch_size", 4, 2,
+	       "accelerate launch --num-processes 2 --gradient_accumulation_steps 8 --mixed_precision fp16 --multi_gpu "
+	       "train.py --batch_size 2");
+	expect_launch(acc_l, ARGC(acc_l), 4,
+	              "accelerate launch --num-processes 4 --gradient_accumulation_steps 8 --mixed_precision fp16 "
+	              "--multi_gpu train.py --batch_size 4");
+	const char *acc_n[] = {"accelerate", "launch", "run_clm.py", "--per_device_train_batch_size", "8"};
+	CHECK(cmdline_world_size(acc_n, ARGC(acc_n)) == 0); /* read from its config: unknown */
+	expect_launch(acc_n, ARGC(acc_n), 2, "accelerate launch --num_processes 2 run_clm.py --per_device_train_batch_size 8");
+	const char *ds[] = {"deepspeed", "--num_gpus", "8", "--master_port", "29501", "train.py", "--deepspeed",
+	                    "ds.json", "-b", "4"};
+	cmdline_job_parse(ds, ARGC(ds), &j);
+	CHECK(j.launcher == CMDLINE_LAUNCH_DEEPSPEED && j.script == 5 && j.world_size == 8);
+	expect(ds, ARGC(ds), CMDLINE_BATCH, "-b", 4, 2,
+	       "deepspeed --num_gpus 8 --master_port 29501 train.py --deepspeed ds.json -b 2");
+	const char *ds_all[] = {"deepspeed", "train.py", "-b", "4"};
+	CHECK(cmdline_world_size(ds_all, ARGC(ds_all)) == 0);
+	expect_launch(ds_all, ARGC(ds_all), 2, "deepspeed --num_gpus 2 train.py -b 4");
+	const char *pyrun[] = {"python3", "-m", "torch.distributed.run", "--nproc_per_node", "8", "--master_port",
+	                       "29500", "train_dual.py", "--batch", "64", "--device", "0,1,2,3,4,5,6,7"};
+	cmdline_job_parse(pyrun, ARGC(pyrun), &j);
+	CHECK(j.launcher == CMDLINE_LAUNCH_TORCHRUN && j.launcher_at == 1 && j.script == 7 && j.world_size == 8);
+	CHECK(cmdline_family(pyrun, ARGC(pyrun)) == CMDLINE_YOLO);
+	expect_launch(pyrun, ARGC(pyrun), 4,
+	              "python3 -m torch.distributed.run --nproc_per_node 4 --master_port 29500 train_dual.py --batch 64 "
+	              "--device 0,1,2,3,4,5,6,7");
+	const char *legacy[] = {"python", "-m", "torch.distributed.launch", "--nproc_per_node=2", "--use_env",
+	                        "train.py", "--batch-size", "16", "--weights", "yolov7.pt"};
+	cmdline_job_parse(legacy, ARGC(legacy), &j);
+	CHECK(j.launcher == CMDLINE_LAUNCH_TORCH_LAUNCH && j.script == 5 && j.world_size == 2);
+	CHECK(cmdline_is_yolo_accumulating(legacy, ARGC(legacy)));
+	const char *trm[] = {"torchrun", "--nproc_per_node", "auto", "-m", "trainer.main", "--bs", "8"};
+	cmdline_job_parse(trm, ARGC(trm), &j);
+	CHECK(j.module && j.script == 4 && j.nproc == 0 && j.world_size == 0);
+	expect(trm, ARGC(trm), CMDLINE_BATCH, "--bs", 8, 4, "torchrun --nproc_per_node auto -m trainer.main --bs 4");
+	const char *tr0[] = {"torchrun", "train.py"};
+	CHECK(cmdline_world_size(tr0, ARGC(tr0)) == 1);
+	expect_launch(tr0, ARGC(tr0), 2, "torchrun --nproc_per_node 2 train.py");
+	const char *plain[] = {"python3", "main.py", "--bs", "8"};
+	CHECK(cmdline_world_size(plain, ARGC(plain)) == 1);
+	/* accelerate's other commands launch nothing */
+	const char *acfg[] = {"accelerate", "config", "--num_processes", "2"};
+	cmdline_job_parse(acfg, ARGC(acfg), &j);
+	CHECK(j.launcher == CMDLINE_LAUNCH_NONE);
+
+	/* a multi-GPU command from a plain Python one: the interpreter's options stay in front of -m */
+	const char *unbuf[] = {"python3", "-u", "train_dual.py", "--batch", "64", "--device", "0"};
+	expect_launch(unbuf, ARGC(unbuf), 8,
+	              "python3 -u -m torch.distributed.run --nproc_per_node 8 train_dual.py --batch 64 --device 0");
+	const char *wopt[] = {"python", "-W", "ignore", "-X", "faulthandler", "train.py", "-b", "4"};
+	expect_launch(wopt, ARGC(wopt), 2,
+	              "python -W ignore -X faulthandler -m torch.distributed.run --nproc_per_node 2 train.py -b 4");
+	const char *pymod[] = {"python3", "-u", "-m", "trainer", "-b", "4"};
+	expect_launch(pymod, ARGC(pymod), 2, "python3 -u -m torch.distributed.run --nproc_per_node 2 -m trainer -b 4");
+	const char *pyc[] = {"python3", "-c", "import t; t.main()"};
+	expect_launch(pyc, ARGC(pyc), 2, NULL);
+	const char *exe[] = {"./train", "-b", "4"};
+	expect_launch(exe, ARGC(exe), 2, NULL);
+	expect_launch(NULL, 0, 2, NULL);
+
+	/* what the batch counts under several processes, and a batch YOLO accepts on them */
+	CHECK(cmdline_batch_scope(tr, ARGC(tr)) == CMDLINE_BATCH_TOTAL);
+	CHECK(cmdline_batch_scope(uinst, ARGC(uinst)) == CMDLINE_BATCH_TOTAL);
+	CHECK(cmdline_batch_scope(hfd, ARGC(hfd)) == CMDLINE_BATCH_PER_RANK);
+	CHECK(cmdline_batch_scope(ds, ARGC(ds)) == CMDLINE_BATCH_PER_RANK);
+	CHECK(cmdline_batch_for_world(tr, ARGC(tr), 52, 8) == 48);
+	CHECK(cmdline_batch_for_world(tr, ARGC(tr), 5, 8) == 8);
+	CHECK(cmdline_batch_for_world(tr, ARGC(tr), 64, 1) == 64);
+	CHECK(cmdline_batch_for_world(hfd, ARGC(hfd), 52, 8) == 52);
+}
+
 int main(void)
 {
 	const char *yolo[] = {"python", "train_dual.py", "--workers", "8", "--device", "0", "--batch", "64", "--data",
@@ -166,6 +365,8 @@ int main(void)
 	                   "--gradient_accumulation_steps 2 --gradient_checkpointing") == 0);
 	CHECK(c[n] == NULL);
 	cmdline_free(c, n);
+
+	test_families_and_launchers();
 
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed\n", failures);
