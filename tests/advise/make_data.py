@@ -47,6 +47,22 @@ REPORTS = {
     # another process holds 3 GiB of a real 16 GiB card: validation runs out of memory
     "other-process-oom": (["--batch", "32", "--val-mem", "1.6"], [], YOLO[:7] + ["32"] + YOLO[8:], False,
                           {"SIMGPU_MEMORY": "16GiB", "SIMGPU_OTHER_BYTES": "3GiB", "OTHER": "1"}),
+    # a large model on a 7 GiB laptop card: weights and optimizer state (6.5 GiB) alone are more
+    # than the 6.3 GiB usable; the first step fails, so only the static level is measured
+    "static-large-oom": (["--batch", "4", "--static-gib", "6.5", "--epochs", "1"], ["--limit", "7GiB"],
+                         YOLO[:7] + ["4"] + YOLO[8:12] + ["--cfg", "models/detect/yolov9-e.yaml"] + YOLO[14:],
+                         False),
+    # the same static part measured whole in observe mode, in a generic fp32 script with --amp/--no-amp
+    "static-large-observe": (["--batch", "4", "--static-gib", "6.5", "--epochs", "1"], ["--limit", "7GiB", "--observe"],
+                             ["python3", "train_torch.py", "--batch", "4", "--img", "640", "--no-amp"], False),
+    # the static part fits but not one sample more: Ultralytics' largest model in fp32 (amp=False)
+    "batch1-observe": (["--batch", "2", "--static-gib", "5.2", "--sample-mib", "1200", "--epochs", "1"],
+                       ["--limit", "7GiB", "--observe"],
+                       ["python3", "/usr/local/bin/yolo", "train", "model=yolov8x.pt", "data=coco.yaml", "batch=2",
+                        "imgsz=640", "amp=False"], False),
+    # one process whose weights and optimizer state (9 GiB) are most of a 16 GiB card, at batch 24
+    "static-heavy-oom": (["--batch", "24", "--static-gib", "9", "--sample-mib", "300"], ["--limit", "16GiB"],
+                         ["python3", "train.py", "--batch-size", "24", "--model", "vit_large"], False),
 }
 
 # The two ranks of one job whose weights and optimizer state take most of a 16 GiB card.
@@ -68,9 +84,12 @@ def main():
     ap.add_argument("--sim", required=True)
     ap.add_argument("--train-sim", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--only", action="append", help="record only these reports (repeatable)")
     o = ap.parse_args()
     env = dict(os.environ, LD_LIBRARY_PATH=o.sim, SIMGPU_MEMORY="64GiB")
     for name, (flags, opts, argv, drop_markers, *extra) in REPORTS.items():
+        if o.only and name not in o.only:
+            continue
         run_env = dict(env, **(extra[0] if extra else {}))
         other = None
         if run_env.pop("OTHER", None):
@@ -101,7 +120,7 @@ def main():
             f.write("\n")
         print(f"{name}: {r['reason']}, peak {r['devices'][0]['peak_reserved_bytes']}")
     flags, argv = ZERO_RANKS
-    for rank in (0, 1):
+    for rank in (() if o.only else (0, 1)):
         with tempfile.TemporaryDirectory() as d:
             renv = dict(env, SIMGPU_MEMORY="16GiB", RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2")
             subprocess.run([o.vramwatch, "run", "--dir", d, "--", sys.executable, o.train_sim] + flags,
