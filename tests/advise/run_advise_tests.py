@@ -3,7 +3,10 @@
 usage or input (exit 2 with one line on stderr, nothing on stdout).
 
     run_advise_tests.py --vramwatch BUILD/tools/vramwatch/vramwatch --data DIR --golden DIR
-                        --cli-data DIR {golden,usage} [--update]
+                        --cli-data DIR {golden,usage,schema} [--update]
+
+The schema group validates every golden case's --json output against docs/advice.schema.json
+with the jsonschema module (exit 77, skipped, when it is not installed).
 """
 import argparse
 import json
@@ -28,6 +31,15 @@ GOLDEN = {
     # the four ranks of one job: the model is the rank that ran out of memory first
     "job4": ["../../cli/data/job4-rank%d.json" % i for i in range(4)],
     "job-zero": ["zero-rank0.json", "zero-rank1.json"],
+    # weights and optimizer state alone are more than the usable card: no batch, offload/sharding
+    "static-large-oom": ["static-large-oom.json"],
+    "static-large-observe": ["static-large-observe.json"],
+    # the static part fits but not one sample: smaller model, amp=True, checkpointing
+    "batch1-observe": ["batch1-observe.json"],
+    # a failure in the first step of a job whose static part is most of the card
+    "static-heavy-oom": ["static-heavy-oom.json"],
+    # the YOLOv9 job at batch 44 on 6 GiB cards: DDP on 8 GPUs with --batch 40, a multiple of 8
+    "yolov9-ddp-round": ["--target", "6GiB", "val-oom-b44.json"],
 }
 
 # (arguments, what stderr must contain)
@@ -94,6 +106,41 @@ def golden(o):
     return failed
 
 
+def schema(o):
+    """Every golden case's --json output against docs/advice.schema.json."""
+    try:
+        import jsonschema
+    except ImportError:
+        print("SKIP: the Python module jsonschema is not installed (pip install jsonschema)")
+        return 77
+    with open(o.schema) as f:
+        sch = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(sch)
+    validator = jsonschema.Draft202012Validator(sch)
+    failed = 0
+    kinds = set()
+    for name, args in GOLDEN.items():
+        rc, out, err = run(o.vramwatch, ["--json"] + args, o.data)
+        if rc != 0:
+            print(f"FAIL {name}: exit {rc}, {err!r}")
+            failed += 1
+            continue
+        doc = json.loads(out)
+        kinds.update(r["kind"] for r in doc["recommendations"])
+        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+        for e in errors:
+            print(f"FAIL {name}: {'/'.join(map(str, e.path))}: {e.message}")
+        failed += bool(errors)
+        if not errors:
+            print(f"ok   {name} validates")
+    # every kind the schema names is shown by at least one golden case
+    missing = set(sch["$defs"]["recommendation"]["properties"]["kind"]["enum"]) - kinds
+    if missing:
+        print(f"FAIL kinds no golden case shows: {sorted(missing)}")
+        failed += 1
+    return failed
+
+
 def one_line_error(label, rc, out, err, must):
     if rc != 2 or out or err.count("\n") != 1 or must not in err or not err.startswith("vramwatch: "):
         print(f"FAIL {label}: exit {rc}, stdout {out[:200]!r}, stderr {err!r} (want exit 2, one line with {must!r})")
@@ -144,12 +191,20 @@ def main():
     ap.add_argument("--golden", required=True)
     ap.add_argument("--cli-data", required=True)
     ap.add_argument("--update", action="store_true", help="rewrite the golden files")
-    ap.add_argument("group", choices=["golden", "usage"])
+    ap.add_argument("--schema", help="docs/advice.schema.json (default: beside this checkout's tests)")
+    ap.add_argument("group", choices=["golden", "usage", "schema"])
     o = ap.parse_args()
     o.vramwatch = os.path.abspath(o.vramwatch)
     o.cli_data = os.path.abspath(o.cli_data)
     o.golden = os.path.abspath(o.golden)
-    failed = golden(o) if o.group == "golden" else usage(o)
+    if not o.schema:
+        o.schema = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "advice.schema.json")
+    if o.group == "schema":
+        failed = schema(o)
+        if failed == 77:
+            return 77
+    else:
+        failed = golden(o) if o.group == "golden" else usage(o)
     print(f"{failed} failure(s)")
     return 1 if failed else 0
 

@@ -13,7 +13,7 @@
 #define ADVICE_SCHEMA "vramwatch.advice/1"
 #define GiB ((int64_t)1 << 30)
 #define MAX_BATCH 1048576
-#define MAX_RECS 12
+#define MAX_RECS 24 /* every kind once, multi_gpu up to four times */
 
 enum tri { TRI_NULL = -1, TRI_FALSE = 0, TRI_TRUE = 1 };
 
@@ -49,7 +49,11 @@ struct advice {
 	const struct job *job; /* the ranks of one job, or NULL for one process's reports */
 	size_t decides;        /* job: the process whose report the model is built on */
 	const char *decides_why;
+	bool static_large;     /* the static part alone leaves no room for one sample */
+	bool no_batch_fits;    /* not even batch 1 fits (static_large, or activations of one sample) */
 };
+
+static bool static_too_large(const struct advice *a);
 
 static struct rec *add_rec(struct advice *a, const char *kind)
 {
@@ -186,14 +190,20 @@ static void advise_batch_and_image(struct advice *a)
 	const struct memmodel *m = &a->m;
 	int64_t cur_b = o->batch.found ? o->batch.value : 0;
 	int64_t cur_img = o->image.found ? o->image.value : 0;
+	a->static_large = static_too_large(a);
+	a->no_batch_fits = a->static_large;
 	if (m->basis == MEMMODEL_BOUND) {
-		if (!o->batch.found || cur_b < 2)
+		/* a static part measured before the failure that alone fills the card: halving the
+		 * batch cannot help, and saying "may fit" would send the user on a useless run */
+		if (a->static_large || !o->batch.found || cur_b < 2)
 			return;
 		/* Half the batch, or less when even the lower bound says half cannot fit. */
 		int64_t next = cur_b / 2;
 		int64_t by_bound = largest_batch(a, cur_img);
 		if (by_bound >= 1 && by_bound < next)
 			next = by_bound;
+		if (by_bound < 1 && o->static_level >= 0)
+			a->no_batch_fits = true;
 		struct rec *x = add_rec(a, "batch");
 		x->flag = o->batch.name;
 		x->value = next;
@@ -259,12 +269,17 @@ static void advise_batch_and_image(struct advice *a)
 		}
 	}
 	if (o->batch.found && best_b < 1) {
+		a->no_batch_fits = true;
+		if (a->static_large)
+			return; /* offload and sharding say it, with the static part (advise_static) */
 		struct rec *x = add_rec(a, "multi_gpu");
 		x->predicted = memmodel_predict(m, 1, cur_img);
 		x->has_predicted = true;
 		x->fits = fits_of(a, 1, cur_img);
 		sb_add(&x->note, "not even batch 1 fits this card with the headroom: spread the job over several GPUs "
-		                 "(torchrun --nproc_per_node=N, or DeepSpeed ZeRO to shard the optimizer state)");
+		                 "(torchrun --nproc_per_node=N, or DeepSpeed ZeRO to shard the optimizer state); plain DDP "
+		                 "alone does not lower what one GPU holds (the whole model and at least one sample each): "
+		                 "sharding (ZeRO stage 3, FSDP) does, for the static part");
 	}
 }
 
@@ -338,41 +353,385 @@ static bool card_has_bf16(const struct model_device *d)
 #define AMP_ACTIVATIONS_KEPT 0.55   /* half-precision activations, some fp32 buffers remain */
 #define CKPT_ACTIVATIONS_KEPT 0.35  /* checkpoints at layer boundaries, one segment recomputed */
 
+/* The last argument that starts with this prefix (Ultralytics' key=value, with or without
+ * leading dashes, which it strips), or -1. */
+static long find_key(const char *const *argv, size_t argc, const char *key)
+{
+	long at = -1;
+	size_t n = strlen(key);
+	for (size_t i = 1; i < argc; i++) {
+		const char *s = argv[i] ? argv[i] : "";
+		while (*s == '-')
+			s++;
+		if (strncmp(s, key, n) == 0)
+			at = (long)i;
+	}
+	return at;
+}
+
+static bool false_word(const char *v)
+{
+	static const char *const no[] = {"False", "false", "0", "no", "No", "off", "f", "n"};
+	for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+		if (strcmp(v, no[i]) == 0)
+			return true;
+	return false;
+}
+
+/* A copy of argv with one argument replaced (at < argc) or appended (at == argc). */
+static char **argv_set(const char *const *argv, size_t argc, size_t at, const char *value, size_t *out_n)
+{
+	size_t n = at < argc ? argc : argc + 1;
+	char **c = util_xcalloc(n + 1, sizeof *c);
+	for (size_t i = 0; i < argc; i++)
+		c[i] = util_xstrdup(i == at ? value : argv[i] ? argv[i] : "");
+	if (at >= argc)
+		c[argc] = util_xstrdup(value);
+	*out_n = n;
+	return c;
+}
+
+/* Whether the job as it ran does not fit: only then are changes that cost speed worth proposing
+ * to scripts that are not Hugging Face's (whose switches are cheap to try and always shown). */
+static bool must_shrink(const struct advice *a)
+{
+	return a->o->oom || (double)a->o->need > (double)a->usable;
+}
+
+static void typical_prediction(struct advice *a, struct rec *x, double kept)
+{
+	const struct memmodel *m = &a->m;
+	int64_t b = a->o->batch.found ? a->o->batch.value : 1;
+	int64_t img = a->o->image.found ? a->o->image.value : 0;
+	x->predicted = m->static_bytes + (memmodel_predict(m, b, img) - m->static_bytes) * kept;
+	x->has_predicted = true;
+	x->fits = x->predicted > (double)a->avail ? TRI_FALSE : TRI_NULL;
+}
+
+static void typical_note(struct advice *a, struct rec *x, double kept)
+{
+	int64_t b = a->o->batch.found ? a->o->batch.value : 1;
+	sb_printf(&x->note, "; at batch %" PRId64 " the prediction assumes the typical %.0f%% of the batch's memory "
+	                    "kept (not measured on this job", b, kept * 100);
+	if (a->m.lower_bound)
+		sb_add(&x->note, ", and the model is a lower bound");
+	sb_add(&x->note, "): measure it with vramwatch run");
+}
+
 static void advise_typical(struct advice *a, const char *kind, const char *flag, double kept, const char *why)
 {
-	const struct memmodel_obs *o = a->o;
-	const struct memmodel *m = &a->m;
-	int64_t b = o->batch.found ? o->batch.value : 1;
-	int64_t img = o->image.found ? o->image.value : 0;
 	struct rec *x = add_rec(a, kind);
 	x->flag = flag;
 	struct cmdline_edit e = {NULL, flag, 0};
 	x->command = cmdline_with_edits(a->r->process.argv, a->r->process.argc, &e, 1, &x->command_n);
-	x->predicted = m->static_bytes + (memmodel_predict(m, b, img) - m->static_bytes) * kept;
-	x->has_predicted = true;
-	x->fits = x->predicted > (double)a->capacity ? TRI_FALSE : TRI_NULL;
-	sb_printf(&x->note, "%s at batch %" PRId64 "; the prediction assumes the typical %.0f%% of the batch's memory "
-	                    "kept (not measured on this job): measure it with vramwatch run",
-	          why, b, kept * 100);
+	typical_prediction(a, x, kept);
+	sb_add(&x->note, why);
+	typical_note(a, x, kept);
 }
 
+#define AMP_COST "; typically as accurate (float16 needs loss scaling, GradScaler) and faster on Tensor Cores; " \
+	"mixed precision saved about 40% of the memory in the measurements people report for YOLOv9 " \
+	"(12.1 GB in fp32, 9.6 GB with AMP at batch 32 on a 16 GB V100)"
+#define CKPT_COST "; the cost is time, not accuracy: typically 20-30% slower per step (Chen et al., \"Training " \
+	"Deep Nets with Sublinear Memory Cost\", 2016; YOLOv9 reports: 290 s to 410 s per epoch at batch 32)"
+
+/* Mixed precision and gradient checkpointing, in each family's terms: a switch where the
+ * command has one, else the two or three lines of code that turn it on. */
 static void advise_precision_and_checkpointing(struct advice *a, enum cmdline_family fam)
 {
 	const char *const *argv = a->r->process.argv;
 	size_t argc = a->r->process.argc;
-	if (fam != CMDLINE_HF || !a->o->batch.found)
+	bool bf16 = card_has_bf16(a->o->device);
+	if (fam == CMDLINE_HF) {
+		if (!a->o->batch.found)
+			return;
+		if (!cmdline_switch_on(argv, argc, "--fp16") && !cmdline_switch_on(argv, argc, "--bf16")) {
+			advise_typical(a, "amp", bf16 ? "--bf16" : "--fp16", AMP_ACTIVATIONS_KEPT,
+			               bf16 ? "mixed precision in bfloat16 (this card supports it): activations in half the bytes"
+			                    : "mixed precision in float16: activations in half the bytes");
+			sb_add(&find_rec(a, "amp")->note, AMP_COST);
+		}
+		if (!cmdline_switch_on(argv, argc, "--gradient_checkpointing"))
+			advise_typical(a, "checkpointing", "--gradient_checkpointing", CKPT_ACTIVATIONS_KEPT,
+			               "gradient checkpointing keeps a few activations and recomputes the rest in the backward "
+			               "pass, typically about 20% slower per step (Hugging Face's guide to training on one GPU; "
+			               "Chen et al. 2016, sublinear memory cost)");
 		return;
-	if (!cmdline_switch_on(argv, argc, "--fp16") && !cmdline_switch_on(argv, argc, "--bf16")) {
-		bool bf16 = card_has_bf16(a->o->device);
-		advise_typical(a, "amp", bf16 ? "--bf16" : "--fp16", AMP_ACTIVATIONS_KEPT,
-		               bf16 ? "mixed precision in bfloat16 (this card supports it): activations in half the bytes"
-		                    : "mixed precision in float16: activations in half the bytes");
 	}
-	if (!cmdline_switch_on(argv, argc, "--gradient_checkpointing"))
-		advise_typical(a, "checkpointing", "--gradient_checkpointing", CKPT_ACTIVATIONS_KEPT,
-		               "gradient checkpointing keeps a few activations and recomputes the rest in the backward "
-		               "pass, typically about 20% slower per step (Hugging Face's guide to training on one GPU; "
-		               "Chen et al. 2016, sublinear memory cost)");
+	if (!must_shrink(a) || (a->static_large && a->m.static_bytes >= (double)a->usable))
+		return; /* activations are not what fills the card when the static part alone does */
+	/* AMP: YOLOv5/v7/v9 run it always under CUDA (check_amp), so it is never proposed there;
+	 * Ultralytics has amp=True by default, amp=False on the command line means fp32. */
+	if (fam == CMDLINE_ULTRALYTICS) {
+		long at = find_key(argv, argc, "amp=");
+		if (at >= 0 && false_word(strchr(argv[at], '=') + 1)) {
+			struct rec *x = add_rec(a, "amp");
+			x->flag = "amp=";
+			x->command = argv_set(argv, argc, (size_t)at, "amp=True", &x->command_n);
+			typical_prediction(a, x, AMP_ACTIVATIONS_KEPT);
+			sb_add(&x->note, "amp=False ran the job in fp32: amp=True (Ultralytics' default) runs it in mixed precision");
+			typical_note(a, x, AMP_ACTIVATIONS_KEPT);
+			sb_add(&x->note, AMP_COST);
+		}
+	} else if (fam == CMDLINE_GENERIC) {
+		long no_amp = -1, amp = -1;
+		for (size_t i = 1; i < argc; i++) {
+			const char *s = argv[i] ? argv[i] : "";
+			if (strcmp(s, "--no-amp") == 0 || strcmp(s, "--no_amp") == 0)
+				no_amp = (long)i;
+			else if (strcmp(s, "--amp") == 0 || strcmp(s, "--fp16") == 0 || strcmp(s, "--bf16") == 0 ||
+			         strncmp(s, "--mixed-precision", 17) == 0 || strncmp(s, "--mixed_precision", 17) == 0)
+				amp = (long)i;
+		}
+		if (no_amp > amp || amp < 0) {
+			struct rec *x = add_rec(a, "amp");
+			typical_prediction(a, x, AMP_ACTIVATIONS_KEPT);
+			if (no_amp > amp) {
+				x->flag = "--amp";
+				x->command = argv_set(argv, argc, (size_t)no_amp, "--amp", &x->command_n);
+				sb_printf(&x->note, "%s ran the job in fp32: --amp runs it in mixed precision", argv[no_amp]);
+			} else {
+				sb_printf(&x->note, "if the script runs in fp32 (no AMP switch on this command line), wrap the "
+				                    "forward pass and the loss: with torch.autocast(\"cuda\", dtype=torch.%s): "
+				                    "loss = criterion(model(x), y)%s",
+				          bf16 ? "bfloat16" : "float16",
+				          bf16 ? " (bfloat16: this card supports it, no loss scaling needed)"
+				               : "; then scaler = torch.cuda.amp.GradScaler(); scaler.scale(loss).backward(); "
+				                 "scaler.step(optimizer); scaler.update()");
+			}
+			typical_note(a, x, AMP_ACTIVATIONS_KEPT);
+			sb_add(&x->note, AMP_COST);
+		}
+	}
+	/* Checkpointing: no YOLO, Ultralytics or generic flag for it is known; a script that has
+	 * one (examples/train_torch.py: --checkpoint) says so on its command line. */
+	bool on = false;
+	for (size_t i = 1; i < argc; i++) {
+		const char *s = argv[i] ? argv[i] : "";
+		if (strcmp(s, "--checkpoint") == 0 || strcmp(s, "--gradient-checkpointing") == 0 ||
+		    strcmp(s, "--gradient_checkpointing") == 0 || strcmp(s, "--activation-checkpointing") == 0)
+			on = true;
+	}
+	if (on)
+		return;
+	struct rec *x = add_rec(a, "checkpointing");
+	typical_prediction(a, x, CKPT_ACTIVATIONS_KEPT);
+	if (fam == CMDLINE_YOLO)
+		sb_add(&x->note, "YOLOv5/v7/v9 have no switch for it: in models/common.py, make the deep backbone blocks' "
+		                 "forward return torch.utils.checkpoint.checkpoint(self.forward_impl, x, use_reentrant=False) "
+		                 "while self.training");
+	else if (fam == CMDLINE_ULTRALYTICS)
+		sb_add(&x->note, "Ultralytics has no setting for it: wrap the backbone modules' forward in "
+		                 "torch.utils.checkpoint.checkpoint(module, x, use_reentrant=False) while training "
+		                 "(a patched or subclassed model)");
+	else
+		sb_add(&x->note, "if the script has a switch for it (examples/train_torch.py: --checkpoint), add it; else "
+		                 "call the deep blocks as x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False) "
+		                 "in the model's forward while training");
+	typical_note(a, x, CKPT_ACTIVATIONS_KEPT);
+	sb_add(&x->note, CKPT_COST);
+}
+
+/* The part that does not grow with the batch: weights, gradients, optimizer state, and the CUDA
+ * context, as the model has it (from the markers' static level when there are any). */
+static double weights_part(const struct advice *a)
+{
+	double w = a->m.static_bytes - (double)a->o->untracked;
+	return w > 0 ? w : 0;
+}
+
+/* Whether the static part alone leaves no room for one sample: then no batch fits. Only trusted
+ * when it was measured (a static level from the markers or from a fall of live memory). */
+static bool static_too_large(const struct advice *a)
+{
+	return a->o->static_level >= 0 && a->m.static_bytes + a->m.per_sample_bytes > (double)a->usable;
+}
+
+static void add_static_share(struct advice *a, struct strbuf *b)
+{
+	sb_add(b, "the static part (weights, gradients, optimizer state, CUDA context) is ");
+	add_size(b, a->m.static_bytes);
+	sb_add(b, " of the ");
+	add_size(b, (double)(a->usable > 0 ? a->usable : 0));
+	sb_add(b, " usable");
+}
+
+/* A smaller variant of the same model: the size letter of YOLOv9's --cfg (yolov9-e.yaml) or of
+ * Ultralytics' model= (yolov8x.pt), one step down to a size that typically fits a small card.
+ * Returns the argument index and writes the new argument, or -1. */
+static long smaller_variant(const char *const *argv, size_t argc, enum cmdline_family fam, char *out, size_t n,
+                            char *from, char *to)
+{
+	for (size_t i = argc; i-- > 1;) {
+		const char *s = argv[i] ? argv[i] : "";
+		const char *prev = argv[i - 1] ? argv[i - 1] : "";
+		const char *name = NULL;
+		if (fam == CMDLINE_YOLO && (strcmp(prev, "--cfg") == 0 || strncmp(s, "--cfg=", 6) == 0))
+			name = strstr(s, "yolov9-");
+		else if (fam == CMDLINE_ULTRALYTICS && strstr(s, "model="))
+			name = strstr(s, "yolo");
+		if (!name)
+			continue;
+		const char *p = name + 4;
+		if (fam == CMDLINE_YOLO) {
+			p = name + 7;
+		} else {
+			if (*p == 'v')
+				p++;
+			while (*p >= '0' && *p <= '9')
+				p++;
+		}
+		if (!*p || (p[1] != '.' && p[1] != '-'))
+			return -1;
+		/* YOLOv9: -c, -e, -m go to -s, -s to -t; Ultralytics: l, x, m go to s, s to n */
+		char c = *p, d = 0;
+		if (fam == CMDLINE_YOLO)
+			d = c == 'c' || c == 'e' || c == 'm' ? 's' : c == 's' ? 't' : 0;
+		else
+			d = c == 'l' || c == 'x' || c == 'm' ? 's' : c == 's' ? 'n' : 0;
+		if (!d || strlen(s) >= n)
+			return -1;
+		snprintf(out, n, "%s", s);
+		out[p - s] = d;
+		*from = c;
+		*to = d;
+		return (long)i;
+	}
+	return -1;
+}
+
+static void advise_smaller_model(struct advice *a, enum cmdline_family fam)
+{
+	struct rec *x = add_rec(a, "smaller_model");
+	char arg[512], from = 0, to = 0;
+	long at = smaller_variant(a->r->process.argv, a->r->process.argc, fam, arg, sizeof arg, &from, &to);
+	if (at >= 0) {
+		x->flag = fam == CMDLINE_YOLO ? "--cfg" : "model=";
+		x->command = argv_set(a->r->process.argv, a->r->process.argc, (size_t)at, arg, &x->command_n);
+		if (fam == CMDLINE_YOLO)
+			sb_printf(&x->note, "yolov9-%c instead of yolov9-%c: typically far fewer parameters (the YOLOv9 README: "
+			                    "t 2.0M, s 7.1M, m 20.0M, c 25.3M, e 57.3M), so less of every static and per-sample part",
+			          to, from);
+		else
+			sb_printf(&x->note, "the %c variant instead of %c: typically far fewer parameters (YOLOv8: n 3.2M, s 11.2M, "
+			                    "m 25.9M, l 43.7M, x 68.2M), so less of every static and per-sample part", to, from);
+	} else {
+		sb_add(&x->note, "a smaller variant of the model (fewer layers or channels)");
+	}
+	sb_add(&x->note, "; the cost is accuracy: a smaller model scores lower (compare the variants' published "
+	                 "accuracy); other options that keep the architecture's size on the card: pruning (removing "
+	                 "channels, then fine-tuning) or knowledge distillation into a smaller student model; the memory "
+	                 "is not predicted (another model): measure it with vramwatch run");
+}
+
+#define DS_OFFLOAD "{\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true}}, " \
+	"\"bf16\": {\"enabled\": \"auto\"}, \"train_micro_batch_size_per_gpu\": \"auto\"}"
+
+/* ZeRO-Offload: the optimizer state (and optionally the parameters) in host memory. */
+static void advise_offload(struct advice *a, enum cmdline_family fam)
+{
+	struct rec *x = add_rec(a, "offload");
+	/* Adam in mixed precision: 16 bytes per parameter, 12 of them fp32 master weights and
+	 * moments that ZeRO-Offload keeps on the CPU (Ren et al., "ZeRO-Offload", 2021). */
+	double gpu_static = (double)a->o->untracked + weights_part(a) * 0.25;
+	int64_t b = a->o->batch.found ? a->o->batch.value : 1;
+	int64_t img = a->o->image.found ? a->o->image.value : 0;
+	x->predicted = gpu_static + (memmodel_predict(&a->m, b, img) - a->m.static_bytes);
+	x->has_predicted = true;
+	x->fits = x->predicted > (double)a->avail ? TRI_FALSE : TRI_NULL;
+	if (fam == CMDLINE_HF) {
+		x->flag = "--deepspeed";
+		struct cmdline_edit e = {NULL, "--deepspeed", 0};
+		size_t n = 0;
+		char **c = cmdline_with_edits(a->r->process.argv, a->r->process.argc, &e, 1, &n);
+		x->command = argv_set((const char *const *)c, n, n, "ds_offload.json", &x->command_n);
+		cmdline_free(c, n);
+	}
+	add_static_share(a, &x->note);
+	sb_add(&x->note, ": keep the optimizer state in host memory (DeepSpeed ZeRO-Offload); ds_offload.json: " DS_OFFLOAD);
+	sb_add(&x->note, "; with \"offload_param\": {\"device\": \"cpu\"} and stage 3 the weights go to the host too");
+	if (fam != CMDLINE_HF)
+		sb_add(&x->note, fam == CMDLINE_GENERIC ? "; the script has to be launched by deepspeed (deepspeed.initialize)"
+		                                         : "; this trainer has no DeepSpeed integration: it needs code changes");
+	sb_printf(&x->note, "; the prediction is at batch %" PRId64 " with the typical static part after offload, ", b);
+	add_size(&x->note, gpu_static);
+	sb_add(&x->note, " (Adam in mixed precision: 12 of 16 bytes per parameter on the CPU; Ren et al., ZeRO-Offload, 2021), "
+	                 "not measured; the cost is speed (the optimizer step runs on the CPU and every step moves gradients "
+	                 "over PCIe) and host memory, not accuracy");
+}
+
+/* Sharding over more GPUs of this size when the static part dominates: ZeRO stage 2 shards the
+ * gradients and optimizer state, stage 3 (and FSDP's FULL_SHARD) the weights too. */
+static void advise_sharding(struct advice *a, enum cmdline_family fam)
+{
+	if (a->job || !(a->m.static_bytes > 0.5 * (double)a->usable))
+		return;
+	int64_t b = a->o->batch.found ? a->o->batch.value : 1;
+	int64_t img = a->o->image.found ? a->o->image.value : 0;
+	double act = memmodel_predict(&a->m, b, img) - a->m.static_bytes;
+	int64_t gpus = 0;
+	double per_gpu = 0;
+	for (int64_t n = 2; n <= 8 && !gpus; n *= 2) {
+		double s = (double)a->o->untracked + weights_part(a) / (double)n;
+		if (s + act <= (double)a->usable || n == 8) {
+			gpus = n;
+			per_gpu = s + act;
+		}
+	}
+	struct rec *x = add_rec(a, "multi_gpu");
+	x->flag = "--nproc_per_node";
+	x->value = gpus;
+	x->has_value = true;
+	x->predicted = per_gpu;
+	x->has_predicted = true;
+	x->fits = per_gpu > (double)a->avail ? TRI_FALSE : TRI_NULL;
+	add_static_share(a, &x->note);
+	sb_printf(&x->note, ": shard it over %" PRId64 " GPUs of this size: DeepSpeed ZeRO stage 3 ({\"zero_optimization\": "
+	                    "{\"stage\": 3}}; stage 2, {\"stage\": 2}, shards only gradients and optimizer state), or FSDP "
+	                    "(accelerate launch --use_fsdp --fsdp_sharding_strategy FULL_SHARD --num_processes %" PRId64, gpus, gpus);
+	sb_add(&x->note, fam == CMDLINE_HF ? "; Hugging Face: --deepspeed ds_config.json or --fsdp \"full_shard auto_wrap\")"
+	                                   : ")");
+	sb_printf(&x->note, "; typically the static part falls to about 1/%" PRId64 " per GPU (Rajbhandari et al., ZeRO, "
+	                    "2020), not measured: the prediction is each GPU's at batch %" PRId64 " per GPU; the cost is "
+	                    "communication time, not accuracy", gpus, b);
+}
+
+/* When the static part is what does not fit, or large enough that sharing it out pays: offload,
+ * sharding and a smaller model, in the order a family can use them (YOLO and Ultralytics have no
+ * DeepSpeed integration, so a smaller model comes first there). */
+static void advise_static(struct advice *a, enum cmdline_family fam)
+{
+	bool yolo = fam == CMDLINE_YOLO || fam == CMDLINE_ULTRALYTICS;
+	size_t first = a->n_recs;
+	if (a->static_large) {
+		if (yolo)
+			advise_smaller_model(a, fam);
+		advise_offload(a, fam);
+		advise_sharding(a, fam);
+		if (!yolo)
+			advise_smaller_model(a, fam);
+		/* say first why no batch is proposed */
+		struct strbuf b = {0};
+		sb_add(&b, "no batch fits, not even 1 (one sample needs ");
+		add_size(&b, a->m.per_sample_bytes);
+		sb_add(&b, " above the static part): ");
+		if (strncmp(sb_str(&a->recs[first].note), "the static part", 15) != 0) {
+			add_static_share(a, &b);
+			sb_add(&b, "; ");
+		}
+		sb_add(&b, sb_str(&a->recs[first].note));
+		sb_free(&a->recs[first].note);
+		a->recs[first].note = b;
+		return;
+	}
+	if (a->no_batch_fits)
+		advise_smaller_model(a, fam);
+	/* YOLO and Ultralytics would need code changes for DeepSpeed or FSDP: while a batch still fits,
+	 * their own DDP (advise_more_gpus) is the option to show */
+	if (!yolo && must_shrink(a) && a->m.static_bytes > 0.5 * (double)a->usable && a->o->static_level >= 0) {
+		advise_offload(a, fam);
+		advise_sharding(a, fam);
+	}
 }
 
 /* When validation, not training, sets the peak. */
@@ -420,6 +779,10 @@ static void advise_other_processes(struct advice *a)
 			add_size(&x->note, (double)p->used_bytes.v);
 		}
 	}
+	sb_add(&x->note, "; see them with: nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv; "
+	                 "stop one of yours with: kill");
+	for (size_t i = 0; i < d->n_procs; i++)
+		sb_printf(&x->note, " %" PRId64, d->procs[i].pid);
 	/* what fits once they are gone */
 	int64_t usable = a->usable, avail = a->avail;
 	a->usable += a->others;
@@ -452,7 +815,8 @@ static void advise_leak(struct advice *a)
 	findings_describe_leak(&x->note, a->r, &a->leak);
 	sb_add(&x->note, "; a smaller batch only postpones the failure: find what keeps memory from one phase to the "
 	                 "next (tensors stored with their graph, such as losses appended without .item() or "
-	                 ".detach(), caches that only grow) with vramwatch timeline and the call site above");
+	                 ".detach(), caches that only grow) with vramwatch timeline and the call site above; "
+	                 "torch.cuda.empty_cache() and gc.collect() do not help while those tensors are referenced");
 	if (a->o->oom && x != a->recs) {
 		struct rec tmp = *x;
 		memmove(&a->recs[1], &a->recs[0], (size_t)(x - a->recs) * sizeof *x);
@@ -461,9 +825,8 @@ static void advise_leak(struct advice *a)
 }
 
 /* A command run under torchrun with N processes, one per GPU; YOLO's --device lists the GPUs. */
-static char **torchrun_command(const struct advice *a, int64_t nproc, size_t *out_n)
+static char **torchrun_command(const struct advice *a, const char *const *argv, int64_t nproc, size_t *out_n)
 {
-	const char *const *argv = a->r->process.argv;
 	size_t argc = a->r->process.argc;
 	if (!argc || !argv[0] || strncmp(util_basename(argv[0]), "python", 6) != 0)
 		return NULL;
@@ -521,16 +884,27 @@ static void advise_more_gpus(struct advice *a)
 		int64_t per_gpu = o->batch.value / gpus;
 		if (per_gpu < 1 || memmodel_predict(&a->m, per_gpu, img) > (double)a->usable)
 			continue;
+		/* YOLOv9 asserts batch % WORLD_SIZE == 0 under DDP: round down to a multiple */
+		int64_t total = per_gpu * gpus;
 		struct rec *x = add_rec(a, "multi_gpu");
 		x->value = gpus;
 		x->has_value = true;
 		x->flag = "--nproc_per_node";
-		x->command = torchrun_command(a, gpus, &x->command_n);
+		char **with_batch = cmdline_with_value(a->r->process.argv, a->r->process.argc, &o->batch, total);
+		x->command = torchrun_command(a, (const char *const *)with_batch, gpus, &x->command_n);
+		cmdline_free(with_batch, a->r->process.argc);
 		x->predicted = memmodel_predict(&a->m, per_gpu, img);
 		x->has_predicted = true;
 		x->fits = fits_of(a, per_gpu, img);
-		sb_printf(&x->note, "keeps --batch %" PRId64 " on %" PRId64 " GPUs of this size: the script splits it, "
-		                    "%" PRId64 " per GPU; the predicted peak is each GPU's", o->batch.value, gpus, per_gpu);
+		if (total == o->batch.value)
+			sb_printf(&x->note, "keeps --batch %" PRId64 " on %" PRId64 " GPUs of this size: the script splits it, "
+			                    "%" PRId64 " per GPU; the predicted peak is each GPU's", total, gpus, per_gpu);
+		else
+			sb_printf(&x->note, "--batch %" PRId64 " (rounded down from %" PRId64 ": under DDP the script requires "
+			                    "the batch to divide by the number of GPUs) on %" PRId64 " GPUs of this size, %" PRId64
+			                    " per GPU; the predicted peak is each GPU's", total, o->batch.value, gpus, per_gpu);
+		sb_add(&x->note, total == o->batch.value ? "; the cost is the GPUs; the effective batch is unchanged"
+		                                         : "; the cost is the GPUs");
 		return;
 	}
 }
@@ -708,6 +1082,12 @@ static void advise_allocator(struct advice *a)
 			sb_add(&x->note, " at once that it held but did not use");
 		}
 	}
+	/* The remedy people are told to try first: it hands the cache back, never a live tensor, and
+	 * PyTorch's allocator already does as much by itself before it reports out of memory. */
+	sb_add(&x->note, "; torch.cuda.empty_cache() releases only the cached blocks no tensor uses (to other processes, "
+	                 "or to what nvidia-smi shows), never live tensors, and the caching allocator already releases "
+	                 "its cache and retries before it gives up on an allocation: calling it does not make a larger batch "
+	                 "fit, and between phases it costs the time of new cudaMalloc calls");
 	if (carried > 0) {
 		/* the batch alone is not to be trusted: this goes first */
 		struct rec tmp = *x;
@@ -780,6 +1160,12 @@ static void print_text(FILE *out, const struct advice *a)
 		fputs(", a lower bound", out);
 	fprintf(out, "\n  from %zu measured run%s and %zu lower bound%s (out-of-memory failures, observe-mode crossings)\n",
 	        m->n_points, m->n_points == 1 ? "" : "s", m->n_bounds, m->n_bounds == 1 ? "" : "s");
+	/* why offload or sharding is (or is not) proposed: how much of the card the batch never gets */
+	fprintf(out, "Static part (weights, gradients, optimizer state, CUDA context): %s, %.0f%% of the %s usable%s\n",
+	        util_fmt_size(clamp_bytes(m->static_bytes), b1),
+	        a->usable > 0 ? 100.0 * m->static_bytes / (double)a->usable : 100.0,
+	        util_fmt_size(a->usable > 0 ? a->usable : 0, b2),
+	        o->static_level >= 0 ? "" : " (not measured: no phase was found, so only the untracked memory)");
 	fputc('\n', out);
 	if (a->n_recs == 0) {
 		fputs("No change to recommend from these reports.\n", out);
@@ -838,6 +1224,8 @@ static void print_json(FILE *out, const struct advice *a)
 	cJSON *dev = cJSON_AddObjectToObject(root, "device");
 	cJSON_AddItemToObject(dev, "ordinal", exact_or_null(o->device->ordinal.known, o->device->ordinal.v));
 	cJSON_AddItemToObject(dev, "capacity_bytes", json_new_int(a->capacity));
+	/* beyond the contract: what the job may use (capacity less headroom and other processes) */
+	cJSON_AddItemToObject(dev, "usable_bytes", json_new_int(a->usable > 0 ? a->usable : 0));
 	cJSON *obs = cJSON_AddObjectToObject(root, "observed");
 	cJSON_AddItemToObject(obs, "argv", argv_json(a->r->process.argv, a->r->process.argc));
 	cJSON_AddItemToObject(obs, "batch", exact_or_null(o->batch.found, o->batch.value));
@@ -852,6 +1240,7 @@ static void print_json(FILE *out, const struct advice *a)
 	/* beyond the contract: the text's "+/-", and whether predictions are lower bounds */
 	cJSON_AddItemToObject(mod, "uncertainty_bytes", int_or_null(true, a->m.spread));
 	cJSON_AddBoolToObject(mod, "lower_bound", a->m.lower_bound);
+	cJSON_AddBoolToObject(mod, "static_measured", a->o->static_level >= 0);
 	cJSON *recs = cJSON_AddArrayToObject(root, "recommendations");
 	for (size_t i = 0; i < a->n_recs; i++) {
 		const struct rec *x = &a->recs[i];
@@ -1070,6 +1459,7 @@ int cmd_advise(int argc, char **argv)
 		advise_batch_and_image(&a);
 		advise_accumulation(&a, fam);
 		advise_precision_and_checkpointing(&a, fam);
+		advise_static(&a, fam);
 		advise_validation(&a, fam);
 		advise_other_processes(&a);
 		advise_allocator(&a);
