@@ -128,6 +128,18 @@ static void test_families_and_launchers(void)
 	const char *usep[] = {"yolo", "train", "--batch", "16"};
 	expect(usep, ARGC(usep), CMDLINE_BATCH, NULL, 0, 0, NULL);
 
+	/* a missing batch appended in the family's own spelling */
+	const char *unob[] = {"yolo", "train", "model=yolov8s.pt"};
+	cmdline_find(unob, ARGC(unob), CMDLINE_BATCH, &f);
+	CHECK(strcmp(cmdline_append_name(unob, ARGC(unob), CMDLINE_BATCH), "batch=") == 0);
+	CHECK(cmdline_append_name(unob, ARGC(unob), CMDLINE_ACCUM) == NULL);
+	struct cmdline_edit ue = {&f, cmdline_append_name(unob, ARGC(unob), CMDLINE_BATCH), 8};
+	size_t un;
+	c = cmdline_with_edits(unob, ARGC(unob), &ue, 1, &un);
+	join(c, un, line, sizeof line);
+	CHECK(un == 4 && strcmp(line, "yolo train model=yolov8s.pt batch=8") == 0);
+	cmdline_free(c, un);
+
 	/* Hugging Face dashed spellings and booleans */
 	const char *hfd[] = {"python3", "run_clm.py", "--per-device-train-batch-size", "8", "--per-device-eval-batch-size",
 	                     "16", "--gradient-accumulation-steps", "4", "--gradient-checkpointing", "--fp16", "Y",

@@ -418,6 +418,15 @@ char **cmdline_with_edits(const char *const *argv, size_t argc, const struct cmd
 	for (size_t k = 0; k < n; k++) {
 		if (in_place(edits[k].flag))
 			continue;
+		size_t len = strlen(edits[k].name);
+		if (edits[k].flag && len && edits[k].name[len - 1] == '=') {
+			/* "batch=": Ultralytics takes key and value as one argument, never "batch 8" */
+			struct strbuf b = {0};
+			sb_printf(&b, "%s%lld", edits[k].name, (long long)edits[k].value);
+			copy[at++] = util_xstrdup(sb_str(&b));
+			sb_free(&b);
+			continue;
+		}
 		copy[at++] = util_xstrdup(edits[k].name);
 		if (edits[k].flag) {
 			char v[32];
@@ -715,4 +724,25 @@ int64_t cmdline_batch_for_world(const char *const *argv, size_t argc, int64_t ba
 	/* train_dual.py main(): assert opt.batch_size % WORLD_SIZE == 0 */
 	int64_t b = batch / world * world;
 	return b < world ? world : b;
+}
+
+const char *cmdline_append_name(const char *const *argv, size_t argc, enum cmdline_kind kind)
+{
+	enum cmdline_family fam = cmdline_family(argv, argc);
+	switch (kind) {
+	case CMDLINE_BATCH:
+		return fam == CMDLINE_ULTRALYTICS ? "batch=" : fam == CMDLINE_HF ? "--per_device_train_batch_size"
+		     : fam == CMDLINE_YOLO ? "--batch" : "--batch-size";
+	case CMDLINE_IMAGE:
+		return fam == CMDLINE_ULTRALYTICS ? "imgsz=" : fam == CMDLINE_HF ? NULL : fam == CMDLINE_YOLO ? "--img"
+		                                                                                             : "--image-size";
+	case CMDLINE_ACCUM:
+		/* YOLO and Ultralytics accumulate up to their nominal batch by themselves, with no flag */
+		return fam == CMDLINE_YOLO || fam == CMDLINE_ULTRALYTICS ? NULL : "--gradient_accumulation_steps";
+	case CMDLINE_EVAL_BATCH:
+		return fam == CMDLINE_HF ? "--per_device_eval_batch_size" : NULL;
+	case CMDLINE_NBS:
+		return fam == CMDLINE_ULTRALYTICS ? "nbs=" : NULL;
+	}
+	return NULL;
 }

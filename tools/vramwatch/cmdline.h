@@ -53,7 +53,7 @@ bool cmdline_same_job(const char *const *a, size_t na, const char *const *b, siz
  * place, a missing one appended at the end (as "--name value", or "--name" for a switch). */
 struct cmdline_edit {
 	const struct cmdline_flag *flag; /* the flag as found (found or not); NULL for a switch */
-	const char *name;                /* spelling to append when not found */
+	const char *name;                /* spelling to append when not found; "key=" appends "key=V" */
 	int64_t value;                   /* ignored for a switch */
 };
 
@@ -85,6 +85,11 @@ enum cmdline_family cmdline_family(const char *const *argv, size_t argc);
 /* Whether the script is one of YOLOv5/v7/v9's, whose train scripts accumulate gradients up to a
  * nominal batch of 64 by themselves. */
 bool cmdline_is_yolo_accumulating(const char *const *argv, size_t argc);
+
+/* The family's spelling of a flag of this kind, for a cmdline_edit that appends it: "batch=" for
+ * Ultralytics, "--per_device_train_batch_size" for Hugging Face, ...; NULL when the family has
+ * none (YOLO and Ultralytics accumulate by themselves). */
+const char *cmdline_append_name(const char *const *argv, size_t argc, enum cmdline_kind kind);
 
 /* The program that starts the job's processes, when there is one in front of the script. */
 enum cmdline_launcher {
