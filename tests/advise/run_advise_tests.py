@@ -38,6 +38,9 @@ GOLDEN = {
     "batch1-observe": ["batch1-observe.json"],
     # a failure in the first step of a job whose static part is most of the card
     "static-heavy-oom": ["static-heavy-oom.json"],
+    # YOLOv9 started with an interpreter option (python3 -u): the multi-GPU command keeps -u before
+    # -m torch.distributed.run, where torchrun does not see it (observe-b64's run, argv rewritten)
+    "yolov9-interpreter-option": ["yolov9-u-observe.json"],
     # the YOLOv9 job at batch 44 on 6 GiB cards: DDP on 8 GPUs with --batch 40, a multiple of 8
     "yolov9-ddp-round": ["--target", "6GiB", "val-oom-b44.json"],
 }

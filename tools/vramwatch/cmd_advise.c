@@ -825,33 +825,33 @@ static void advise_leak(struct advice *a)
 }
 
 /* A command run under torchrun with N processes, one per GPU; YOLO's --device lists the GPUs. */
+/* The command on nproc GPUs: the launcher the command has, with its count changed, or torchrun
+ * put in front of the script with the interpreter's own options kept before -m (cmdline.c).
+ * YOLO scripts also need --device 0,1,...: they split --batch over the listed GPUs. */
 static char **torchrun_command(const struct advice *a, const char *const *argv, int64_t nproc, size_t *out_n)
 {
-	size_t argc = a->r->process.argc;
-	if (!argc || !argv[0] || strncmp(util_basename(argv[0]), "python", 6) != 0)
+	size_t argc = a->r->process.argc, n = 0;
+	char **l = cmdline_with_launcher(argv, argc, nproc, &n);
+	if (!l)
 		return NULL;
-	bool yolo = cmdline_family(argv, argc) == CMDLINE_YOLO;
-	char **c = util_xcalloc(argc + 8, sizeof *c);
-	size_t k = 0;
-	char n[24];
-	snprintf(n, sizeof n, "%" PRId64, nproc);
-	c[k++] = util_xstrdup(argv[0]);
-	c[k++] = util_xstrdup("-m");
-	c[k++] = util_xstrdup("torch.distributed.run");
-	c[k++] = util_xstrdup("--nproc_per_node");
-	c[k++] = util_xstrdup(n);
+	if (cmdline_family(argv, argc) != CMDLINE_YOLO) {
+		*out_n = n;
+		return l;
+	}
 	struct strbuf dev = {0};
 	for (int64_t i = 0; i < nproc; i++)
 		sb_printf(&dev, "%s%" PRId64, i ? "," : "", i);
+	char **c = util_xcalloc(n + 3, sizeof *c);
+	size_t k = 0;
 	bool device_set = false;
-	for (size_t i = 1; i < argc; i++) {
-		const char *x = argv[i] ? argv[i] : "";
-		if (yolo && strcmp(x, "--device") == 0 && i + 1 < argc) {
+	for (size_t i = 0; i < n; i++) {
+		const char *x = l[i] ? l[i] : "";
+		if (strcmp(x, "--device") == 0 && i + 1 < n) {
 			c[k++] = util_xstrdup(x);
 			c[k++] = util_xstrdup(sb_str(&dev));
 			i++;
 			device_set = true;
-		} else if (yolo && strncmp(x, "--device=", 9) == 0) {
+		} else if (strncmp(x, "--device=", 9) == 0) {
 			struct strbuf d = {0};
 			sb_printf(&d, "--device=%s", sb_str(&dev));
 			c[k++] = util_xstrdup(sb_str(&d));
@@ -861,11 +861,12 @@ static char **torchrun_command(const struct advice *a, const char *const *argv, 
 			c[k++] = util_xstrdup(x);
 		}
 	}
-	if (yolo && !device_set) {
+	if (!device_set) {
 		c[k++] = util_xstrdup("--device");
 		c[k++] = util_xstrdup(sb_str(&dev));
 	}
 	sb_free(&dev);
+	cmdline_free(l, n);
 	*out_n = k;
 	return c;
 }
