@@ -177,11 +177,29 @@ static void add_fit_note(struct advice *a, struct rec *x)
 	util_add_argv(&x->note, a->r->process.argv, a->r->process.argc);
 }
 
+/* YOLOv5/v7/v9 accumulate over accumulate = max(round(64 / batch), 1) steps (train_dual.py,
+ * train()): the effective batch is batch x accumulate, near 64 below 43 and the batch itself from
+ * 43 on (51 stays 51). Said with the figures of the batch recommended, not as a promise. */
 static void yolo_note(const struct advice *a, struct rec *x)
 {
-	if (cmdline_is_yolo_accumulating(a->r->process.argv, a->r->process.argc))
-		sb_add(&x->note, "; this script keeps the effective batch at 64 by accumulating gradients over "
-		                 "round(64 / batch) steps by itself: no accumulation flag is needed");
+	if (!cmdline_is_yolo_accumulating(a->r->process.argv, a->r->process.argc) || !x->has_value || x->value < 1)
+		return;
+	int64_t b = x->value, acc = (int64_t)floor(64.0 / (double)b + 0.5);
+	if (acc < 1)
+		acc = 1;
+	int64_t now_b = a->o->batch.found ? a->o->batch.value : 0;
+	int64_t now_acc = now_b > 0 ? (int64_t)floor(64.0 / (double)now_b + 0.5) : 0;
+	if (now_b > 0 && now_acc < 1)
+		now_acc = 1;
+	sb_printf(&x->note, "; this script accumulates gradients by itself over max(round(64 / batch), 1) steps: at "
+	                    "batch %" PRId64 " that is %" PRId64 " step%s, an effective batch of %" PRId64,
+	          b, acc, acc == 1 ? "" : "s", b * acc);
+	if (now_b > 0)
+		sb_printf(&x->note, " (now %" PRId64 ")", now_b * now_acc);
+	if (acc > 1 || now_b * now_acc == b * acc)
+		sb_add(&x->note, ": no accumulation flag is needed");
+	else
+		sb_add(&x->note, ": from batch 43 on it does not accumulate, so the optimiser sees a smaller batch than 64");
 }
 
 static void advise_batch_and_image(struct advice *a)
