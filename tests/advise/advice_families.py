@@ -24,6 +24,8 @@ REPORTS = {
     "hf-fp32-oom.json": "hf",                   # run_clm.py in fp32
     "hf-fragmented.json": "hf",                 # PyTorch's own verdict, fragmentation
     "static-large-observe.json": "generic",     # examples/train_torch.py --no-amp
+    "yolov9-autobatch-oom.json": "yolov9",      # --batch -1: a fixed batch instead
+    "ultralytics-autobatch-observe.json": "ultralytics",  # batch=0.7: the same
 }
 
 # what a recommendation's kind says its command sets, as check_cmdline names it

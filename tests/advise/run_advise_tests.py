@@ -41,6 +41,11 @@ GOLDEN = {
     # YOLOv9 started with an interpreter option (python3 -u): the multi-GPU command keeps -u before
     # -m torch.distributed.run, where torchrun does not see it (observe-b64's run, argv rewritten)
     "yolov9-interpreter-option": ["yolov9-u-observe.json"],
+    # AutoBatch chose the batch (YOLOv9's --batch -1, Ultralytics' batch=0.7): nothing is scaled
+    # from a batch the report cannot tell; a fixed batch and fit instead (argv of yolov9-oom-b64
+    # and batch1-observe rewritten)
+    "yolov9-autobatch": ["yolov9-autobatch-oom.json"],
+    "ultralytics-autobatch": ["ultralytics-autobatch-observe.json"],
     # the YOLOv9 job at batch 44 on 6 GiB cards: DDP on 8 GPUs with --batch 40, a multiple of 8
     "yolov9-ddp-round": ["--target", "6GiB", "val-oom-b44.json"],
 }

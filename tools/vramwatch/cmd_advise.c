@@ -202,6 +202,40 @@ static void yolo_note(const struct advice *a, struct rec *x)
 		sb_add(&x->note, ": from batch 43 on it does not accumulate, so the optimiser sees a smaller batch than 64");
 }
 
+/* The report of an AutoBatch run (YOLO's --batch -1, Ultralytics' batch=-1 or batch=0.7): the
+ * batch was chosen inside the job and the report cannot say which, so nothing is scaled from it.
+ * AutoBatch profiles training only, at 80% (YOLOv9) or 60% (Ultralytics) of the free memory, with
+ * no room for validation at twice the batch: a fixed batch, measured, makes the next run one that
+ * is known to fit. 16 is both projects' fallback when AutoBatch fails. */
+static bool advise_autobatch(struct advice *a)
+{
+	const struct memmodel_obs *o = a->o;
+	for (size_t i = 0; i < a->n_obs; i++)
+		if (a->obs[i].batch.found || !a->obs[i].batch.autobatch)
+			return false;
+	struct rec *x = add_rec(a, "batch");
+	x->flag = o->batch.name;
+	x->value = 16;
+	x->has_value = true;
+	set_command(x, a->r, &o->batch, x->value);
+	x->fits = TRI_NULL;
+	sb_add(&x->note, "AutoBatch chose the batch inside the job (it profiles training alone, aims at ");
+	sb_add(&x->note, cmdline_family(a->r->process.argv, a->r->process.argc) == CMDLINE_ULTRALYTICS
+	                     ? (o->batch.fraction > 0 ? "the given share" : "60%")
+	                     : "80%");
+	sb_add(&x->note, " of the free memory and leaves no room for validation, which YOLO runs at twice the batch); "
+	                 "the report cannot say which batch it was, so nothing is predicted from it. Use a fixed batch "
+	                 "instead, starting at 16, AutoBatch's own fallback");
+	sb_add(&x->note, "; find the largest that fits by measuring: vramwatch fit");
+	if (a->capacity_from && strcmp(a->capacity_from, "the card's total") != 0) {
+		sb_add(&x->note, " --limit ");
+		add_limit_size(&x->note, a->capacity);
+	}
+	sb_printf(&x->note, " --flag %s -- ", o->batch.name);
+	add_argv_note(&x->note, x->command, x->command_n);
+	return true;
+}
+
 static void advise_batch_and_image(struct advice *a)
 {
 	const struct memmodel_obs *o = a->o;
@@ -1152,6 +1186,8 @@ static void print_text(FILE *out, const struct advice *a)
 	fputs("Observed: ", out);
 	if (o->batch.found)
 		fprintf(out, "batch %" PRId64 " (%s), ", o->batch.value, o->batch.name);
+	else if (o->batch.autobatch)
+		fprintf(out, "AutoBatch (%s), ", o->batch.name);
 	else
 		fputs("no batch flag found, ", out);
 	if (o->image.found)
@@ -1170,6 +1206,10 @@ static void print_text(FILE *out, const struct advice *a)
 		             "the allocator's cache of earlier phases left out)\n",
 		        o->auto_phases ? "found from the call sites, no markers" : "markers",
 		        o->exact ? "" : "at least ", util_fmt_size(o->need, b1), o->phase);
+	if (!o->batch.found && o->batch.autobatch) {
+		fputs("Model: none (AutoBatch chose the batch inside the job; the report cannot say which)\n\n", out);
+		goto recommendations;
+	}
 	fprintf(out, "Model (%s): need = %s + %s per sample", memmodel_basis_name(m->basis),
 	        util_fmt_size(clamp_bytes(m->static_bytes), b1), util_fmt_size(clamp_bytes(m->per_sample_bytes), b2));
 	if (m->image_ref > 0)
@@ -1186,6 +1226,7 @@ static void print_text(FILE *out, const struct advice *a)
 	        util_fmt_size(a->usable > 0 ? a->usable : 0, b2),
 	        o->static_level >= 0 ? "" : " (not measured: no phase was found, so only the untracked memory)");
 	fputc('\n', out);
+recommendations:
 	if (a->n_recs == 0) {
 		fputs("No change to recommend from these reports.\n", out);
 		return;
@@ -1475,16 +1516,22 @@ int cmd_advise(int argc, char **argv)
 		memmodel_build(obs, model_n, &a.m);
 		a.has_leak = findings_leaks(a.r, &a.leak, 1) > 0;
 		enum cmdline_family fam = cmdline_family(a.r->process.argv, a.r->process.argc);
-		advise_batch_and_image(&a);
-		advise_accumulation(&a, fam);
-		advise_precision_and_checkpointing(&a, fam);
-		advise_static(&a, fam);
-		advise_validation(&a, fam);
-		advise_other_processes(&a);
-		advise_allocator(&a);
-		advise_more_gpus(&a);
-		advise_job(&a);
-		advise_leak(&a);
+		if (advise_autobatch(&a)) {
+			/* no batch to scale: only what does not depend on it */
+			advise_other_processes(&a);
+			advise_leak(&a);
+		} else {
+			advise_batch_and_image(&a);
+			advise_accumulation(&a, fam);
+			advise_precision_and_checkpointing(&a, fam);
+			advise_static(&a, fam);
+			advise_validation(&a, fam);
+			advise_other_processes(&a);
+			advise_allocator(&a);
+			advise_more_gpus(&a);
+			advise_job(&a);
+			advise_leak(&a);
+		}
 		if (json)
 			print_json(stdout, &a);
 		else
