@@ -31,6 +31,9 @@ GOLDEN = {
     # the four ranks of one job: the model is the rank that ran out of memory first
     "job4": ["../../cli/data/job4-rank%d.json" % i for i in range(4)],
     "job-zero": ["zero-rank0.json", "zero-rank1.json"],
+    # the same four ranks running YOLOv9 with --batch 44 (the job's total): the next batch is a
+    # multiple of the 4 ranks, as its DDP assertion requires (job4's argv rewritten)
+    "yolo-job4": ["yolo-job4-rank%d.json" % i for i in range(4)],
     # weights and optimizer state alone are more than the usable card: no batch, offload/sharding
     "static-large-oom": ["static-large-oom.json"],
     "static-large-observe": ["static-large-observe.json"],

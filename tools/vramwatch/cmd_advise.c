@@ -236,6 +236,27 @@ static bool advise_autobatch(struct advice *a)
 	return true;
 }
 
+/* A job whose batch flag is its total, split over the ranks (YOLO's --batch, Ultralytics' batch=):
+ * the batch must be a multiple of the world size (YOLOv9 asserts batch % WORLD_SIZE == 0 under
+ * DDP). The batch b rounded down to one; b itself for everything else. */
+static int64_t job_batch(const struct advice *a, int64_t b)
+{
+	const struct job *j = a->job;
+	if (!j || b < 1)
+		return b;
+	int64_t world = j->world_size.known && j->world_size.v > 0 ? j->world_size.v : (int64_t)j->n;
+	return world > 1 ? cmdline_batch_for_world(a->r->process.argv, a->r->process.argc, b, world) : b;
+}
+
+static void note_job_rounding(const struct advice *a, struct rec *x, int64_t before)
+{
+	if (x->value == before || !a->job)
+		return;
+	int64_t world = a->job->world_size.known && a->job->world_size.v > 0 ? a->job->world_size.v : (int64_t)a->job->n;
+	sb_printf(&x->note, "%s%" PRId64 " rounded down to a multiple of the job's %" PRId64 " ranks, which the script "
+	                    "requires", x->note.len ? "; " : "", before, world);
+}
+
 static void advise_batch_and_image(struct advice *a)
 {
 	const struct memmodel_obs *o = a->o;
@@ -258,19 +279,21 @@ static void advise_batch_and_image(struct advice *a)
 			a->no_batch_fits = true;
 		struct rec *x = add_rec(a, "batch");
 		x->flag = o->batch.name;
-		x->value = next;
+		x->value = job_batch(a, next);
 		x->has_value = true;
 		set_command(x, a->r, &o->batch, x->value);
 		double lower = memmodel_predict(m, x->value, cur_img);
 		x->fits = lower > (double)a->capacity ? TRI_FALSE : TRI_NULL;
 		sb_add(&x->note, "the need is only known from below (the run failed before a step ended, with nothing else "
 		                 "to go on): this is the next run to try, not a promise");
+		note_job_rounding(a, x, next);
 		add_fit_note(a, x);
 		add_measure_note(a, x, x->command, x->command_n);
 		yolo_note(a, x);
 		return;
 	}
-	int64_t best_b = o->batch.found ? largest_batch(a, cur_img) : 0;
+	int64_t largest = o->batch.found ? largest_batch(a, cur_img) : 0;
+	int64_t best_b = job_batch(a, largest);
 	if (best_b >= 1) {
 		struct rec *x = add_rec(a, "batch");
 		x->flag = o->batch.name;
@@ -281,6 +304,7 @@ static void advise_batch_and_image(struct advice *a)
 		x->has_predicted = true;
 		x->fits = fits_of(a, best_b, cur_img);
 		sb_printf(&x->note, "the largest batch whose predicted need stays within %.0f%% headroom", a->headroom);
+		note_job_rounding(a, x, largest);
 		if (m->has_upper) {
 			sb_add(&x->note, "; the need lies between this prediction (from the level at which the run crossed the "
 			                 "limit) and ");

@@ -448,9 +448,9 @@ bool job_rank_batch(const struct job *j, int64_t *per_rank, int64_t *flag_value,
 	if (!f.found)
 		return false;
 	*flag_value = f.value;
-	/* YOLOv5/v7/v9's train scripts split --batch over the GPUs (batch_size // WORLD_SIZE);
-	 * torchrun scripts in general, and Hugging Face's per_device flag, give each rank its own. */
-	*flag_is_total = cmdline_is_yolo_accumulating(p->argv, p->argc);
+	/* YOLOv5/v7/v9 (batch_size // WORLD_SIZE) and Ultralytics split the batch over the GPUs;
+	 * other scripts, and Hugging Face's per_device flag, give each rank its own (cmdline.c). */
+	*flag_is_total = cmdline_batch_scope(p->argv, p->argc) == CMDLINE_BATCH_TOTAL;
 	int64_t world = j->world_size.known && j->world_size.v > 0 ? j->world_size.v : (int64_t)j->n;
 	*per_rank = *flag_is_total ? f.value / (world > 0 ? world : 1) : f.value;
 	return true;
