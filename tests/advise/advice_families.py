@@ -26,6 +26,7 @@ REPORTS = {
     "static-large-observe.json": "generic",     # examples/train_torch.py --no-amp
     "yolov9-autobatch-oom.json": "yolov9",      # --batch -1: a fixed batch instead
     "ultralytics-autobatch-observe.json": "ultralytics",  # batch=0.7: the same
+    "generic-script-observe.json": "generic",   # options read from the script's source
 }
 
 # what a recommendation's kind says its command sets, as check_cmdline names it
@@ -39,9 +40,13 @@ def expected(rec):
         return {"accumulate": value}
     if kind == "multi_gpu" and isinstance(value, int):
         return {"world_size": value}
-    if kind == "checkpointing":
-        return {"gradient_checkpointing": True}
     return {}
+
+
+def checkpointing_on(got):
+    """--gradient_checkpointing (Hugging Face), --checkpoint (generic scripts such as
+    examples/train_torch.py)."""
+    return got.get("gradient_checkpointing") is True or got.get("checkpoint") is True
 
 
 def amp_on(got):
@@ -67,7 +72,8 @@ def main():
     o = ap.parse_args()
     failed = checked = 0
     for name, family in REPORTS.items():
-        p = subprocess.run([o.vramwatch, "advise", "--json", os.path.join(o.data, name)],
+        # in the data folder, as the golden tests: a script named relative to it is read there
+        p = subprocess.run([os.path.abspath(o.vramwatch), "advise", "--json", name], cwd=o.data,
                            capture_output=True, text=True, timeout=60)
         if p.returncode != 0:
             print(f"FAIL {name}: advise exited {p.returncode}: {p.stderr.strip()}")
@@ -86,6 +92,8 @@ def main():
                 failed += 1
                 continue
             bad = {k: (v, got.get(k)) for k, v in expected(rec).items() if got.get(k) != v}
+            if rec["kind"] == "checkpointing" and not checkpointing_on(got):
+                bad["checkpointing"] = (True, {k: got.get(k) for k in ("gradient_checkpointing", "checkpoint")})
             if rec["kind"] == "amp" and not amp_on(got):
                 bad["amp"] = (True, {k: got.get(k) for k in ("amp", "fp16", "bf16")})
             if bad:

@@ -48,6 +48,10 @@ GOLDEN = {
     # from a batch the report cannot tell; a fixed batch and fit instead (argv of yolov9-oom-b64
     # and batch1-observe rewritten)
     "yolov9-autobatch": ["yolov9-autobatch-oom.json"],
+    # a generic script whose source defines --accumulate, --checkpoint and --amp, none given on its
+    # command line: the advice names them (observe-b64's run, argv rewritten; the script is read
+    # from the folder advise runs in, as the report's own folder does not exist here)
+    "generic-script-options": ["generic-script-observe.json"],
     "ultralytics-autobatch": ["ultralytics-autobatch-observe.json"],
     # the YOLOv9 job at batch 44 on 6 GiB cards: DDP on 8 GPUs with --batch 40, a multiple of 8
     "yolov9-ddp-round": ["--target", "6GiB", "val-oom-b44.json"],

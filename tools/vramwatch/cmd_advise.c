@@ -9,6 +9,7 @@
 #include "job.h"
 #include "json.h"
 #include "memmodel.h"
+#include "script.h"
 
 #define ADVICE_SCHEMA "vramwatch.advice/1"
 #define GiB ((int64_t)1 << 30)
@@ -388,7 +389,18 @@ static void advise_accumulation(struct advice *a, enum cmdline_family fam)
 	x->predicted = memmodel_predict(&a->m, per_step, img);
 	x->has_predicted = batch->has_predicted;
 	x->fits = batch->has_predicted ? fits_of(a, per_step, img) : batch->fits;
-	if (fam == CMDLINE_HF || acc.found) {
+	/* a generic script that defines an accumulation option of its own, though not given here */
+	static const char *const acc_options[] = {"--accumulate", "--grad-accum", "--grad_accum",
+	                                          "--gradient-accumulation-steps", "--gradient_accumulation_steps",
+	                                          "--accumulation-steps", "--accumulation_steps", "--accum-steps"};
+	const char *defined = fam == CMDLINE_GENERIC && !acc.found
+	                          ? script_option(a->r, acc_options, sizeof acc_options / sizeof acc_options[0])
+	                          : NULL;
+	if (defined) {
+		x->flag = defined;
+		struct cmdline_edit e[2] = {{&o->batch, NULL, per_step}, {&acc, defined, steps}};
+		x->command = cmdline_with_edits(a->r->process.argv, a->r->process.argc, e, 2, &x->command_n);
+	} else if (fam == CMDLINE_HF || acc.found) {
 		x->flag = "--gradient_accumulation_steps";
 		if (acc.found) {
 			/* the flag's spelling, without the "=" of an attached form */
@@ -406,6 +418,8 @@ static void advise_accumulation(struct advice *a, enum cmdline_family fam)
 	          per_step, steps, per_step * steps, effective);
 	sb_add(&x->note, ", so the optimiser sees the same batch; the memory is that of batch ");
 	sb_printf(&x->note, "%" PRId64, per_step);
+	if (defined)
+		sb_printf(&x->note, "; the script defines %s, though this command line does not give it", defined);
 	if (!x->command)
 		sb_printf(&x->note, "; no accumulation flag was found on this command line: the script has to support it "
 		                    "(and %s %" PRId64 ")", o->batch.name, per_step);
@@ -550,6 +564,7 @@ static void advise_precision_and_checkpointing(struct advice *a, enum cmdline_fa
 			sb_add(&x->note, AMP_COST);
 		}
 	} else if (fam == CMDLINE_GENERIC) {
+		const char *amp_options[] = {bf16 ? "--bf16" : "--fp16", "--amp", "--mixed-precision", bf16 ? "--fp16" : "--bf16"};
 		long no_amp = -1, amp = -1;
 		for (size_t i = 1; i < argc; i++) {
 			const char *s = argv[i] ? argv[i] : "";
@@ -566,6 +581,11 @@ static void advise_precision_and_checkpointing(struct advice *a, enum cmdline_fa
 				x->flag = "--amp";
 				x->command = argv_set(argv, argc, (size_t)no_amp, "--amp", &x->command_n);
 				sb_printf(&x->note, "%s ran the job in fp32: --amp runs it in mixed precision", argv[no_amp]);
+			} else if ((x->flag = script_option(a->r, amp_options, sizeof amp_options / sizeof amp_options[0])) != NULL) {
+				struct cmdline_edit e = {NULL, x->flag, 0};
+				x->command = cmdline_with_edits(argv, argc, &e, 1, &x->command_n);
+				sb_printf(&x->note, "the script defines %s, though this command line does not give it: it runs in "
+				                    "mixed precision with it", x->flag);
 			} else {
 				sb_printf(&x->note, "if the script runs in fp32 (no AMP switch on this command line), wrap the "
 				                    "forward pass and the loss: with torch.autocast(\"cuda\", dtype=torch.%s): "
@@ -579,14 +599,15 @@ static void advise_precision_and_checkpointing(struct advice *a, enum cmdline_fa
 			sb_add(&x->note, AMP_COST);
 		}
 	}
-	/* Checkpointing: no YOLO, Ultralytics or generic flag for it is known; a script that has
-	 * one (examples/train_torch.py: --checkpoint) says so on its command line. */
+	/* Checkpointing: no YOLO or Ultralytics flag for it exists; a generic script that has one
+	 * (examples/train_torch.py: --checkpoint) says so on its command line or in its source. */
+	static const char *const ckpt_options[] = {"--checkpoint", "--gradient-checkpointing", "--gradient_checkpointing",
+	                                           "--activation-checkpointing"};
 	bool on = false;
 	for (size_t i = 1; i < argc; i++) {
 		const char *s = argv[i] ? argv[i] : "";
-		if (strcmp(s, "--checkpoint") == 0 || strcmp(s, "--gradient-checkpointing") == 0 ||
-		    strcmp(s, "--gradient_checkpointing") == 0 || strcmp(s, "--activation-checkpointing") == 0)
-			on = true;
+		for (size_t k = 0; k < sizeof ckpt_options / sizeof ckpt_options[0]; k++)
+			on |= strcmp(s, ckpt_options[k]) == 0;
 	}
 	if (on)
 		return;
@@ -600,7 +621,11 @@ static void advise_precision_and_checkpointing(struct advice *a, enum cmdline_fa
 		sb_add(&x->note, "Ultralytics has no setting for it: wrap the backbone modules' forward in "
 		                 "torch.utils.checkpoint.checkpoint(module, x, use_reentrant=False) while training "
 		                 "(a patched or subclassed model)");
-	else
+	else if ((x->flag = script_option(a->r, ckpt_options, sizeof ckpt_options / sizeof ckpt_options[0])) != NULL) {
+		struct cmdline_edit e = {NULL, x->flag, 0};
+		x->command = cmdline_with_edits(argv, argc, &e, 1, &x->command_n);
+		sb_printf(&x->note, "the script defines %s, though this command line does not give it", x->flag);
+	} else
 		sb_add(&x->note, "if the script has a switch for it (examples/train_torch.py: --checkpoint), add it; else "
 		                 "call the deep blocks as x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False) "
 		                 "in the model's forward while training");
