@@ -6,13 +6,19 @@ usage or input (exit 2 with one line on stderr, nothing on stdout).
                         --cli-data DIR {golden,usage,schema} [--update]
 
 The schema group validates every golden case's --json output against docs/advice.schema.json
-with the jsonschema module (exit 77, skipped, when it is not installed).
+with the jsonschema module (exit 77, skipped, saying why on stderr, when it is not installed).
+
+Golden files are compared by tests/golden.py; VRAMWATCH_UPDATE_GOLDEN=1 rewrites them instead,
+as in every runner, and --update is the same switch.
 """
 import argparse
 import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from golden import compare_or_update, request_update  # noqa: E402
 
 # name: (arguments after "advise"; data files are relative to --data)
 GOLDEN = {
@@ -104,17 +110,9 @@ def golden(o):
                     if doc["model"]["basis"] == "bound" and r["fits"] is True:
                         print(f"FAIL {name}.json: fits true on a bound")
                         failed += 1
-            if o.update:
-                with open(path, "w") as f:
-                    f.write(out)
-                continue
-            try:
-                want = open(path).read()
-            except OSError:
-                want = None
-            if out != want:
-                print(f"FAIL {name}.{fmt}: output differs from {path}")
-                sys.stdout.write(out)
+            msg = compare_or_update(path, out, f"golden/{name}.{fmt}")
+            if msg:
+                print(f"FAIL {name}.{fmt}: {msg}")
                 failed += 1
             else:
                 print(f"ok   {name}.{fmt}")
@@ -126,7 +124,8 @@ def schema(o):
     try:
         import jsonschema
     except ImportError:
-        print("SKIP: the Python module jsonschema is not installed (pip install jsonschema)")
+        print("cannot run: the Python module jsonschema is not installed (Debian: python3-jsonschema)",
+              file=sys.stderr)
         return 77
     with open(o.schema) as f:
         sch = json.load(f)
@@ -205,10 +204,13 @@ def main():
     ap.add_argument("--data", required=True)
     ap.add_argument("--golden", required=True)
     ap.add_argument("--cli-data", required=True)
-    ap.add_argument("--update", action="store_true", help="rewrite the golden files")
+    ap.add_argument("--update", action="store_true",
+                    help="rewrite the golden files (the same as VRAMWATCH_UPDATE_GOLDEN=1)")
     ap.add_argument("--schema", help="docs/advice.schema.json (default: beside this checkout's tests)")
     ap.add_argument("group", choices=["golden", "usage", "schema"])
     o = ap.parse_args()
+    if o.update:
+        request_update()
     o.vramwatch = os.path.abspath(o.vramwatch)
     o.cli_data = os.path.abspath(o.cli_data)
     o.golden = os.path.abspath(o.golden)
