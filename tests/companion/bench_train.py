@@ -78,7 +78,7 @@ def main():
     ap.add_argument("--lib", required=True)
     args = ap.parse_args()
     if subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0:
-        print("SKIP: %s cannot import torch" % sys.executable)
+        print("cannot run (skipped, exit 77): %s cannot import torch" % sys.executable, file=sys.stderr)
         return 77
     base = dict(os.environ)
     base.pop("PYTHONPATH", None)

@@ -268,7 +268,8 @@ def main():
     if args.case in NEEDS_TORCH:
         p = subprocess.run([args.python, "-c", "import torch"], capture_output=True, text=True)
         if p.returncode != 0:
-            print("SKIP: %s cannot import torch: %s" % (args.python, p.stderr.strip().splitlines()[-1:]))
+            print("cannot run %s (skipped, exit 77): %s cannot import torch: %s"
+                  % (args.case, args.python, p.stderr.strip().splitlines()[-1:]), file=sys.stderr)
             return 77
     folder = tempfile.mkdtemp(prefix="vw-companion-")
     try:

@@ -272,7 +272,7 @@ def group_card(o, env, tmp, vw, need_of, job):
             limits += [dev["limit_bytes"] for dev in json.load(f)["devices"]]
     if not limits or any(l != 8 * GiB for l in limits):
         print("cannot run: the library does not apply VRAMWATCH_LIMIT=50%% of a 16 GiB card (limit_bytes %r)"
-              % limits)
+              % limits, file=sys.stderr)
         return SKIP
     cmd = ["--settle", "5", "--", o.python, o.train_sim, "--batch", "64", "--img", "640", "--no-markers",
            "--step-ms", "200", "--epochs", "3"]
