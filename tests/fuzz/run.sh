@@ -4,7 +4,8 @@
 #
 #   bash tests/fuzz/run.sh [SECONDS]      (default 60; CI runs the default)
 #
-# Builds the target in build-fuzz/ with clang (meson -Dfuzz=true), replays the committed
+# Builds the target in build-fuzz/ (or $VRAMWATCH_FUZZ_BUILD) with clang (meson -Dfuzz=enabled,
+# which compiles the command line's library for fuzzing there), replays the committed
 # regressions (tests/fuzz/regressions: every input the fuzzer ever found a bug with), then fuzzes
 # from the recorded reports of the test suites as seeds. Ends with one line:
 #   "fuzz: N executions in S s without a finding"   (exit 0), or the finding and exit 1.
@@ -12,14 +13,18 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 here=tests/fuzz
-build=build-fuzz
+build=${VRAMWATCH_FUZZ_BUILD:-build-fuzz}
 
 if ! command -v clang >/dev/null; then
   echo "fuzz: clang is not installed (Debian: apt-get install clang)" >&2
   exit 2
 fi
 if [ ! -f "$build/build.ninja" ]; then
-  CC=clang meson setup "$build" --werror -Dfuzz=true -Db_lundef=false >"$build.setup.log" 2>&1 ||
+  CC=clang meson setup "$build" --werror -Dfuzz=enabled -Db_lundef=false >"$build.setup.log" 2>&1 ||
+    { cat "$build.setup.log" >&2; exit 2; }
+else
+  # A folder set up when fuzz was a boolean option comes back with the new default (disabled).
+  meson setup --reconfigure "$build" -Dfuzz=enabled >"$build.setup.log" 2>&1 ||
     { cat "$build.setup.log" >&2; exit 2; }
 fi
 ninja -C "$build" tests/fuzz/fuzz-readers >"$build.build.log" 2>&1 || { tail -n 40 "$build.build.log" >&2; exit 2; }
