@@ -1,4 +1,4 @@
-/* The library's options: one table, read from VRAMWATCH_* once, at first use. */
+/* The library's options: the struct vw_opt, filled from VRAMWATCH_* once, at first use (options_load). */
 #ifndef VW_OPTIONS_H
 #define VW_OPTIONS_H
 

@@ -430,11 +430,6 @@ void pyframes_describe(uint64_t token, const char **file, const char **function,
     *line = (int)(token & ((1ull << VW_PY_LINE_BITS) - 1));
 }
 
-bool pyframes_in_eval(uint64_t ip)
-{
-    return ip - 1 >= py.eval_lo && ip - 1 < py.eval_hi;
-}
-
 int pyframes_merge(const uint64_t *nat, int nn, uint64_t *out, int cap, int py_max)
 {
     uint64_t pyt[VW_PY_MERGE_MAX];

@@ -49,9 +49,6 @@ int pyframes_capture(uint64_t *tokens, bool *group_end, int max);
 /* The strings of a token: file, function (qualified from 3.11) and line. NULL when unknown. */
 void pyframes_describe(uint64_t token, const char **file, const char **function, int *line);
 
-/* Whether a native return address lies inside the interpreter's evaluation loop. */
-bool pyframes_in_eval(uint64_t ip);
-
 /* Python frames kept per call site: VRAMWATCH_STACK_DEPTH, or 32 when native stacks are off. */
 #define VW_PY_DEFAULT_DEPTH 32
 #define VW_PY_MERGE_MAX 128

@@ -9,7 +9,7 @@
 
 static const struct {
 	const char *name;
-	int (*run)(int argc, char **argv); /* NULL: not in this version yet */
+	int (*run)(int argc, char **argv);
 	const char *summary;
 } commands[] = {
 	{"run", cmd_run, "run a program with the vramwatch library preloaded, then show its report"},
@@ -30,16 +30,7 @@ static void print_help(void)
 	      "Commands:\n",
 	      stdout);
 	for (size_t i = 0; i < N_COMMANDS; i++)
-		if (commands[i].run)
-			printf("  %-9s %s\n", commands[i].name, commands[i].summary);
-	bool header = false;
-	for (size_t i = 0; i < N_COMMANDS; i++)
-		if (!commands[i].run) {
-			if (!header)
-				fputs("\nComing in a later version (not available in this one):\n", stdout);
-			header = true;
-			printf("  %-9s %s\n", commands[i].name, commands[i].summary);
-		}
+		printf("  %-9s %s\n", commands[i].name, commands[i].summary);
 	fputs("\n"
 	      "  --help     this text; vramwatch COMMAND --help describes a command\n"
 	      "  --version  the version\n"
@@ -64,15 +55,9 @@ int main(int argc, char **argv)
 		puts("vramwatch " VW_VERSION);
 		return EXIT_DONE;
 	}
-	for (size_t i = 0; i < N_COMMANDS; i++) {
-		if (strcmp(name, commands[i].name) != 0)
-			continue;
-		if (!commands[i].run) {
-			util_err("%s: not yet available in this version", name);
-			return EXIT_USAGE;
-		}
-		return commands[i].run(argc - 1, argv + 1);
-	}
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (strcmp(name, commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
 	util_err("unknown command %s (see vramwatch --help)", name);
 	return EXIT_USAGE;
 }
