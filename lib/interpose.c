@@ -698,8 +698,10 @@ static void register_exit(void)
 {
     if (VW_LIKELY(__atomic_load_n(&exit_registered, __ATOMIC_RELAXED)))
         return;
-    if (!__atomic_exchange_n(&exit_registered, true, __ATOMIC_ACQ_REL))
+    if (!__atomic_exchange_n(&exit_registered, true, __ATOMIC_ACQ_REL)) {
         atexit(on_exit_report);
+        vw_signals_install(); /* the report of a job stopped by SIGTERM or SIGINT (signals.c) */
+    }
 }
 
 void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool ok, int err,
@@ -887,6 +889,7 @@ int vw_write_report(const char *reason)
 
 static void on_exit_report(void)
 {
+    vw_signals_exiting();
     core_end_pending();
     if (status_fd >= 0 && vw_ready)
         status_update(vw_now_ns(), false, true); /* the last figures, whatever the rate limit */

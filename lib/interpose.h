@@ -142,6 +142,12 @@ uint64_t vw_limit_of(int device);
  * what the application's own first runtime call is about to do anyway. */
 void vw_runtime_init(void);
 
+/* ---- stop signals (signals.c) ---- */
+/* Once, at the first allocation: a report with reason "signal" when SIGTERM or SIGINT stops it. */
+void vw_signals_install(void);
+/* At exit, before the exit report: no stop signal's report may come after it. */
+void vw_signals_exiting(void);
+
 /* ---- allocators that flush and retry (retrying.c) ---- */
 /* Whether this process's allocator releases its cache and retries a failed request. */
 bool vw_allocator_retries(void);

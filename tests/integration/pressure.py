@@ -10,6 +10,7 @@ ctypes: what run_case.py's pressure and observe cases check the library makes of
                 refusal, give back what is cached (every block but the first; nothing with
                 --keep) and retry once
                 --torch LIB loads LIB (named libc10_cuda.so) to look like a PyTorch process
+  sleep         one 100 MiB allocation, prints "ready", sleeps 30 s (to be stopped by a signal)
   first         forty 100 MiB allocations, the first CUDA calls of the process (the limit must
                 hold from the very first)
 Prints one line on stdout: "refused N" (how many requests the card refused).
@@ -73,6 +74,13 @@ def main():
                     return 1
             cached.append(p)
         print(f"refused {refused}", flush=True)
+        return 0
+    if mode == "sleep":  # allocate, say so, and wait to be stopped
+        if malloc(100 * MiB) is None:
+            return 3
+        print("ready", flush=True)
+        import time
+        time.sleep(30)
         return 0
     if mode == "first":
         if "--dump" in sys.argv:  # a report asked for before any CUDA call

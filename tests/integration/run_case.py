@@ -478,7 +478,8 @@ def case_pressure_rescue(run):
     card = {"SIMGPU_MEMORY": "1GiB", "SIMGPU_CONTEXT_BYTES": "0", "VRAMWATCH_STATUS": path}
     eq(pressure(run, ["rescue", "--kill"], card, expect_rc=-signal.SIGTERM), 1, "the card refused once")
     r = run.report()
-    eq(r["reason"], "pressure", "the report written at the failure was rewritten at the rescue")
+    # the failure's report was rewritten at the rescue ("pressure"), then at the SIGTERM ("signal")
+    eq(r["reason"], "signal", "the report written at the failure was rewritten, at the rescue and at the stop")
     eq([(f["size"], f["retried"]) for f in r["failures"]], [(256 * MiB, "succeeded")], "the failure, rescued")
     eq(dev0(r)["cache_flushes"], 1, "one cache flush")
     st = read_status(path)
@@ -487,6 +488,33 @@ def case_pressure_rescue(run):
     for word in status_text(path).split()[1:]:
         value = word.split("=")[1]
         expect(value == "0" or not value.startswith("0"), f"plain decimal, not zero-padded: {word}")
+
+
+def case_stop_signal(run):
+    """A job stopped by SIGTERM (a time limit, torchrun stopping its ranks) leaves a report with
+    reason "signal" and still ends by the signal, as without the library; for SIGINT, Python's own
+    handler runs after the report (KeyboardInterrupt), and Python ends by the signal itself."""
+    py = shutil.which("python3") or sys.executable
+    for sig, want_rc in ((signal.SIGTERM, -signal.SIGTERM), (signal.SIGINT, -signal.SIGINT)):
+        p = subprocess.Popen([py, os.path.join(HERE, "pressure.py"), "sleep"], env=run.env(), cwd=run.dir,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = p.stdout.readline().strip()
+        eq(line, "ready", f"{sig.name}: the job allocated")
+        p.send_signal(sig)
+        try:
+            rc = p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise CaseFailed(f"{sig.name}: the job did not end")
+        err = p.stderr.read()
+        # Python ends an uncaught KeyboardInterrupt by the signal too (3.8 and later)
+        eq(rc, want_rc, f"{sig.name}: the job ends by the signal, as without the library ({err[-300:]})")
+        if sig == signal.SIGINT:
+            expect("KeyboardInterrupt" in err, f"SIGINT: Python's own handler ran ({err[-300:]})")
+        r = run.report()
+        eq(r["reason"], "signal", f"{sig.name}: the report's reason")
+        eq(dev0(r)["live_bytes"], 100 * MiB, f"{sig.name}: live")
+        os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
 
 
 def case_pressure_final(run):
