@@ -69,7 +69,7 @@ FIT_STEP_MS = 600
 # Every run of a job without markers takes this long per training step, as a real step does
 # (tens of milliseconds and more): the phases are found from call chains that appear after a
 # quiet spell, and a job whose steps take no time at all has none. It changes no memory figure.
-STEP_MS = 5
+STEP_MS = 25  # an epoch's quiet spell (3 steps) stays well above a loaded machine's stalls
 FIT_SETTLE_S = 1
 
 # What each workload adds to train_sim's command line (docs/advice-accuracy.md says what it tests)

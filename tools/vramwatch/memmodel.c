@@ -252,7 +252,7 @@ static struct marker *auto_markers(const struct model_report *r, const struct mo
 	qsort(gaps, ng, sizeof *gaps, cmp_i64);
 	/* ...and at least 5 ms: a job whose steps take no time (the simulated one) shows no quiet
 	 * spell that timing noise could not make up */
-	int64_t quiet = ng ? 2 * gaps[ng / 2] : 0;
+	int64_t quiet = ng ? 2 * gaps[(ng - 1) / 2] : 0; /* the lower median: one long spell cannot raise it */
 	if (quiet < AUTO_MIN_QUIET_NS)
 		quiet = AUTO_MIN_QUIET_NS;
 	free(gaps);
