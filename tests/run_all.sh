@@ -6,7 +6,7 @@
 # line: "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash tools/install-deps.sh || exit 2
+bash tools/install-deps.sh --tests || exit 2
 
 jobs=$(nproc 2>/dev/null || echo 2)
 status=0
