@@ -114,11 +114,7 @@ static int classify_c10_cuda(struct dl_phdr_info *info, size_t size, void *arg)
     (void)size;
     (void)arg;
     const char *n = info->dlpi_name;
-    if (!n || !*n)
-        return 0;
-    const char *b = strrchr(n, '/');
-    b = b ? b + 1 : n;
-    if (strncmp(b, "libc10_cuda.", 12) != 0)
+    if (!n || !*n || !vw_module_is(n, "libc10_cuda."))
         return 0;
     const char *tab;
     size_t len;

@@ -281,7 +281,7 @@ static bool in_self(const void *p)
  * and a dot ("libcudart."), a '-' stands for the dot too: wheels bundle renamed copies
  * (PyTorch's torch/lib/libcudart-<hash>.so.12), which are the same library and must be
  * followed the same way. */
-static bool module_is(const char *path, const char *prefix)
+bool vw_module_is(const char *path, const char *prefix)
 {
     if (!path)
         return false;
@@ -340,7 +340,7 @@ static int find_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct find_ctx *c = arg;
     (void)size;
-    if (!info->dlpi_name || !info->dlpi_name[0] || !module_is(info->dlpi_name, c->prefix))
+    if (!info->dlpi_name || !info->dlpi_name[0] || !vw_module_is(info->dlpi_name, c->prefix))
         return 0;
     snprintf(c->path, sizeof(c->path), "%s", info->dlpi_name);
     return 1;
@@ -409,7 +409,7 @@ void *vw_wrap_proc(const char *symbol, int version, uint64_t flags, void *p)
     if (!p || !symbol || !vw_active() || in_self(p))
         return p;
     Dl_info di;
-    if (!dladdr(p, &di) || !module_is(di.dli_fname, "libcuda."))
+    if (!dladdr(p, &di) || !vw_module_is(di.dli_fname, "libcuda."))
         return p;
     if (!__atomic_load_n(&drv.tried_ok, __ATOMIC_ACQUIRE))
         drv_hint();
@@ -480,7 +480,7 @@ static void *wrap_dlsym_result(const char *name, void *p)
     if (!vw_active())
         return p;
     Dl_info di;
-    if (!dladdr(p, &di) || !module_is(di.dli_fname, hooks[id].module))
+    if (!dladdr(p, &di) || !vw_module_is(di.dli_fname, hooks[id].module))
         return p;
     return adopt(id, p, &di) ? hooks[id].shim : p;
 }

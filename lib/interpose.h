@@ -142,6 +142,10 @@ uint64_t vw_limit_of(int device);
  * what the application's own first runtime call is about to do anyway. */
 void vw_runtime_init(void);
 
+/* Whether the file name of path starts with prefix; a prefix ending in '.' also matches a '-'
+ * there (libcudart-<hash>.so.12 is libcudart). */
+bool vw_module_is(const char *path, const char *prefix);
+
 /* ---- stop signals (signals.c) ---- */
 /* Once, at the first allocation: a report with reason "signal" when SIGTERM or SIGINT stops it. */
 void vw_signals_install(void);

@@ -36,10 +36,10 @@ static int find_retrying(struct dl_phdr_info *info, size_t size, void *arg)
     const char *n = info->dlpi_name;
     if (!n || !*n)
         return 0;
+    if (vw_module_is(n, "libc10_cuda."))
+        return 1;
     const char *b = strrchr(n, '/');
     b = b ? b + 1 : n;
-    if (strncmp(b, "libc10_cuda.", 12) == 0)
-        return 1;
     /* CuPy's pool is the extension module cupy/cuda/memory.cpython-*.so */
     if (strncmp(b, "memory.", 7) == 0 && b - n >= 10 && memcmp(b - 10, "cupy/cuda/", 10) == 0)
         return 2;
