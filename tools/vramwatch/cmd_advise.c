@@ -164,8 +164,9 @@ static void add_measure_note(struct advice *a, struct rec *x, char **cmd, size_t
 	add_argv_note(&x->note, cmd, n);
 }
 
-/* `vramwatch fit`: the measured search, started from the command as it ran. */
-static void add_fit_note(struct advice *a, struct rec *x)
+/* `vramwatch fit`: the measured search, started from cmd (the command as it ran, or the one
+ * proposed when that one cannot be started from: AutoBatch's). */
+static void add_fit_note_from(struct advice *a, struct rec *x, const char *const *cmd, size_t n)
 {
 	sb_add(&x->note, "; find the largest batch that fits by measuring: vramwatch fit");
 	if (a->capacity_from && strcmp(a->capacity_from, "the card's total") != 0) {
@@ -175,23 +176,30 @@ static void add_fit_note(struct advice *a, struct rec *x)
 	if (a->headroom != 10)
 		sb_printf(&x->note, " --headroom %g", a->headroom);
 	sb_printf(&x->note, " --flag %s -- ", a->o->batch.name);
-	util_add_argv(&x->note, a->r->process.argv, a->r->process.argc);
+	util_add_argv(&x->note, cmd, n);
+}
+
+static void add_fit_note(struct advice *a, struct rec *x)
+{
+	add_fit_note_from(a, x, a->r->process.argv, a->r->process.argc);
 }
 
 /* YOLOv5/v7/v9 accumulate over accumulate = max(round(64 / batch), 1) steps (train_dual.py,
  * train()): the effective batch is batch x accumulate, near 64 below 43 and the batch itself from
  * 43 on (51 stays 51). Said with the figures of the batch recommended, not as a promise. */
+static int64_t yolo_accumulate(int64_t batch)
+{
+	int64_t acc = (int64_t)floor(64.0 / (double)batch + 0.5);
+	return acc < 1 ? 1 : acc;
+}
+
 static void yolo_note(const struct advice *a, struct rec *x)
 {
 	if (!cmdline_is_yolo_accumulating(a->r->process.argv, a->r->process.argc) || !x->has_value || x->value < 1)
 		return;
-	int64_t b = x->value, acc = (int64_t)floor(64.0 / (double)b + 0.5);
-	if (acc < 1)
-		acc = 1;
+	int64_t b = x->value, acc = yolo_accumulate(b);
 	int64_t now_b = a->o->batch.found ? a->o->batch.value : 0;
-	int64_t now_acc = now_b > 0 ? (int64_t)floor(64.0 / (double)now_b + 0.5) : 0;
-	if (now_b > 0 && now_acc < 1)
-		now_acc = 1;
+	int64_t now_acc = now_b > 0 ? yolo_accumulate(now_b) : 0;
 	sb_printf(&x->note, "; this script accumulates gradients by itself over max(round(64 / batch), 1) steps: at "
 	                    "batch %" PRId64 " that is %" PRId64 " step%s, an effective batch of %" PRId64,
 	          b, acc, acc == 1 ? "" : "s", b * acc);
@@ -227,13 +235,7 @@ static bool advise_autobatch(struct advice *a)
 	sb_add(&x->note, " of the free memory and leaves no room for validation, which YOLO runs at twice the batch); "
 	                 "the report cannot say which batch it was, so nothing is predicted from it. Use a fixed batch "
 	                 "instead, starting at 16, AutoBatch's own fallback");
-	sb_add(&x->note, "; find the largest that fits by measuring: vramwatch fit");
-	if (a->capacity_from && strcmp(a->capacity_from, "the card's total") != 0) {
-		sb_add(&x->note, " --limit ");
-		add_limit_size(&x->note, a->capacity);
-	}
-	sb_printf(&x->note, " --flag %s -- ", o->batch.name);
-	add_argv_note(&x->note, x->command, x->command_n);
+	add_fit_note_from(a, x, (const char *const *)x->command, x->command_n);
 	return true;
 }
 
@@ -245,7 +247,7 @@ static int64_t job_batch(const struct advice *a, int64_t b)
 	const struct job *j = a->job;
 	if (!j || b < 1)
 		return b;
-	int64_t world = j->world_size.known && j->world_size.v > 0 ? j->world_size.v : (int64_t)j->n;
+	int64_t world = job_world_size(j);
 	return world > 1 ? cmdline_batch_for_world(a->r->process.argv, a->r->process.argc, b, world) : b;
 }
 
@@ -253,7 +255,7 @@ static void note_job_rounding(const struct advice *a, struct rec *x, int64_t bef
 {
 	if (x->value == before || !a->job)
 		return;
-	int64_t world = a->job->world_size.known && a->job->world_size.v > 0 ? a->job->world_size.v : (int64_t)a->job->n;
+	int64_t world = job_world_size(a->job);
 	sb_printf(&x->note, "%s%" PRId64 " rounded down to a multiple of the job's %" PRId64 " ranks, which the script "
 	                    "requires", x->note.len ? "; " : "", before, world);
 }
@@ -1018,7 +1020,7 @@ static void advise_job(struct advice *a)
 	const struct job *j = a->job;
 	if (!j)
 		return;
-	int64_t world = j->world_size.known && j->world_size.v > 0 ? j->world_size.v : (int64_t)j->n;
+	int64_t world = job_world_size(j);
 	int64_t per_rank = 0, flag_value = 0;
 	bool total = false;
 	struct rec *batch = find_rec(a, "batch");

@@ -438,6 +438,11 @@ bool job_mixed(const struct model_report *reports, size_t n, struct strbuf *why)
 	return false;
 }
 
+int64_t job_world_size(const struct job *j)
+{
+	return j->world_size.known && j->world_size.v > 0 ? j->world_size.v : (int64_t)j->n;
+}
+
 bool job_rank_batch(const struct job *j, int64_t *per_rank, int64_t *flag_value, bool *flag_is_total)
 {
 	if (j->n == 0)
@@ -451,7 +456,7 @@ bool job_rank_batch(const struct job *j, int64_t *per_rank, int64_t *flag_value,
 	/* YOLOv5/v7/v9 (batch_size // WORLD_SIZE) and Ultralytics split the batch over the GPUs;
 	 * other scripts, and Hugging Face's per_device flag, give each rank its own (cmdline.c). */
 	*flag_is_total = cmdline_batch_scope(p->argv, p->argc) == CMDLINE_BATCH_TOTAL;
-	int64_t world = j->world_size.known && j->world_size.v > 0 ? j->world_size.v : (int64_t)j->n;
+	int64_t world = job_world_size(j);
 	*per_rank = *flag_is_total ? f.value / (world > 0 ? world : 1) : f.value;
 	return true;
 }

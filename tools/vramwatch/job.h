@@ -86,6 +86,8 @@ bool job_mixed(const struct model_report *reports, size_t n, struct strbuf *why)
 
 /* The batch each rank ran: the batch flag of the command line, divided by the world size for
  * the YOLO scripts whose --batch is the total over all GPUs. False when no flag was found. */
+/* The job's world size: as the launcher said (WORLD_SIZE), else the number of its processes. */
+int64_t job_world_size(const struct job *j);
 bool job_rank_batch(const struct job *j, int64_t *per_rank, int64_t *flag_value, bool *flag_is_total);
 
 /* Loads a file that is either one report or a job document (whose processes' reports are taken
