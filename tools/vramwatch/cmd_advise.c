@@ -33,6 +33,7 @@ struct rec {
 
 struct advice {
 	const struct model_report *r;
+	struct script script;   /* the training script's source, read when a question needs it */
 	const struct memmodel_obs *o; /* of the first report */
 	const struct memmodel_obs *obs; /* of every report */
 	size_t n_obs;
@@ -396,7 +397,7 @@ static void advise_accumulation(struct advice *a, enum cmdline_family fam)
 	                                          "--gradient-accumulation-steps", "--gradient_accumulation_steps",
 	                                          "--accumulation-steps", "--accumulation_steps", "--accum-steps"};
 	const char *defined = fam == CMDLINE_GENERIC && !acc.found
-	                          ? script_option(a->r, acc_options, sizeof acc_options / sizeof acc_options[0])
+	                          ? script_option(&a->script, a->r, acc_options, sizeof acc_options / sizeof acc_options[0])
 	                          : NULL;
 	if (defined) {
 		x->flag = defined;
@@ -583,7 +584,7 @@ static void advise_precision_and_checkpointing(struct advice *a, enum cmdline_fa
 				x->flag = "--amp";
 				x->command = argv_set(argv, argc, (size_t)no_amp, "--amp", &x->command_n);
 				sb_printf(&x->note, "%s ran the job in fp32: --amp runs it in mixed precision", argv[no_amp]);
-			} else if ((x->flag = script_option(a->r, amp_options, sizeof amp_options / sizeof amp_options[0])) != NULL) {
+			} else if ((x->flag = script_option(&a->script, a->r, amp_options, sizeof amp_options / sizeof amp_options[0])) != NULL) {
 				struct cmdline_edit e = {NULL, x->flag, 0};
 				x->command = cmdline_with_edits(argv, argc, &e, 1, &x->command_n);
 				sb_printf(&x->note, "the script defines %s, though this command line does not give it: it runs in "
@@ -623,7 +624,7 @@ static void advise_precision_and_checkpointing(struct advice *a, enum cmdline_fa
 		sb_add(&x->note, "Ultralytics has no setting for it: wrap the backbone modules' forward in "
 		                 "torch.utils.checkpoint.checkpoint(module, x, use_reentrant=False) while training "
 		                 "(a patched or subclassed model)");
-	else if ((x->flag = script_option(a->r, ckpt_options, sizeof ckpt_options / sizeof ckpt_options[0])) != NULL) {
+	else if ((x->flag = script_option(&a->script, a->r, ckpt_options, sizeof ckpt_options / sizeof ckpt_options[0])) != NULL) {
 		struct cmdline_edit e = {NULL, x->flag, 0};
 		x->command = cmdline_with_edits(argv, argc, &e, 1, &x->command_n);
 		sb_printf(&x->note, "the script defines %s, though this command line does not give it", x->flag);
@@ -1592,6 +1593,7 @@ int cmd_advise(int argc, char **argv)
 		cmdline_free(a.recs[i].command, a.recs[i].command_n);
 		sb_free(&a.recs[i].note);
 	}
+	script_free(&a.script);
 	if (is_job)
 		job_free(&job);
 	job_free_reports(reports, loaded);

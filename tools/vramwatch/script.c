@@ -75,14 +75,20 @@ static bool quoted_in(const char *text, size_t len, const char *name)
 	return false;
 }
 
-const char *script_option(const struct model_report *r, const char *const *names, size_t n)
+const char *script_option(struct script *s, const struct model_report *r, const char *const *names, size_t n)
 {
-	size_t len = 0;
-	char *text = script_source(r, &len);
-	const char *found = NULL;
-	for (size_t i = 0; text && i < n && !found; i++)
-		if (quoted_in(text, len, names[i]))
-			found = names[i];
-	free(text);
-	return found;
+	if (!s->read) {
+		s->text = script_source(r, &s->len);
+		s->read = true;
+	}
+	for (size_t i = 0; s->text && i < n; i++)
+		if (quoted_in(s->text, s->len, names[i]))
+			return names[i];
+	return NULL;
+}
+
+void script_free(struct script *s)
+{
+	free(s->text);
+	*s = (struct script){0};
 }
