@@ -20,7 +20,7 @@
 
 struct table {
     struct core_alloc *slots;
-    uint32_t cap;   /* power of two, 0 before first use */
+    uint32_t cap; /* power of two, 0 before first use */
     uint32_t count;
 };
 
@@ -31,8 +31,8 @@ struct pending {
     uint64_t size, time_ns, seq, freed_bytes, freed_count;
     const char *api;
     uint32_t callsite;
-    bool reported;  /* an out-of-memory report was written for it: rewrite it if rescued */
-    bool counted;   /* it retried a failure and failed too: already counted as final */
+    bool reported; /* an out-of-memory report was written for it: rewrite it if rescued */
+    bool counted;  /* it retried a failure and failed too: already counted as final */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -40,14 +40,14 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool ready;
 static bool touched;
 
-static struct table ptrs;   /* keyed by address: device, pool, managed and pinned host memory */
-static struct table vmm;    /* keyed by cuMemCreate handle */
+static struct table ptrs; /* keyed by address: device, pool, managed and pinned host memory */
+static struct table vmm;  /* keyed by cuMemCreate handle */
 
 static struct core_callsite *sites; /* [VW_MAX_CALLSITES], id 0 is the overflow site */
 static uint32_t nsites;
-static uint64_t *frames;           /* [FRAME_ARENA] */
+static uint64_t *frames; /* [FRAME_ARENA] */
 static uint32_t nframes;
-static uint32_t *site_index;       /* [INDEX_CAP] open addressing over ids, 0 = empty */
+static uint32_t *site_index; /* [INDEX_CAP] open addressing over ids, 0 = empty */
 static uint64_t callsites_dropped, allocs_untracked;
 
 static struct core_device devices[VW_MAX_DEVICES + 1];
@@ -79,8 +79,8 @@ static bool tl_on = true;
 
 static void *map(size_t bytes)
 {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -397,8 +397,12 @@ void core_observe_refusal(int device, uint64_t size, const char *api, uint32_t c
     devices[core_dev_slot(device)].active = true;
     /* No failure record and no report: the emulated card's answer, which the retry decides.
      * seq UINT64_MAX finds no failure, and an unmatched refusal is not a final failure. */
-    pending = (struct pending){ .active = true, .device = device, .size = size, .time_ns = now_ns,
-                                .seq = UINT64_MAX, .api = api,
+    pending = (struct pending){ .active = true,
+                                .device = device,
+                                .size = size,
+                                .time_ns = now_ns,
+                                .seq = UINT64_MAX,
+                                .api = api,
                                 .callsite = callsite < nsites ? callsite : 0 };
     pthread_mutex_unlock(&lock);
 }
@@ -662,8 +666,12 @@ enum core_failure_verdict core_failure(enum core_kind kind, int device, uint64_t
     f->reserved_at = d->live_bytes + pool_extra;
     f->free_at = free_bytes;
     if (oom) {
-        pending = (struct pending){ .active = true, .device = device, .size = size,
-                                    .time_ns = now_ns, .seq = f->seq, .api = api,
+        pending = (struct pending){ .active = true,
+                                    .device = device,
+                                    .size = size,
+                                    .time_ns = now_ns,
+                                    .seq = f->seq,
+                                    .api = api,
                                     .callsite = f->callsite };
         pending.counted = retry == 2;
         /* A failed retry is the out-of-memory the application will see: always on disk. A
@@ -704,9 +712,13 @@ void core_limit_crossing(int device, const char *api, uint64_t size, uint32_t ca
     pthread_mutex_lock(&lock);
     if (!crossed[slot]) {
         crossed[slot] = true;
-        crossings[ncrossings++] = (struct core_crossing){
-            .time_ns = now_ns, .size = size, .live_at = devices[slot].live_bytes, .api = api,
-            .device = device, .callsite = callsite < nsites ? callsite : 0 };
+        crossings[ncrossings++] =
+                (struct core_crossing){ .time_ns = now_ns,
+                                        .size = size,
+                                        .live_at = devices[slot].live_bytes,
+                                        .api = api,
+                                        .device = device,
+                                        .callsite = callsite < nsites ? callsite : 0 };
     }
     pthread_mutex_unlock(&lock);
 }
@@ -787,8 +799,8 @@ void core_snapshot(struct core_snapshot *s)
     pthread_mutex_lock(&lock);
     memcpy(s->devices, devices, sizeof(devices));
     s->host = host;
-    s->nfailures = copy_ring(s->failures, failures, sizeof(*failures), failures_total,
-                             VW_FAILURES_KEPT);
+    s->nfailures =
+            copy_ring(s->failures, failures, sizeof(*failures), failures_total, VW_FAILURES_KEPT);
     s->failures_total = failures_total;
     s->nevents = copy_ring(s->events, events, sizeof(*events), events_total, VW_EVENTS_KEPT);
     s->events_total = events_total;

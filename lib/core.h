@@ -15,46 +15,47 @@
 
 #define VW_MAX_DEVICES 64
 #define VW_DEV_UNKNOWN (-1)
-#define VW_MAX_FRAMES 128         /* hard cap on VRAMWATCH_STACK_DEPTH */
-#define VW_MAX_CALLSITES 65536    /* distinct stacks; further ones share the overflow site 0 */
-#define VW_MAX_ALLOC_SLOTS (1u << 22) /* live allocations tracked one by one: ~2.9 million at 70% load */
-#define VW_FAILURES_KEPT 256      /* the first 64 and the latest 192 */
-#define VW_EVENTS_KEPT 256        /* pressure events, same rule */
-#define VW_POOLS_PER_DEVICE 16    /* distinct stream-ordered pools remembered per device */
+#define VW_MAX_FRAMES 128      /* hard cap on VRAMWATCH_STACK_DEPTH */
+#define VW_MAX_CALLSITES 65536 /* distinct stacks; further ones share the overflow site 0 */
+#define VW_MAX_ALLOC_SLOTS \
+    (1u << 22)                 /* live allocations tracked one by one: ~2.9 million at 70% load */
+#define VW_FAILURES_KEPT 256   /* the first 64 and the latest 192 */
+#define VW_EVENTS_KEPT 256     /* pressure events, same rule */
+#define VW_POOLS_PER_DEVICE 16 /* distinct stream-ordered pools remembered per device */
 #define VW_RETRY_WINDOW_NS 10000000000ull /* a retry later than this is a new request */
 
 /* What kind of memory an allocation is; it decides which table and counters it goes to. */
 enum core_kind {
-    CORE_DEVICE = 0,  /* cudaMalloc, cuMemAlloc, pitched, 3D */
-    CORE_POOL,        /* stream-ordered: cudaMallocAsync, cuMemAllocFromPoolAsync, ... */
-    CORE_MANAGED,     /* cudaMallocManaged, cuMemAllocManaged: counted as device memory */
-    CORE_VMM,         /* cuMemCreate handles: physical memory, keyed by handle */
-    CORE_HOST,        /* pinned host memory: tracked, never counted as device memory */
+    CORE_DEVICE = 0, /* cudaMalloc, cuMemAlloc, pitched, 3D */
+    CORE_POOL,       /* stream-ordered: cudaMallocAsync, cuMemAllocFromPoolAsync, ... */
+    CORE_MANAGED,    /* cudaMallocManaged, cuMemAllocManaged: counted as device memory */
+    CORE_VMM,        /* cuMemCreate handles: physical memory, keyed by handle */
+    CORE_HOST,       /* pinned host memory: tracked, never counted as device memory */
     CORE_KINDS
 };
 
 struct core_alloc {
-    uint64_t key;         /* address, or VMM handle */
+    uint64_t key; /* address, or VMM handle */
     uint64_t size;
     uint64_t time_ns;
-    const char *api;      /* static string: the function the application called */
+    const char *api; /* static string: the function the application called */
     uint32_t callsite;
     int16_t device;
     uint8_t kind;
-    uint8_t used;         /* slot in use (keys may legitimately be 0 for VMM handles) */
+    uint8_t used; /* slot in use (keys may legitimately be 0 for VMM handles) */
 };
 
 struct core_device {
     uint64_t live_bytes, live_count, peak_live_bytes, peak_time_ns;
-    uint64_t pool_live_bytes;   /* part of live_bytes handed out by stream-ordered pools */
-    uint64_t pool_hold_bytes;   /* what the pools are taken to hold, for the timeline's reserved:
+    uint64_t pool_live_bytes; /* part of live_bytes handed out by stream-ordered pools */
+    uint64_t pool_hold_bytes; /* what the pools are taken to hold, for the timeline's reserved:
                                    their high-water mark since the last measurement */
     uint64_t alloc_calls, free_calls, failed_calls, cache_flushes;
     uint64_t va_reserved_bytes;
     uint64_t pools[VW_POOLS_PER_DEVICE];
     int npools;
-    bool active;                /* any call was recorded for this device */
-    bool pool_used;             /* an async allocation happened: ask the pools at report time */
+    bool active;    /* any call was recorded for this device */
+    bool pool_used; /* an async allocation happened: ask the pools at report time */
 };
 
 struct core_host {
@@ -70,10 +71,10 @@ struct core_failure {
     uint32_t callsite;
     int tid;
     bool oom;
-    uint8_t retried;            /* 0 no retry seen, 1 succeeded, 2 failed */
-    uint64_t seq;               /* position among all failures, to find it again */
+    uint8_t retried; /* 0 no retry seen, 1 succeeded, 2 failed */
+    uint64_t seq;    /* position among all failures, to find it again */
     uint64_t live_at, reserved_at;
-    int64_t free_at;            /* -1: unknown */
+    int64_t free_at; /* -1: unknown */
 };
 
 struct core_event {
@@ -93,9 +94,9 @@ struct core_crossing {
 
 struct core_marker {
     uint64_t time_ns;
-    uint64_t live_bytes;        /* device memory live on all devices at the marker */
-    uint64_t phase_peak_bytes;  /* the most live on all devices since the previous marker */
-    char label[80];             /* truncated at a character boundary */
+    uint64_t live_bytes;       /* device memory live on all devices at the marker */
+    uint64_t phase_peak_bytes; /* the most live on all devices since the previous marker */
+    char label[80];            /* truncated at a character boundary */
 };
 
 struct core_callsite {
@@ -104,15 +105,15 @@ struct core_callsite {
     /* Its first device allocation: when, and the device's live memory and peak just before.
      * 0 time: none yet. */
     uint64_t first_time_ns, first_live_before, first_peak_before;
-    uint32_t frames_off;        /* index into the frame arena */
+    uint32_t frames_off; /* index into the frame arena */
     uint16_t nframes;
     uint16_t pad;
 };
 
 /* Result of recording a failure: what the caller should do about the report. */
 enum core_failure_verdict {
-    CORE_FAIL_QUIET = 0,        /* not out of memory, or rate-limited */
-    CORE_FAIL_REPORT,           /* write an OOM report now */
+    CORE_FAIL_QUIET = 0, /* not out of memory, or rate-limited */
+    CORE_FAIL_REPORT,    /* write an OOM report now */
 };
 
 /* One-time set-up; idempotent and cheap after the first call. Returns false when the core's
@@ -181,7 +182,7 @@ bool core_touched(void);
 
 /* ---- snapshots, for the report writer ---- */
 struct core_snapshot {
-    struct core_device devices[VW_MAX_DEVICES + 1];   /* last slot: unknown device */
+    struct core_device devices[VW_MAX_DEVICES + 1]; /* last slot: unknown device */
     struct core_host host;
     struct core_failure failures[VW_FAILURES_KEPT];
     int nfailures;
@@ -201,7 +202,8 @@ struct core_snapshot {
 void core_snapshot(struct core_snapshot *s);
 /* Copy call-site records [0, n) into `out` (n <= ncallsites); frames are copied into `frames`
  * (capacity `fcap` entries), `out[i].frames_off` rebased onto it. Returns frames copied. */
-uint32_t core_copy_callsites(struct core_callsite *out, uint32_t n, uint64_t *frames, uint32_t fcap);
+uint32_t core_copy_callsites(struct core_callsite *out, uint32_t n, uint64_t *frames,
+                             uint32_t fcap);
 /* The `max` largest live device allocations (CORE_HOST excluded), largest first. Returns the
  * number written; *total gets the number of live device allocations. */
 int core_largest_live(struct core_alloc *out, int max, uint64_t *total);

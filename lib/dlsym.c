@@ -52,7 +52,7 @@ __asm__(".text\n"
         "    jmp *%rax\n"
         "1:  pushq %rdi\n"
         "    pushq %rsi\n"
-        "    subq $8, %rsp\n"           /* keep the stack 16-byte aligned for the call */
+        "    subq $8, %rsp\n" /* keep the stack 16-byte aligned for the call */
         "    call vw_dlsym_resolve\n"
         "    addq $8, %rsp\n"
         "    popq %rsi\n"
@@ -60,7 +60,7 @@ __asm__(".text\n"
         "    testq %rax, %rax\n"
         "    jz 2f\n"
         "    jmp *%rax\n"
-        "2:  ret\n"                      /* no dlsym found anywhere: NULL */
+        "2:  ret\n" /* no dlsym found anywhere: NULL */
         ".size dlsym, .-dlsym\n");
 #else
 /* Other architectures: without a tail-calling stub RTLD_NEXT would resolve relative to this

@@ -106,7 +106,7 @@ static bool eat_size(struct cursor *c, int64_t *out)
         const char *name;
         int64_t unit;
     } units[] = {
-        { " bytes", 1 }, { " KiB", 1ll << 10 }, { " MiB", 1ll << 20 },
+        { " bytes", 1 },       { " KiB", 1ll << 10 }, { " MiB", 1ll << 20 },
         { " GiB", 1ll << 30 }, { " TiB", 1ll << 40 },
     };
     struct cursor t = *c;

@@ -42,7 +42,7 @@ struct hook {
     int stream;
     void *shim;
     void **real;
-    uintptr_t owner;    /* load address of the library the real function lives in */
+    uintptr_t owner; /* load address of the library the real function lives in */
 };
 
 static struct hook hooks[VW_HOOK_COUNT] = {
@@ -151,8 +151,10 @@ static void status_update(uint64_t now, bool event, bool force)
     uint64_t sites = core_callsites_count();
     if (!event && !force && flushes == __atomic_load_n(&status_written_flushes, __ATOMIC_RELAXED) &&
         finals == __atomic_load_n(&status_written_finals, __ATOMIC_RELAXED) &&
-        ((peak <= status_written_peak && sites == __atomic_load_n(&status_written_sites, __ATOMIC_RELAXED)) ||
-         (now - status_last_ns < 100000000ull && peak < status_written_peak + step_of(status_written_peak))))
+        ((peak <= status_written_peak &&
+          sites == __atomic_load_n(&status_written_sites, __ATOMIC_RELAXED)) ||
+         (now - status_last_ns < 100000000ull &&
+          peak < status_written_peak + step_of(status_written_peak))))
         return;
     if (pthread_mutex_trylock(&status_lock) != 0)
         return; /* another thread is writing it: its figures are as good */
@@ -318,8 +320,10 @@ static bool adopt(int id, void *p, const Dl_info *di)
         __atomic_store_n(h->real, p, __ATOMIC_RELEASE);
         return true;
     }
-    vw_warn_once(warned_copies, "a second copy of a CUDA library (%s) is in this process; calls "
-                 "through it are passed on unrecorded", di->dli_fname ? di->dli_fname : "?");
+    vw_warn_once(warned_copies,
+                 "a second copy of a CUDA library (%s) is in this process; calls "
+                 "through it are passed on unrecorded",
+                 di->dli_fname ? di->dli_fname : "?");
     return false;
 }
 
@@ -451,7 +455,8 @@ static void *own_export(int id, void *p)
     struct hook *h = &hooks[id];
     void *cur = __atomic_load_n(h->real, __ATOMIC_ACQUIRE);
     Dl_info di;
-    if (cur && (!dladdr(cur, &di) || (uintptr_t)di.dli_fbase != __atomic_load_n(&h->owner, __ATOMIC_RELAXED))) {
+    if (cur && (!dladdr(cur, &di) ||
+                (uintptr_t)di.dli_fbase != __atomic_load_n(&h->owner, __ATOMIC_RELAXED))) {
         __atomic_store_n(h->real, NULL, __ATOMIC_RELEASE);
         __atomic_store_n(&h->owner, 0, __ATOMIC_RELAXED);
     }
@@ -548,7 +553,8 @@ static bool drv_resolve(void)
 
 bool vw_device_pci_bus_id(int device, char *out, int len)
 {
-    return drv_ready() && drv.device_get_pci && drv.device_get_pci(out, len, device) == CUDA_SUCCESS;
+    return drv_ready() && drv.device_get_pci &&
+           drv.device_get_pci(out, len, device) == CUDA_SUCCESS;
 }
 
 int vw_current_device(void)
@@ -628,7 +634,8 @@ int vw_limit_check(enum core_kind kind, uint64_t size, int *device)
     if (!got)
         return VW_LIMIT_OK; /* the driver cannot say: let the real card decide */
     uint64_t used = t > f ? t - f : 0;
-    core_measure(*device, (int64_t)used, -1, vw_now_ns()); /* asked anyway: the timeline's untracked */
+    core_measure(*device, (int64_t)used, -1,
+                 vw_now_ns()); /* asked anyway: the timeline's untracked */
     uint64_t need = size;
     if (kind == CORE_POOL) {
         /* A stream-ordered pool serves from what it already holds before asking the driver. */
@@ -851,9 +858,11 @@ int vw_write_report(const char *reason)
         if (drv_ready()) {
             if (drv.device_total_mem && drv.device_total_mem(&t, i) == CUDA_SUCCESS)
                 in->total = (int64_t)t;
-            if (drv.device_get_name && drv.device_get_name(in->name, sizeof(in->name), i) != CUDA_SUCCESS)
+            if (drv.device_get_name &&
+                drv.device_get_name(in->name, sizeof(in->name), i) != CUDA_SUCCESS)
                 in->name[0] = 0;
-            if (drv.device_get_pci && drv.device_get_pci(in->pci_bus_id, sizeof(in->pci_bus_id), i) != CUDA_SUCCESS)
+            if (drv.device_get_pci &&
+                drv.device_get_pci(in->pci_bus_id, sizeof(in->pci_bus_id), i) != CUDA_SUCCESS)
                 in->pci_bus_id[0] = 0;
             CUuuid u;
             if (drv.device_get_uuid && drv.device_get_uuid(&u, i) == CUDA_SUCCESS)

@@ -69,8 +69,8 @@ extern struct vw_real_fns vw_real;
 void *vw_find_loaded(const char *module_prefix, const char *symbol);
 /* Resolve a slot through RTLD_NEXT, then in the loaded module it belongs to; NULL if nowhere. */
 void *vw_resolve(int id);
-#define VW_REAL(name)                                                                  \
-    __extension__({                                                                    \
+#define VW_REAL(name)                                                                   \
+    __extension__({                                                                     \
         __typeof__(vw_real.name) f_ = __atomic_load_n(&vw_real.name, __ATOMIC_ACQUIRE); \
         VW_LIKELY(f_) ? f_ : (__typeof__(vw_real.name))vw_resolve(VW_HOOK_##name);      \
     })
@@ -79,7 +79,7 @@ void *vw_resolve(int id);
  * a runtime call that reaches the driver inside, and our own calls into CUDA while writing a
  * report, pass through. */
 extern VW_TLS int vw_depth;
-extern bool vw_ready;   /* options read and core mapped; false: pass everything through */
+extern bool vw_ready; /* options read and core mapped; false: pass everything through */
 
 /* Lazy set-up on the first hooked call: options, core, fork handlers. */
 bool vw_init_slow(void);

@@ -7,7 +7,7 @@
 
 struct jsonw {
     int fd;
-    bool failed;        /* a write failed: the caller discards the file */
+    bool failed; /* a write failed: the caller discards the file */
     bool need_comma;
     int depth;
     uint32_t len;
@@ -17,15 +17,15 @@ struct jsonw {
 void jw_init(struct jsonw *w, int fd);
 bool jw_finish(struct jsonw *w); /* flushes; false if any write failed */
 
-void jw_obj_begin(struct jsonw *w, const char *key);   /* key NULL inside arrays/top level */
+void jw_obj_begin(struct jsonw *w, const char *key); /* key NULL inside arrays/top level */
 void jw_obj_end(struct jsonw *w);
 void jw_arr_begin(struct jsonw *w, const char *key);
 void jw_arr_end(struct jsonw *w);
-void jw_str(struct jsonw *w, const char *key, const char *v);   /* NULL: null */
+void jw_str(struct jsonw *w, const char *key, const char *v); /* NULL: null */
 void jw_u64(struct jsonw *w, const char *key, uint64_t v);
 void jw_i64(struct jsonw *w, const char *key, int64_t v);
 void jw_null(struct jsonw *w, const char *key);
 void jw_bool(struct jsonw *w, const char *key, bool v);
-void jw_hex(struct jsonw *w, const char *key, uint64_t v);      /* "0x..." string */
+void jw_hex(struct jsonw *w, const char *key, uint64_t v); /* "0x..." string */
 
 #endif

@@ -114,7 +114,8 @@ static bool parse_one(const char *s, uint64_t *v, double *share)
     return options_parse_size(s, v) && *v > 0;
 }
 
-bool options_parse_limit(const char *s, uint64_t limit[VW_MAX_DEVICES], double share[VW_MAX_DEVICES])
+bool options_parse_limit(const char *s, uint64_t limit[VW_MAX_DEVICES],
+                         double share[VW_MAX_DEVICES])
 {
     uint64_t tmp[VW_MAX_DEVICES] = { 0 };
     double tshare[VW_MAX_DEVICES] = { 0 };
@@ -187,7 +188,8 @@ void options_load(void)
             if (!strcasecmp(v, names[i]))
                 lvl = i;
         if (lvl < 0)
-            vw_log(VW_LOG_WARN, "VRAMWATCH_LOG=%s is not quiet, warn, info or debug; using warn", v);
+            vw_log(VW_LOG_WARN, "VRAMWATCH_LOG=%s is not quiet, warn, info or debug; using warn",
+                   v);
         else
             vw_opt.log_level = lvl;
     }
@@ -210,9 +212,12 @@ void options_load(void)
         else
             strcpy(vw_opt.dir, v);
     }
-    if ((v = getenv("VRAMWATCH_LIMIT")) && *v && !options_parse_limit(v, vw_opt.limit, vw_opt.limit_share))
-        vw_log(VW_LOG_WARN, "VRAMWATCH_LIMIT=%s is not a size (16GiB, 16000MB), a share of the card "
-                            "(90%%) or a list (0:16GiB,1:8GiB); no limit", v);
+    if ((v = getenv("VRAMWATCH_LIMIT")) && *v &&
+        !options_parse_limit(v, vw_opt.limit, vw_opt.limit_share))
+        vw_log(VW_LOG_WARN,
+               "VRAMWATCH_LIMIT=%s is not a size (16GiB, 16000MB), a share of the card "
+               "(90%%) or a list (0:16GiB,1:8GiB); no limit",
+               v);
     if ((v = getenv("VRAMWATCH_STATUS")) && *v) {
         if (strlen(v) >= sizeof(vw_opt.status))
             vw_log(VW_LOG_WARN, "VRAMWATCH_STATUS is too long; no status file");
@@ -231,6 +236,7 @@ void options_load(void)
         if (!strcasecmp(v, "observe"))
             vw_opt.observe = true;
         else if (strcasecmp(v, "enforce"))
-            vw_log(VW_LOG_WARN, "VRAMWATCH_LIMIT_MODE=%s is not enforce or observe; using enforce", v);
+            vw_log(VW_LOG_WARN, "VRAMWATCH_LIMIT_MODE=%s is not enforce or observe; using enforce",
+                   v);
     }
 }

@@ -19,10 +19,10 @@ struct vw_options {
     uint64_t limit[VW_MAX_DEVICES]; /* VRAMWATCH_LIMIT per device, 0: none */
     double limit_share[VW_MAX_DEVICES]; /* VRAMWATCH_LIMIT=90%: a share of the card (0: none),
                                            turned into limit[] at the device's first use */
-    bool observe;                   /* VRAMWATCH_LIMIT_MODE=observe */
-    char status[PATH_MAX];          /* VRAMWATCH_STATUS: a file kept up to date with the peak */
-    bool cuda_visible_set;          /* CUDA_VISIBLE_DEVICES is set: NVML indices are not CUDA's */
-    bool torch_async_backend;       /* PyTorch's allocator setting selects backend:cudaMallocAsync */
+    bool observe;                       /* VRAMWATCH_LIMIT_MODE=observe */
+    char status[PATH_MAX];              /* VRAMWATCH_STATUS: a file kept up to date with the peak */
+    bool cuda_visible_set;    /* CUDA_VISIBLE_DEVICES is set: NVML indices are not CUDA's */
+    bool torch_async_backend; /* PyTorch's allocator setting selects backend:cudaMallocAsync */
 };
 
 extern struct vw_options vw_opt;
@@ -35,6 +35,7 @@ void options_load(void);
 bool options_parse_size(const char *s, uint64_t *out);
 /* Parse a limit: one size for every device, or "0:16GiB,1:8GiB"; a size may also be a share of
  * the card, "90%" (more than 0, at most 100), which goes to `share` (a fraction) instead. */
-bool options_parse_limit(const char *s, uint64_t limit[VW_MAX_DEVICES], double share[VW_MAX_DEVICES]);
+bool options_parse_limit(const char *s, uint64_t limit[VW_MAX_DEVICES],
+                         double share[VW_MAX_DEVICES]);
 
 #endif

@@ -36,8 +36,8 @@ static const struct py_layout layouts[] = {
     { 13, 72, -1, 0, 8, 56, 70, -1, 112, 120, 128, 200, 2, 40, 56 },
 };
 
-#define OWNED_BY_CSTACK 3   /* 3.12+: a shim frame where C called into the interpreter */
-#define WALK_LIMIT 4096     /* frames followed at most, whatever the depth asked for */
+#define OWNED_BY_CSTACK 3 /* 3.12+: a shim frame where C called into the interpreter */
+#define WALK_LIMIT 4096   /* frames followed at most, whatever the depth asked for */
 #define NAME_MAX_BYTES 1024
 #define CACHE_SLOTS 512
 
@@ -75,9 +75,9 @@ struct str_rec {
 static struct {
     char *arena;
     uint32_t used;
-    struct str_rec *recs;   /* [VW_PY_MAX_STRINGS], id 0 is "?" */
+    struct str_rec *recs; /* [VW_PY_MAX_STRINGS], id 0 is "?" */
     uint32_t count;
-    uint32_t *index;        /* [STR_INDEX], 0 = empty */
+    uint32_t *index; /* [STR_INDEX], 0 = empty */
     pthread_mutex_t lock;
 } strs = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -164,7 +164,8 @@ out:
 
 static const char *str_of(uint32_t id)
 {
-    return id < __atomic_load_n(&strs.count, __ATOMIC_ACQUIRE) ? strs.arena + strs.recs[id].off : NULL;
+    return id < __atomic_load_n(&strs.count, __ATOMIC_ACQUIRE) ? strs.arena + strs.recs[id].off
+                                                               : NULL;
 }
 
 /* ---------- reading CPython objects ---------- */
@@ -295,8 +296,10 @@ static inline __attribute__((always_inline)) uint64_t resolve(const struct py_la
                                                               const void *code, int offset)
 {
     const void *file = RD(const void *, code, lay->code_filename);
-    const void *name = RD(const void *, code, lay->code_qualname >= 0 ? lay->code_qualname : lay->code_name);
-    uint32_t h = (uint32_t)(((uintptr_t)code >> 4) ^ ((uintptr_t)code >> 13) ^ (uint32_t)offset * 2654435761u);
+    const void *name =
+            RD(const void *, code, lay->code_qualname >= 0 ? lay->code_qualname : lay->code_name);
+    uint32_t h = (uint32_t)(((uintptr_t)code >> 4) ^ ((uintptr_t)code >> 13) ^
+                            (uint32_t)offset * 2654435761u);
     struct cache_slot *c = &self->slots[h & (CACHE_SLOTS - 1)];
     /* A code object freed and another allocated at the same address would also need the same
      * file and name objects at the same addresses, and the same offset, to be mistaken. */
@@ -307,9 +310,11 @@ static inline __attribute__((always_inline)) uint64_t resolve(const struct py_la
     int line = env->addr2line ? env->addr2line(code, offset) : 0;
     if (line < 0)
         line = 0;
-    uint64_t tok = VW_PY_TAG | (fid << (VW_PY_STR_BITS + VW_PY_LINE_BITS)) | (nid << VW_PY_LINE_BITS) |
-                   ((uint64_t)line & ((1ull << VW_PY_LINE_BITS) - 1));
-    *c = (struct cache_slot){ .code = code, .file = file, .name = name, .offset = offset, .token = tok };
+    uint64_t tok = VW_PY_TAG | (fid << (VW_PY_STR_BITS + VW_PY_LINE_BITS)) |
+                   (nid << VW_PY_LINE_BITS) | ((uint64_t)line & ((1ull << VW_PY_LINE_BITS) - 1));
+    *c = (struct cache_slot){
+        .code = code, .file = file, .name = name, .offset = offset, .token = tok
+    };
     return tok;
 }
 
@@ -355,9 +360,12 @@ static inline __attribute__((always_inline)) int walk(const struct py_layout *la
             if (e->frame != f || e->code != code || e->instr != instr || !e->token) {
                 int off = lay->instr_kind == 0   ? (int)instr
                           : lay->instr_kind == 1 ? (int)instr * 2
-                                                 : (int)(instr - (intptr_t)((const char *)code + lay->code_adaptive));
+                                                 : (int)(instr - (intptr_t)((const char *)code +
+                                                                            lay->code_adaptive));
                 *e = (struct chain_entry){
-                    .frame = f, .code = code, .instr = instr,
+                    .frame = f,
+                    .code = code,
+                    .instr = instr,
                     .token = resolve(lay, env, code, off < 0 ? 0 : off),
                     .group_end = lay->minor <= 10 ||
                                  (lay->frame_is_entry >= 0 && RD(uint8_t, f, lay->frame_is_entry)),
@@ -379,11 +387,11 @@ static inline __attribute__((always_inline)) int walk(const struct py_layout *la
     return n;
 }
 
-#define WALK_FOR(i)                                                                         \
-    static int walk_##i(const struct py_walk_env *env, const void *ts, uint64_t *t, bool *g,   \
-                        int max)                                                                \
-    {                                                                                           \
-        return walk(&layouts[i], env, ts, t, g, max);                                          \
+#define WALK_FOR(i)                                                                          \
+    static int walk_##i(const struct py_walk_env *env, const void *ts, uint64_t *t, bool *g, \
+                        int max)                                                             \
+    {                                                                                        \
+        return walk(&layouts[i], env, ts, t, g, max);                                        \
     }
 WALK_FOR(0)
 WALK_FOR(1)

@@ -21,15 +21,15 @@ static inline bool pyframes_is_python(uint64_t token)
 
 /* Per-version facts, public for the unit tests. All offsets in bytes. */
 struct py_layout {
-    int minor;                 /* 3.minor */
-    int tstate_frame;          /* offset of the frame pointer (or of cframe) in PyThreadState */
-    int cframe_frame;          /* 3.11/3.12: offset of current_frame in _PyCFrame; -1: none */
+    int minor;        /* 3.minor */
+    int tstate_frame; /* offset of the frame pointer (or of cframe) in PyThreadState */
+    int cframe_frame; /* 3.11/3.12: offset of current_frame in _PyCFrame; -1: none */
     int frame_code, frame_back, frame_instr;
-    int frame_owner;           /* -1: none */
-    int frame_is_entry;        /* 3.11 only, else -1 */
+    int frame_owner;                             /* -1: none */
+    int frame_is_entry;                          /* 3.11 only, else -1 */
     int code_filename, code_name, code_qualname; /* qualname -1 before 3.11 */
-    int code_adaptive;         /* start of the bytecode (3.11+), -1 before */
-    int instr_kind;            /* 0: f_lasti in bytes, 1: f_lasti in code units, 2: pointer */
+    int code_adaptive;                           /* start of the bytecode (3.11+), -1 before */
+    int instr_kind; /* 0: f_lasti in bytes, 1: f_lasti in code units, 2: pointer */
     int str_ascii_header, str_compact_header;
 };
 
@@ -61,8 +61,8 @@ int pyframes_merge(const uint64_t *nat, int nn, uint64_t *out, int cap, int py_m
 /* ---- for the unit tests: walk frames in given memory with a given layout ---- */
 struct py_walk_env {
     const struct py_layout *lay;
-    const void *code_type;     /* &PyCode_Type */
-    const void *str_type;      /* &PyUnicode_Type */
+    const void *code_type; /* &PyCode_Type */
+    const void *str_type;  /* &PyUnicode_Type */
     int (*addr2line)(const void *code, int byte_offset);
 };
 int pyframes_walk(const struct py_walk_env *env, const void *tstate, uint64_t *tokens,

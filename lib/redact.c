@@ -17,10 +17,27 @@
 #include <unistd.h>
 
 static const char *const secret_words[] = {
-    "token", "key", "secret", "password", "passwd", "passphrase", "pat", "auth", "authorization",
-    "credential", "credentials", "cookie",
+    "token",
+    "key",
+    "secret",
+    "password",
+    "passwd",
+    "passphrase",
+    "pat",
+    "auth",
+    "authorization",
+    "credential",
+    "credentials",
+    "cookie",
     /* the same run together, as one part */
-    "apikey", "apitoken", "accesstoken", "authtoken", "accesskey", "secretkey", "privatekey", NULL,
+    "apikey",
+    "apitoken",
+    "accesstoken",
+    "authtoken",
+    "accesskey",
+    "secretkey",
+    "privatekey",
+    NULL,
 };
 
 /* A secret's name whose first part is one of these names a switch ("--use_auth_token",
@@ -30,7 +47,9 @@ static const char *const switch_words[] = {
 };
 
 /* HTTP authentication schemes, kept before the credentials they introduce. */
-static const char *const auth_schemes[] = { "bearer", "basic", "digest", "token", "negotiate", NULL };
+static const char *const auth_schemes[] = {
+    "bearer", "basic", "digest", "token", "negotiate", NULL
+};
 
 static bool is_lower(char c)
 {
@@ -225,8 +244,8 @@ static size_t named_value(const char *s, size_t i, size_t j, struct out *o, bool
     if (sep == ':') {
         /* Not "host:port", "https://" or "auth.example.com:443": a header or a key is
          * followed by a space or a quote, or is itself quoted, and has no dots. */
-        if (memchr(s + i, '.', j - i) || !(quoted_name || is_space(s[k + 1]) || s[k + 1] == '"' ||
-                                          s[k + 1] == '\''))
+        if (memchr(s + i, '.', j - i) ||
+            !(quoted_name || is_space(s[k + 1]) || s[k + 1] == '"' || s[k + 1] == '\''))
             return 0;
     } else if (sep != '=' && !flag_word) {
         return 0;

@@ -42,11 +42,11 @@
 extern char **environ;
 
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct core_snapshot snap;          /* under report_lock */
-static struct core_alloc live[LIVE_MAX];   /* under report_lock */
-static struct tl_device tl_copy;           /* under report_lock: one device at a time */
+static struct core_snapshot snap;            /* under report_lock */
+static struct core_alloc live[LIVE_MAX];     /* under report_lock */
+static struct tl_device tl_copy;             /* under report_lock: one device at a time */
 static struct tl_step tl_steps[VW_TL_STEPS]; /* under report_lock */
-static char path_buf[PATH_MAX + 512]; /* the folder, plus host and pid */
+static char path_buf[PATH_MAX + 512];        /* the folder, plus host and pid */
 static int64_t peak_reserved_seen[VW_MAX_DEVICES + 1];
 static unsigned report_seq;
 static int warned_write;
@@ -139,7 +139,8 @@ static int64_t process_start_ns(void)
     long hz = sysconf(_SC_CLK_TCK);
     if (hz <= 0)
         return -1;
-    return (int64_t)btime * 1000000000ll + (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
+    return (int64_t)btime * 1000000000ll +
+           (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
 }
 
 static void write_int_env(struct jsonw *w, const char *key, const char *const *names)
@@ -214,12 +215,14 @@ static void write_process(struct jsonw *w)
     /* MVAPICH's MV2_COMM_WORLD_* (DeepSpeed's mvapich launcher) sit with the other MPI names;
      * DeepSpeed's own launcher and torchrun set RANK/LOCAL_RANK/WORLD_SIZE. Each field takes the
      * first name set, so a launcher that sets only some of them still fills what it can. */
-    static const char *rank[] = { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK",
+    static const char *rank[] = { "RANK",         "OMPI_COMM_WORLD_RANK",
+                                  "PMI_RANK",     "MV2_COMM_WORLD_RANK",
                                   "SLURM_PROCID", NULL };
-    static const char *local[] = { "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                                   "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", NULL };
-    static const char *world[] = { "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
-                                   "SLURM_NTASKS", NULL };
+    static const char *local[] = { "LOCAL_RANK",      "OMPI_COMM_WORLD_LOCAL_RANK",
+                                   "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
+                                   "SLURM_LOCALID",   NULL };
+    static const char *world[] = { "WORLD_SIZE",          "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                   "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS",         NULL };
     write_int_env(w, "rank", rank);
     write_int_env(w, "local_rank", local);
     write_int_env(w, "world_size", world);
@@ -244,8 +247,8 @@ static void write_process(struct jsonw *w)
 
 struct sym {
     uint64_t ip;
-    const char *module;  /* owned by the loader: valid while the module is loaded */
-    char *symbol;        /* malloc'd, demangled when the process has a demangler */
+    const char *module; /* owned by the loader: valid while the module is loaded */
+    char *symbol;       /* malloc'd, demangled when the process has a demangler */
     uint64_t offset;
     int64_t symbol_offset;
     UT_hash_handle hh;
@@ -253,8 +256,7 @@ struct sym {
 
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
-static struct sym *symbolize(struct sym **cache, uint64_t ip, demangle_fn demangle,
-                             const char *exe)
+static struct sym *symbolize(struct sym **cache, uint64_t ip, demangle_fn demangle, const char *exe)
 {
     struct sym *s;
     HASH_FIND(hh, *cache, &ip, sizeof(ip), s);
@@ -338,7 +340,6 @@ static const char *kind_name(int kind)
     static const char *names[CORE_KINDS] = { "device", "pool", "managed", "vmm", "host" };
     return kind >= 0 && kind < CORE_KINDS ? names[kind] : "device";
 }
-
 
 /* The calls the library could put on no device: with no driver loaded or no context current,
  * failures (cudaErrorInsufficientDriver) and, rarely, allocations. null when there were none. */
@@ -739,7 +740,8 @@ static bool write_body(int fd, const char *reason, const struct report_devinfo *
 static void keep_previous(int dirfd, const char *name)
 {
     struct stat st;
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != geteuid())
         return;
     int64_t start = process_start_ns();
     int64_t written = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
@@ -749,11 +751,13 @@ static void keep_previous(int dirfd, const char *name)
     if (n < 5 || strcmp(name + n - 5, ".json") != 0)
         return;
     char aside[PATH_MAX];
-    snprintf(aside, sizeof(aside), "%.*s-%lld.json", (int)(n - 5), name, (long long)st.st_mtim.tv_sec);
+    snprintf(aside, sizeof(aside), "%.*s-%lld.json", (int)(n - 5), name,
+             (long long)st.st_mtim.tv_sec);
     if (linkat(dirfd, name, dirfd, aside, 0) == 0)
         unlinkat(dirfd, name, 0);
     else
-        vw_log(VW_LOG_INFO, "an earlier process's report %s is overwritten: %s", name, strerror(errno));
+        vw_log(VW_LOG_INFO, "an earlier process's report %s is overwritten: %s", name,
+               strerror(errno));
 }
 
 /* A process killed while writing a report leaves its temporary file behind for good, and a job
@@ -797,7 +801,8 @@ static long long stale_pid(const char *name, const char *host)
 {
     size_t hl = strlen(host);
     long long pid, tid, seq;
-    if (strncmp(name, "vramwatch-", 10) != 0 || strncmp(name + 10, host, hl) != 0 || name[10 + hl] != '-')
+    if (strncmp(name, "vramwatch-", 10) != 0 || strncmp(name + 10, host, hl) != 0 ||
+        name[10 + hl] != '-')
         return -1;
     const char *p = name + 10 + hl + 1;
     if (!take_digits(&p, &pid) || strncmp(p, ".json.tmp-", 10) != 0)
@@ -834,7 +839,8 @@ static void remove_stale_temps(int dirfd)
         if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
             st.st_uid != uid || st.st_nlink != 1 || st.st_mtime > now - STALE_AGE_S)
             continue;
-        int fd = openat(dirfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        int fd = openat(dirfd, de->d_name,
+                        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         if (fd < 0)
             continue;
         /* Still the file judged above, unlocked, and still at its name when it is removed. */

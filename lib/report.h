@@ -12,21 +12,21 @@
 /* Another process holding memory on the device (NVML). */
 struct report_proc {
     unsigned int pid;
-    int64_t used;                  /* -1: unknown */
-    char name[32];                 /* empty: unknown */
+    int64_t used;  /* -1: unknown */
+    char name[32]; /* empty: unknown */
 };
 
 /* What the CUDA side measured for one device just before the report; -1 where unknown. */
 struct report_devinfo {
-    char name[256];                /* empty: unknown */
-    char pci_bus_id[32];           /* empty: unknown */
-    char uuid[48];                 /* "GPU-…" as nvidia-smi prints it; empty: unknown */
-    int64_t total;                 /* the device's capacity: the emulated one under a limit */
-    int64_t limit;                 /* VRAMWATCH_LIMIT for this device, -1: none */
-    int64_t free;                  /* the driver's free memory */
-    int64_t pool_extra;            /* pools' reserved beyond what they handed out, 0 without pools */
-    int64_t pool_reserved_high;    /* the pools' high-water mark of reserved memory */
-    int nprocs;                    /* other processes listed below; -1: not asked, or NVML unavailable */
+    char name[256];             /* empty: unknown */
+    char pci_bus_id[32];        /* empty: unknown */
+    char uuid[48];              /* "GPU-…" as nvidia-smi prints it; empty: unknown */
+    int64_t total;              /* the device's capacity: the emulated one under a limit */
+    int64_t limit;              /* VRAMWATCH_LIMIT for this device, -1: none */
+    int64_t free;               /* the driver's free memory */
+    int64_t pool_extra;         /* pools' reserved beyond what they handed out, 0 without pools */
+    int64_t pool_reserved_high; /* the pools' high-water mark of reserved memory */
+    int nprocs; /* other processes listed below; -1: not asked, or NVML unavailable */
     struct report_proc procs[REPORT_PROCS_MAX];
 };
 

@@ -26,8 +26,8 @@
 #include "interpose.h"
 #include "options.h"
 
-static int declared = -1;  /* vramwatch_allocator_retries: -1 not said, 0 no, 1 yes */
-static int detected = -1;  /* from the loaded objects: -1 not looked yet */
+static int declared = -1; /* vramwatch_allocator_retries: -1 not said, 0 no, 1 yes */
+static int detected = -1; /* from the loaded objects: -1 not looked yet */
 
 static int find_retrying(struct dl_phdr_info *info, size_t size, void *arg)
 {

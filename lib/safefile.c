@@ -42,7 +42,8 @@
 
 #define MAX_LINKS 40
 
-static void say(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t whylen, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 
 static void say(char *why, size_t whylen, const char *fmt, ...)
 {
@@ -136,10 +137,10 @@ static int make_private(int fd, int parent, const char *name)
  * status file's folder, where "it" would read as the file). */
 static int walk_path(const char *path, bool create, bool name_last, char *why, size_t whylen)
 {
-    char rest[PATH_MAX];   /* what is left to walk; a link's target is put in front of it */
+    char rest[PATH_MAX]; /* what is left to walk; a link's target is put in front of it */
     char target[PATH_MAX];
     char name[NAME_MAX + 1];
-    char shown[1024];      /* the folder reached so far, for messages */
+    char shown[1024]; /* the folder reached so far, for messages */
     if (whylen)
         why[0] = 0;
     size_t len = strlen(path);

@@ -5,83 +5,81 @@
 
 #include "interpose.h"
 
-
 /* An allocation: forward, then record the outcome; `key` and `size` are read after the real
  * call returns, and may use `ok`. */
-#define VW_SHIM_ALLOC(ret, success, missing, runtime, name, kind, params, args, key, size)  \
-    VW_EXPORT ret name params                                                              \
-    {                                                                                      \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
-        if (VW_UNLIKELY(!real))                                                            \
-            return missing;                                                                \
-        struct vw_call c;                                                                  \
-        if (!vw_enter(&c, true))                                                           \
-            return real args;                                                              \
-        bool ok = false;                                                                   \
-        int dev = VW_DEV_UNKNOWN;                                                          \
-        int lim = VW_UNLIKELY(vw_limits)                                                   \
-                      ? vw_limit_gate(&c, #name, kind, (size), &dev, runtime)              \
-                      : VW_LIMIT_OK;                                                       \
-        if (lim == VW_LIMIT_REFUSE)                                                        \
-            return (ret)VW_OOM;                                                            \
-        ret r = real args;                                                                 \
-        ok = r == success;                                                                 \
-        vw_record_alloc(&c, #name, kind, ok, (int)r, runtime, ok ? (key) : 0, (size), dev, \
-                        ok && lim == VW_LIMIT_CROSS);                                      \
-        return r;                                                                          \
+#define VW_SHIM_ALLOC(ret, success, missing, runtime, name, kind, params, args, key, size)       \
+    VW_EXPORT ret name params                                                                    \
+    {                                                                                            \
+        __typeof__(vw_real.name) real = VW_REAL(name);                                           \
+        if (VW_UNLIKELY(!real))                                                                  \
+            return missing;                                                                      \
+        struct vw_call c;                                                                        \
+        if (!vw_enter(&c, true))                                                                 \
+            return real args;                                                                    \
+        bool ok = false;                                                                         \
+        int dev = VW_DEV_UNKNOWN;                                                                \
+        int lim = VW_UNLIKELY(vw_limits) ? vw_limit_gate(&c, #name, kind, (size), &dev, runtime) \
+                                         : VW_LIMIT_OK;                                          \
+        if (lim == VW_LIMIT_REFUSE)                                                              \
+            return (ret)VW_OOM;                                                                  \
+        ret r = real args;                                                                       \
+        ok = r == success;                                                                       \
+        vw_record_alloc(&c, #name, kind, ok, (int)r, runtime, ok ? (key) : 0, (size), dev,       \
+                        ok &&lim == VW_LIMIT_CROSS);                                             \
+        return r;                                                                                \
     }
 
 /* An allocation from an explicit stream-ordered pool: the pool is remembered, so reports can
  * ask it what it holds beyond what it handed out. */
 #define VW_SHIM_POOL_ALLOC(ret, success, missing, runtime, name, ptrtype, pooltype, streamtype) \
-    VW_EXPORT ret name(ptrtype *ptr, size_t size, pooltype pool, streamtype stream)        \
-    {                                                                                      \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
-        if (VW_UNLIKELY(!real))                                                            \
-            return missing;                                                                \
-        struct vw_call c;                                                                  \
-        if (!vw_enter(&c, true))                                                           \
-            return real(ptr, size, pool, stream);                                          \
-        int dev = vw_current_device();                                                     \
-        if (pool)                                                                          \
-            core_note_pool(dev, (uint64_t)(uintptr_t)pool);                                \
-        int lim = VW_UNLIKELY(vw_limits)                                                   \
-                      ? vw_limit_gate(&c, #name, CORE_POOL, size, &dev, runtime)           \
-                      : VW_LIMIT_OK;                                                       \
-        if (lim == VW_LIMIT_REFUSE)                                                        \
-            return (ret)VW_OOM;                                                            \
-        ret r = real(ptr, size, pool, stream);                                             \
-        bool ok = r == success;                                                            \
-        vw_record_alloc(&c, #name, CORE_POOL, ok, (int)r, runtime,                         \
-                        ok ? (uint64_t)(uintptr_t)*ptr : 0, size, dev,                     \
-                        ok && lim == VW_LIMIT_CROSS);                                      \
-        return r;                                                                          \
+    VW_EXPORT ret name(ptrtype *ptr, size_t size, pooltype pool, streamtype stream)             \
+    {                                                                                           \
+        __typeof__(vw_real.name) real = VW_REAL(name);                                          \
+        if (VW_UNLIKELY(!real))                                                                 \
+            return missing;                                                                     \
+        struct vw_call c;                                                                       \
+        if (!vw_enter(&c, true))                                                                \
+            return real(ptr, size, pool, stream);                                               \
+        int dev = vw_current_device();                                                          \
+        if (pool)                                                                               \
+            core_note_pool(dev, (uint64_t)(uintptr_t)pool);                                     \
+        int lim = VW_UNLIKELY(vw_limits)                                                        \
+                          ? vw_limit_gate(&c, #name, CORE_POOL, size, &dev, runtime)            \
+                          : VW_LIMIT_OK;                                                        \
+        if (lim == VW_LIMIT_REFUSE)                                                             \
+            return (ret)VW_OOM;                                                                 \
+        ret r = real(ptr, size, pool, stream);                                                  \
+        bool ok = r == success;                                                                 \
+        vw_record_alloc(&c, #name, CORE_POOL, ok, (int)r, runtime,                              \
+                        ok ? (uint64_t)(uintptr_t)*ptr : 0, size, dev,                          \
+                        ok &&lim == VW_LIMIT_CROSS);                                            \
+        return r;                                                                               \
     }
 
 /* A free: the allocation leaves the tables before the real free, so an address the driver
  * hands out again at once cannot be confused with it; a failed free puts it back. */
-#define VW_SHIM_FREE(ret, success, missing, name, kind, params, args, key)                 \
-    VW_EXPORT ret name params                                                              \
-    {                                                                                      \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
-        if (VW_UNLIKELY(!real))                                                            \
-            return missing;                                                                \
-        struct vw_call c;                                                                  \
-        if (!(key) || !vw_enter(&c, false))                                                \
-            return real args;                                                              \
-        struct core_alloc a;                                                               \
-        bool tracked = vw_free_begin(kind, (key), &a);                                     \
-        ret r = real args;                                                                 \
-        vw_free_end(tracked, &a, r == success);                                            \
-        return r;                                                                          \
+#define VW_SHIM_FREE(ret, success, missing, name, kind, params, args, key) \
+    VW_EXPORT ret name params                                              \
+    {                                                                      \
+        __typeof__(vw_real.name) real = VW_REAL(name);                     \
+        if (VW_UNLIKELY(!real))                                            \
+            return missing;                                                \
+        struct vw_call c;                                                  \
+        if (!(key) || !vw_enter(&c, false))                                \
+            return real args;                                              \
+        struct core_alloc a;                                               \
+        bool tracked = vw_free_begin(kind, (key), &a);                     \
+        ret r = real args;                                                 \
+        vw_free_end(tracked, &a, r == success);                            \
+        return r;                                                          \
     }
 
 /* A plain pass-through: the hook exists so later features have a place. */
-#define VW_SHIM_PASS(ret, missing, name, params, args)                                     \
-    VW_EXPORT ret name params                                                              \
-    {                                                                                      \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                     \
-        return real ? real args : missing;                                                 \
+#define VW_SHIM_PASS(ret, missing, name, params, args) \
+    VW_EXPORT ret name params                          \
+    {                                                  \
+        __typeof__(vw_real.name) real = VW_REAL(name); \
+        return real ? real args : missing;             \
     }
 
 #endif

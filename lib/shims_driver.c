@@ -21,9 +21,10 @@ DRV_ALLOC(cuMemAllocPitch_v2, CORE_DEVICE,
           (CUdeviceptr * dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
            unsigned int ElementSizeBytes),
           (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes), DPTR_KEY(*dptr),
-          ok && pPitch ? *pPitch * Height : WidthInBytes * Height)
-DRV_ALLOC(cuMemAllocManaged, CORE_MANAGED, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags),
-          (dptr, bytesize, flags), DPTR_KEY(*dptr), bytesize)
+          ok &&pPitch ? *pPitch *Height : WidthInBytes *Height)
+DRV_ALLOC(cuMemAllocManaged, CORE_MANAGED,
+          (CUdeviceptr * dptr, size_t bytesize, unsigned int flags), (dptr, bytesize, flags),
+          DPTR_KEY(*dptr), bytesize)
 DRV_ALLOC(cuMemAllocAsync, CORE_POOL, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),
           (dptr, bytesize, hStream), DPTR_KEY(*dptr), bytesize)
 DRV_ALLOC(cuMemAllocAsync_ptsz, CORE_POOL, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream),
@@ -33,8 +34,9 @@ DRV_ALLOC(cuMemHostAlloc, CORE_HOST, (void **pp, size_t bytesize, unsigned int F
 DRV_ALLOC(cuMemAllocHost_v2, CORE_HOST, (void **pp, size_t bytesize), (pp, bytesize),
           (uint64_t)(uintptr_t)*pp, bytesize)
 
-#define DRV_POOL_ALLOC(name) \
-    VW_SHIM_POOL_ALLOC(CUresult, CUDA_SUCCESS, DRV_MISSING, false, name, CUdeviceptr, CUmemoryPool, CUstream)
+#define DRV_POOL_ALLOC(name)                                                          \
+    VW_SHIM_POOL_ALLOC(CUresult, CUDA_SUCCESS, DRV_MISSING, false, name, CUdeviceptr, \
+                       CUmemoryPool, CUstream)
 DRV_POOL_ALLOC(cuMemAllocFromPoolAsync)
 DRV_POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz)
 
@@ -50,7 +52,7 @@ VW_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
     if (!vw_enter(&c, true))
         return real(handle, size, prop, flags);
     int dev = (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) ? prop->location.id
-                                                                          : VW_DEV_UNKNOWN;
+                                                                           : VW_DEV_UNKNOWN;
     int lim = VW_UNLIKELY(vw_limits) ? vw_limit_gate(&c, "cuMemCreate", CORE_VMM, size, &dev, false)
                                      : VW_LIMIT_OK;
     if (lim == VW_LIMIT_REFUSE)
@@ -94,8 +96,9 @@ VW_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
     return r;
 }
 
-DRV_PASS(cuMemMap, (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-                    unsigned long long flags),
+DRV_PASS(cuMemMap,
+         (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+          unsigned long long flags),
          (ptr, size, offset, handle, flags))
 DRV_PASS(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size))
 VW_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
@@ -124,7 +127,8 @@ DRV_PASS(cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, vo
 
 /* ---- lookups: every pointer handed out is checked against the hook list ---- */
 
-VW_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+VW_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                    cuuint64_t flags)
 {
     __typeof__(vw_real.cuGetProcAddress) real = VW_REAL(cuGetProcAddress);
     if (VW_UNLIKELY(!real))
@@ -136,7 +140,8 @@ VW_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
 }
 
 VW_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
-                                       cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
+                                       cuuint64_t flags,
+                                       CUdriverProcAddressQueryResult *symbolStatus)
 {
     __typeof__(vw_real.cuGetProcAddress_v2) real = VW_REAL(cuGetProcAddress_v2);
     if (VW_UNLIKELY(!real))

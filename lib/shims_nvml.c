@@ -41,9 +41,10 @@ static const char *hex_field(const char *p, char end, unsigned *out)
     const char *start = p;
     for (; *p && *p != end; p++) {
         char c = *p;
-        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
-                   : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
-                   : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10) : 16u;
+        unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                     : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+                                            : 16u;
         if (d == 16 || p - start >= 8)
             return NULL;
         v = v * 16 + d;
@@ -76,8 +77,8 @@ static int cuda_ordinal(vw_nvml_device dev, void *real)
             unsigned d, b, s, f;
             if (!vw_device_pci_bus_id(i, bus, sizeof(bus)))
                 break;
-            if (parse_bus_id(bus, &d, &b, &s, &f) && d == info.domain &&
-                b == info.bus && s == info.device)
+            if (parse_bus_id(bus, &d, &b, &s, &f) && d == info.domain && b == info.bus &&
+                s == info.device)
                 return i;
         }
     }
@@ -112,7 +113,8 @@ VW_EXPORT vw_nvml_return nvmlDeviceGetMemoryInfo(vw_nvml_device device, vw_nvml_
     return r;
 }
 
-VW_EXPORT vw_nvml_return nvmlDeviceGetMemoryInfo_v2(vw_nvml_device device, vw_nvml_memory_v2 *memory)
+VW_EXPORT vw_nvml_return nvmlDeviceGetMemoryInfo_v2(vw_nvml_device device,
+                                                    vw_nvml_memory_v2 *memory)
 {
     __typeof__(vw_real.nvmlDeviceGetMemoryInfo_v2) real = VW_REAL(nvmlDeviceGetMemoryInfo_v2);
     if (VW_UNLIKELY(!real))

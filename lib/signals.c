@@ -128,7 +128,8 @@ void vw_signals_install(void)
         close(pipe_fd[1]);
         return;
     }
-    fcntl(pipe_fd[1], F_SETFL, O_NONBLOCK); /* a full pipe drops the byte, never blocks the handler */
+    fcntl(pipe_fd[1], F_SETFL,
+          O_NONBLOCK); /* a full pipe drops the byte, never blocks the handler */
     sigset_t all, old;
     sigfillset(&all);
     /* the thread takes no signal of the application's */

@@ -78,7 +78,7 @@ int stack_capture(uint64_t *out, int max)
     /* A few extra slots for our own frames, which are dropped below. */
     void *ips[VW_MAX_FRAMES + 8];
     int want = max + 8 > (int)(sizeof(ips) / sizeof(ips[0])) ? (int)(sizeof(ips) / sizeof(ips[0]))
-                                                              : max + 8;
+                                                             : max + 8;
 #ifdef __SANITIZE_THREAD__
     /* Under ThreadSanitizer: unw_backtrace keeps a per-thread cache whose destructor takes a
      * mutex after the sanitizer has retired the exiting thread, which crashes its runtime.

@@ -56,8 +56,9 @@ static void sift_down(struct tl_step *h, uint32_t n, uint32_t i)
 void tl_step_slow(struct tl_device *d, uint64_t now, uint64_t size, uint64_t live_after,
                   const char *api, uint32_t callsite)
 {
-    struct tl_step s = { .time_ns = now, .size = size, .live_after = live_after, .api = api,
-                         .callsite = callsite };
+    struct tl_step s = {
+        .time_ns = now, .size = size, .live_after = live_after, .api = api, .callsite = callsite
+    };
     if (d->nsteps < VW_TL_STEPS) {
         /* Sift up into the min-heap. */
         uint32_t i = d->nsteps++;

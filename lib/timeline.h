@@ -17,9 +17,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#define VW_TL_BUCKETS 512     /* power of two: merging halves the count exactly */
-#define VW_TL_STEPS 16        /* largest growth steps kept per device */
-#define VW_TL_FIRST_SHIFT 20  /* first bucket width: 2^20 ns, about 1 ms */
+#define VW_TL_BUCKETS 512    /* power of two: merging halves the count exactly */
+#define VW_TL_STEPS 16       /* largest growth steps kept per device */
+#define VW_TL_FIRST_SHIFT 20 /* first bucket width: 2^20 ns, about 1 ms */
 #define VW_TL_MAX_SHIFT 62
 
 struct tl_bucket {
@@ -29,24 +29,24 @@ struct tl_bucket {
     uint64_t peak_time_ns;                 /* when live_max was first reached */
     uint32_t events;                       /* allocations and frees that landed here */
     uint8_t has_untracked;
-    uint8_t used;                          /* the bucket has been started */
+    uint8_t used; /* the bucket has been started */
     uint16_t pad;
 };
 
 struct tl_step {
     uint64_t time_ns, size, live_after;
-    const char *api;                       /* static string */
+    const char *api; /* static string */
     uint32_t callsite;
     uint32_t pad;
 };
 
 struct tl_device {
-    uint64_t start_ns;                     /* time of the first event: bucket 0 starts here */
-    uint64_t events;                       /* every event recorded, all buckets together */
-    uint32_t shift;                        /* bucket width is 2^shift ns */
-    uint32_t cur;                          /* the newest bucket in use */
-    uint32_t merges;                       /* how many times the buckets were halved */
-    uint32_t nsteps;                       /* steps[] is a min-heap by size */
+    uint64_t start_ns; /* time of the first event: bucket 0 starts here */
+    uint64_t events;   /* every event recorded, all buckets together */
+    uint32_t shift;    /* bucket width is 2^shift ns */
+    uint32_t cur;      /* the newest bucket in use */
+    uint32_t merges;   /* how many times the buckets were halved */
+    uint32_t nsteps;   /* steps[] is a min-heap by size */
     bool started;
     struct tl_bucket b[VW_TL_BUCKETS];
     struct tl_step steps[VW_TL_STEPS];
@@ -85,10 +85,15 @@ static inline struct tl_bucket *tl_bucket_at(struct tl_device *d, uint64_t now)
     const struct tl_bucket *p = &d->b[d->cur];
     struct tl_bucket *n = &d->b[idx];
     *n = (struct tl_bucket){
-        .live_min = p->live_last, .live_max = p->live_last, .live_last = p->live_last,
-        .reserved_max = p->reserved_last, .reserved_last = p->reserved_last,
-        .untracked_max = p->untracked_last, .untracked_last = p->untracked_last,
-        .has_untracked = p->has_untracked, .used = 1,
+        .live_min = p->live_last,
+        .live_max = p->live_last,
+        .live_last = p->live_last,
+        .reserved_max = p->reserved_last,
+        .reserved_last = p->reserved_last,
+        .untracked_max = p->untracked_last,
+        .untracked_last = p->untracked_last,
+        .has_untracked = p->has_untracked,
+        .used = 1,
         .peak_time_ns = d->start_ns + (idx << d->shift),
     };
     d->cur = (uint32_t)idx;

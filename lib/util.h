@@ -13,7 +13,8 @@
 #define VW_EXPORT __attribute__((visibility("default")))
 /* For code a sanitizer runtime may call while it is still initialising (its interceptors look
  * functions up with dlsym before shadow memory exists). */
-#define VW_NO_SANITIZE __attribute__((no_sanitize_address, no_sanitize_undefined, no_sanitize_thread))
+#define VW_NO_SANITIZE \
+    __attribute__((no_sanitize_address, no_sanitize_undefined, no_sanitize_thread))
 
 static inline uint64_t vw_now_ns(void)
 {

@@ -19,7 +19,8 @@ static int pairs(long n)
     /* Distinct sizes from a few call sites, as a caching allocator's segments would be. */
     for (long i = 0; i < n; i++) {
         void *p;
-        if (cudaMalloc(&p, 4096 + (size_t)(i & 7) * 512) != cudaSuccess || cudaFree(p) != cudaSuccess)
+        if (cudaMalloc(&p, 4096 + (size_t)(i & 7) * 512) != cudaSuccess ||
+            cudaFree(p) != cudaSuccess)
             return 1;
     }
     return 0;

@@ -62,6 +62,7 @@ int main(void)
         clock_gettime(CLOCK_REALTIME_COARSE, &ts);
         sink += (uint64_t)ts.tv_nsec;
     }
-    printf("timeline: coarse clock read per free: %.1f ns%s\n", (double)(clock_ns() - t) / 1e7, sink == 1 ? " " : "");
+    printf("timeline: coarse clock read per free: %.1f ns%s\n", (double)(clock_ns() - t) / 1e7,
+           sink == 1 ? " " : "");
     return 0;
 }

@@ -3,5 +3,5 @@ int vwcli_stub_marker(void);
 
 int vwcli_stub_marker(void)
 {
-	return 1;
+    return 1;
 }

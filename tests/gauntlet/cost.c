@@ -18,12 +18,12 @@
 
 #include "sites.h"
 
-#define CHECK(cond, code)                                                             \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
+#define CHECK(cond, code)                                                                   \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
             fprintf(stderr, "cost: step %d failed: %s (line %d)\n", code, #cond, __LINE__); \
-            exit(code);                                                               \
-        }                                                                             \
+            exit(code);                                                                     \
+        }                                                                                   \
     } while (0)
 
 static int (*vw_dump)(const char *);

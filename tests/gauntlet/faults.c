@@ -28,12 +28,12 @@
 #include "sites.h"
 
 #define MiB (1ull << 20)
-#define CHECK(cond, code)                                                               \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
+#define CHECK(cond, code)                                                                     \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
             fprintf(stderr, "faults: step %d failed: %s (line %d)\n", code, #cond, __LINE__); \
-            exit(code);                                                                 \
-        }                                                                               \
+            exit(code);                                                                       \
+        }                                                                                     \
     } while (0)
 
 typedef cudaError_t (*malloc_fn)(void **, size_t);
@@ -175,8 +175,9 @@ static int dl_cycle(const char *simdir)
          * and its functions have new addresses (stale ones must not be called). */
         if (gone)
             CHECK(mmap(base, 4096, PROT_NONE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0) ==
-                      base, 50);
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1,
+                       0) == base,
+                  50);
     }
     vw_dump = (int (*)(const char *))dlsym(RTLD_DEFAULT, "vramwatch_dump");
     if (vw_dump)

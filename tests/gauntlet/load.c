@@ -22,12 +22,12 @@
 #define KiB (1ull << 10)
 #define MiB (1ull << 20)
 #define WINDOW 4 /* allocations each thread keeps live at a time, freed in random order */
-#define CHECK(cond, code)                                                             \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
+#define CHECK(cond, code)                                                                   \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
             fprintf(stderr, "load: step %d failed: %s (line %d)\n", code, #cond, __LINE__); \
-            exit(code);                                                               \
-        }                                                                             \
+            exit(code);                                                                     \
+        }                                                                                   \
     } while (0)
 
 enum path { RUNTIME, DRIVER, ASYNC, VMM, NPATHS };
@@ -41,8 +41,8 @@ struct slot {
 static long pairs;
 static unsigned seed;
 static size_t gran;
-static atomic_long done;          /* pairs finished, all threads */
-static atomic_ullong final_live; /* bytes each thread leaves live at the end */
+static atomic_long done;             /* pairs finished, all threads */
+static atomic_ullong final_live;     /* bytes each thread leaves live at the end */
 static atomic_int finished, release; /* threads stay alive until their memory is measured */
 static CUmemAllocationProp vmm_prop;
 
@@ -183,7 +183,8 @@ int main(int argc, char **argv)
     vmm_prop.location.id = 0;
     CHECK(cudaFree(NULL) == cudaSuccess, 2);
     CHECK(cuMemGetAllocationGranularity(&gran, &vmm_prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) ==
-              CUDA_SUCCESS, 3);
+                  CUDA_SUCCESS,
+          3);
     /* The preloaded library's API, when it is there (not without the preload). */
     int (*dump)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "vramwatch_dump");
 

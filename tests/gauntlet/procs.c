@@ -22,12 +22,12 @@
 #include <unistd.h>
 
 #define MiB (1ull << 20)
-#define CHECK(cond, code)                                                              \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
+#define CHECK(cond, code)                                                                    \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
             fprintf(stderr, "procs: step %d failed: %s (line %d)\n", code, #cond, __LINE__); \
-            exit(code);                                                                \
-        }                                                                              \
+            exit(code);                                                                      \
+        }                                                                                    \
     } while (0)
 
 extern char **environ;

@@ -21,11 +21,19 @@
 // The same hierarchy as PyTorch's c10/util/Exception.h and, for 1.5 to 1.12,
 // c10/cuda/CUDACachingAllocator.h (members differ; the hook relies only on the type's name and
 // on what() being the first virtual function after the destructors).
-namespace c10 {
-class Error : public std::exception {
+namespace c10
+{
+class Error : public std::exception
+{
   public:
-    explicit Error(std::string msg) : msg_(std::move(msg)) { last_constructed = this; }
-    const char *what() const noexcept override { return msg_.c_str(); }
+    explicit Error(std::string msg) : msg_(std::move(msg))
+    {
+        last_constructed = this;
+    }
+    const char *what() const noexcept override
+    {
+        return msg_.c_str();
+    }
     // Where the last exception object was built: the one caught must be that very object.
     static const void *last_constructed;
 
@@ -34,12 +42,14 @@ class Error : public std::exception {
 };
 const void *Error::last_constructed = nullptr;
 
-class OutOfMemoryError : public Error {
+class OutOfMemoryError : public Error
+{
   public:
     using Error::Error;
 };
 
-class CUDAOutOfMemoryError : public Error {
+class CUDAOutOfMemoryError : public Error
+{
   public:
     using Error::Error;
 };
@@ -47,12 +57,12 @@ class CUDAOutOfMemoryError : public Error {
 
 // Written in one piece as PyTorch 2.1+ does; cxx_oom_check.py expects its figures.
 static const char kMessage[] =
-    "CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of 15.78 GiB of "
-    "which 186.12 MiB is free. Process 4021 has 1.25 GiB memory in use. Including non-PyTorch memory, "
-    "this process has 14.31 GiB memory in use. 15.00 GiB allowed; Of the allocated memory 12.21 GiB "
-    "is allocated by PyTorch, with 1.50 GiB allocated in private pools (e.g., CUDA Graphs), and "
-    "1.02 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large "
-    "try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.";
+        "CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of 15.78 GiB of "
+        "which 186.12 MiB is free. Process 4021 has 1.25 GiB memory in use. Including non-PyTorch memory, "
+        "this process has 14.31 GiB memory in use. 15.00 GiB allowed; Of the allocated memory 12.21 GiB "
+        "is allocated by PyTorch, with 1.50 GiB allocated in private pools (e.g., CUDA Graphs), and "
+        "1.02 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large "
+        "try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.";
 
 static int failures;
 
@@ -93,7 +103,8 @@ static void report_holds_verdict()
     for (char *c = host; *c; c++)
         if (!std::isalnum(static_cast<unsigned char>(*c)) && *c != '.' && *c != '-' && *c != '_')
             *c = '_';
-    std::string path = std::string(dir) + "/vramwatch-" + host + "-" + std::to_string(getpid()) + ".json";
+    std::string path =
+            std::string(dir) + "/vramwatch-" + host + "-" + std::to_string(getpid()) + ".json";
     std::FILE *f = std::fopen(path.c_str(), "r");
     expect(f != nullptr, "no report on disk when the exception was caught");
     if (!f)
@@ -104,8 +115,10 @@ static void report_holds_verdict()
     while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
         text.append(buf, n);
     std::fclose(f);
-    expect(text.find("\"reason\":\"oom\"") != std::string::npos, "the report at the throw is not an oom report");
-    expect(text.find("\"requested_bytes\":268435456") != std::string::npos, "the report at the throw lacks the verdict");
+    expect(text.find("\"reason\":\"oom\"") != std::string::npos,
+           "the report at the throw is not an oom report");
+    expect(text.find("\"requested_bytes\":268435456") != std::string::npos,
+           "the report at the throw lacks the verdict");
 }
 
 static void allocate_some()
@@ -129,7 +142,8 @@ template <class E> static int throw_one(const std::string &msg)
         throw_as<E>(msg);
     } catch (c10::Error &e) {
         caught = true;
-        expect(static_cast<const void *>(&e) == c10::Error::last_constructed, "not the object that was thrown");
+        expect(static_cast<const void *>(&e) == c10::Error::last_constructed,
+               "not the object that was thrown");
         expect(std::strcmp(e.what(), msg.c_str()) == 0, "the message changed");
         expect(typeid(e) == typeid(E), "the type changed");
     }
@@ -176,7 +190,8 @@ int main(int argc, char **argv)
         expect(static_cast<const void *>(&e) == c10::Error::last_constructed,
                "c10::Error&: not the object that was thrown");
         expect(std::strcmp(e.what(), kMessage) == 0, "c10::Error&: the message changed");
-        expect(dynamic_cast<c10::OutOfMemoryError *>(&e) != nullptr, "c10::Error&: the type changed");
+        expect(dynamic_cast<c10::OutOfMemoryError *>(&e) != nullptr,
+               "c10::Error&: the type changed");
     }
     expect(caught, "c10::OutOfMemoryError was not caught as c10::Error&");
     report_holds_verdict();
@@ -189,7 +204,8 @@ int main(int argc, char **argv)
         expect(static_cast<const void *>(&e) == c10::Error::last_constructed,
                "std::exception&: not the object that was thrown");
         expect(std::strcmp(e.what(), kMessage) == 0, "std::exception&: the message changed");
-        expect(dynamic_cast<c10::OutOfMemoryError *>(&e) != nullptr, "std::exception&: the type changed");
+        expect(dynamic_cast<c10::OutOfMemoryError *>(&e) != nullptr,
+               "std::exception&: the type changed");
     }
     expect(caught, "c10::OutOfMemoryError was not caught as std::exception&");
 
@@ -200,7 +216,8 @@ int main(int argc, char **argv)
         expect(false, "std::runtime_error caught as c10::Error");
     } catch (std::runtime_error &e) {
         caught = true;
-        expect(std::strcmp(e.what(), "bad config: batch=x") == 0, "std::runtime_error: the message changed");
+        expect(std::strcmp(e.what(), "bad config: batch=x") == 0,
+               "std::runtime_error: the message changed");
     }
     expect(caught, "std::runtime_error was not caught");
 
@@ -217,7 +234,8 @@ int main(int argc, char **argv)
         _exit(1);
     }
     int status = 0;
-    expect(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+    expect(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) &&
+                   WEXITSTATUS(status) == 0,
            "the forked child did not catch its exception");
 
     if (failures)

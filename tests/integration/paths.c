@@ -19,28 +19,31 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #define MiB (1ull << 20)
-#define CHECK(cond, code)                                                          \
-    do {                                                                           \
-        if (!(cond)) {                                                             \
+#define CHECK(cond, code)                                                                    \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
             fprintf(stderr, "paths: step %d failed: %s (line %d)\n", code, #cond, __LINE__); \
-            exit(code);                                                            \
-        }                                                                          \
+            exit(code);                                                                      \
+        }                                                                                    \
     } while (0)
 
 cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t stream);
 cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t stream);
-cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream);
-cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
+cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool,
+                                         cudaStream_t stream);
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
+                                         unsigned long long flags,
                                          enum cudaDriverEntryPointQueryResult *driverStatus);
-cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
-                                                  unsigned long long flags,
-                                                  enum cudaDriverEntryPointQueryResult *driverStatus);
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
+        const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
+        enum cudaDriverEntryPointQueryResult *driverStatus);
 
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
 typedef CUresult (*free_fn)(CUdeviceptr);
 typedef CUresult (*async_fn)(CUdeviceptr *, size_t, CUstream);
 typedef CUresult (*gpa1_fn)(const char *, void **, int, cuuint64_t);
-typedef CUresult (*gpa2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+typedef CUresult (*gpa2_fn)(const char *, void **, int, cuuint64_t,
+                            CUdriverProcAddressQueryResult *);
 
 /* Which shared object a function pointer lives in (basename), to tell shims from real ones. */
 static const char *owner(void *p)
@@ -99,8 +102,8 @@ static int rt_malloc(void)
     CHECK(cudaMalloc(&b, 2 * MiB) == cudaSuccess, 11);
     CHECK(cudaMalloc(&c, 4 * MiB) == cudaSuccess, 12);
     CHECK(cudaFree(a) == cudaSuccess, 13);
-    CHECK(cudaFree(NULL) == cudaSuccess, 14);                 /* not a free call */
-    CHECK(cudaFree((void *)0x1234) != cudaSuccess, 15);       /* unknown pointer */
+    CHECK(cudaFree(NULL) == cudaSuccess, 14);           /* not a free call */
+    CHECK(cudaFree((void *)0x1234) != cudaSuccess, 15); /* unknown pointer */
     void *z = (void *)1;
     CHECK(cudaMalloc(&z, 0) == cudaSuccess && z == NULL, 16); /* nothing handed out */
     return 0;
@@ -188,7 +191,8 @@ static int drv_direct(void)
     prop.location.id = 0;
     size_t gran;
     CHECK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) ==
-              CUDA_SUCCESS, 67);
+                  CUDA_SUCCESS,
+          67);
     CUmemGenericAllocationHandle h1, h2;
     CUdeviceptr va;
     CHECK(cuMemAddressReserve(&va, 64 * gran, 0, 0, 0) == CUDA_SUCCESS, 68);
@@ -218,7 +222,8 @@ static int drv_dlsym(void)
     CHECK(h, 80);
     CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(h, "cuInit");
     CHECK(init && init(0) == CUDA_SUCCESS, 81);
-    CUresult (*retain)(CUcontext *, CUdevice) = (CUresult(*)(CUcontext *, CUdevice))dlsym(h, "cuDevicePrimaryCtxRetain");
+    CUresult (*retain)(CUcontext *, CUdevice) =
+            (CUresult(*)(CUcontext *, CUdevice))dlsym(h, "cuDevicePrimaryCtxRetain");
     CUresult (*setcur)(CUcontext) = (CUresult(*)(CUcontext))dlsym(h, "cuCtxSetCurrent");
     CUcontext ctx;
     CHECK(retain(&ctx, 0) == CUDA_SUCCESS && setcur(ctx) == CUDA_SUCCESS, 82);
@@ -258,10 +263,15 @@ static int drv_procaddr(void)
     alloc_fn al;
     free_fn fr;
     async_fn leg, ptsz;
-    CHECK(gpa2("cuMemAlloc", (void **)&al, 12000, 0, NULL) == CUDA_SUCCESS && is_shim((void *)al), 100);
+    CHECK(gpa2("cuMemAlloc", (void **)&al, 12000, 0, NULL) == CUDA_SUCCESS && is_shim((void *)al),
+          100);
     CHECK(gpa1("cuMemFree", (void **)&fr, 11030, 0) == CUDA_SUCCESS && is_shim((void *)fr), 101);
-    CHECK(gpa2("cuMemAllocAsync", (void **)&leg, 12000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL) == CUDA_SUCCESS, 102);
-    CHECK(gpa2("cuMemAllocAsync", (void **)&ptsz, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL) == CUDA_SUCCESS, 103);
+    CHECK(gpa2("cuMemAllocAsync", (void **)&leg, 12000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL) ==
+                  CUDA_SUCCESS,
+          102);
+    CHECK(gpa2("cuMemAllocAsync", (void **)&ptsz, 12000,
+               CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL) == CUDA_SUCCESS,
+          103);
     CHECK(is_shim((void *)leg) && is_shim((void *)ptsz) && leg != ptsz, 104);
     /* Below 3020 the driver returns the 32-bit v1 function: never wrapped. */
     void *v1 = NULL;
@@ -284,12 +294,19 @@ static int rt_entrypoint(void)
     CHECK(cudaMalloc(&warm, 1 * MiB) == cudaSuccess, 120); /* creates the context */
     alloc_fn al, al2;
     enum cudaDriverEntryPointQueryResult q;
-    CHECK(cudaGetDriverEntryPoint("cuMemAlloc", (void **)&al, cudaEnableDefault, &q) == cudaSuccess, 121);
-    CHECK(cudaGetDriverEntryPointByVersion("cuMemAlloc", (void **)&al2, 12000, cudaEnableDefault, &q) == cudaSuccess, 122);
+    CHECK(cudaGetDriverEntryPoint("cuMemAlloc", (void **)&al, cudaEnableDefault, &q) == cudaSuccess,
+          121);
+    CHECK(cudaGetDriverEntryPointByVersion("cuMemAlloc", (void **)&al2, 12000, cudaEnableDefault,
+                                           &q) == cudaSuccess,
+          122);
     CHECK(is_shim((void *)al) && is_shim((void *)al2), 123);
     async_fn as1, as2;
-    CHECK(cudaGetDriverEntryPoint_ptsz("cuMemAllocAsync", (void **)&as1, cudaEnablePerThreadDefaultStream, &q) == cudaSuccess, 126);
-    CHECK(cudaGetDriverEntryPointByVersion_ptsz("cuMemAllocAsync", (void **)&as2, 12000, cudaEnableLegacyStream, &q) == cudaSuccess, 127);
+    CHECK(cudaGetDriverEntryPoint_ptsz("cuMemAllocAsync", (void **)&as1,
+                                       cudaEnablePerThreadDefaultStream, &q) == cudaSuccess,
+          126);
+    CHECK(cudaGetDriverEntryPointByVersion_ptsz("cuMemAllocAsync", (void **)&as2, 12000,
+                                                cudaEnableLegacyStream, &q) == cudaSuccess,
+          127);
     CHECK(is_shim((void *)as1) && is_shim((void *)as2) && as1 != as2, 128);
     CUdeviceptr a, b;
     CHECK(al(&a, 2 * MiB) == CUDA_SUCCESS, 124);
@@ -445,7 +462,8 @@ static int limit_mode(bool observe)
     void *a, *b, *c;
     CHECK(cudaMemGetInfo(&f, &t) == cudaSuccess, 200);
     CHECK(t == 1024 * MiB && f == 924 * MiB, 201);
-    CHECK(cudaGetDeviceProperties(&prop, 0) == cudaSuccess && prop.totalGlobalMem == 1024 * MiB, 202);
+    CHECK(cudaGetDeviceProperties(&prop, 0) == cudaSuccess && prop.totalGlobalMem == 1024 * MiB,
+          202);
     CHECK(cuDeviceTotalMem_v2(&dt, 0) == CUDA_SUCCESS && dt == 1024 * MiB, 203);
     CHECK(cudaMalloc(&a, 900 * MiB) == cudaSuccess, 204);
     CHECK(cuMemGetInfo_v2(&f, &t) == CUDA_SUCCESS && t == 1024 * MiB && f == 24 * MiB, 205);
@@ -462,7 +480,8 @@ static int limit_mode(bool observe)
         CHECK(cuMemAlloc_v2(&d, 100 * MiB) == CUDA_ERROR_OUT_OF_MEMORY, 207);
         CHECK(cudaMallocAsync(&b, 100 * MiB, 0) == cudaErrorMemoryAllocation, 208);
         CHECK(cuMemCreate(&h, 64 * MiB, &pr, 0) == CUDA_ERROR_OUT_OF_MEMORY, 209);
-        CHECK(cudaMallocManaged(&b, 100 * MiB, cudaMemAttachGlobal) == cudaErrorMemoryAllocation, 210);
+        CHECK(cudaMallocManaged(&b, 100 * MiB, cudaMemAttachGlobal) == cudaErrorMemoryAllocation,
+              210);
         CHECK(cudaMalloc(&c, 20 * MiB) == cudaSuccess, 211); /* still fits: 1020 of 1024 MiB */
         void *host;
         CHECK(cudaMallocHost(&host, 512 * MiB) == cudaSuccess, 212); /* host memory: no limit */
@@ -553,7 +572,9 @@ static int queries_only(void)
     CUmemoryPool pool;
     cuuint64_t used = 1;
     CHECK(cuDeviceGetDefaultMemPool(&pool, 0) == CUDA_SUCCESS, 184);
-    CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) == CUDA_SUCCESS && used == 0, 185);
+    CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) == CUDA_SUCCESS &&
+                  used == 0,
+          185);
     return 0;
 }
 
@@ -586,12 +607,25 @@ int main(int argc, char **argv)
         const char *name;
         int (*fn)(void);
     } modes[] = {
-        { "rt_malloc", rt_malloc }, { "rt_pitch", rt_pitch }, { "rt_managed_host", rt_managed_host },
-        { "rt_async", rt_async }, { "drv_direct", drv_direct }, { "drv_dlsym", drv_dlsym },
-        { "drv_procaddr", drv_procaddr }, { "rt_entrypoint", rt_entrypoint }, { "oom", oom },
-        { "fragmentation", fragmentation }, { "threads", threads }, { "first_threads", first_threads }, { "fork", fork_children },
-        { "dump", dump }, { "queries_only", queries_only }, { "two_devices", two_devices },
-        { "limit_enforce", limit_enforce }, { "limit_observe", limit_observe }, { "nvml", nvml },
+        { "rt_malloc", rt_malloc },
+        { "rt_pitch", rt_pitch },
+        { "rt_managed_host", rt_managed_host },
+        { "rt_async", rt_async },
+        { "drv_direct", drv_direct },
+        { "drv_dlsym", drv_dlsym },
+        { "drv_procaddr", drv_procaddr },
+        { "rt_entrypoint", rt_entrypoint },
+        { "oom", oom },
+        { "fragmentation", fragmentation },
+        { "threads", threads },
+        { "first_threads", first_threads },
+        { "fork", fork_children },
+        { "dump", dump },
+        { "queries_only", queries_only },
+        { "two_devices", two_devices },
+        { "limit_enforce", limit_enforce },
+        { "limit_observe", limit_observe },
+        { "nvml", nvml },
         { "rank", rank_mode },
     };
     if (argc != 2) {

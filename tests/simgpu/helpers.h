@@ -14,8 +14,8 @@
  * on first use: so a test sets exactly what it needs before its first CUDA call. */
 static inline void sim_env_clear(void)
 {
-    static const char *vars[] = { "SIMGPU_DEVICES", "SIMGPU_MEMORY", "SIMGPU_CONTEXT_BYTES",
-                                  "SIMGPU_OTHER_BYTES", "SIMGPU_NAME", "SIMGPU_FAIL",
+    static const char *vars[] = { "SIMGPU_DEVICES",     "SIMGPU_MEMORY", "SIMGPU_CONTEXT_BYTES",
+                                  "SIMGPU_OTHER_BYTES", "SIMGPU_NAME",   "SIMGPU_FAIL",
                                   "SIMGPU_LIBCUDA" };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);

@@ -42,12 +42,12 @@ Test(simgpu_alloc, best_fit_prefers_the_smallest_hole)
     uint64_t p[5], got;
 
     cr_assert_eq(ra_init(&ra, 0, 10 * 1024), 0);
-    cr_assert_eq(ra_alloc(&ra, 3072, 1, &p[0]), 0);  /* [0,3K) */
-    cr_assert_eq(ra_alloc(&ra, 1024, 1, &p[1]), 0);  /* [3K,4K) */
-    cr_assert_eq(ra_alloc(&ra, 1024, 1, &p[2]), 0);  /* [4K,5K) */
-    cr_assert_eq(ra_alloc(&ra, 1024, 1, &p[3]), 0);  /* [5K,6K) */
-    cr_assert_eq(ra_free(&ra, p[0], 3072), 0);       /* hole of 3K at 0 */
-    cr_assert_eq(ra_free(&ra, p[2], 1024), 0);       /* hole of 1K at 4K; 4K tail at 6K */
+    cr_assert_eq(ra_alloc(&ra, 3072, 1, &p[0]), 0); /* [0,3K) */
+    cr_assert_eq(ra_alloc(&ra, 1024, 1, &p[1]), 0); /* [3K,4K) */
+    cr_assert_eq(ra_alloc(&ra, 1024, 1, &p[2]), 0); /* [4K,5K) */
+    cr_assert_eq(ra_alloc(&ra, 1024, 1, &p[3]), 0); /* [5K,6K) */
+    cr_assert_eq(ra_free(&ra, p[0], 3072), 0);      /* hole of 3K at 0 */
+    cr_assert_eq(ra_free(&ra, p[2], 1024), 0);      /* hole of 1K at 4K; 4K tail at 6K */
     cr_assert_eq(ra_alloc(&ra, 1024, 1, &got), 0);
     cr_assert_eq(got, 4096, "the 1K hole fits exactly");
     cr_assert_eq(ra_alloc(&ra, 2048, 1, &got), 0);
@@ -112,14 +112,27 @@ Test(simgpu_config, sizes)
         const char *text;
         uint64_t value;
     } ok[] = {
-        { "0", 0 }, { "4096", 4096 }, { "512B", 512 },
-        { "16GiB", 16 * GiB }, { "16G", 16 * GiB }, { "16g", 16 * GiB }, { "16 GiB", 16 * GiB },
-        { "16000MB", 16000000000ULL }, { "16GB", 16000000000ULL }, { "300MiB", 300 * MiB },
-        { "300M", 300 * MiB }, { "1.5GiB", 3 * GiB / 2 }, { "2K", 2048 }, { "2KB", 2000 },
-        { "1T", 1ULL << 40 }, { "1TB", 1000000000000ULL }, { " 8 MiB ", 8 * MiB },
+        { "0", 0 },
+        { "4096", 4096 },
+        { "512B", 512 },
+        { "16GiB", 16 * GiB },
+        { "16G", 16 * GiB },
+        { "16g", 16 * GiB },
+        { "16 GiB", 16 * GiB },
+        { "16000MB", 16000000000ULL },
+        { "16GB", 16000000000ULL },
+        { "300MiB", 300 * MiB },
+        { "300M", 300 * MiB },
+        { "1.5GiB", 3 * GiB / 2 },
+        { "2K", 2048 },
+        { "2KB", 2000 },
+        { "1T", 1ULL << 40 },
+        { "1TB", 1000000000000ULL },
+        { " 8 MiB ", 8 * MiB },
     };
-    static const char *bad[] = { "", "GiB", "16 XB", "-1", "1.2.3", "16GiBs", "0x10",
-                                 "99999999999999999999", "20000000000T" };
+    static const char *bad[] = {
+        "", "GiB", "16 XB", "-1", "1.2.3", "16GiBs", "0x10", "99999999999999999999", "20000000000T"
+    };
     uint64_t v;
 
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
@@ -222,7 +235,8 @@ Test(simgpu_config, bad_values_warn_and_fall_back)
     struct simgpu_config cfg;
     sim_env("lots", "-3", "1Q");
     setenv("SIMGPU_DEVICES", "many", 1);
-    setenv("SIMGPU_FAIL", "cuMemAlloc_v2,cuNothing:1,cuMemAlloc_v2:0,cuMemCreate:2:x,cuMemCreate:4", 1);
+    setenv("SIMGPU_FAIL", "cuMemAlloc_v2,cuNothing:1,cuMemAlloc_v2:0,cuMemCreate:2:x,cuMemCreate:4",
+           1);
     struct stderr_capture cap = stderr_begin();
     simgpu_config_load(&cfg, only_alloc);
     char *err = stderr_end(cap);
@@ -276,10 +290,10 @@ Test(simgpu_config, visible_devices_stop_at_the_first_bad_entry)
         const char *value;
         int devices, first;
     } cases[] = {
-        { "1,7,0", 1, 1 },    /* out of range: the list ends there */
-        { "1,1,0", 1, 1 },    /* a repeat ends it too */
-        { "x,0", 0, -1 },     /* nothing usable: no devices */
-        { "", 0, -1 },        /* empty hides every device */
+        { "1,7,0", 1, 1 }, /* out of range: the list ends there */
+        { "1,1,0", 1, 1 }, /* a repeat ends it too */
+        { "x,0", 0, -1 },  /* nothing usable: no devices */
+        { "", 0, -1 },     /* empty hides every device */
         { "3,2,1,0", 4, 3 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -291,7 +305,8 @@ Test(simgpu_config, visible_devices_stop_at_the_first_bad_entry)
         unsetenv("CUDA_VISIBLE_DEVICES");
         cr_assert_eq(cfg.devices, cases[i].devices, "CUDA_VISIBLE_DEVICES='%s'", cases[i].value);
         if (cases[i].first >= 0)
-            cr_assert_eq(cfg.physical[0], cases[i].first, "CUDA_VISIBLE_DEVICES='%s'", cases[i].value);
+            cr_assert_eq(cfg.physical[0], cases[i].first, "CUDA_VISIBLE_DEVICES='%s'",
+                         cases[i].value);
     }
 }
 

@@ -484,7 +484,8 @@ Test(simgpu_driver, vmm_create_map_release)
                  "past the reservation");
     cr_assert_eq(cuMemMap(va + 8 * MiB, 2 * MiB, 4 * MiB, h1, 0), CUDA_ERROR_INVALID_VALUE,
                  "past the handle");
-    cr_assert_eq(cuMemMap(va + 8 * MiB, 2 * MiB, 0, 777, 0), CUDA_ERROR_INVALID_VALUE, "bad handle");
+    cr_assert_eq(cuMemMap(va + 8 * MiB, 2 * MiB, 0, 777, 0), CUDA_ERROR_INVALID_VALUE,
+                 "bad handle");
     acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     acc.location.id = 0;
     acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
@@ -601,7 +602,7 @@ static void *lookup(const char *name, int version, cuuint64_t flags, CUresult wa
     return fn;
 }
 
-#define FOUND(name, ver, flags, sym) \
+#define FOUND(name, ver, flags, sym)                                                  \
     cr_assert_eq(lookup(name, ver, flags, CUDA_SUCCESS, CU_GET_PROC_ADDRESS_SUCCESS), \
                  driver_symbol(sym), "%s@%d flags %d should be %s", name, ver, flags, sym)
 #define TOO_OLD(name, ver) \
@@ -679,7 +680,8 @@ Test(simgpu_driver, proc_address_misses)
     void *fn = (void *)1;
     sim_env_clear();
     lookup("", 13000, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
-    lookup("cuNoSuchFunction", 13000, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    lookup("cuNoSuchFunction", 13000, 0, CUDA_ERROR_NOT_FOUND,
+           CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
     lookup("cuMemAlloc_v2", 13000, 0, CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
     cr_assert_eq(cuGetProcAddress_v2("cuMemAlloc", &fn, 13000, 0, NULL), CUDA_SUCCESS,
                  "status pointer is optional");

@@ -37,7 +37,7 @@ static void *driver_symbol(const char *name)
 
 static size_t driver_used(int dev)
 {
-    size_t (*f)(int) = (size_t (*)(int))driver_symbol("simgpu_device_used_bytes");
+    size_t (*f)(int) = (size_t(*)(int))driver_symbol("simgpu_device_used_bytes");
     return f(dev);
 }
 
@@ -103,9 +103,16 @@ Test(simgpu_nvml, abi_layouts)
 Test(simgpu_nvml, exports)
 {
     static const char *names[] = {
-        "nvmlInit_v2", "nvmlInit", "nvmlShutdown", "nvmlDeviceGetCount_v2",
-        "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetIndex", "nvmlDeviceGetMemoryInfo",
-        "nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetName",
+        "nvmlInit_v2",
+        "nvmlInit",
+        "nvmlShutdown",
+        "nvmlDeviceGetCount_v2",
+        "nvmlDeviceGetHandleByIndex_v2",
+        "nvmlDeviceGetIndex",
+        "nvmlDeviceGetMemoryInfo",
+        "nvmlDeviceGetMemoryInfo_v2",
+        "nvmlDeviceGetPciInfo_v3",
+        "nvmlDeviceGetName",
         "nvmlErrorString",
     };
     void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -359,7 +366,7 @@ Test(simgpu_nvml, memory_v2_version_check)
 
     static const unsigned int wrong[] = {
         0,
-        2u << 24,                                 /* right version, no size */
+        2u << 24, /* right version, no size */
         (unsigned int)sizeof(nvmlMemory_v2_t) | (1u << 24),
         (unsigned int)sizeof(nvmlMemory_v2_t) | (3u << 24),
         (unsigned int)sizeof(nvmlMemory_t) | (2u << 24),
@@ -398,7 +405,7 @@ Test(simgpu_nvml, pci_bus_ids_match_the_driver)
     OK(cudaGetDeviceCount(&n));
     cr_assert_eq(n, 12);
     CUresult (*bus_id)(char *, int, CUdevice) =
-        (CUresult (*)(char *, int, CUdevice))driver_symbol("cuDeviceGetPCIBusId");
+            (CUresult(*)(char *, int, CUdevice))driver_symbol("cuDeviceGetPCIBusId");
 
     for (int i = 0; i < n; i++) {
         memset(&pci, 0x5a, sizeof pci);

@@ -33,7 +33,7 @@ static void *driver_symbol(const char *name)
 
 static size_t used_bytes(int dev)
 {
-    size_t (*f)(int) = (size_t (*)(int))driver_symbol("simgpu_used_bytes");
+    size_t (*f)(int) = (size_t(*)(int))driver_symbol("simgpu_used_bytes");
     return f(dev);
 }
 
@@ -361,7 +361,8 @@ Test(simgpu_runtime, driver_calls_go_through_the_resolved_functions)
     sim_env("1GiB", "0", NULL);
     /* Injected failures hit the exact exported function the runtime resolved: the _v2
      * allocator for cudaMalloc, and the _ptsz one only for the _ptsz runtime entry point. */
-    setenv("SIMGPU_FAIL", "cuMemAlloc_v2:2,cuMemAllocAsync_ptsz:1,cuMemAllocFromPoolAsync_ptsz:1", 1);
+    setenv("SIMGPU_FAIL", "cuMemAlloc_v2:2,cuMemAllocAsync_ptsz:1,cuMemAllocFromPoolAsync_ptsz:1",
+           1);
     OK(cudaMalloc(&a, MiB));
     cr_assert_eq(cudaMalloc(&b, MiB), cudaErrorMemoryAllocation);
     OK(cudaMalloc(&b, MiB));
@@ -465,7 +466,8 @@ static void *rt_worker(void *arg)
     int *failures = arg;
     for (int i = 0; i < ROUNDS; i++) {
         void *p;
-        if (cudaMalloc(&p, (size_t)(i % 97 + 1) * 1000) != cudaSuccess || cudaFree(p) != cudaSuccess)
+        if (cudaMalloc(&p, (size_t)(i % 97 + 1) * 1000) != cudaSuccess ||
+            cudaFree(p) != cudaSuccess)
             (*failures)++;
     }
     return NULL;

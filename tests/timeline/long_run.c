@@ -34,7 +34,8 @@ int main(int argc, char **argv)
     uint64_t t = t0, next_key = 0x7f0000000000ull;
     core_mark("setup", t);
     for (int i = 0; i < 8; i++)
-        core_alloc(CORE_DEVICE, next_key += GIB, 384 * MIB, 0, "cudaMalloc", model_site, t += SEC / 10);
+        core_alloc(CORE_DEVICE, next_key += GIB, 384 * MIB, 0, "cudaMalloc", model_site,
+                   t += SEC / 10);
     char label[32];
     struct core_alloc a;
     for (int epoch = 0; epoch < 72; epoch++) {
@@ -44,8 +45,8 @@ int main(int argc, char **argv)
             uint64_t keys[6];
             for (int k = 0; k < 6; k++) {
                 keys[k] = next_key += GIB;
-                core_alloc(CORE_DEVICE, keys[k], (256 + 128 * (uint64_t)k) * MIB, 0, "cudaMalloc", act_site,
-                           t += SEC / 10);
+                core_alloc(CORE_DEVICE, keys[k], (256 + 128 * (uint64_t)k) * MIB, 0, "cudaMalloc",
+                           act_site, t += SEC / 10);
             }
             for (int k = 5; k >= 0; k--)
                 core_take(CORE_DEVICE, keys[k], &a, t += SEC / 10);
@@ -55,11 +56,13 @@ int main(int argc, char **argv)
     }
     static struct report_devinfo info[VW_MAX_DEVICES + 1];
     for (int i = 0; i <= VW_MAX_DEVICES; i++)
-        info[i] = (struct report_devinfo){ .total = -1, .limit = -1, .free = -1, .pool_extra = 0,
-                                           .pool_reserved_high = -1 };
+        info[i] = (struct report_devinfo){
+            .total = -1, .limit = -1, .free = -1, .pool_extra = 0, .pool_reserved_high = -1
+        };
     snprintf(info[0].name, sizeof(info[0].name), "a three-day run");
     info[0].total = (int64_t)(24 * GIB);
-    info[0].free = (int64_t)(24 * GIB) - (int64_t)(8 * 384 * MIB + 72 * 16 * MIB) - (int64_t)(500 * MIB);
+    info[0].free =
+            (int64_t)(24 * GIB) - (int64_t)(8 * 384 * MIB + 72 * 16 * MIB) - (int64_t)(500 * MIB);
     core_measure(0, (int64_t)(24 * GIB) - info[0].free, 0, t);
     return report_write("exit", info) == 0 ? 0 : 1;
 }

@@ -52,8 +52,8 @@ int main(void)
     if (bad || live != want_live || allocs != (uint64_t)THREADS * PAIRS ||
         frees != (uint64_t)THREADS * PAIRS * 3 / 4 || s.ncallsites != 1 + THREADS * 64) {
         fprintf(stderr, "stress_core: live %llu (want %llu), allocs %llu, frees %llu, sites %u\n",
-                (unsigned long long)live, (unsigned long long)want_live,
-                (unsigned long long)allocs, (unsigned long long)frees, s.ncallsites);
+                (unsigned long long)live, (unsigned long long)want_live, (unsigned long long)allocs,
+                (unsigned long long)frees, s.ncallsites);
         return 1;
     }
     printf("stress_core: %d threads x %d pairs exact\n", THREADS, PAIRS);

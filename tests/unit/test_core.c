@@ -40,7 +40,7 @@ Test(core, live_peak_and_counts_per_device)
     struct core_alloc a;
     cr_assert(core_take(CORE_DEVICE, 0x10000, &a, 0));
     cr_assert_eq(a.size, 1000);
-        cr_assert(!core_take(CORE_DEVICE, 0x10000, &a, 0), "freed twice");
+    cr_assert(!core_take(CORE_DEVICE, 0x10000, &a, 0), "freed twice");
     cr_assert(core_alloc(CORE_DEVICE, 0x40000, 200, 0, "cudaMalloc", site, 40));
 
     struct core_snapshot s;
@@ -84,7 +84,8 @@ Test(core, kinds_do_not_mix)
     cr_assert(core_alloc(CORE_HOST, 0x7000, 100, -1, "cudaMallocHost", 0, 1));
     cr_assert(core_alloc(CORE_VMM, 0x7000, 2 << 20, 0, "cuMemCreate", 0, 1));
     struct core_alloc a;
-    cr_assert(!core_take(CORE_DEVICE, 0x7000, &a, 0), "a device free must not release pinned memory");
+    cr_assert(!core_take(CORE_DEVICE, 0x7000, &a, 0),
+              "a device free must not release pinned memory");
     struct core_snapshot s;
     core_snapshot(&s);
     cr_assert_eq(s.host.live_bytes, 100);
@@ -108,14 +109,13 @@ Test(core, cache_flush_is_pressure_not_oom)
 {
     cr_assert(core_alloc(CORE_DEVICE, 0x1000, 1 << 20, 0, "cudaMalloc", 0, 1));
     cr_assert(core_alloc(CORE_DEVICE, 0x2000, 2 << 20, 0, "cudaMalloc", 0, 2));
-    enum core_failure_verdict v =
-        core_failure(CORE_DEVICE, 0, 8 << 20, "cudaMalloc", 2, "cudaErrorMemoryAllocation", true,
-                     0, 1234, 0, 100);
+    enum core_failure_verdict v = core_failure(CORE_DEVICE, 0, 8 << 20, "cudaMalloc", 2,
+                                               "cudaErrorMemoryAllocation", true, 0, 1234, 0, 100);
     cr_assert_eq(v, CORE_FAIL_REPORT, "the first OOM is always written");
     struct core_alloc a;
     cr_assert(core_take(CORE_DEVICE, 0x1000, &a, 0));
     cr_assert(core_take(CORE_DEVICE, 0x2000, &a, 0));
-        cr_assert(core_alloc(CORE_DEVICE, 0x3000, 8 << 20, 0, "cudaMalloc", 0, 200));
+    cr_assert(core_alloc(CORE_DEVICE, 0x3000, 8 << 20, 0, "cudaMalloc", 0, 200));
 
     struct core_snapshot s;
     core_snapshot(&s);

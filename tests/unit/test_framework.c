@@ -15,7 +15,7 @@ struct want {
     const char *format;
     int device;
     int64_t requested, capacity, free, process_in_use, allowed, allocated, reserved_unallocated,
-        private_pools;
+            private_pools;
 };
 
 static struct framework_verdict v; /* 4 KiB: kept off the test's stack */
@@ -36,7 +36,8 @@ static void check(const char *msg, bool recognised, struct want w)
     cr_assert_eq(v.allocated, w.allocated, "allocated %lld", (long long)v.allocated);
     cr_assert_eq(v.reserved_unallocated, w.reserved_unallocated, "reserved-unallocated %lld",
                  (long long)v.reserved_unallocated);
-    cr_assert_eq(v.private_pools, w.private_pools, "private pools %lld", (long long)v.private_pools);
+    cr_assert_eq(v.private_pools, w.private_pools, "private pools %lld",
+                 (long long)v.private_pools);
     if (strlen(msg) < VW_FRAMEWORK_MESSAGE_MAX)
         cr_assert_str_eq(v.message, msg);
 }
@@ -50,8 +51,8 @@ Test(framework, current_format_plain)
           "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation "
           "for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
           true,
-          (struct want){ "current", 0, 256 * MiB, 16943645983, 195160965, 16739635036, -1, 15257871319,
-                         1095216660, -1 });
+          (struct want){ "current", 0, 256 * MiB, 16943645983, 195160965, 16739635036, -1,
+                         15257871319, 1095216660, -1 });
 }
 
 Test(framework, current_format_every_clause)
@@ -92,7 +93,8 @@ Test(framework, current_format_of_pytorch_2_1)
           "memory is large try setting max_split_size_mb to avoid fragmentation.  See documentation for "
           "Memory Management and PYTORCH_CUDA_ALLOC_CONF",
           true,
-          (struct want){ "current", 0, 29119878267, 12874164470, 0, -1, -1, 17351667876, 151613604, -1 });
+          (struct want){ "current", 0, 29119878267, 12874164470, 0, -1, -1, 17351667876, 151613604,
+                         -1 });
 }
 
 Test(framework, current_format_truncated)
@@ -104,7 +106,8 @@ Test(framework, current_format_truncated)
           "which 1.00 KiB is free. Including non-PyTorch memory, this process has 22.00 GiB memory in "
           "use. Of the allocated memory 20.00 MiB is allocated by PyTorch, and 1",
           true,
-          (struct want){ "current", 0, 2 * GiB, 25383256719, 1024, 22 * GiB, -1, 20 * MiB, -1, -1 });
+          (struct want){ "current", 0, 2 * GiB, 25383256719, 1024, 22 * GiB, -1, 20 * MiB, -1,
+                         -1 });
 }
 
 Test(framework, format_1x)
@@ -130,7 +133,8 @@ Test(framework, format_1x_allowed)
     check("RuntimeError: CUDA out of memory. Tried to allocate 1024.00 KiB (GPU 0; 11.17 GiB total "
           "capacity; 10.90 GiB already allocated; 576.00 KiB free; 30.96 MiB cached)",
           true,
-          (struct want){ "1.x", 0, 1048576, 11993696174, 589824, -1, -1, 11703785882, 32463913, -1 });
+          (struct want){ "1.x", 0, 1048576, 11993696174, 589824, -1, -1, 11703785882, 32463913,
+                         -1 });
     /* Reserved below allocated cannot be: no figure rather than a negative one. */
     check("CUDA out of memory. Tried to allocate 1.25 TiB (GPU 2; 16.00 GiB total capacity; 3.00 GiB "
           "already allocated; 0.10 GiB free; 2.00 GiB reserved in total by PyTorch)",
@@ -142,7 +146,8 @@ Test(framework, not_an_out_of_memory_message)
 {
     struct want none = { NULL, -1, -1, -1, -1, -1, -1, -1, -1, -1 };
     check("CUDA error: an illegal memory access was encountered", false, none);
-    check("XPU out of memory. Tried to allocate 2.00 GiB (GPU 0; 16.00 GiB total capacity)", false, none);
+    check("XPU out of memory. Tried to allocate 2.00 GiB (GPU 0; 16.00 GiB total capacity)", false,
+          none);
     check("CUDA out of memory. Tried to allocate 2.00 GiB", false, none);
     check("CUDA out of memory. Tried to allocate 2.00 GiB, then gave up", false, none);
     check("CUDA out of memory. Tried to allocate lots. GPU 0 has", false, none);
@@ -171,8 +176,7 @@ Test(framework, sizes_too_large_are_unknown)
     /* A size_t that wrapped around in the request (PyTorch 1.4): the rest still reads. */
     check("CUDA out of memory. Tried to allocate 17179869183.95 GiB (GPU 0; 23.65 GiB total capacity; "
           "3.15 GiB already allocated; 18.80 GiB free; 3.15 GiB reserved in total by PyTorch)",
-          true,
-          (struct want){ "1.x", 0, -1, 25393994138, 20186346291, -1, -1, 3382286746, 0, -1 });
+          true, (struct want){ "1.x", 0, -1, 25393994138, 20186346291, -1, -1, 3382286746, 0, -1 });
     check("CUDA out of memory. Tried to allocate 99999999999999999999.00 GiB. GPU 0 has", true,
           (struct want){ "current", 0, -1, -1, -1, -1, -1, -1, -1, -1 });
     check("CUDA out of memory. Tried to allocate 9000000000.00 GiB. GPU 0 has", true,
@@ -192,22 +196,22 @@ Test(framework, device_written_as_a_raw_byte)
           "use. Of the allocated memory 22.88 GiB is allocated by PyTorch, and 318.95 MiB is reserved "
           "by PyTorch but unallocated.",
           true,
-          (struct want){ "current", -1, 20 * MiB, 25393994138, 6354371, 25372519301, -1, 24567212933,
-                         334443315, -1 });
+          (struct want){ "current", -1, 20 * MiB, 25393994138, 6354371, 25372519301, -1,
+                         24567212933, 334443315, -1 });
     /* GPU 9 is a tab, GPU 10 a line break, GPU 32 a space. */
     check("CUDA out of memory. Tried to allocate 1.00 KiB. GPU \t has a total capacity of 2.00 GiB of which "
           "0 bytes is free.",
           true, (struct want){ "current", -1, 1024, 2 * GiB, 0, -1, -1, -1, -1, -1 });
-    check("CUDA out of memory. Tried to allocate 1.00 KiB. GPU \n has a total capacity of 2.00 GiB", true,
-          (struct want){ "current", -1, 1024, 2 * GiB, -1, -1, -1, -1, -1, -1 });
-    check("CUDA out of memory. Tried to allocate 1.00 KiB. GPU   has a total capacity of 2.00 GiB", true,
-          (struct want){ "current", -1, 1024, 2 * GiB, -1, -1, -1, -1, -1, -1 });
+    check("CUDA out of memory. Tried to allocate 1.00 KiB. GPU \n has a total capacity of 2.00 GiB",
+          true, (struct want){ "current", -1, 1024, 2 * GiB, -1, -1, -1, -1, -1, -1 });
+    check("CUDA out of memory. Tried to allocate 1.00 KiB. GPU   has a total capacity of 2.00 GiB",
+          true, (struct want){ "current", -1, 1024, 2 * GiB, -1, -1, -1, -1, -1, -1 });
     /* GPU 0 is a NUL: the C string ends there. What was before it is still read. */
     check("CUDA out of memory. Tried to allocate 3725.29 GiB. GPU ", true,
           (struct want){ "current", -1, 3999999679529, -1, -1, -1, -1, -1, -1, -1 });
     /* A byte not followed by the sentence is not taken for a device, nor is anything after it. */
-    check("CUDA out of memory. Tried to allocate 1.00 KiB. GPU ab has a total capacity of 2.00 GiB", true,
-          (struct want){ "current", -1, 1024, -1, -1, -1, -1, -1, -1, -1 });
+    check("CUDA out of memory. Tried to allocate 1.00 KiB. GPU ab has a total capacity of 2.00 GiB",
+          true, (struct want){ "current", -1, 1024, -1, -1, -1, -1, -1, -1, -1 });
     check("CUDA out of memory. Tried to allocate 1.00 KiB. GPU x", true,
           (struct want){ "current", -1, 1024, -1, -1, -1, -1, -1, -1, -1 });
     /* Digits cut short still name the device. */
@@ -229,8 +233,8 @@ Test(framework, cuda_malloc_async_format)
           "Exception raised from mallocAsync at ../c10/cuda/CUDAMallocAsyncAllocator.cpp:533 (most recent "
           "call first):\n",
           true,
-          (struct want){ "cudaMallocAsync", 5, 719753052, 85201413734, 28510781, -1, -1, 58132382351,
-                         -1, -1 });
+          (struct want){ "cudaMallocAsync", 5, 719753052, 85201413734, 28510781, -1, -1,
+                         58132382351, -1, -1 });
     /* A limit set, the Python exception name in front, the device as a raw byte (2.3 to 2.9). */
     check("torch.OutOfMemoryError: Allocation on device \x01 would exceed allowed memory. (out of memory)\n"
           "Currently allocated     : 7.25 GiB\n"
@@ -259,8 +263,8 @@ Test(framework, exception_types)
     cr_assert_eq(framework_exception_kind("N3c1016OutOfMemoryErrorE"), FRAMEWORK_EXC_OOM);
     cr_assert_eq(framework_exception_kind("N3c1020CUDAOutOfMemoryErrorE"), FRAMEWORK_EXC_CUDA_OOM);
     cr_assert_eq(framework_exception_kind("N3c105ErrorE"), FRAMEWORK_EXC_ERROR);
-    const char *others[] = { "N3c1010IndexErrorE", "N3c1016OutOfMemoryErrorE2", "N3c10", "N3c1",
-                             "St13runtime_error", "N5torch3jit13JITExceptionE", "", NULL };
+    const char *others[] = { "N3c1010IndexErrorE", "N3c1016OutOfMemoryErrorE2",  "N3c10", "N3c1",
+                             "St13runtime_error",  "N5torch3jit13JITExceptionE", "",      NULL };
     for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
         cr_assert_eq(framework_exception_kind(others[i]), FRAMEWORK_EXC_NONE, "%s", others[i]);
     cr_assert_str_eq(framework_exception_name(FRAMEWORK_EXC_OOM), "c10::OutOfMemoryError");
@@ -272,10 +276,12 @@ Test(framework, exception_types)
 
 Test(framework, plain_error_only_when_it_starts_as_the_allocator_message)
 {
-    cr_assert(framework_plain_error_is_oom("CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 "
-                                           "GiB total capacity; ...)"));
-    cr_assert_not(framework_plain_error_is_oom("Expected one of cpu, cuda device type at start of device "
-                                               "string: CUDA out of memory. Tried to allocate 1.00 KiB"));
+    cr_assert(framework_plain_error_is_oom(
+            "CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 "
+            "GiB total capacity; ...)"));
+    cr_assert_not(
+            framework_plain_error_is_oom("Expected one of cpu, cuda device type at start of device "
+                                         "string: CUDA out of memory. Tried to allocate 1.00 KiB"));
     cr_assert_not(framework_plain_error_is_oom("CUDA error: out of memory"));
     cr_assert_not(framework_plain_error_is_oom("CUDA out of memory. Tried to allocat"));
     cr_assert_not(framework_plain_error_is_oom(""));
@@ -298,7 +304,8 @@ Test(framework, string_table_names_a_type_of_its_own)
 Test(framework, long_message_cut_at_a_character)
 {
     static char msg[3 * VW_FRAMEWORK_MESSAGE_MAX];
-    const char *head = "CUDA out of memory. Tried to allocate 1.00 KiB (GPU 0; 2.00 GiB total capacity) ";
+    const char *head =
+            "CUDA out of memory. Tried to allocate 1.00 KiB (GPU 0; 2.00 GiB total capacity) ";
     size_t n = strlen(head);
     memcpy(msg, head, n);
     /* Three-byte characters (U+00E9 is two, U+6587 three) so one straddles the limit. */
@@ -362,8 +369,14 @@ Test(framework, fuzz)
         }
         buf[len] = 0;
         framework_parse_pytorch(buf, &v);
-        const int64_t *figs[] = { &v.requested, &v.capacity, &v.free, &v.process_in_use, &v.allowed,
-                                  &v.allocated, &v.reserved_unallocated, &v.private_pools };
+        const int64_t *figs[] = { &v.requested,
+                                  &v.capacity,
+                                  &v.free,
+                                  &v.process_in_use,
+                                  &v.allowed,
+                                  &v.allocated,
+                                  &v.reserved_unallocated,
+                                  &v.private_pools };
         for (size_t k = 0; k < sizeof(figs) / sizeof(figs[0]); k++)
             cr_assert_geq(*figs[k], -1);
         cr_assert_geq(v.device, -1);
@@ -403,13 +416,15 @@ Test(framework, field_holds_the_latest_verdict)
 {
     framework_reset();
     framework_parse_pytorch("CUDA out of memory. Tried to allocate 1.00 KiB (GPU 0; 2.00 GiB total "
-                            "capacity)", &v);
-    framework_store(&v);
-    framework_parse_pytorch("CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity "
-                            "of 15.78 GiB of which 186.12 MiB is free. Of the allocated memory 14.21 GiB "
-                            "is allocated by PyTorch, and 1.02 GiB is reserved by PyTorch but "
-                            "unallocated. \"quoted\"",
+                            "capacity)",
                             &v);
+    framework_store(&v);
+    framework_parse_pytorch(
+            "CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity "
+            "of 15.78 GiB of which 186.12 MiB is free. Of the allocated memory 14.21 GiB "
+            "is allocated by PyTorch, and 1.02 GiB is reserved by PyTorch but "
+            "unallocated. \"quoted\"",
+            &v);
     framework_store(&v);
     cr_assert_eq(framework_count(), 2);
     const char *s = render();
@@ -419,22 +434,25 @@ Test(framework, field_holds_the_latest_verdict)
     cr_assert(t && c && t < c);
     char fixed[sizeof(out)];
     snprintf(fixed, sizeof(fixed), "%.*s%s", (int)(t - s), s, c);
-    cr_assert_str_eq(fixed,
-                     "{\"framework\":{\"name\":\"pytorch\",\"exception\":\"c10::OutOfMemoryError\","
-                     "\"message\":\"CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total "
-                     "capacity of 15.78 GiB of which 186.12 MiB is free. Of the allocated memory 14.21 GiB "
-                     "is allocated by PyTorch, and 1.02 GiB is reserved by PyTorch but unallocated. "
-                     "\\\"quoted\\\"\",\"format\":\"current\",\"count\":2,\"device\":0,"
-                     "\"requested_bytes\":268435456,\"capacity_bytes\":16943645983,"
-                     "\"free_bytes\":195160965,\"process_in_use_bytes\":null,\"allowed_bytes\":null,"
-                     "\"allocated_bytes\":15257871319,\"reserved_unallocated_bytes\":1095216660,"
-                     "\"private_pools_bytes\":null}}\n");
+    cr_assert_str_eq(
+            fixed,
+            "{\"framework\":{\"name\":\"pytorch\",\"exception\":\"c10::OutOfMemoryError\","
+            "\"message\":\"CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total "
+            "capacity of 15.78 GiB of which 186.12 MiB is free. Of the allocated memory 14.21 GiB "
+            "is allocated by PyTorch, and 1.02 GiB is reserved by PyTorch but unallocated. "
+            "\\\"quoted\\\"\",\"format\":\"current\",\"count\":2,\"device\":0,"
+            "\"requested_bytes\":268435456,\"capacity_bytes\":16943645983,"
+            "\"free_bytes\":195160965,\"process_in_use_bytes\":null,\"allowed_bytes\":null,"
+            "\"allocated_bytes\":15257871319,\"reserved_unallocated_bytes\":1095216660,"
+            "\"private_pools_bytes\":null}}\n");
     cr_assert(strstr(s, ",\"thread\":"));
 
     /* The type thrown is named as the hook saw it. */
     v.exception = framework_exception_name(FRAMEWORK_EXC_CUDA_OOM);
     framework_store(&v);
-    cr_assert(strstr(render(), "{\"framework\":{\"name\":\"pytorch\",\"exception\":\"c10::CUDAOutOfMemoryError\","));
+    cr_assert(strstr(
+            render(),
+            "{\"framework\":{\"name\":\"pytorch\",\"exception\":\"c10::CUDAOutOfMemoryError\","));
 
     /* A message in no known format is still PyTorch's verdict: kept, with no figures. */
     framework_parse_pytorch("CUDA out of memory (cudaMallocAsync)", &v);

@@ -34,10 +34,11 @@ static void fill_escapes(struct jsonw *w)
 
 Test(jsonw, strings_are_always_valid_json)
 {
-    cr_assert_str_eq(render(fill_escapes),
-                     "{\"q\":\"a\\\"b\\\\c\\n\\u0001\",\"utf8\":\"caf\xc3\xa9 \xe6\x98\xbe\xe5\xad\x98\","
-                     "\"bad\":\"x\xef\xbf\xbd\xef\xbf\xbd(y\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz\","
-                     "\"none\":null}\n");
+    cr_assert_str_eq(
+            render(fill_escapes),
+            "{\"q\":\"a\\\"b\\\\c\\n\\u0001\",\"utf8\":\"caf\xc3\xa9 \xe6\x98\xbe\xe5\xad\x98\","
+            "\"bad\":\"x\xef\xbf\xbd\xef\xbf\xbd(y\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz\","
+            "\"none\":null}\n");
 }
 
 static void fill_numbers(struct jsonw *w)

@@ -27,8 +27,9 @@ Test(options, sizes_in_every_spelling)
 Test(options, bad_sizes_are_refused)
 {
     uint64_t v;
-    const char *bad[] = { "", "GiB", "-1", "16XB", "16GiBs", "1e9", "99999999999999999999",
-                          "20000000TiB", "16 G B" };
+    const char *bad[] = {
+        "", "GiB", "-1", "16XB", "16GiBs", "1e9", "99999999999999999999", "20000000TiB", "16 G B"
+    };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         cr_assert(!options_parse_size(bad[i], &v), "should refuse: '%s'", bad[i]);
 }

@@ -10,7 +10,8 @@
 static char code_type[64], str_type[64];
 
 /* A compact str object as CPython lays it out: type at 8, length at 16, state at 32. */
-static void make_str(char *obj, const struct py_layout *lay, const void *chars, int64_t len, int kind)
+static void make_str(char *obj, const struct py_layout *lay, const void *chars, int64_t len,
+                     int kind)
 {
     memset(obj, 0, 256);
     *(void **)(obj + 8) = str_type;
@@ -54,7 +55,8 @@ static void build(struct fake *f, const struct py_layout *lay)
         *(void **)(f->frames[i] + lay->frame_code) = f->code[i];
         *(void **)(f->frames[i] + lay->frame_back) = i == 0 ? f->frames[1] : NULL;
         if (lay->instr_kind == 2)
-            *(const char **)(f->frames[i] + lay->frame_instr) = f->code[i] + lay->code_adaptive + 10 * (i + 1);
+            *(const char **)(f->frames[i] + lay->frame_instr) =
+                    f->code[i] + lay->code_adaptive + 10 * (i + 1);
         else
             *(int *)(f->frames[i] + lay->frame_instr) = 10 * (i + 1);
     }
@@ -68,8 +70,9 @@ static void build(struct fake *f, const struct py_layout *lay)
 
 static struct py_walk_env env_for(const struct py_layout *lay)
 {
-    return (struct py_walk_env){ .lay = lay, .code_type = code_type, .str_type = str_type,
-                                 .addr2line = line_of };
+    return (struct py_walk_env){
+        .lay = lay, .code_type = code_type, .str_type = str_type, .addr2line = line_of
+    };
 }
 
 Test(pyframes, known_and_unknown_versions)

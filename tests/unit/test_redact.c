@@ -24,19 +24,19 @@ static const char *redacted(const char *const *argv)
     return joined;
 }
 
-#define CHECK(expected, ...)                                                                      \
-    do {                                                                                          \
-        const char *argv_[] = { __VA_ARGS__, NULL };                                              \
-        cr_assert_str_eq(redacted(argv_), expected);                                              \
+#define CHECK(expected, ...)                         \
+    do {                                             \
+        const char *argv_[] = { __VA_ARGS__, NULL }; \
+        cr_assert_str_eq(redacted(argv_), expected); \
     } while (0)
 
 Test(redact, flags_with_separate_values)
 {
     CHECK("train.py --token *** --batch 64", "train.py", "--token", "hf_abc123", "--batch", "64");
-    CHECK("x --api-key *** --api_key *** --password *** --secret ***", "x", "--api-key", "k1", "--api_key",
-          "k2", "--password", "hunter2", "--secret", "s");
-    CHECK("x --hf_token *** --wandb-api-key *** -token ***", "x", "--hf_token", "a", "--wandb-api-key", "b",
-          "-token", "c");
+    CHECK("x --api-key *** --api_key *** --password *** --secret ***", "x", "--api-key", "k1",
+          "--api_key", "k2", "--password", "hunter2", "--secret", "s");
+    CHECK("x --hf_token *** --wandb-api-key *** -token ***", "x", "--hf_token", "a",
+          "--wandb-api-key", "b", "-token", "c");
     CHECK("x --TOKEN ***", "x", "--TOKEN", "abc");
     /* After a secret flag the next argument is its value, even when it starts with dashes; a
      * switch such as --use_auth_token or --no-token takes no value. */
@@ -45,14 +45,14 @@ Test(redact, flags_with_separate_values)
 
 Test(redact, flags_with_equals)
 {
-    CHECK("x --token=*** --api-key=*** --password=*** --secret=***", "x", "--token=abc", "--api-key=k",
-          "--password=p=w", "--secret=s");
+    CHECK("x --token=*** --api-key=*** --password=*** --secret=***", "x", "--token=abc",
+          "--api-key=k", "--password=p=w", "--secret=s");
 }
 
 Test(redact, assignments)
 {
-    CHECK("HF_API_KEY=*** WANDB_TOKEN=*** AWS_SECRET=*** DB_PASSWORD=*** PASSWORD=***", "HF_API_KEY=v",
-          "WANDB_TOKEN=v", "AWS_SECRET=v", "DB_PASSWORD=v", "PASSWORD=v");
+    CHECK("HF_API_KEY=*** WANDB_TOKEN=*** AWS_SECRET=*** DB_PASSWORD=*** PASSWORD=***",
+          "HF_API_KEY=v", "WANDB_TOKEN=v", "AWS_SECRET=v", "DB_PASSWORD=v", "PASSWORD=v");
     CHECK("wandb.api_key=***", "wandb.api_key=v");
 }
 
@@ -69,8 +69,8 @@ Test(redact, urls_with_credentials)
 Test(redact, ordinary_arguments_stay)
 {
     CHECK("python3 train.py --batch 64 --max_new_tokens=5 --tokenizer gpt2 --lr=1e-3 https://host/x",
-          "python3", "train.py", "--batch", "64", "--max_new_tokens=5", "--tokenizer", "gpt2", "--lr=1e-3",
-          "https://host/x");
+          "python3", "train.py", "--batch", "64", "--max_new_tokens=5", "--tokenizer", "gpt2",
+          "--lr=1e-3", "https://host/x");
     CHECK("a=b --x= = ==", "a=b", "--x=", "=", "==");
 }
 
@@ -85,37 +85,38 @@ Test(redact, never_overflows)
 
 Test(redact, secret_words_as_name_parts)
 {
-    CHECK("x --private-key *** --private_key *** --private-key=*** --PRIVATE_KEY=***", "x", "--private-key", "a",
-          "--private_key", "b", "--private-key=c", "--PRIVATE_KEY=d");
-    CHECK("x --key *** --pat *** --PAT *** --gh-pat ***", "x", "--key", "a", "--pat", "b", "--PAT", "c", "--gh-pat",
-          "d");
-    CHECK("x --apiKey *** --hubToken *** --APIKey *** --token2 ***", "x", "--apiKey", "a", "--hubToken", "b",
-          "--APIKey", "c", "--token2", "d");
-    CHECK("x --auth *** --cookie *** --passphrase *** --credentials ***", "x", "--auth", "u:p", "--cookie", "c",
-          "--passphrase", "p", "--credentials", "c");
+    CHECK("x --private-key *** --private_key *** --private-key=*** --PRIVATE_KEY=***", "x",
+          "--private-key", "a", "--private_key", "b", "--private-key=c", "--PRIVATE_KEY=d");
+    CHECK("x --key *** --pat *** --PAT *** --gh-pat ***", "x", "--key", "a", "--pat", "b", "--PAT",
+          "c", "--gh-pat", "d");
+    CHECK("x --apiKey *** --hubToken *** --APIKey *** --token2 ***", "x", "--apiKey", "a",
+          "--hubToken", "b", "--APIKey", "c", "--token2", "d");
+    CHECK("x --auth *** --cookie *** --passphrase *** --credentials ***", "x", "--auth", "u:p",
+          "--cookie", "c", "--passphrase", "p", "--credentials", "c");
 }
 
 Test(redact, assignments_of_secret_names)
 {
-    CHECK("TOKEN=*** SECRET=*** APIKEY=*** hub.token=*** GITHUB_PAT=***", "TOKEN=a", "SECRET=b", "APIKEY=c",
-          "hub.token=d", "GITHUB_PAT=e");
-    CHECK("AWS_SECRET_ACCESS_KEY=*** SECRET_KEY_BASE=*** password=*** key=***", "AWS_SECRET_ACCESS_KEY=a",
-          "SECRET_KEY_BASE=b", "password=c", "key=d");
+    CHECK("TOKEN=*** SECRET=*** APIKEY=*** hub.token=*** GITHUB_PAT=***", "TOKEN=a", "SECRET=b",
+          "APIKEY=c", "hub.token=d", "GITHUB_PAT=e");
+    CHECK("AWS_SECRET_ACCESS_KEY=*** SECRET_KEY_BASE=*** password=*** key=***",
+          "AWS_SECRET_ACCESS_KEY=a", "SECRET_KEY_BASE=b", "password=c", "key=d");
     /* All of the value, whatever it holds. */
     CHECK("--password=*** HF_TOKEN=***", "--password=a&b c", "HF_TOKEN=x python train.py");
 }
 
 Test(redact, value_starting_with_dashes)
 {
-    CHECK("x --token *** --api-key *** --pat ***", "x", "--token", "--X", "--api-key", "-abc", "--pat", "-");
+    CHECK("x --token *** --api-key *** --pat ***", "x", "--token", "--X", "--api-key", "-abc",
+          "--pat", "-");
     /* "--" ends the options: it is never a value. */
     CHECK("x --token -- cmd", "x", "--token", "--", "cmd");
 }
 
 Test(redact, switches_take_no_value)
 {
-    CHECK("x --use_auth_token --batch 64 --no-token --lr 1", "x", "--use_auth_token", "--batch", "64",
-          "--no-token", "--lr", "1");
+    CHECK("x --use_auth_token --batch 64 --no-token --lr 1", "x", "--use_auth_token", "--batch",
+          "64", "--no-token", "--lr", "1");
     CHECK("x --use_auth_token=***", "x", "--use_auth_token=hf_abc");
 }
 
@@ -123,17 +124,18 @@ Test(redact, query_parameters)
 {
     CHECK("x https://h/x?token=***", "x", "https://h/x?token=abc");
     CHECK("x https://h/x?a=1&access_token=***&b=2", "x", "https://h/x?a=1&access_token=abc&b=2");
-    CHECK("x --url=https://u:***@h/p?api_key=***&page=2", "x", "--url=https://u:pw@h/p?api_key=k&page=2");
+    CHECK("x --url=https://u:***@h/p?api_key=***&page=2", "x",
+          "--url=https://u:pw@h/p?api_key=k&page=2");
     CHECK("x wss://h/s?Token=***", "x", "wss://h/s?Token=abc");
 }
 
 Test(redact, headers)
 {
     CHECK("curl -H Authorization: Bearer ***", "curl", "-H", "Authorization: Bearer abc.def");
-    CHECK("x authorization: basic *** Proxy-Authorization: ***", "x", "authorization: basic dXNlcjpw",
-          "Proxy-Authorization: xyz");
-    CHECK("x --header=Authorization: Bearer *** X-Api-Key: *** Cookie: ***", "x", "--header=Authorization: Bearer t",
-          "X-Api-Key: k", "Cookie: session=s; other=o");
+    CHECK("x authorization: basic *** Proxy-Authorization: ***", "x",
+          "authorization: basic dXNlcjpw", "Proxy-Authorization: xyz");
+    CHECK("x --header=Authorization: Bearer *** X-Api-Key: *** Cookie: ***", "x",
+          "--header=Authorization: Bearer t", "X-Api-Key: k", "Cookie: session=s; other=o");
 }
 
 Test(redact, secrets_inside_one_argument)
@@ -148,13 +150,13 @@ Test(redact, secrets_inside_one_argument)
 Test(redact, ordinary_flags_untouched)
 {
     CHECK("x --batch 64 --keep-cache --monkey 3 --patience 5 --keypoints 17 --num_keys 4 --max_tokens 9",
-          "x", "--batch", "64", "--keep-cache", "--monkey", "3", "--patience", "5", "--keypoints", "17",
-          "--num_keys", "4", "--max_tokens", "9");
+          "x", "--batch", "64", "--keep-cache", "--monkey", "3", "--patience", "5", "--keypoints",
+          "17", "--num_keys", "4", "--max_tokens", "9");
     CHECK("x https://auth.example.com:8443/v1/token host:8080 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
           "x", "https://auth.example.com:8443/v1/token", "host:8080",
           "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
-    CHECK("x --author Alice --keyframes 8 monkey=3 label:token", "x", "--author", "Alice", "--keyframes", "8",
-          "monkey=3", "label:token");
+    CHECK("x --author Alice --keyframes 8 monkey=3 label:token", "x", "--author", "Alice",
+          "--keyframes", "8", "monkey=3", "label:token");
 }
 
 /* ---- the whole command line, as the report reads it from /proc/self/cmdline ---- */
@@ -194,8 +196,10 @@ static size_t cmdline(const char *cmd, size_t n, size_t work_size, size_t max_by
 
 Test(redact, cmdline_as_the_arguments)
 {
-    cr_assert_eq(cmdline(ARGS("python3\0train.py\0--token\0--X\0--batch\0" "64\0https://u:p@h\0"),
-                         REDACT_WORK_SIZE, REDACT_ARGV_MAX), 7);
+    cr_assert_eq(cmdline(ARGS("python3\0train.py\0--token\0--X\0--batch\0"
+                              "64\0https://u:p@h\0"),
+                         REDACT_WORK_SIZE, REDACT_ARGV_MAX),
+                 7);
     cr_assert_str_eq(got, "python3 train.py --token *** --batch 64 https://u:***@h");
     /* A program that rewrote its arguments may leave no NUL at the end. */
     cmdline(ARGS("a\0HF_TOKEN=x"), REDACT_WORK_SIZE, REDACT_ARGV_MAX);
@@ -217,7 +221,8 @@ Test(redact, cmdline_cut_after_redaction)
     for (size_t max = REDACT_ARGV_MAX - 16; max <= REDACT_ARGV_MAX + 16; max++) {
         cmdline(cmd, n, REDACT_WORK_SIZE, max);
         cr_assert(got_len < max, "at most max bytes");
-        cr_assert_null(strstr(got, "hu"), "no part of the password at a cut at %zu: %s", max, got + filler);
+        cr_assert_null(strstr(got, "hu"), "no part of the password at a cut at %zu: %s", max,
+                       got + filler);
     }
     cmdline(cmd, n, REDACT_WORK_SIZE, REDACT_ARGV_MAX);
     cr_assert_str_eq(got + filler + 1, "https://user:***");
@@ -250,16 +255,21 @@ Test(redact, cmdline_longer_than_the_window)
     memcpy(cmd, head, n);
     memset(cmd + n, 'p', 300);
     n += 300;
-    memcpy(cmd + n, ARGS("@host/\0--api-key\0k\0--batch\0" "64\0"));
-    n += sizeof("@host/\0--api-key\0k\0--batch\0" "64\0") - 1;
+    memcpy(cmd + n, ARGS("@host/\0--api-key\0k\0--batch\0"
+                         "64\0"));
+    n += sizeof("@host/\0--api-key\0k\0--batch\0"
+                "64\0") -
+         1;
     cr_assert_eq(cmdline(cmd, n, 3 * 64 + 8, REDACT_ARGV_MAX), 6);
     cr_assert_str_eq(got, "x https://*** --api-key *** --batch 64");
     /* Any window gives what the arguments one by one give, for arguments that fit in it. */
-    const char many[] = "a\0--token\0t1\0bb\0--password=p\0c\0--pat\0-x\0https://u:v@w\0ddd\0--key\0k\0e\0";
+    const char many[] =
+            "a\0--token\0t1\0bb\0--password=p\0c\0--pat\0-x\0https://u:v@w\0ddd\0--key\0k\0e\0";
     for (size_t w = 16; w <= 64; w++) {
         cmdline(many, sizeof(many) - 1, 3 * w + 8, REDACT_ARGV_MAX);
-        cr_assert_str_eq(got, "a --token *** bb --password=*** c --pat *** https://u:***@w ddd --key *** e",
-                         "window %zu", w);
+        cr_assert_str_eq(
+                got, "a --token *** bb --password=*** c --pat *** https://u:***@w ddd --key *** e",
+                "window %zu", w);
     }
 }
 
@@ -267,8 +277,10 @@ Test(redact, cmdline_longer_than_the_window)
  * out (the bound the report's buffers are sized by), and never past a small buffer. */
 Test(redact, growth_stays_within_its_bound)
 {
-    static const char *const pieces[] = { "token", "key", "pat", "=", ":", "://", "@", "?", "&", " ", "\"", "'",
-                                          "\\", "-", "--", "Bearer ", "a", "\xc3\xa9", ".", "_", "x:", "k=" };
+    static const char *const pieces[] = { "token", "key", "pat", "=",       ":",  "://",
+                                          "@",     "?",   "&",   " ",       "\"", "'",
+                                          "\\",    "-",   "--",  "Bearer ", "a",  "\xc3\xa9",
+                                          ".",     "_",   "x:",  "k=" };
     const size_t n_pieces = sizeof(pieces) / sizeof(pieces[0]);
     unsigned seed = 20241130;
     char arg[256], out[2 * sizeof(arg) + 8], small[9];

@@ -31,7 +31,7 @@ Test(timeline, fixed_memory_bound)
 Test(timeline, ten_million_events_keep_the_peak_at_its_time, .timeout = 120)
 {
     const uint64_t n = 10000000, span = 3ull * 24 * 3600 * SEC;
-    const uint64_t step = span / n; /* ~26 ms between events */
+    const uint64_t step = span / n;         /* ~26 ms between events */
     const uint64_t peak_at = n / 3 * 2 + 1; /* an odd event: an allocation */
     const uint64_t base = 4ull << 30;
     cr_assert(core_alloc(CORE_DEVICE, 0x10, base, 0, "cudaMalloc", 0, T0));
@@ -48,7 +48,8 @@ Test(timeline, ten_million_events_keep_the_peak_at_its_time, .timeout = 120)
     cr_assert(core_copy_timeline(0, &copy));
     cr_assert_eq(copy.events, n + 1); /* the base allocation, then n/2 pairs */
     cr_assert_leq(copy.cur, VW_TL_BUCKETS - 1);
-    cr_assert_geq(copy.cur, VW_TL_BUCKETS / 2 - 1, "at least half the buckets in use after merging");
+    cr_assert_geq(copy.cur, VW_TL_BUCKETS / 2 - 1,
+                  "at least half the buckets in use after merging");
     cr_assert_gt(copy.merges, 10);
     /* Exactly one bucket holds the peak, at its exact time. */
     int found = 0;
@@ -116,7 +117,7 @@ Test(timeline, measurements_give_untracked_and_pool_reserved)
     cr_assert(core_copy_timeline(0, &copy));
     cr_assert_eq(copy.b[0].live_last, 0);
     cr_assert_eq(copy.b[0].reserved_last, 1000, "the pool is taken to keep what it reached");
-    core_measure(0, 5000, 0, T0 + 2);      /* the pool released everything; the card uses 5000 */
+    core_measure(0, 5000, 0, T0 + 2); /* the pool released everything; the card uses 5000 */
     cr_assert(core_copy_timeline(0, &copy));
     cr_assert_eq(copy.b[0].reserved_last, 0);
     cr_assert(copy.b[0].has_untracked);

@@ -20,8 +20,8 @@ struct ra_hole {
 struct range_alloc {
     uint64_t base;
     uint64_t len;
-    uint64_t used;          /* bytes handed out and not yet returned */
-    struct ra_hole *holes;  /* sorted by address, never touching each other */
+    uint64_t used;         /* bytes handed out and not yet returned */
+    struct ra_hole *holes; /* sorted by address, never touching each other */
     size_t nholes;
     size_t cap;
 };

@@ -20,12 +20,21 @@ static const struct {
     const char *suffix;
     uint64_t mult;
 } units[] = {
-    { "", 1 }, { "b", 1 },
+    { "", 1 },
+    { "b", 1 },
     /* Bare letters and the IEC spellings are powers of 1024, as nvidia-smi and PyTorch print them. */
-    { "k", 1ULL << 10 }, { "kib", 1ULL << 10 }, { "kb", 1000ULL },
-    { "m", 1ULL << 20 }, { "mib", 1ULL << 20 }, { "mb", 1000ULL * 1000 },
-    { "g", 1ULL << 30 }, { "gib", 1ULL << 30 }, { "gb", 1000ULL * 1000 * 1000 },
-    { "t", 1ULL << 40 }, { "tib", 1ULL << 40 }, { "tb", 1000ULL * 1000 * 1000 * 1000 },
+    { "k", 1ULL << 10 },
+    { "kib", 1ULL << 10 },
+    { "kb", 1000ULL },
+    { "m", 1ULL << 20 },
+    { "mib", 1ULL << 20 },
+    { "mb", 1000ULL * 1000 },
+    { "g", 1ULL << 30 },
+    { "gib", 1ULL << 30 },
+    { "gb", 1000ULL * 1000 * 1000 },
+    { "t", 1ULL << 40 },
+    { "tib", 1ULL << 40 },
+    { "tb", 1000ULL * 1000 * 1000 * 1000 },
 };
 
 /* Parses a size that ends at `end` (exclusive). */
@@ -143,8 +152,7 @@ int simgpu_parse_device_sizes(const char *s, uint64_t *out, int *highest)
 }
 
 /* Complaints about bad values go to `warn`; NULL keeps them quiet. */
-__attribute__((format(printf, 2, 3)))
-static void complain(FILE *warn, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void complain(FILE *warn, const char *fmt, ...)
 {
     va_list ap;
     if (!warn)
@@ -225,19 +233,25 @@ static void load_fail_rules(FILE *warn, struct simgpu_config *cfg,
                     ok = 0;
                 }
                 if (ok && is_known_func && !is_known_func(func)) {
-                    complain(warn, "simgpu: SIMGPU_FAIL entry '%s' ignored: %s is not a function "
-                                   "of the simulated driver\n", entry, func);
+                    complain(warn,
+                             "simgpu: SIMGPU_FAIL entry '%s' ignored: %s is not a function "
+                             "of the simulated driver\n",
+                             entry, func);
                     ok = -1;
                 }
             }
         }
         if (ok == 0)
-            complain(warn, "simgpu: SIMGPU_FAIL entry '%.*s' ignored (expected FUNC:N[:ERR], "
-                           "e.g. cuMemAlloc_v2:3:2)\n", (int)n, p);
+            complain(warn,
+                     "simgpu: SIMGPU_FAIL entry '%.*s' ignored (expected FUNC:N[:ERR], "
+                     "e.g. cuMemAlloc_v2:3:2)\n",
+                     (int)n, p);
         if (ok == 1) {
             if (cfg->nfail == SIMGPU_MAX_FAIL_RULES) {
-                complain(warn, "simgpu: SIMGPU_FAIL has more than %d entries; the rest are "
-                               "ignored\n", SIMGPU_MAX_FAIL_RULES);
+                complain(warn,
+                         "simgpu: SIMGPU_FAIL has more than %d entries; the rest are "
+                         "ignored\n",
+                         SIMGPU_MAX_FAIL_RULES);
                 return;
             }
             struct simgpu_fail_rule *r = &cfg->fail[cfg->nfail++];
@@ -285,8 +299,10 @@ void simgpu_config_read(struct simgpu_config *cfg, int (*is_known_func)(const ch
                "16GiB", &highest);
     if (highest >= cfg->devices) {
         if (devices_set)
-            complain(warn, "simgpu: SIMGPU_MEMORY names device %d but SIMGPU_DEVICES=%d; that "
-                           "entry is ignored\n", highest, cfg->devices);
+            complain(warn,
+                     "simgpu: SIMGPU_MEMORY names device %d but SIMGPU_DEVICES=%d; that "
+                     "entry is ignored\n",
+                     highest, cfg->devices);
         else
             cfg->devices = highest + 1; /* "0:16GiB,1:8GiB" alone means two devices */
     }

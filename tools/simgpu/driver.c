@@ -21,10 +21,11 @@
 #define EXPORT __attribute__((visibility("default")))
 
 #define SIM_DRIVER_VERSION 13000
-#define SIM_ALIGN 512ULL                /* every allocation is rounded to this */
-#define SIM_GRANULARITY (2ULL << 20)    /* VMM granularity, also the pool chunk unit */
-#define SIM_VA_MIN (4ULL << 30)         /* VMM address space: at least this (small enough for valgrind)... */
-#define SIM_VA_MAX (64ULL << 40)        /* ...and at most this */
+#define SIM_ALIGN 512ULL             /* every allocation is rounded to this */
+#define SIM_GRANULARITY (2ULL << 20) /* VMM granularity, also the pool chunk unit */
+#define SIM_VA_MIN \
+    (4ULL << 30) /* VMM address space: at least this (small enough for valgrind)... */
+#define SIM_VA_MAX (64ULL << 40) /* ...and at most this */
 
 /* The primary context of a device. cuda.h leaves the struct incomplete; any layout will do. */
 struct CUctx_st {
@@ -43,12 +44,12 @@ struct pool_seg {
 struct CUmemPoolHandle_st {
     int device;
     int is_default;
-    int destroyed;          /* destroyed with allocations outstanding: freed with the last one */
-    uint64_t max_size;      /* 0: no limit */
-    uint64_t threshold;     /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */
+    int destroyed;      /* destroyed with allocations outstanding: freed with the last one */
+    uint64_t max_size;  /* 0: no limit */
+    uint64_t threshold; /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */
     uint64_t reserved, reserved_high;
     uint64_t used, used_high;
-    int reuse[3];           /* the three REUSE_* attributes, stored but without effect */
+    int reuse[3]; /* the three REUSE_* attributes, stored but without effect */
     struct pool_seg *segs;
     struct CUmemPoolHandle_st *next; /* in g.pools while the handle is valid */
 };
@@ -58,9 +59,9 @@ struct sim_device {
     uint64_t capacity;
     uint64_t ctx_bytes;
     uint64_t other_bytes;
-    void *map;              /* PROT_NONE reservation backing the device address range */
-    struct range_alloc ra;  /* device address range: cuMemAlloc and pool chunks */
-    uint64_t phys;          /* managed + VMM memory: takes capacity but no device addresses */
+    void *map;             /* PROT_NONE reservation backing the device address range */
+    struct range_alloc ra; /* device address range: cuMemAlloc and pool chunks */
+    uint64_t phys;         /* managed + VMM memory: takes capacity but no device addresses */
     int ctx_alive;
     unsigned ctx_refs;
     struct CUctx_st ctx;
@@ -73,8 +74,8 @@ enum rec_kind { REC_DEVICE, REC_POOL, REC_MANAGED, REC_HOST };
 /* One live allocation, keyed by the address handed to the caller. */
 struct rec {
     uint64_t addr;
-    uint64_t len;           /* bytes charged, rounded */
-    uint64_t map_len;       /* length of the host mapping (managed, host) */
+    uint64_t len;     /* bytes charged, rounded */
+    uint64_t map_len; /* length of the host mapping (managed, host) */
     int kind;
     int device;
     struct CUmemPoolHandle_st *pool;
@@ -86,7 +87,7 @@ struct vmm_handle {
     uint64_t id;
     uint64_t len;
     int device;
-    int released;           /* cuMemRelease came while mapped: freed at the last unmap */
+    int released; /* cuMemRelease came while mapped: freed at the last unmap */
     unsigned maps;
     UT_hash_handle hh;
 };
@@ -129,8 +130,14 @@ static int is_driver_function(const char *name);
 /* ---------------------------------------------------------------------------------------- */
 /* Entry and exit of every exported function                                                */
 
-static void atfork_prepare(void) { pthread_mutex_lock(&g.lock); }
-static void atfork_release(void) { pthread_mutex_unlock(&g.lock); }
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&g.lock);
+}
+static void atfork_release(void)
+{
+    pthread_mutex_unlock(&g.lock);
+}
 
 static void load_once(void)
 {
@@ -176,10 +183,10 @@ static CUresult leave(CUresult r)
     return r;
 }
 
-#define API(need_init, call)                     \
-    CUresult r_ = enter(__func__, (need_init));  \
-    if (r_ == CUDA_SUCCESS)                      \
-        r_ = (call);                             \
+#define API(need_init, call)                    \
+    CUresult r_ = enter(__func__, (need_init)); \
+    if (r_ == CUDA_SUCCESS)                     \
+        r_ = (call);                            \
     return leave(r_)
 
 /* ---------------------------------------------------------------------------------------- */
@@ -240,7 +247,8 @@ static struct rec *rec_find(uint64_t addr)
 static struct rec *rec_containing(uint64_t p, uint64_t n)
 {
     struct rec *r, *tmp;
-    HASH_ITER(hh, g.recs, r, tmp) {
+    HASH_ITER(hh, g.recs, r, tmp)
+    {
         if (r->kind == REC_HOST)
             continue;
         if (p >= r->addr && p - r->addr < r->len && n <= r->len - (p - r->addr))
@@ -449,10 +457,11 @@ static CUresult do_init(unsigned int flags)
         d->ctx.device = i;
         /* Address space only: device pointers can never alias real host memory, and nothing is
          * committed because they are never dereferenced. */
-        d->map = mmap(NULL, d->capacity, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                      -1, 0);
+        d->map = mmap(NULL, d->capacity, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                      0);
         if (d->map == MAP_FAILED) {
-            fprintf(stderr, "simgpu: cannot reserve %llu bytes of address space for device %d: %s\n",
+            fprintf(stderr,
+                    "simgpu: cannot reserve %llu bytes of address space for device %d: %s\n",
                     (unsigned long long)d->capacity, i, strerror(errno));
             memset(d, 0, sizeof *d);
             break;
@@ -587,58 +596,110 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 static int attribute_value(CUdevice_attribute a, int dev)
 {
     switch (a) {
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: return 1024;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: return 64;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: return 2147483647;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: return 65535;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return 65535;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 49152;
-    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: return 65536;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
-    case CU_DEVICE_ATTRIBUTE_MAX_PITCH: return 2147483647;
-    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;
-    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1980000;
-    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: return 512;
-    case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: return 1;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
-    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
-    case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT: return 512;
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
-    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: return 1;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return g.cfg.physical[dev] + 1;
-    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
-    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
-    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
-    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 50331648;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
-    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 3;
-    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
-    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 32;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
-    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: return 1;
-    case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: return 1;
-    case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: return 1;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: return 233472;
-    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: return 65536;
-    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
-    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: return g.cfg.physical[dev];
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED: return 1;
-    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: return 1;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return 232448;
-    case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: return 1;
-    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
-    case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE: return 32505856;
-    case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE: return 134213632;
-    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: return 1024;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
-    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: return 1;
-    default: return 0;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+        return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+        return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+        return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
+        return 64;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+        return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+        return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+        return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+        return 49152;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:
+        return 65536;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+        return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH:
+        return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
+        return 65536;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+        return 1980000;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
+        return 512;
+    case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+        return 132;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT:
+        return 512;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+        return g.cfg.physical[dev] + 1;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
+        return 0;
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+        return 0;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+        return 2619000;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
+        return 5120;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+        return 50331648;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+        return 2048;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
+        return 3;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
+        return 32;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+        return 9;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+        return 0;
+    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
+        return 233472;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
+        return 65536;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID:
+        return g.cfg.physical[dev];
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+        return 232448;
+    case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
+        return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE:
+        return 32505856;
+    case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE:
+        return 134213632;
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:
+        return 1024;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
+        return 1;
+    default:
+        return 0;
     }
 }
 
@@ -665,7 +726,8 @@ static CUresult do_pci_bus_id(char *pciBusId, int len, CUdevice dev)
         return CUDA_ERROR_INVALID_DEVICE;
     /* Upper-case hex digits, as NVIDIA's driver prints them ("0000:0A:00.0"); the physical
      * device's, so CUDA_VISIBLE_DEVICES changes the ordinal but not the bus id. */
-    snprintf(pciBusId, (size_t)len, "%04X:%02X:%02X.0", 0u, (unsigned)(g.cfg.physical[dev] + 1), 0u);
+    snprintf(pciBusId, (size_t)len, "%04X:%02X:%02X.0", 0u, (unsigned)(g.cfg.physical[dev] + 1),
+             0u);
     return CUDA_SUCCESS;
 }
 
@@ -872,11 +934,13 @@ static const struct {
     { CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected" },
     { CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal" },
     { CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context" },
-    { CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation not supported on this OS" },
+    { CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM",
+      "OS call failed or operation not supported on this OS" },
     { CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle" },
     { CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found" },
     { CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready" },
-    { CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered" },
+    { CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+      "an illegal memory access was encountered" },
     { CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed" },
     { CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted" },
     { CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported" },
@@ -1206,8 +1270,8 @@ EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUme
     API(1, do_alloc_from_pool(dptr, bytesize, pool));
 }
 
-EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
-                                             CUmemoryPool pool, CUstream hStream)
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                             CUstream hStream)
 {
     (void)hStream;
     API(1, do_alloc_from_pool(dptr, bytesize, pool));
@@ -1688,7 +1752,10 @@ struct proc_entry {
     void *fn;
 };
 
-#define PROC(base, fn, version, ptsz) { base, #fn, version, ptsz, (void *)fn }
+#define PROC(base, fn, version, ptsz)        \
+    {                                        \
+        base, #fn, version, ptsz, (void *)fn \
+    }
 
 static const struct proc_entry proc_table[] = {
     PROC("cuInit", cuInit, 2000, 0),

@@ -37,8 +37,8 @@ static struct {
     pthread_mutex_t lock;
     struct simgpu_config cfg;
     int ordinal[SIMGPU_MAX_DEVICES]; /* the CUDA ordinal of each NVML index, -1 if hidden */
-    char libcuda[4096];     /* the file the simulated runtime loads (SIMGPU_LIBCUDA) */
-    unsigned int refs;      /* nvmlInit calls not yet undone by nvmlShutdown */
+    char libcuda[4096];              /* the file the simulated runtime loads (SIMGPU_LIBCUDA) */
+    unsigned int refs;               /* nvmlInit calls not yet undone by nvmlShutdown */
     unsigned int count;
     unsigned int other_pid; /* SIMGPU_OTHER_PID: who holds SIMGPU_OTHER_BYTES; 0 none listed */
     struct nvmlDevice_st dev[SIMGPU_MAX_DEVICES];
@@ -46,8 +46,14 @@ static struct {
 
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
 
-static void atfork_prepare(void) { pthread_mutex_lock(&nv.lock); }
-static void atfork_release(void) { pthread_mutex_unlock(&nv.lock); }
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&nv.lock);
+}
+static void atfork_release(void)
+{
+    pthread_mutex_unlock(&nv.lock);
+}
 
 /* Reads the environment once per process, like the driver. Quietly: the driver is the one
  * that reports a bad value, so a process using both sees each complaint once. */
@@ -136,8 +142,9 @@ static void memory_of(unsigned int index, struct mem_figures *m)
 {
     m->total = nv.cfg.memory[index];
     /* A device hidden from CUDA in this process holds nothing of ours: only the "other" bytes. */
-    m->used = nv.ordinal[index] >= 0 ? driver_used_bytes((unsigned int)nv.ordinal[index], nv.cfg.other_bytes[index])
-                                      : nv.cfg.other_bytes[index];
+    m->used = nv.ordinal[index] >= 0 ? driver_used_bytes((unsigned int)nv.ordinal[index],
+                                                         nv.cfg.other_bytes[index])
+                                     : nv.cfg.other_bytes[index];
     /* Another "process" may claim more than the card has; NVML never reports used > total. */
     if (m->used > m->total)
         m->used = m->total;
@@ -327,7 +334,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlD
     return leave(NVML_SUCCESS);
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                            unsigned int *infoCount,
                                                             nvmlProcessInfo_t *infos)
 {
     unsigned int index = 0;
@@ -336,13 +344,16 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
         return r;
     uint64_t other = nv.cfg.other_bytes[index];
     /* NVML numbers physical devices; the driver is asked by the ordinal it gave this one */
-    uint64_t used = nv.ordinal[index] >= 0 ? driver_used_bytes((unsigned int)nv.ordinal[index], other) : other;
+    uint64_t used = nv.ordinal[index] >= 0
+                            ? driver_used_bytes((unsigned int)nv.ordinal[index], other)
+                            : other;
     nvmlProcessInfo_t list[2];
     unsigned int n = 0;
     if (used > other)
-        list[n++] = (nvmlProcessInfo_t){(unsigned int)getpid(), used - other, 0xFFFFFFFFu, 0xFFFFFFFFu};
+        list[n++] = (nvmlProcessInfo_t){ (unsigned int)getpid(), used - other, 0xFFFFFFFFu,
+                                         0xFFFFFFFFu };
     if (nv.other_pid && other > 0)
-        list[n++] = (nvmlProcessInfo_t){nv.other_pid, other, 0xFFFFFFFFu, 0xFFFFFFFFu};
+        list[n++] = (nvmlProcessInfo_t){ nv.other_pid, other, 0xFFFFFFFFu, 0xFFFFFFFFu };
     unsigned int room = *infoCount;
     *infoCount = n;
     if (room < n || (n && !infos))
@@ -357,37 +368,68 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
 EXPORT const char *nvmlErrorString(nvmlReturn_t result)
 {
     switch (result) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
-    case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
-    case NVML_ERROR_NOT_FOUND: return "Not Found";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-    case NVML_ERROR_INSUFFICIENT_POWER: return "Insufficient External Power";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case NVML_ERROR_TIMEOUT: return "Timeout";
-    case NVML_ERROR_IRQ_ISSUE: return "Interrupt Request Issue";
-    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
-    case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    case NVML_ERROR_RESET_REQUIRED: return "GPU requires reset";
-    case NVML_ERROR_OPERATING_SYSTEM: return "GPU access blocked by the operating system";
-    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "Driver/library version mismatch";
-    case NVML_ERROR_IN_USE: return "In use by another client";
-    case NVML_ERROR_MEMORY: return "Insufficient Memory";
-    case NVML_ERROR_NO_DATA: return "No data";
-    case NVML_ERROR_VGPU_ECC_NOT_SUPPORTED: return "vGPU operation not available while ECC is on";
-    case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient resources";
-    case NVML_ERROR_FREQ_NOT_SUPPORTED: return "Frequency not supported";
-    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
-    case NVML_ERROR_DEPRECATED: return "Deprecated";
-    case NVML_ERROR_NOT_READY: return "Not ready";
-    case NVML_ERROR_GPU_NOT_FOUND: return "GPU not found";
-    case NVML_ERROR_INVALID_STATE: return "Invalid state";
-    case NVML_ERROR_UNKNOWN: return "Unknown Error";
+    case NVML_SUCCESS:
+        return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+        return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+        return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED:
+        return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION:
+        return "Insufficient Permissions";
+    case NVML_ERROR_ALREADY_INITIALIZED:
+        return "Already Initialized";
+    case NVML_ERROR_NOT_FOUND:
+        return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+        return "Insufficient Size";
+    case NVML_ERROR_INSUFFICIENT_POWER:
+        return "Insufficient External Power";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+        return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT:
+        return "Timeout";
+    case NVML_ERROR_IRQ_ISSUE:
+        return "Interrupt Request Issue";
+    case NVML_ERROR_LIBRARY_NOT_FOUND:
+        return "NVML Shared Library Not Found";
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+        return "Function Not Found";
+    case NVML_ERROR_CORRUPTED_INFOROM:
+        return "Corrupted infoROM";
+    case NVML_ERROR_GPU_IS_LOST:
+        return "GPU is lost";
+    case NVML_ERROR_RESET_REQUIRED:
+        return "GPU requires reset";
+    case NVML_ERROR_OPERATING_SYSTEM:
+        return "GPU access blocked by the operating system";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+        return "Driver/library version mismatch";
+    case NVML_ERROR_IN_USE:
+        return "In use by another client";
+    case NVML_ERROR_MEMORY:
+        return "Insufficient Memory";
+    case NVML_ERROR_NO_DATA:
+        return "No data";
+    case NVML_ERROR_VGPU_ECC_NOT_SUPPORTED:
+        return "vGPU operation not available while ECC is on";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES:
+        return "Insufficient resources";
+    case NVML_ERROR_FREQ_NOT_SUPPORTED:
+        return "Frequency not supported";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+        return "Argument version mismatch";
+    case NVML_ERROR_DEPRECATED:
+        return "Deprecated";
+    case NVML_ERROR_NOT_READY:
+        return "Not ready";
+    case NVML_ERROR_GPU_NOT_FOUND:
+        return "GPU not found";
+    case NVML_ERROR_INVALID_STATE:
+        return "Invalid state";
+    case NVML_ERROR_UNKNOWN:
+        return "Unknown Error";
     }
     return "Unknown Error";
 }

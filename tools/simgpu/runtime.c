@@ -59,7 +59,10 @@ static struct driver {
     PFN_cuMemPoolTrimTo_v11020 memPoolTrimTo;
 } drv;
 
-#define WANT(name, version, ptsz, field) { name, version, ptsz, offsetof(struct driver, field) }
+#define WANT(name, version, ptsz, field)                    \
+    {                                                       \
+        name, version, ptsz, offsetof(struct driver, field) \
+    }
 
 /* Base names, as cuGetProcAddress expects them, each at the version of the ABI this file was
  * written against (the version in its PFN_ type), which is how the real libcudart.so.13 asks;
@@ -107,13 +110,13 @@ static const struct {
 };
 
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
-static cudaError_t rt_init_error;   /* why the driver is unusable, cudaSuccess if it is fine */
+static cudaError_t rt_init_error; /* why the driver is unusable, cudaSuccess if it is fine */
 static int rt_device_count;
 static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUcontext rt_primary[RT_MAX_DEVICES]; /* retained once per device, for the process */
 
-static __thread int tls_device;            /* cudaSetDevice; device 0 until then */
-static __thread int tls_bound_plus1;       /* device whose context is current here, plus one */
+static __thread int tls_device;      /* cudaSetDevice; device 0 until then */
+static __thread int tls_bound_plus1; /* device whose context is current here, plus one */
 static __thread cudaError_t tls_last_error;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -122,24 +125,42 @@ static __thread cudaError_t tls_last_error;
 static cudaError_t map_error(CUresult r)
 {
     switch (r) {
-    case CUDA_SUCCESS: return cudaSuccess;
-    case CUDA_ERROR_INVALID_VALUE: return cudaErrorInvalidValue;
-    case CUDA_ERROR_OUT_OF_MEMORY: return cudaErrorMemoryAllocation;
-    case CUDA_ERROR_NOT_INITIALIZED: return cudaErrorInitializationError;
-    case CUDA_ERROR_DEINITIALIZED: return cudaErrorCudartUnloading;
-    case CUDA_ERROR_STUB_LIBRARY: return cudaErrorStubLibrary;
-    case CUDA_ERROR_NO_DEVICE: return cudaErrorNoDevice;
-    case CUDA_ERROR_INVALID_DEVICE: return cudaErrorInvalidDevice;
-    case CUDA_ERROR_INVALID_CONTEXT: return cudaErrorDeviceUninitialized;
-    case CUDA_ERROR_OPERATING_SYSTEM: return cudaErrorOperatingSystem;
-    case CUDA_ERROR_INVALID_HANDLE: return cudaErrorInvalidResourceHandle;
-    case CUDA_ERROR_NOT_FOUND: return cudaErrorSymbolNotFound;
-    case CUDA_ERROR_NOT_READY: return cudaErrorNotReady;
-    case CUDA_ERROR_ILLEGAL_ADDRESS: return cudaErrorIllegalAddress;
-    case CUDA_ERROR_CONTEXT_IS_DESTROYED: return cudaErrorContextIsDestroyed;
-    case CUDA_ERROR_NOT_PERMITTED: return cudaErrorNotPermitted;
-    case CUDA_ERROR_NOT_SUPPORTED: return cudaErrorNotSupported;
-    default: return cudaErrorUnknown;
+    case CUDA_SUCCESS:
+        return cudaSuccess;
+    case CUDA_ERROR_INVALID_VALUE:
+        return cudaErrorInvalidValue;
+    case CUDA_ERROR_OUT_OF_MEMORY:
+        return cudaErrorMemoryAllocation;
+    case CUDA_ERROR_NOT_INITIALIZED:
+        return cudaErrorInitializationError;
+    case CUDA_ERROR_DEINITIALIZED:
+        return cudaErrorCudartUnloading;
+    case CUDA_ERROR_STUB_LIBRARY:
+        return cudaErrorStubLibrary;
+    case CUDA_ERROR_NO_DEVICE:
+        return cudaErrorNoDevice;
+    case CUDA_ERROR_INVALID_DEVICE:
+        return cudaErrorInvalidDevice;
+    case CUDA_ERROR_INVALID_CONTEXT:
+        return cudaErrorDeviceUninitialized;
+    case CUDA_ERROR_OPERATING_SYSTEM:
+        return cudaErrorOperatingSystem;
+    case CUDA_ERROR_INVALID_HANDLE:
+        return cudaErrorInvalidResourceHandle;
+    case CUDA_ERROR_NOT_FOUND:
+        return cudaErrorSymbolNotFound;
+    case CUDA_ERROR_NOT_READY:
+        return cudaErrorNotReady;
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+        return cudaErrorIllegalAddress;
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+        return cudaErrorContextIsDestroyed;
+    case CUDA_ERROR_NOT_PERMITTED:
+        return cudaErrorNotPermitted;
+    case CUDA_ERROR_NOT_SUPPORTED:
+        return cudaErrorNotSupported;
+    default:
+        return cudaErrorUnknown;
     }
 }
 
@@ -172,11 +193,13 @@ static const struct {
     { cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected" },
     { cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal" },
     { cudaErrorDeviceUninitialized, "cudaErrorDeviceUninitialized", "invalid device context" },
-    { cudaErrorOperatingSystem, "cudaErrorOperatingSystem", "OS call failed or operation not supported on this OS" },
+    { cudaErrorOperatingSystem, "cudaErrorOperatingSystem",
+      "OS call failed or operation not supported on this OS" },
     { cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle" },
     { cudaErrorSymbolNotFound, "cudaErrorSymbolNotFound", "named symbol not found" },
     { cudaErrorNotReady, "cudaErrorNotReady", "device not ready" },
-    { cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered" },
+    { cudaErrorIllegalAddress, "cudaErrorIllegalAddress",
+      "an illegal memory access was encountered" },
     { cudaErrorContextIsDestroyed, "cudaErrorContextIsDestroyed", "context is destroyed" },
     { cudaErrorNotPermitted, "cudaErrorNotPermitted", "operation not permitted" },
     { cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported" },
@@ -435,7 +458,7 @@ EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int devi
     prop->globalL1CacheSupported = attr(d, CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED);
     prop->localL1CacheSupported = attr(d, CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED);
     prop->sharedMemPerMultiprocessor =
-        (size_t)attr(d, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+            (size_t)attr(d, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
     prop->regsPerMultiprocessor = attr(d, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
     prop->managedMemory = attr(d, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY);
     prop->isMultiGpuBoard = attr(d, CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD);
@@ -444,11 +467,11 @@ EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int devi
     prop->computePreemptionSupported = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED);
     prop->cooperativeLaunch = attr(d, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH);
     prop->sharedMemPerBlockOptin =
-        (size_t)attr(d, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+            (size_t)attr(d, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
     prop->maxBlocksPerMultiProcessor = attr(d, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
     prop->accessPolicyMaxWindowSize = attr(d, CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE);
     prop->reservedSharedMemPerBlock =
-        (size_t)attr(d, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
+            (size_t)attr(d, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
     prop->hostRegisterSupported = attr(d, CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED);
     prop->memoryPoolsSupported = attr(d, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED);
     prop->clusterLaunch = attr(d, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH);
@@ -683,8 +706,9 @@ static cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_t pool,
         *ptr = NULL;
         return cudaSuccess;
     }
-    CUresult r = ptsz ? drv.memAllocFromPoolAsync_ptsz(&d, size, (CUmemoryPool)pool, (CUstream)stream)
-                      : drv.memAllocFromPoolAsync(&d, size, (CUmemoryPool)pool, (CUstream)stream);
+    CUresult r =
+            ptsz ? drv.memAllocFromPoolAsync_ptsz(&d, size, (CUmemoryPool)pool, (CUstream)stream)
+                 : drv.memAllocFromPoolAsync(&d, size, (CUmemoryPool)pool, (CUstream)stream);
     if (r != CUDA_SUCCESS)
         return ret_cu(r);
     *ptr = (void *)(uintptr_t)d;
@@ -754,7 +778,8 @@ EXPORT cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device)
     return device_pool(memPool, device, 0);
 }
 
-EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
+EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool,
+                                     const struct cudaMemPoolProps *poolProps)
 {
     CUmemPoolProps props;
     CUmemoryPool p;
@@ -788,7 +813,8 @@ EXPORT cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
 }
 
 /* cudaMemPoolAttr and CUmemPool_attribute share their values. */
-EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr,
+                                           void *value)
 {
     cudaError_t e = need_driver();
     if (e != cudaSuccess)
@@ -796,7 +822,8 @@ EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPo
     return ret_cu(drv.memPoolGetAttribute((CUmemoryPool)memPool, (CUmemPool_attribute)attr, value));
 }
 
-EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr,
+                                           void *value)
 {
     cudaError_t e = need_driver();
     if (e != cudaSuccess)
@@ -845,9 +872,9 @@ static cudaError_t entry_point(const char *symbol, void **funcPtr, unsigned int 
     CUresult r = drv.getProcAddress(symbol, funcPtr, (int)version, cuflags, &status);
     if (driverStatus) {
         *driverStatus = status == CU_GET_PROC_ADDRESS_SUCCESS ? cudaDriverEntryPointSuccess
-                      : status == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
-                          ? cudaDriverEntryPointVersionNotSufficent
-                          : cudaDriverEntryPointSymbolNotFound;
+                        : status == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                                ? cudaDriverEntryPointVersionNotSufficent
+                                : cudaDriverEntryPointSymbolNotFound;
     }
     /* A symbol the driver lacks is not an error of this call: NULL and the status say it. */
     if (r == CUDA_ERROR_NOT_FOUND) {
@@ -871,17 +898,16 @@ EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcP
     return entry_point(symbol, funcPtr, RT_VERSION, flags, driverStatus, 1);
 }
 
-EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
-                                                    unsigned int cudaVersion,
-                                                    unsigned long long flags,
-                                                    enum cudaDriverEntryPointQueryResult *driverStatus)
+EXPORT cudaError_t cudaGetDriverEntryPointByVersion(
+        const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
+        enum cudaDriverEntryPointQueryResult *driverStatus)
 {
     return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus, 0);
 }
 
 EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
-    const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
-    enum cudaDriverEntryPointQueryResult *driverStatus)
+        const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
+        enum cudaDriverEntryPointQueryResult *driverStatus)
 {
     return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus, 1);
 }

@@ -78,9 +78,9 @@ typedef struct nvmlPciInfo_st {
     unsigned int domain;
     unsigned int bus;
     unsigned int device;
-    unsigned int pciDeviceId;    /* device id << 16 | vendor id */
+    unsigned int pciDeviceId; /* device id << 16 | vendor id */
     unsigned int pciSubSystemId;
-    char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];          /* "%08X:%02X:%02X.0" */
+    char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE]; /* "%08X:%02X:%02X.0" */
 } nvmlPciInfo_t;
 
 /* One process using a device, as nvmlDeviceGetComputeRunningProcesses_v3 lists it. */

@@ -29,50 +29,50 @@
 #define MAX_TRIALS 64
 
 static const char usage[] =
-	"usage: vramwatch fit [--limit SIZE] [--headroom PCT] [--flag NAME] [--settle SECONDS] [--json] -- CMD...\n"
-	"\n"
-	"Reruns CMD at other values of its batch flag, each time with libvramwatch.so preloaded,\n"
-	"and finds the largest value that runs on the card with the headroom kept free: every trial\n"
-	"runs under an enforced VRAMWATCH_LIMIT of the card less the headroom, and one that completes\n"
-	"there fits. A caching allocator grows into whatever room it has, so this is measured, not\n"
-	"compared with a peak; failures that a cache flush and a retry rescued are not out-of-memory.\n"
-	"It starts at CMD's own value, doubles while trials fit or halves while they do not, then\n"
-	"bisects between the largest value that fits and the smallest that does not.\n"
-	"\n"
-	"  --limit SIZE      the card to fit: 16GiB, 16G, 16000MB, a share of each card (80%), or per\n"
-	"                    device (0:16GiB,1:8GiB); trials run under SIZE x (1 - headroom). Without\n"
-	"                    it, VRAMWATCH_LIMIT from the environment if set, else the real card:\n"
-	"                    trials run under VRAMWATCH_LIMIT=<100 - headroom>%\n"
-	"  --headroom PCT    share of the capacity to keep free (default 10)\n"
-	"  --flag NAME       the batch flag as CMD spells it (--bs, batch=); by default the usual\n"
-	"                    spellings (--batch, --batch-size, --per_device_train_batch_size, ...)\n"
-	"  --settle SECONDS  a trial still running whose peak has not grown for this long after its\n"
-	"                    first growth, and that has passed a new phase (its validation: new\n"
-	"                    call chains after a quiet spell; YOLO and Ultralytics wait for it, other\n"
-	"                    commands at most ten times as long), is stopped and judged by the peak\n"
-	"                    it reached (default 20)\n"
-	"  --json            print schema vramwatch.fit/1 on stdout instead of the text\n"
-	"  --help            this text\n"
-	"\n"
-	"One line per trial goes to stderr: its outcome, peak, time, why, and the cache flushes a\n"
-	"retry rescued. CMD runs with stdin from /dev/null; its output goes to a log in the trial's\n"
-	"folder, removed with it.\n"
-	"Exit status: 0 a value fits; 1 none does; 2 bad usage.\n";
+        "usage: vramwatch fit [--limit SIZE] [--headroom PCT] [--flag NAME] [--settle SECONDS] [--json] -- CMD...\n"
+        "\n"
+        "Reruns CMD at other values of its batch flag, each time with libvramwatch.so preloaded,\n"
+        "and finds the largest value that runs on the card with the headroom kept free: every trial\n"
+        "runs under an enforced VRAMWATCH_LIMIT of the card less the headroom, and one that completes\n"
+        "there fits. A caching allocator grows into whatever room it has, so this is measured, not\n"
+        "compared with a peak; failures that a cache flush and a retry rescued are not out-of-memory.\n"
+        "It starts at CMD's own value, doubles while trials fit or halves while they do not, then\n"
+        "bisects between the largest value that fits and the smallest that does not.\n"
+        "\n"
+        "  --limit SIZE      the card to fit: 16GiB, 16G, 16000MB, a share of each card (80%), or per\n"
+        "                    device (0:16GiB,1:8GiB); trials run under SIZE x (1 - headroom). Without\n"
+        "                    it, VRAMWATCH_LIMIT from the environment if set, else the real card:\n"
+        "                    trials run under VRAMWATCH_LIMIT=<100 - headroom>%\n"
+        "  --headroom PCT    share of the capacity to keep free (default 10)\n"
+        "  --flag NAME       the batch flag as CMD spells it (--bs, batch=); by default the usual\n"
+        "                    spellings (--batch, --batch-size, --per_device_train_batch_size, ...)\n"
+        "  --settle SECONDS  a trial still running whose peak has not grown for this long after its\n"
+        "                    first growth, and that has passed a new phase (its validation: new\n"
+        "                    call chains after a quiet spell; YOLO and Ultralytics wait for it, other\n"
+        "                    commands at most ten times as long), is stopped and judged by the peak\n"
+        "                    it reached (default 20)\n"
+        "  --json            print schema vramwatch.fit/1 on stdout instead of the text\n"
+        "  --help            this text\n"
+        "\n"
+        "One line per trial goes to stderr: its outcome, peak, time, why, and the cache flushes a\n"
+        "retry rescued. CMD runs with stdin from /dev/null; its output goes to a log in the trial's\n"
+        "folder, removed with it.\n"
+        "Exit status: 0 a value fits; 1 none does; 2 bad usage.\n";
 
 struct fit_opts {
-	const char *limit, *headroom, *flag, *settle;
-	bool json;
-	char **cmd;
-	size_t ncmd;
+    const char *limit, *headroom, *flag, *settle;
+    bool json;
+    char **cmd;
+    size_t ncmd;
 };
 
 enum outcome { OUT_FITS, OUT_OOM, OUT_ERROR };
-static const char *const outcome_names[] = {"fits", "oom", "error"};
+static const char *const outcome_names[] = { "fits", "oom", "error" };
 
 struct trial {
-	int64_t value;
-	enum outcome outcome;
-	int64_t peak; /* the need the verdict was made on, 0 when unknown */
+    int64_t value;
+    enum outcome outcome;
+    int64_t peak; /* the need the verdict was made on, 0 when unknown */
 };
 
 /* ---- signals: a fit interrupted stops its trial's process group before leaving ---- */
@@ -81,192 +81,193 @@ static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig)
 {
-	stop_signal = sig;
+    stop_signal = sig;
 }
 
 static void catch_signals(void)
 {
-	struct sigaction sa = {0};
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		sigaction(sigs[i], &sa, NULL);
+    struct sigaction sa = { 0 };
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
 }
 
 /* ---- small helpers ---- */
 
 static double mono_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void nap_ms(long ms)
 {
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
 }
 
 static char *path_in(const char *dir, const char *name)
 {
-	struct strbuf b = {0};
-	sb_printf(&b, "%s/%s", dir, name);
-	return b.s;
+    struct strbuf b = { 0 };
+    sb_printf(&b, "%s/%s", dir, name);
+    return b.s;
 }
 
 /* Empties a trial folder (files only: the library and the log) and removes it. */
 static void remove_folder(const char *dir)
 {
-	DIR *d = opendir(dir);
-	if (d) {
-		struct dirent *e;
-		while ((e = readdir(d)))
-			if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-				unlinkat(dirfd(d), e->d_name, 0);
-		closedir(d);
-	}
-	rmdir(dir);
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                unlinkat(dirfd(d), e->d_name, 0);
+        closedir(d);
+    }
+    rmdir(dir);
 }
 
 /* ---- the status file the library keeps while the program runs ---- */
 
 struct live_status {
-	bool seen;
-	int64_t peak, live;
-	bool oom;
-	/* The line counts cache flushes (pressure=N): a library that writes it sets oom=1 only once a
-	 * failure is final, where an older one set it at any out-of-memory, even one a retry rescued. */
-	bool counts_pressure;
-	int64_t pressure;
-	int64_t sites; /* call chains seen (sites=N), -1 when the library does not say */
+    bool seen;
+    int64_t peak, live;
+    bool oom;
+    /* The line counts cache flushes (pressure=N): a library that writes it sets oom=1 only once a
+     * failure is final, where an older one set it at any out-of-memory, even one a retry rescued. */
+    bool counts_pressure;
+    int64_t pressure;
+    int64_t sites; /* call chains seen (sites=N), -1 when the library does not say */
 };
 
 static void read_status(const char *path, struct live_status *st)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return;
-	char line[512];
-	bool ok = fgets(line, sizeof line, f) != NULL;
-	fclose(f);
-	if (!ok || strncmp(line, "vramwatch-status", 16) != 0)
-		return;
-	bool have_peak = false, have_pressure = false;
-	int64_t peak = 0, live = 0, pressure = 0;
-	bool oom = false;
-	for (char *tok = strtok(line + 16, " \t\r\n"); tok; tok = strtok(NULL, " \t\r\n")) {
-		char *eq = strchr(tok, '=');
-		if (!eq)
-			continue;
-		*eq = '\0';
-		char *end = NULL;
-		errno = 0;
-		long long v = strtoll(eq + 1, &end, 10);
-		if (errno || end == eq + 1 || *end)
-			continue;
-		if (strcmp(tok, "peak_live_bytes") == 0) {
-			peak = v;
-			have_peak = true;
-		} else if (strcmp(tok, "live_bytes") == 0) {
-			live = v;
-		} else if (strcmp(tok, "oom") == 0) {
-			oom = v != 0;
-		} else if (strcmp(tok, "pressure") == 0) {
-			pressure = v;
-			have_pressure = true;
-		} else if (strcmp(tok, "sites") == 0 && v > st->sites) {
-			st->sites = v;
-		}
-	}
-	if (!have_peak)
-		return; /* caught mid-rewrite: keep what we had */
-	st->seen = true;
-	if (peak > st->peak)
-		st->peak = peak; /* the peak only grows; a stale rewrite does not lower it */
-	st->live = live;
-	st->oom |= oom;
-	st->counts_pressure |= have_pressure;
-	if (pressure > st->pressure)
-		st->pressure = pressure;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[512];
+    bool ok = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    if (!ok || strncmp(line, "vramwatch-status", 16) != 0)
+        return;
+    bool have_peak = false, have_pressure = false;
+    int64_t peak = 0, live = 0, pressure = 0;
+    bool oom = false;
+    for (char *tok = strtok(line + 16, " \t\r\n"); tok; tok = strtok(NULL, " \t\r\n")) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        char *end = NULL;
+        errno = 0;
+        long long v = strtoll(eq + 1, &end, 10);
+        if (errno || end == eq + 1 || *end)
+            continue;
+        if (strcmp(tok, "peak_live_bytes") == 0) {
+            peak = v;
+            have_peak = true;
+        } else if (strcmp(tok, "live_bytes") == 0) {
+            live = v;
+        } else if (strcmp(tok, "oom") == 0) {
+            oom = v != 0;
+        } else if (strcmp(tok, "pressure") == 0) {
+            pressure = v;
+            have_pressure = true;
+        } else if (strcmp(tok, "sites") == 0 && v > st->sites) {
+            st->sites = v;
+        }
+    }
+    if (!have_peak)
+        return; /* caught mid-rewrite: keep what we had */
+    st->seen = true;
+    if (peak > st->peak)
+        st->peak = peak; /* the peak only grows; a stale rewrite does not lower it */
+    st->live = live;
+    st->oom |= oom;
+    st->counts_pressure |= have_pressure;
+    if (pressure > st->pressure)
+        st->pressure = pressure;
 }
 
 /* ---- one trial ---- */
 
 /* What a trial's VRAMWATCH_LIMIT holds: the card it must run on, less the headroom. */
 enum limit_kind {
-	LIMIT_SHARE, /* a share of each card ("90%"): no --limit, or a share given */
-	LIMIT_SIZE,  /* one size for every device */
-	LIMIT_LIST,  /* per device: "0:16GiB,1:8GiB" */
+    LIMIT_SHARE, /* a share of each card ("90%"): no --limit, or a share given */
+    LIMIT_SIZE,  /* one size for every device */
+    LIMIT_LIST,  /* per device: "0:16GiB,1:8GiB" */
 };
 
 struct fit_ctx {
-	const struct fit_opts *o;
-	struct cmdline_flag flag;
-	char *workdir;
-	enum limit_kind limit_kind;
-	uint64_t limit_bytes; /* LIMIT_SIZE: the card; 0 otherwise (then each report's limit_bytes says) */
-	char *reduced;        /* the trials' VRAMWATCH_LIMIT: the limit less the headroom */
-	double headroom, settle;
-	int64_t capacity_seen; /* the capacity last judged against, for the summary */
-	struct trial trials[MAX_TRIALS];
-	size_t n_trials;
+    const struct fit_opts *o;
+    struct cmdline_flag flag;
+    char *workdir;
+    enum limit_kind limit_kind;
+    uint64_t
+            limit_bytes; /* LIMIT_SIZE: the card; 0 otherwise (then each report's limit_bytes says) */
+    char *reduced;       /* the trials' VRAMWATCH_LIMIT: the limit less the headroom */
+    double headroom, settle;
+    int64_t capacity_seen; /* the capacity last judged against, for the summary */
+    struct trial trials[MAX_TRIALS];
+    size_t n_trials;
 };
 
 /* Whether the program's log says it ran out of memory, for programs that die before a report. */
 static bool log_mentions_oom(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return false;
-	char line[1024];
-	bool hit = false;
-	while (!hit && fgets(line, sizeof line, f)) {
-		for (char *c = line; *c && !hit; c++)
-			hit = strncasecmp(c, "out of memory", 13) == 0;
-	}
-	fclose(f);
-	return hit;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char line[1024];
+    bool hit = false;
+    while (!hit && fgets(line, sizeof line, f)) {
+        for (char *c = line; *c && !hit; c++)
+            hit = strncasecmp(c, "out of memory", 13) == 0;
+    }
+    fclose(f);
+    return hit;
 }
 
 /* The last non-empty line of the program's log, for an error's progress line. */
 static void log_last_line(const char *path, struct strbuf *out)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return;
-	char line[256];
-	while (fgets(line, sizeof line, f)) {
-		line[strcspn(line, "\r\n")] = '\0';
-		if (line[0]) {
-			sb_truncate(out, 0);
-			sb_add(out, line);
-		}
-	}
-	fclose(f);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0]) {
+            sb_truncate(out, 0);
+            sb_add(out, line);
+        }
+    }
+    fclose(f);
 }
 
 /* Stops the whole process group: SIGTERM, then SIGKILL after the grace period. Reaps pid. */
 static int stop_group(pid_t pid)
 {
-	int status = 0;
-	kill(-pid, SIGTERM);
-	double until = mono_s() + KILL_GRACE_S;
-	for (;;) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-		if (r == pid || (r < 0 && errno != EINTR))
-			break;
-		if (mono_s() >= until) {
-			kill(-pid, SIGKILL);
-			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-				;
-			break;
-		}
-		nap_ms(POLL_MS);
-	}
-	kill(-pid, SIGKILL); /* anything of the group that outlived it */
-	return status;
+    int status = 0;
+    kill(-pid, SIGTERM);
+    double until = mono_s() + KILL_GRACE_S;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR))
+            break;
+        if (mono_s() >= until) {
+            kill(-pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+            break;
+        }
+        nap_ms(POLL_MS);
+    }
+    kill(-pid, SIGKILL); /* anything of the group that outlived it */
+    return status;
 }
 
 /* The card a device of a trial stands for, before the headroom: the one --limit SIZE names, else
@@ -274,11 +275,11 @@ static int stop_group(pid_t pid)
  * else, where no limit took effect, the card's total. 0 when unknown. */
 static int64_t card_of(const struct fit_ctx *c, const struct model_device *dev)
 {
-	if (c->limit_bytes)
-		return (int64_t)c->limit_bytes;
-	if (dev->limit_bytes.known)
-		return util_clamp_i64((double)dev->limit_bytes.v / (1.0 - c->headroom / 100.0));
-	return dev->total_bytes.known ? dev->total_bytes.v : 0;
+    if (c->limit_bytes)
+        return (int64_t)c->limit_bytes;
+    if (dev->limit_bytes.known)
+        return util_clamp_i64((double)dev->limit_bytes.v / (1.0 - c->headroom / 100.0));
+    return dev->total_bytes.known ? dev->total_bytes.v : 0;
 }
 
 /* Judges a trial from the reports in its folder, the status file and how it ended. Every trial
@@ -287,434 +288,446 @@ static int64_t card_of(const struct fit_ctx *c, const struct model_device *dev)
  * bigger card says little, and this is the one test that gives the same answer with and without
  * --limit. The peak is compared only where the trial did not run to its end (stopped after
  * settling) or where no reduced limit took effect (a library that does not know shares). */
-static void judge(struct fit_ctx *c, const char *dir, const struct live_status *st, bool settled, int status,
-		  struct trial *t, struct strbuf *why)
+static void judge(struct fit_ctx *c, const char *dir, const struct live_status *st, bool settled,
+                  int status, struct trial *t, struct strbuf *why)
 {
-	int64_t need = 0, capacity = 0, flushes = 0;
-	bool real_oom = false, any_report = false, reduced = false;
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		size_t n = strlen(e->d_name);
-		if (strncmp(e->d_name, "vramwatch-", 10) != 0 || n < 5 || strcmp(e->d_name + n - 5, ".json") != 0)
-			continue;
-		char *path = path_in(dir, e->d_name);
-		struct model_report r;
-		struct strbuf err = {0};
-		if (model_load(path, &r, &err)) {
-			any_report = true;
-			real_oom |= model_real_oom(&r) != NULL;
-			flushes = util_sat_add(flushes, model_flushes(&r));
-			for (size_t i = 0; i < r.n_devices; i++) {
-				const struct model_device *dev = &r.devices[i];
-				int64_t dneed = util_sat_add(dev->peak_reserved_bytes,
-							     dev->untracked_bytes.known ? dev->untracked_bytes.v : 0);
-				int64_t cap = card_of(c, dev);
-				if (dneed > need || (dneed == need && cap > 0)) {
-					need = dneed;
-					capacity = cap;
-					/* The library reports the limit it enforced: ours, the card less
-					 * the headroom. */
-					reduced = dev->limit_bytes.known;
-				}
-			}
-			model_free(&r);
-		} else {
-			util_err("fit: %s: %s", path, sb_str(&err));
-		}
-		sb_free(&err);
-		free(path);
-	}
-	if (d)
-		closedir(d);
-	if (settled || (!any_report && st->seen)) {
-		if (st->peak > need)
-			need = st->peak;
-		if (!capacity)
-			capacity = c->limit_bytes ? (int64_t)c->limit_bytes : 0;
-		/* No report to say which limit took effect: a size or a list of sizes every library
-		 * applies; a share only one new enough to know it, which is also the one whose status
-		 * line counts the flushes. */
-		if (!any_report)
-			reduced = c->limit_kind != LIMIT_SHARE || st->counts_pressure;
-	}
-	if (st->pressure > flushes)
-		flushes = st->pressure;
-	t->peak = need;
-	char *logp = path_in(dir, "output.log");
-	bool failed = !settled && !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	/* oom=1 on a line that counts flushes is a final failure; on an older line it may have been
-	 * one a retry rescued, so it counts only when the program then failed. */
-	bool final_oom = st->oom && st->counts_pressure;
-	double keep = 1.0 - c->headroom / 100.0;
-	char a[UTIL_SIZE_LEN], b[UTIL_SIZE_LEN], p[UTIL_SIZE_LEN];
-	if (real_oom || final_oom || (failed && (st->oom || log_mentions_oom(logp)))) {
-		t->outcome = OUT_OOM;
-		sb_add(why, "out of memory");
-	} else if (failed) {
-		t->outcome = OUT_ERROR;
-		struct strbuf last = {0};
-		log_last_line(logp, &last);
-		if (WIFSIGNALED(status))
-			sb_printf(why, "killed by signal %d", WTERMSIG(status));
-		else
-			sb_printf(why, "exit status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-		if (last.len) {
-			sb_add(why, ": ");
-			util_add_text(why, sb_str(&last));
-		}
-		sb_free(&last);
-	} else if (!any_report && !st->seen) {
-		t->outcome = OUT_ERROR;
-		sb_add(why, "no report: the program made no device allocation");
-	} else if (reduced && (!settled || capacity <= 0)) {
-		/* It completed (or ran until stopped) on the card reduced by the headroom. */
-		t->outcome = OUT_FITS;
-		if (capacity > 0) {
-			c->capacity_seen = capacity;
-			sb_printf(why, "ran on a %s card (%s less %g%% headroom), peak %s",
-				  util_fmt_size(util_clamp_i64((double)capacity * keep), b), util_fmt_size(capacity, a),
-				  c->headroom, util_fmt_size(need, p));
-		} else {
-			sb_printf(why, "ran on the card less %g%% headroom, peak %s", c->headroom, util_fmt_size(need, p));
-		}
-	} else if (capacity <= 0) {
-		t->outcome = OUT_ERROR;
-		sb_add(why, "the card's capacity is unknown; give --limit SIZE");
-	} else {
-		c->capacity_seen = capacity;
-		double usable = (double)capacity * keep;
-		if ((double)need <= usable) {
-			t->outcome = OUT_FITS;
-			sb_printf(why, "needs %s of %s usable", util_fmt_size(need, a), util_fmt_size((int64_t)usable, b));
-		} else {
-			t->outcome = OUT_OOM;
-			sb_printf(why, "ran, but needs %s, over the %s usable with %g%% headroom", util_fmt_size(need, a),
-				  util_fmt_size((int64_t)usable, b), c->headroom);
-		}
-		if (!reduced)
-			sb_printf(why, " (VRAMWATCH_LIMIT=%s did not take effect on this device: judged by its need)",
-				  c->reduced);
-	}
-	if (flushes > 0)
-		sb_printf(why, "; %lld cache flush%s rescued by a retry", (long long)flushes, flushes == 1 ? "" : "es");
-	if (settled)
-		sb_add(why, " (stopped after settling)");
-	free(logp);
+    int64_t need = 0, capacity = 0, flushes = 0;
+    bool real_oom = false, any_report = false, reduced = false;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (strncmp(e->d_name, "vramwatch-", 10) != 0 || n < 5 ||
+            strcmp(e->d_name + n - 5, ".json") != 0)
+            continue;
+        char *path = path_in(dir, e->d_name);
+        struct model_report r;
+        struct strbuf err = { 0 };
+        if (model_load(path, &r, &err)) {
+            any_report = true;
+            real_oom |= model_real_oom(&r) != NULL;
+            flushes = util_sat_add(flushes, model_flushes(&r));
+            for (size_t i = 0; i < r.n_devices; i++) {
+                const struct model_device *dev = &r.devices[i];
+                int64_t dneed =
+                        util_sat_add(dev->peak_reserved_bytes,
+                                     dev->untracked_bytes.known ? dev->untracked_bytes.v : 0);
+                int64_t cap = card_of(c, dev);
+                if (dneed > need || (dneed == need && cap > 0)) {
+                    need = dneed;
+                    capacity = cap;
+                    /* The library reports the limit it enforced: ours, the card less
+                     * the headroom. */
+                    reduced = dev->limit_bytes.known;
+                }
+            }
+            model_free(&r);
+        } else {
+            util_err("fit: %s: %s", path, sb_str(&err));
+        }
+        sb_free(&err);
+        free(path);
+    }
+    if (d)
+        closedir(d);
+    if (settled || (!any_report && st->seen)) {
+        if (st->peak > need)
+            need = st->peak;
+        if (!capacity)
+            capacity = c->limit_bytes ? (int64_t)c->limit_bytes : 0;
+        /* No report to say which limit took effect: a size or a list of sizes every library
+         * applies; a share only one new enough to know it, which is also the one whose status
+         * line counts the flushes. */
+        if (!any_report)
+            reduced = c->limit_kind != LIMIT_SHARE || st->counts_pressure;
+    }
+    if (st->pressure > flushes)
+        flushes = st->pressure;
+    t->peak = need;
+    char *logp = path_in(dir, "output.log");
+    bool failed = !settled && !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* oom=1 on a line that counts flushes is a final failure; on an older line it may have been
+     * one a retry rescued, so it counts only when the program then failed. */
+    bool final_oom = st->oom && st->counts_pressure;
+    double keep = 1.0 - c->headroom / 100.0;
+    char a[UTIL_SIZE_LEN], b[UTIL_SIZE_LEN], p[UTIL_SIZE_LEN];
+    if (real_oom || final_oom || (failed && (st->oom || log_mentions_oom(logp)))) {
+        t->outcome = OUT_OOM;
+        sb_add(why, "out of memory");
+    } else if (failed) {
+        t->outcome = OUT_ERROR;
+        struct strbuf last = { 0 };
+        log_last_line(logp, &last);
+        if (WIFSIGNALED(status))
+            sb_printf(why, "killed by signal %d", WTERMSIG(status));
+        else
+            sb_printf(why, "exit status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        if (last.len) {
+            sb_add(why, ": ");
+            util_add_text(why, sb_str(&last));
+        }
+        sb_free(&last);
+    } else if (!any_report && !st->seen) {
+        t->outcome = OUT_ERROR;
+        sb_add(why, "no report: the program made no device allocation");
+    } else if (reduced && (!settled || capacity <= 0)) {
+        /* It completed (or ran until stopped) on the card reduced by the headroom. */
+        t->outcome = OUT_FITS;
+        if (capacity > 0) {
+            c->capacity_seen = capacity;
+            sb_printf(why, "ran on a %s card (%s less %g%% headroom), peak %s",
+                      util_fmt_size(util_clamp_i64((double)capacity * keep), b),
+                      util_fmt_size(capacity, a), c->headroom, util_fmt_size(need, p));
+        } else {
+            sb_printf(why, "ran on the card less %g%% headroom, peak %s", c->headroom,
+                      util_fmt_size(need, p));
+        }
+    } else if (capacity <= 0) {
+        t->outcome = OUT_ERROR;
+        sb_add(why, "the card's capacity is unknown; give --limit SIZE");
+    } else {
+        c->capacity_seen = capacity;
+        double usable = (double)capacity * keep;
+        if ((double)need <= usable) {
+            t->outcome = OUT_FITS;
+            sb_printf(why, "needs %s of %s usable", util_fmt_size(need, a),
+                      util_fmt_size((int64_t)usable, b));
+        } else {
+            t->outcome = OUT_OOM;
+            sb_printf(why, "ran, but needs %s, over the %s usable with %g%% headroom",
+                      util_fmt_size(need, a), util_fmt_size((int64_t)usable, b), c->headroom);
+        }
+        if (!reduced)
+            sb_printf(
+                    why,
+                    " (VRAMWATCH_LIMIT=%s did not take effect on this device: judged by its need)",
+                    c->reduced);
+    }
+    if (flushes > 0)
+        sb_printf(why, "; %lld cache flush%s rescued by a retry", (long long)flushes,
+                  flushes == 1 ? "" : "es");
+    if (settled)
+        sb_add(why, " (stopped after settling)");
+    free(logp);
 }
 
 /* Runs one trial at this value. Returns false when fit itself must stop (cannot start the
  * command, or a signal), with the reason said. */
 static bool run_trial(struct fit_ctx *c, int64_t value, struct trial *t)
 {
-	const struct fit_opts *o = c->o;
-	struct strbuf name = {0};
-	sb_printf(&name, "trial-%zu-%lld", c->n_trials + 1, (long long)value);
-	char *dir = path_in(c->workdir, sb_str(&name));
-	sb_free(&name);
-	char *statusp = path_in(dir, "status");
-	char *logp = path_in(dir, "output.log");
-	char **argv = cmdline_with_value((const char *const *)o->cmd, o->ncmd, &c->flag, value);
-	bool ok = false;
-	if (mkdir(dir, 0700) != 0) {
-		util_err("fit: cannot make %s: %s", dir, strerror(errno));
-		goto out;
-	}
-	if (setenv("VRAMWATCH_DIR", dir, 1) != 0 || setenv("VRAMWATCH_STATUS", statusp, 1) != 0) {
-		util_err("fit: cannot set the environment: %s", strerror(errno));
-		goto out;
-	}
-	int pipefd[2];
-	if (pipe2(pipefd, O_CLOEXEC) != 0) {
-		util_err("fit: cannot start %s: %s", argv[0], strerror(errno));
-		goto out;
-	}
-	fflush(NULL);
-	double start = mono_s();
-	pid_t pid = fork();
-	if (pid < 0) {
-		util_err("fit: cannot start %s: %s", argv[0], strerror(errno));
-		close(pipefd[0]);
-		close(pipefd[1]);
-		goto out;
-	}
-	if (pid == 0) {
-		setpgid(0, 0);
-		/* Its own process group is not the terminal's: a read from the terminal would stop it. */
-		int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (in >= 0)
-			dup2(in, STDIN_FILENO);
-		int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (fd >= 0) {
-			dup2(fd, STDOUT_FILENO);
-			dup2(fd, STDERR_FILENO);
-		}
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		signal(SIGQUIT, SIG_DFL);
-		execvp(argv[0], argv);
-		int err = errno;
-		ssize_t w = write(pipefd[1], &err, sizeof err);
-		(void)w;
-		_exit(127);
-	}
-	setpgid(pid, pid); /* also here, so the group exists before we might signal it */
-	close(pipefd[1]);
-	int exec_err = 0;
-	ssize_t got;
-	do
-		got = read(pipefd[0], &exec_err, sizeof exec_err);
-	while (got < 0 && errno == EINTR);
-	close(pipefd[0]);
+    const struct fit_opts *o = c->o;
+    struct strbuf name = { 0 };
+    sb_printf(&name, "trial-%zu-%lld", c->n_trials + 1, (long long)value);
+    char *dir = path_in(c->workdir, sb_str(&name));
+    sb_free(&name);
+    char *statusp = path_in(dir, "status");
+    char *logp = path_in(dir, "output.log");
+    char **argv = cmdline_with_value((const char *const *)o->cmd, o->ncmd, &c->flag, value);
+    bool ok = false;
+    if (mkdir(dir, 0700) != 0) {
+        util_err("fit: cannot make %s: %s", dir, strerror(errno));
+        goto out;
+    }
+    if (setenv("VRAMWATCH_DIR", dir, 1) != 0 || setenv("VRAMWATCH_STATUS", statusp, 1) != 0) {
+        util_err("fit: cannot set the environment: %s", strerror(errno));
+        goto out;
+    }
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        util_err("fit: cannot start %s: %s", argv[0], strerror(errno));
+        goto out;
+    }
+    fflush(NULL);
+    double start = mono_s();
+    pid_t pid = fork();
+    if (pid < 0) {
+        util_err("fit: cannot start %s: %s", argv[0], strerror(errno));
+        close(pipefd[0]);
+        close(pipefd[1]);
+        goto out;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        /* Its own process group is not the terminal's: a read from the terminal would stop it. */
+        int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (in >= 0)
+            dup2(in, STDIN_FILENO);
+        int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+        }
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        signal(SIGQUIT, SIG_DFL);
+        execvp(argv[0], argv);
+        int err = errno;
+        ssize_t w = write(pipefd[1], &err, sizeof err);
+        (void)w;
+        _exit(127);
+    }
+    setpgid(pid, pid); /* also here, so the group exists before we might signal it */
+    close(pipefd[1]);
+    int exec_err = 0;
+    ssize_t got;
+    do
+        got = read(pipefd[0], &exec_err, sizeof exec_err);
+    while (got < 0 && errno == EINTR);
+    close(pipefd[0]);
 
-	struct live_status st = {.sites = -1};
-	int64_t last_peak = 0, last_sites = -1;
-	double last_growth = 0, last_new_site = mono_s();
-	/* A training job validates after an epoch (YOLO at twice the batch): its peak may still be
-	 * ahead when training has settled. A trial settles only once a new phase was seen, call
-	 * chains first seen after a quiet spell of the settle time (validation is called from other
-	 * lines than training), or, for a job that may not validate at all, once no new phase came
-	 * for ten settle times. YOLO and Ultralytics validate every epoch: they wait for it. */
-	enum cmdline_family family = cmdline_family((const char *const *)o->cmd, o->ncmd);
-	bool validates = family == CMDLINE_YOLO || family == CMDLINE_ULTRALYTICS;
-	bool phase_seen = false;
-	bool settled = false, ended = false;
-	int status = 0;
-	while (!ended) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-		if (r == pid) {
-			kill(-pid, SIGKILL); /* helpers it left behind */
-			ended = true;
-			break;
-		}
-		if (r < 0 && errno != EINTR) {
-			util_err("fit: lost track of %s: %s", argv[0], strerror(errno));
-			goto out;
-		}
-		if (stop_signal) {
-			stop_group(pid);
-			util_err("fit: interrupted by signal %d; stopped the trial at %lld", (int)stop_signal,
-				 (long long)value);
-			goto out;
-		}
-		read_status(statusp, &st);
-		double now = mono_s();
-		if (st.sites > last_sites) {
-			if (last_sites >= 0 && now - last_new_site >= c->settle)
-				phase_seen = true;
-			last_sites = st.sites;
-			last_new_site = now;
-		}
-		bool may_settle = st.sites < 0 || phase_seen || (!validates && now - last_new_site >= 10 * c->settle);
-		if (st.seen && st.peak > last_peak) {
-			last_peak = st.peak;
-			last_growth = now;
-		} else if (last_peak > 0 && now - last_growth >= c->settle && now - last_new_site >= c->settle &&
-		           may_settle) {
-			status = stop_group(pid);
-			settled = true;
-			ended = true;
-			break;
-		}
-		nap_ms(POLL_MS);
-	}
-	if (got == (ssize_t)sizeof exec_err) {
-		util_err("fit: cannot run %s: %s", argv[0], strerror(exec_err));
-		goto out;
-	}
-	read_status(statusp, &st);
-	double secs = mono_s() - start;
-	struct strbuf why = {0};
-	t->value = value;
-	judge(c, dir, &st, settled, status, t, &why);
-	char pk[UTIL_SIZE_LEN];
-	fprintf(stderr, "fit: %s%s%lld: %s, peak %s, %.1f s: %s\n", c->flag.name,
-		c->flag.form == CMDLINE_SEPARATE ? " " : "", (long long)value, outcome_names[t->outcome],
-		util_fmt_size(t->peak, pk), secs, sb_str(&why));
-	fflush(stderr);
-	sb_free(&why);
-	ok = true;
+    struct live_status st = { .sites = -1 };
+    int64_t last_peak = 0, last_sites = -1;
+    double last_growth = 0, last_new_site = mono_s();
+    /* A training job validates after an epoch (YOLO at twice the batch): its peak may still be
+     * ahead when training has settled. A trial settles only once a new phase was seen, call
+     * chains first seen after a quiet spell of the settle time (validation is called from other
+     * lines than training), or, for a job that may not validate at all, once no new phase came
+     * for ten settle times. YOLO and Ultralytics validate every epoch: they wait for it. */
+    enum cmdline_family family = cmdline_family((const char *const *)o->cmd, o->ncmd);
+    bool validates = family == CMDLINE_YOLO || family == CMDLINE_ULTRALYTICS;
+    bool phase_seen = false;
+    bool settled = false, ended = false;
+    int status = 0;
+    while (!ended) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) {
+            kill(-pid, SIGKILL); /* helpers it left behind */
+            ended = true;
+            break;
+        }
+        if (r < 0 && errno != EINTR) {
+            util_err("fit: lost track of %s: %s", argv[0], strerror(errno));
+            goto out;
+        }
+        if (stop_signal) {
+            stop_group(pid);
+            util_err("fit: interrupted by signal %d; stopped the trial at %lld", (int)stop_signal,
+                     (long long)value);
+            goto out;
+        }
+        read_status(statusp, &st);
+        double now = mono_s();
+        if (st.sites > last_sites) {
+            if (last_sites >= 0 && now - last_new_site >= c->settle)
+                phase_seen = true;
+            last_sites = st.sites;
+            last_new_site = now;
+        }
+        bool may_settle =
+                st.sites < 0 || phase_seen || (!validates && now - last_new_site >= 10 * c->settle);
+        if (st.seen && st.peak > last_peak) {
+            last_peak = st.peak;
+            last_growth = now;
+        } else if (last_peak > 0 && now - last_growth >= c->settle &&
+                   now - last_new_site >= c->settle && may_settle) {
+            status = stop_group(pid);
+            settled = true;
+            ended = true;
+            break;
+        }
+        nap_ms(POLL_MS);
+    }
+    if (got == (ssize_t)sizeof exec_err) {
+        util_err("fit: cannot run %s: %s", argv[0], strerror(exec_err));
+        goto out;
+    }
+    read_status(statusp, &st);
+    double secs = mono_s() - start;
+    struct strbuf why = { 0 };
+    t->value = value;
+    judge(c, dir, &st, settled, status, t, &why);
+    char pk[UTIL_SIZE_LEN];
+    fprintf(stderr, "fit: %s%s%lld: %s, peak %s, %.1f s: %s\n", c->flag.name,
+            c->flag.form == CMDLINE_SEPARATE ? " " : "", (long long)value,
+            outcome_names[t->outcome], util_fmt_size(t->peak, pk), secs, sb_str(&why));
+    fflush(stderr);
+    sb_free(&why);
+    ok = true;
 out:
-	remove_folder(dir);
-	cmdline_free(argv, o->ncmd);
-	free(logp);
-	free(statusp);
-	free(dir);
-	return ok;
+    remove_folder(dir);
+    cmdline_free(argv, o->ncmd);
+    free(logp);
+    free(statusp);
+    free(dir);
+    return ok;
 }
 
 /* ---- the search ---- */
 
 static const struct trial *find_trial(const struct fit_ctx *c, int64_t value)
 {
-	for (size_t i = 0; i < c->n_trials; i++)
-		if (c->trials[i].value == value)
-			return &c->trials[i];
-	return NULL;
+    for (size_t i = 0; i < c->n_trials; i++)
+        if (c->trials[i].value == value)
+            return &c->trials[i];
+    return NULL;
 }
 
 /* The trial at value, run if not run yet. NULL when fit must stop. */
 static const struct trial *try_value(struct fit_ctx *c, int64_t value)
 {
-	const struct trial *known = find_trial(c, value);
-	if (known)
-		return known;
-	if (c->n_trials == MAX_TRIALS)
-		return NULL;
-	struct trial t = {0};
-	if (!run_trial(c, value, &t))
-		return NULL;
-	c->trials[c->n_trials] = t;
-	return &c->trials[c->n_trials++];
+    const struct trial *known = find_trial(c, value);
+    if (known)
+        return known;
+    if (c->n_trials == MAX_TRIALS)
+        return NULL;
+    struct trial t = { 0 };
+    if (!run_trial(c, value, &t))
+        return NULL;
+    c->trials[c->n_trials] = t;
+    return &c->trials[c->n_trials++];
 }
 
 /* Largest fitting value in *best (0 when none). Returns false when fit had to stop early. */
 static bool search(struct fit_ctx *c, int64_t *best, struct strbuf *why)
 {
-	int64_t start = c->flag.value;
-	const struct trial *t = try_value(c, start);
-	if (!t)
-		return false;
-	int64_t lo = 0, hi = 0; /* largest fitting, smallest failing; 0 = none yet */
-	if (t->outcome == OUT_ERROR) {
-		sb_printf(why, "the command fails at its own value %lld", (long long)start);
-		*best = 0;
-		return true;
-	}
-	if (t->outcome == OUT_FITS) {
-		lo = start;
-		while (!hi) {
-			if (lo > INT64_MAX / 2 || lo >= ((int64_t)1 << 40)) {
-				sb_add(why, "stopped doubling at a very large value");
-				*best = lo;
-				return true;
-			}
-			t = try_value(c, lo * 2);
-			if (!t)
-				return false;
-			if (t->outcome == OUT_FITS)
-				lo *= 2;
-			else
-				hi = lo * 2;
-		}
-	} else {
-		hi = start;
-		while (!lo) {
-			if (hi == 1) {
-				char pk[UTIL_SIZE_LEN];
-				sb_printf(why, "nothing fits: even %s%s1 does not (%s, peak %s)", c->flag.name,
-					  c->flag.form == CMDLINE_SEPARATE ? " " : "", outcome_names[t->outcome],
-					  util_fmt_size(t->peak, pk));
-				*best = 0;
-				return true;
-			}
-			int64_t v = hi / 2;
-			t = try_value(c, v);
-			if (!t)
-				return false;
-			if (t->outcome == OUT_FITS)
-				lo = v;
-			else
-				hi = v;
-		}
-	}
-	while (hi - lo > 1) {
-		int64_t mid = lo + (hi - lo) / 2;
-		t = try_value(c, mid);
-		if (!t)
-			return false;
-		if (t->outcome == OUT_FITS)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	*best = lo;
-	return true;
+    int64_t start = c->flag.value;
+    const struct trial *t = try_value(c, start);
+    if (!t)
+        return false;
+    int64_t lo = 0, hi = 0; /* largest fitting, smallest failing; 0 = none yet */
+    if (t->outcome == OUT_ERROR) {
+        sb_printf(why, "the command fails at its own value %lld", (long long)start);
+        *best = 0;
+        return true;
+    }
+    if (t->outcome == OUT_FITS) {
+        lo = start;
+        while (!hi) {
+            if (lo > INT64_MAX / 2 || lo >= ((int64_t)1 << 40)) {
+                sb_add(why, "stopped doubling at a very large value");
+                *best = lo;
+                return true;
+            }
+            t = try_value(c, lo * 2);
+            if (!t)
+                return false;
+            if (t->outcome == OUT_FITS)
+                lo *= 2;
+            else
+                hi = lo * 2;
+        }
+    } else {
+        hi = start;
+        while (!lo) {
+            if (hi == 1) {
+                char pk[UTIL_SIZE_LEN];
+                sb_printf(why, "nothing fits: even %s%s1 does not (%s, peak %s)", c->flag.name,
+                          c->flag.form == CMDLINE_SEPARATE ? " " : "", outcome_names[t->outcome],
+                          util_fmt_size(t->peak, pk));
+                *best = 0;
+                return true;
+            }
+            int64_t v = hi / 2;
+            t = try_value(c, v);
+            if (!t)
+                return false;
+            if (t->outcome == OUT_FITS)
+                lo = v;
+            else
+                hi = v;
+        }
+    }
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        t = try_value(c, mid);
+        if (!t)
+            return false;
+        if (t->outcome == OUT_FITS)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *best = lo;
+    return true;
 }
 
 /* ---- options ---- */
 
 static bool parse_opts(int argc, char **argv, struct fit_opts *o, bool *help)
 {
-	int i = 1;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--") == 0) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break;
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			*help = true;
-			return true;
-		}
-		if (strcmp(a, "--json") == 0) {
-			o->json = true;
-			continue;
-		}
-		const struct util_valued_option opts[] = {{"--limit", &o->limit}, {"--headroom", &o->headroom},
-							   {"--flag", &o->flag}, {"--settle", &o->settle}, {NULL, NULL}};
-		int took = util_take_value("fit", argc, argv, &i, opts);
-		if (took < 0)
-			return false;
-		if (took == 0) {
-			util_err("fit: unknown option %s (see vramwatch fit --help)", a);
-			return false;
-		}
-	}
-	if (i >= argc) {
-		util_err("fit: no command given (usage: vramwatch fit [--limit SIZE] [--headroom PCT] [--flag NAME] -- CMD...)");
-		return false;
-	}
-	o->cmd = argv + i;
-	o->ncmd = (size_t)(argc - i);
-	return true;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-')
+            break;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            *help = true;
+            return true;
+        }
+        if (strcmp(a, "--json") == 0) {
+            o->json = true;
+            continue;
+        }
+        const struct util_valued_option opts[] = { { "--limit", &o->limit },
+                                                   { "--headroom", &o->headroom },
+                                                   { "--flag", &o->flag },
+                                                   { "--settle", &o->settle },
+                                                   { NULL, NULL } };
+        int took = util_take_value("fit", argc, argv, &i, opts);
+        if (took < 0)
+            return false;
+        if (took == 0) {
+            util_err("fit: unknown option %s (see vramwatch fit --help)", a);
+            return false;
+        }
+    }
+    if (i >= argc) {
+        util_err(
+                "fit: no command given (usage: vramwatch fit [--limit SIZE] [--headroom PCT] [--flag NAME] -- CMD...)");
+        return false;
+    }
+    o->cmd = argv + i;
+    o->ncmd = (size_t)(argc - i);
+    return true;
 }
 
 static bool parse_number(const char *s, double lo, double hi, bool lo_open, double *out)
 {
-	char *end = NULL;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < lo || (lo_open && v == lo) || v >= hi)
-		return false;
-	*out = v;
-	return true;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || (lo_open && v == lo) || v >= hi)
+        return false;
+    *out = v;
+    return true;
 }
 
 /* A share of the card as VRAMWATCH_LIMIT spells it, "90%" or "12.5%": more than 0, at most 100.
  * Exactly n characters at s. */
 static bool parse_share(const char *s, size_t n, double *out)
 {
-	if (n < 2 || s[n - 1] != '%' || !isdigit((unsigned char)s[0]))
-		return false;
-	double v = 0, scale = 1;
-	size_t i = 0;
-	for (; i < n - 1 && isdigit((unsigned char)s[i]); i++)
-		v = v * 10 + (s[i] - '0');
-	if (i < n - 1 && s[i] == '.')
-		for (i++; i < n - 1 && isdigit((unsigned char)s[i]); i++)
-			v += (s[i] - '0') * (scale /= 10);
-	if (i != n - 1 || !(v > 0) || v > 100)
-		return false;
-	*out = v;
-	return true;
+    if (n < 2 || s[n - 1] != '%' || !isdigit((unsigned char)s[0]))
+        return false;
+    double v = 0, scale = 1;
+    size_t i = 0;
+    for (; i < n - 1 && isdigit((unsigned char)s[i]); i++)
+        v = v * 10 + (s[i] - '0');
+    if (i < n - 1 && s[i] == '.')
+        for (i++; i < n - 1 && isdigit((unsigned char)s[i]); i++)
+            v += (s[i] - '0') * (scale /= 10);
+    if (i != n - 1 || !(v > 0) || v > 100)
+        return false;
+    *out = v;
+    return true;
 }
 
 /* A share without trailing zeros ("90%", "87.5%"): the library reads digits and a point only. */
 static void add_share(struct strbuf *b, double pct)
 {
-	char num[64];
-	snprintf(num, sizeof num, "%.6f", pct);
-	size_t len = strlen(num);
-	while (len > 0 && num[len - 1] == '0')
-		len--;
-	if (len > 0 && num[len - 1] == '.')
-		len--;
-	sb_addn(b, num, len);
-	sb_addc(b, '%');
+    char num[64];
+    snprintf(num, sizeof num, "%.6f", pct);
+    size_t len = strlen(num);
+    while (len > 0 && num[len - 1] == '0')
+        len--;
+    if (len > 0 && num[len - 1] == '.')
+        len--;
+    sb_addn(b, num, len);
+    sb_addc(b, '%');
 }
 
 /* The trials' VRAMWATCH_LIMIT: every size or share of spec (one for all devices, or per device
@@ -723,231 +736,236 @@ static void add_share(struct strbuf *b, double pct)
  * the reason when spec is not a limit. */
 static bool reduce_limit(const char *spec, double keep, struct strbuf *out, const char **why)
 {
-	struct strbuf check = {0};
-	bool list = strchr(spec, ':') != NULL, ok = true;
-	for (const char *p = spec; ok;) {
-		size_t n = list ? strcspn(p, ",") : strlen(p);
-		const char *v = p;
-		if (list) {
-			const char *colon = memchr(p, ':', n);
-			v = colon ? colon + 1 : p + n;
-			sb_addn(out, p, (size_t)(v - p));
-			sb_addn(&check, p, (size_t)(v - p));
-		}
-		size_t vn = n - (size_t)(v - p);
-		double pct;
-		if (memchr(v, '%', vn)) {
-			ok = parse_share(v, vn, &pct);
-			if (!ok)
-				*why = "a share of the card is a percentage above 0 and at most 100, e.g. 90%";
-			else
-				add_share(out, pct * keep);
-			sb_addc(&check, '1');
-		} else {
-			char *one = util_xmalloc(vn + 1);
-			memcpy(one, v, vn);
-			one[vn] = '\0';
-			uint64_t bytes;
-			ok = util_parse_size(one, &bytes, why);
-			if (ok) {
-				uint64_t less = (uint64_t)((double)bytes * keep);
-				sb_printf(out, "%llu", (unsigned long long)(less ? less : 1));
-			}
-			sb_addn(&check, v, vn);
-			free(one);
-		}
-		if (!list || !p[n])
-			break;
-		sb_addc(out, ',');
-		sb_addc(&check, ',');
-		p += n + 1;
-	}
-	ok = ok && util_parse_limit(sb_str(&check), why);
-	sb_free(&check);
-	return ok;
+    struct strbuf check = { 0 };
+    bool list = strchr(spec, ':') != NULL, ok = true;
+    for (const char *p = spec; ok;) {
+        size_t n = list ? strcspn(p, ",") : strlen(p);
+        const char *v = p;
+        if (list) {
+            const char *colon = memchr(p, ':', n);
+            v = colon ? colon + 1 : p + n;
+            sb_addn(out, p, (size_t)(v - p));
+            sb_addn(&check, p, (size_t)(v - p));
+        }
+        size_t vn = n - (size_t)(v - p);
+        double pct;
+        if (memchr(v, '%', vn)) {
+            ok = parse_share(v, vn, &pct);
+            if (!ok)
+                *why = "a share of the card is a percentage above 0 and at most 100, e.g. 90%";
+            else
+                add_share(out, pct * keep);
+            sb_addc(&check, '1');
+        } else {
+            char *one = util_xmalloc(vn + 1);
+            memcpy(one, v, vn);
+            one[vn] = '\0';
+            uint64_t bytes;
+            ok = util_parse_size(one, &bytes, why);
+            if (ok) {
+                uint64_t less = (uint64_t)((double)bytes * keep);
+                sb_printf(out, "%llu", (unsigned long long)(less ? less : 1));
+            }
+            sb_addn(&check, v, vn);
+            free(one);
+        }
+        if (!list || !p[n])
+            break;
+        sb_addc(out, ',');
+        sb_addc(&check, ',');
+        p += n + 1;
+    }
+    ok = ok && util_parse_limit(sb_str(&check), why);
+    sb_free(&check);
+    return ok;
 }
 
 /* The flag as --flag NAME names it: "NAME V", "NAME=V", or for a NAME ending in '=', "NAMEV". */
 static void find_named_flag(const struct fit_opts *o, struct cmdline_flag *f)
 {
-	memset(f, 0, sizeof *f);
-	size_t len = strlen(o->flag);
-	bool bare_key = o->flag[len - 1] == '=';
-	for (size_t i = 1; i < o->ncmd; i++) {
-		const char *a = o->cmd[i];
-		const char *val = NULL;
-		bool separate = false;
-		if (!bare_key && strcmp(a, o->flag) == 0 && i + 1 < o->ncmd) {
-			val = o->cmd[i + 1];
-			separate = true;
-		} else if (strncmp(a, o->flag, len) == 0 && (bare_key || a[len] == '=')) {
-			val = a + len + (bare_key ? 0 : 1);
-		}
-		if (!val || !*val || strspn(val, "0123456789") != strlen(val))
-			continue;
-		errno = 0;
-		long long v = strtoll(val, NULL, 10);
-		if (errno || v < 1)
-			continue;
-		f->found = true;
-		f->form = separate ? CMDLINE_SEPARATE : CMDLINE_ATTACHED;
-		f->index = separate ? i + 1 : i;
-		snprintf(f->name, sizeof f->name, "%s%s", o->flag, separate || bare_key ? "" : "=");
-		f->value = v;
-	}
+    memset(f, 0, sizeof *f);
+    size_t len = strlen(o->flag);
+    bool bare_key = o->flag[len - 1] == '=';
+    for (size_t i = 1; i < o->ncmd; i++) {
+        const char *a = o->cmd[i];
+        const char *val = NULL;
+        bool separate = false;
+        if (!bare_key && strcmp(a, o->flag) == 0 && i + 1 < o->ncmd) {
+            val = o->cmd[i + 1];
+            separate = true;
+        } else if (strncmp(a, o->flag, len) == 0 && (bare_key || a[len] == '=')) {
+            val = a + len + (bare_key ? 0 : 1);
+        }
+        if (!val || !*val || strspn(val, "0123456789") != strlen(val))
+            continue;
+        errno = 0;
+        long long v = strtoll(val, NULL, 10);
+        if (errno || v < 1)
+            continue;
+        f->found = true;
+        f->form = separate ? CMDLINE_SEPARATE : CMDLINE_ATTACHED;
+        f->index = separate ? i + 1 : i;
+        snprintf(f->name, sizeof f->name, "%s%s", o->flag, separate || bare_key ? "" : "=");
+        f->value = v;
+    }
 }
 
 /* ---- output ---- */
 
 static void print_json(const struct fit_ctx *c, int64_t best)
 {
-	cJSON *root = cJSON_CreateObject();
-	cJSON_AddStringToObject(root, "schema", "vramwatch.fit/1");
-	cJSON_AddStringToObject(root, "flag", c->flag.name);
-	cJSON_AddItemToObject(root, "best_value", best > 0 ? json_new_int(best) : cJSON_CreateNull());
-	cJSON *arr = cJSON_AddArrayToObject(root, "trials");
-	for (size_t i = 0; i < c->n_trials; i++) {
-		cJSON *t = cJSON_CreateObject();
-		cJSON_AddItemToObject(t, "value", json_new_int(c->trials[i].value));
-		cJSON_AddStringToObject(t, "outcome", outcome_names[c->trials[i].outcome]);
-		cJSON_AddItemToObject(t, "peak_bytes", json_new_int(c->trials[i].peak));
-		cJSON_AddItemToArray(arr, t);
-	}
-	json_print(stdout, root);
-	cJSON_Delete(root);
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "schema", "vramwatch.fit/1");
+    cJSON_AddStringToObject(root, "flag", c->flag.name);
+    cJSON_AddItemToObject(root, "best_value", best > 0 ? json_new_int(best) : cJSON_CreateNull());
+    cJSON *arr = cJSON_AddArrayToObject(root, "trials");
+    for (size_t i = 0; i < c->n_trials; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddItemToObject(t, "value", json_new_int(c->trials[i].value));
+        cJSON_AddStringToObject(t, "outcome", outcome_names[c->trials[i].outcome]);
+        cJSON_AddItemToObject(t, "peak_bytes", json_new_int(c->trials[i].peak));
+        cJSON_AddItemToArray(arr, t);
+    }
+    json_print(stdout, root);
+    cJSON_Delete(root);
 }
 
 static void print_text(const struct fit_ctx *c, int64_t best)
 {
-	const struct trial *t = find_trial(c, best);
-	char pk[UTIL_SIZE_LEN], cap[UTIL_SIZE_LEN];
-	printf("best: %s%s%lld (peak %s", c->flag.name, c->flag.form == CMDLINE_SEPARATE ? " " : "", (long long)best,
-	       util_fmt_size(t ? t->peak : 0, pk));
-	if (c->capacity_seen > 0)
-		printf(" of a %s card with %g%% headroom", util_fmt_size(c->capacity_seen, cap), c->headroom);
-	printf(", %zu trials)\n", c->n_trials);
-	char **argv = cmdline_with_value((const char *const *)c->o->cmd, c->o->ncmd, &c->flag, best);
-	struct strbuf b = {0};
-	util_add_argv(&b, (const char *const *)argv, c->o->ncmd);
-	printf("%s\n", sb_str(&b));
-	sb_free(&b);
-	cmdline_free(argv, c->o->ncmd);
+    const struct trial *t = find_trial(c, best);
+    char pk[UTIL_SIZE_LEN], cap[UTIL_SIZE_LEN];
+    printf("best: %s%s%lld (peak %s", c->flag.name, c->flag.form == CMDLINE_SEPARATE ? " " : "",
+           (long long)best, util_fmt_size(t ? t->peak : 0, pk));
+    if (c->capacity_seen > 0)
+        printf(" of a %s card with %g%% headroom", util_fmt_size(c->capacity_seen, cap),
+               c->headroom);
+    printf(", %zu trials)\n", c->n_trials);
+    char **argv = cmdline_with_value((const char *const *)c->o->cmd, c->o->ncmd, &c->flag, best);
+    struct strbuf b = { 0 };
+    util_add_argv(&b, (const char *const *)argv, c->o->ncmd);
+    printf("%s\n", sb_str(&b));
+    sb_free(&b);
+    cmdline_free(argv, c->o->ncmd);
 }
 
 int cmd_fit(int argc, char **argv)
 {
-	struct fit_opts o = {0};
-	bool help = false;
-	if (!parse_opts(argc, argv, &o, &help))
-		return EXIT_USAGE;
-	if (help) {
-		fputs(usage, stdout);
-		return EXIT_DONE;
-	}
-	struct fit_ctx *c = util_xcalloc(1, sizeof *c);
-	c->o = &o;
-	c->headroom = 10;
-	c->settle = 20;
-	int rc = EXIT_USAGE;
-	const char *why = NULL;
-	char *lib = NULL, *pre = NULL;
-	struct strbuf reduced = {0};
-	if (o.headroom && !parse_number(o.headroom, 0, 100, false, &c->headroom)) {
-		util_err("fit: --headroom %s: expected a percentage from 0 to below 100", o.headroom);
-		goto out;
-	}
-	/* Without --limit, a limit the environment already sets is the card the user means; else the
-	 * real card, as a share the library resolves on each device at its first allocation. */
-	const char *limit = o.limit, *limit_from = "--limit ";
-	const char *inherited = getenv("VRAMWATCH_LIMIT");
-	if (!limit && inherited && *inherited) {
-		limit = inherited;
-		limit_from = "VRAMWATCH_LIMIT=";
-	}
-	if (!limit)
-		limit = "100%";
-	why = NULL;
-	if (!reduce_limit(limit, 1.0 - c->headroom / 100.0, &reduced, &why)) {
-		util_err("fit: %s%s: %s", limit_from, limit, why ? why : "not a limit");
-		goto out;
-	}
-	c->reduced = reduced.s;
-	if (strchr(limit, ':'))
-		c->limit_kind = LIMIT_LIST;
-	else if (strchr(limit, '%'))
-		c->limit_kind = LIMIT_SHARE;
-	else if (util_parse_size(limit, &c->limit_bytes, &why))
-		c->limit_kind = LIMIT_SIZE;
-	if (o.settle && !parse_number(o.settle, 0, 1e9, true, &c->settle)) {
-		util_err("fit: --settle %s: expected a positive number of seconds", o.settle);
-		goto out;
-	}
-	if (o.flag)
-		find_named_flag(&o, &c->flag);
-	else
-		cmdline_find((const char *const *)o.cmd, o.ncmd, CMDLINE_BATCH, &c->flag);
-	if (!c->flag.found) {
-		if (o.flag)
-			util_err("fit: --flag %s: not in the command with a positive whole value", o.flag);
-		else
-			util_err("fit: no batch flag with a positive whole value in the command; name it with --flag NAME");
-		goto out;
-	}
-	struct strbuf lwhy = {0};
-	lib = preload_find_library(&lwhy);
-	if (!lib) {
-		util_err("fit: %s", sb_str(&lwhy));
-		sb_free(&lwhy);
-		goto out;
-	}
-	sb_free(&lwhy);
-	if (strpbrk(lib, " :\t\n")) {
-		util_err("fit: %s: LD_PRELOAD cannot hold a path with a space or colon; set VRAMWATCH_LIB to a copy elsewhere", lib);
-		goto out;
-	}
-	pre = preload_value(lib, getenv("LD_PRELOAD"));
-	/* Each trial runs on a card already reduced by the headroom: one that completes there fits
-	 * with the headroom, whatever a caching allocator would have kept reserved on a bigger card. */
-	if (setenv("LD_PRELOAD", pre, 1) != 0 || setenv("VRAMWATCH_LIMIT", c->reduced, 1) != 0 ||
-	    setenv("VRAMWATCH_LIMIT_MODE", "enforce", 1) != 0) {
-		util_err("fit: cannot set the environment: %s", strerror(errno));
-		goto out;
-	}
-	const char *tmp = getenv("TMPDIR");
-	struct strbuf tdir = {0};
-	sb_printf(&tdir, "%s/vramwatch-fit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	c->workdir = tdir.s;
-	if (!mkdtemp(c->workdir)) {
-		util_err("fit: cannot make a folder in %s: %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
-		goto out;
-	}
-	catch_signals();
-	int64_t best = 0;
-	struct strbuf reason = {0};
-	bool done = search(c, &best, &reason);
-	rmdir(c->workdir);
-	if (!done) {
-		if (c->n_trials == MAX_TRIALS)
-			util_err("fit: gave up after %d trials", MAX_TRIALS);
-		rc = stop_signal ? 128 + (int)stop_signal : EXIT_USAGE;
-		sb_free(&reason);
-		goto out;
-	}
-	if (o.json)
-		print_json(c, best);
-	else if (best > 0)
-		print_text(c, best);
-	if (best > 0 && reason.len)
-		util_err("fit: %s", sb_str(&reason));
-	if (best <= 0)
-		util_err("fit: %s", reason.len ? sb_str(&reason) : "nothing fits");
-	sb_free(&reason);
-	rc = best > 0 ? EXIT_DONE : EXIT_PROBLEM;
+    struct fit_opts o = { 0 };
+    bool help = false;
+    if (!parse_opts(argc, argv, &o, &help))
+        return EXIT_USAGE;
+    if (help) {
+        fputs(usage, stdout);
+        return EXIT_DONE;
+    }
+    struct fit_ctx *c = util_xcalloc(1, sizeof *c);
+    c->o = &o;
+    c->headroom = 10;
+    c->settle = 20;
+    int rc = EXIT_USAGE;
+    const char *why = NULL;
+    char *lib = NULL, *pre = NULL;
+    struct strbuf reduced = { 0 };
+    if (o.headroom && !parse_number(o.headroom, 0, 100, false, &c->headroom)) {
+        util_err("fit: --headroom %s: expected a percentage from 0 to below 100", o.headroom);
+        goto out;
+    }
+    /* Without --limit, a limit the environment already sets is the card the user means; else the
+     * real card, as a share the library resolves on each device at its first allocation. */
+    const char *limit = o.limit, *limit_from = "--limit ";
+    const char *inherited = getenv("VRAMWATCH_LIMIT");
+    if (!limit && inherited && *inherited) {
+        limit = inherited;
+        limit_from = "VRAMWATCH_LIMIT=";
+    }
+    if (!limit)
+        limit = "100%";
+    why = NULL;
+    if (!reduce_limit(limit, 1.0 - c->headroom / 100.0, &reduced, &why)) {
+        util_err("fit: %s%s: %s", limit_from, limit, why ? why : "not a limit");
+        goto out;
+    }
+    c->reduced = reduced.s;
+    if (strchr(limit, ':'))
+        c->limit_kind = LIMIT_LIST;
+    else if (strchr(limit, '%'))
+        c->limit_kind = LIMIT_SHARE;
+    else if (util_parse_size(limit, &c->limit_bytes, &why))
+        c->limit_kind = LIMIT_SIZE;
+    if (o.settle && !parse_number(o.settle, 0, 1e9, true, &c->settle)) {
+        util_err("fit: --settle %s: expected a positive number of seconds", o.settle);
+        goto out;
+    }
+    if (o.flag)
+        find_named_flag(&o, &c->flag);
+    else
+        cmdline_find((const char *const *)o.cmd, o.ncmd, CMDLINE_BATCH, &c->flag);
+    if (!c->flag.found) {
+        if (o.flag)
+            util_err("fit: --flag %s: not in the command with a positive whole value", o.flag);
+        else
+            util_err(
+                    "fit: no batch flag with a positive whole value in the command; name it with --flag NAME");
+        goto out;
+    }
+    struct strbuf lwhy = { 0 };
+    lib = preload_find_library(&lwhy);
+    if (!lib) {
+        util_err("fit: %s", sb_str(&lwhy));
+        sb_free(&lwhy);
+        goto out;
+    }
+    sb_free(&lwhy);
+    if (strpbrk(lib, " :\t\n")) {
+        util_err(
+                "fit: %s: LD_PRELOAD cannot hold a path with a space or colon; set VRAMWATCH_LIB to a copy elsewhere",
+                lib);
+        goto out;
+    }
+    pre = preload_value(lib, getenv("LD_PRELOAD"));
+    /* Each trial runs on a card already reduced by the headroom: one that completes there fits
+     * with the headroom, whatever a caching allocator would have kept reserved on a bigger card. */
+    if (setenv("LD_PRELOAD", pre, 1) != 0 || setenv("VRAMWATCH_LIMIT", c->reduced, 1) != 0 ||
+        setenv("VRAMWATCH_LIMIT_MODE", "enforce", 1) != 0) {
+        util_err("fit: cannot set the environment: %s", strerror(errno));
+        goto out;
+    }
+    const char *tmp = getenv("TMPDIR");
+    struct strbuf tdir = { 0 };
+    sb_printf(&tdir, "%s/vramwatch-fit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    c->workdir = tdir.s;
+    if (!mkdtemp(c->workdir)) {
+        util_err("fit: cannot make a folder in %s: %s", tmp && *tmp ? tmp : "/tmp",
+                 strerror(errno));
+        goto out;
+    }
+    catch_signals();
+    int64_t best = 0;
+    struct strbuf reason = { 0 };
+    bool done = search(c, &best, &reason);
+    rmdir(c->workdir);
+    if (!done) {
+        if (c->n_trials == MAX_TRIALS)
+            util_err("fit: gave up after %d trials", MAX_TRIALS);
+        rc = stop_signal ? 128 + (int)stop_signal : EXIT_USAGE;
+        sb_free(&reason);
+        goto out;
+    }
+    if (o.json)
+        print_json(c, best);
+    else if (best > 0)
+        print_text(c, best);
+    if (best > 0 && reason.len)
+        util_err("fit: %s", sb_str(&reason));
+    if (best <= 0)
+        util_err("fit: %s", reason.len ? sb_str(&reason) : "nothing fits");
+    sb_free(&reason);
+    rc = best > 0 ? EXIT_DONE : EXIT_PROBLEM;
 out:
-	free(pre);
-	free(lib);
-	free(c->workdir);
-	free(c);
-	sb_free(&reduced);
-	return rc;
+    free(pre);
+    free(lib);
+    free(c->workdir);
+    free(c);
+    sb_free(&reduced);
+    return rc;
 }

@@ -12,110 +12,112 @@
 #include "json.h"
 
 static const char usage[] =
-	"usage: vramwatch merge REPORT... -o FILE\n"
-	"\n"
-	"Writes the reports of one job's processes (the ranks under torchrun, Slurm, DeepSpeed or\n"
-	"mpirun) as one vramwatch.job/1 file: every process's whole report, the physical GPUs, the\n"
-	"first out-of-memory of the job and the ranks that hold much more than the others.\n"
-	"vramwatch report reads it back. A REPORT may itself be a merged file.\n"
-	"\n"
-	"The reports must be one job: the same command line (apart from --local_rank), the same\n"
-	"world size, no process twice (host and pid) and no rank twice. Anything else is refused.\n"
-	"\n"
-	"  -o, --output FILE  where to write (replaced whole, mode 0600: reports hold command lines)\n"
-	"  --help             this text\n"
-	"\n"
-	"Exit status: 0 written; 2 bad usage, an unreadable report, reports of different jobs, or a\n"
-	"file that cannot be written.\n";
+        "usage: vramwatch merge REPORT... -o FILE\n"
+        "\n"
+        "Writes the reports of one job's processes (the ranks under torchrun, Slurm, DeepSpeed or\n"
+        "mpirun) as one vramwatch.job/1 file: every process's whole report, the physical GPUs, the\n"
+        "first out-of-memory of the job and the ranks that hold much more than the others.\n"
+        "vramwatch report reads it back. A REPORT may itself be a merged file.\n"
+        "\n"
+        "The reports must be one job: the same command line (apart from --local_rank), the same\n"
+        "world size, no process twice (host and pid) and no rank twice. Anything else is refused.\n"
+        "\n"
+        "  -o, --output FILE  where to write (replaced whole, mode 0600: reports hold command lines)\n"
+        "  --help             this text\n"
+        "\n"
+        "Exit status: 0 written; 2 bad usage, an unreadable report, reports of different jobs, or a\n"
+        "file that cannot be written.\n";
 
 static void print_doc(FILE *f, const void *doc)
 {
-	json_print(f, doc);
+    json_print(f, doc);
 }
 
 int cmd_merge(int argc, char **argv)
 {
-	const char *output = NULL;
-	const struct util_valued_option valued[] = {{"-o", &output}, {"--output", &output}, {NULL, NULL}};
-	char **paths = util_xcalloc((size_t)argc, sizeof *paths);
-	size_t n = 0;
-	bool only_files = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (only_files || a[0] != '-' || !a[1]) {
-			paths[n++] = argv[i];
-			continue;
-		}
-		if (strcmp(a, "--") == 0) {
-			only_files = true;
-			continue;
-		}
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			free(paths);
-			fputs(usage, stdout);
-			return EXIT_DONE;
-		}
-		int taken = util_take_value("merge", argc, argv, &i, valued);
-		if (taken < 0) {
-			free(paths);
-			return EXIT_USAGE;
-		}
-		if (taken == 0) {
-			free(paths);
-			util_err("merge: unknown option %s (see vramwatch merge --help)", a);
-			return EXIT_USAGE;
-		}
-	}
-	if (n == 0 || !output) {
-		free(paths);
-		util_err("merge: %s (usage: vramwatch merge REPORT... -o FILE)",
-			 n == 0 ? "no report file given" : "no output file given with -o");
-		return EXIT_USAGE;
-	}
+    const char *output = NULL;
+    const struct util_valued_option valued[] = { { "-o", &output },
+                                                 { "--output", &output },
+                                                 { NULL, NULL } };
+    char **paths = util_xcalloc((size_t)argc, sizeof *paths);
+    size_t n = 0;
+    bool only_files = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_files || a[0] != '-' || !a[1]) {
+            paths[n++] = argv[i];
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            only_files = true;
+            continue;
+        }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            free(paths);
+            fputs(usage, stdout);
+            return EXIT_DONE;
+        }
+        int taken = util_take_value("merge", argc, argv, &i, valued);
+        if (taken < 0) {
+            free(paths);
+            return EXIT_USAGE;
+        }
+        if (taken == 0) {
+            free(paths);
+            util_err("merge: unknown option %s (see vramwatch merge --help)", a);
+            return EXIT_USAGE;
+        }
+    }
+    if (n == 0 || !output) {
+        free(paths);
+        util_err("merge: %s (usage: vramwatch merge REPORT... -o FILE)",
+                 n == 0 ? "no report file given" : "no output file given with -o");
+        return EXIT_USAGE;
+    }
 
-	struct model_report *reports = NULL;
-	size_t n_reports = 0;
-	int status = job_load_files("merge", paths, n, &reports, &n_reports) ? EXIT_DONE : EXIT_USAGE;
-	struct strbuf err = {0};
-	if (status == EXIT_DONE && job_mixed(reports, n_reports, &err)) {
-		util_err("merge: %s", sb_str(&err));
-		status = EXIT_USAGE;
-	}
-	if (status == EXIT_DONE) {
-		struct job j;
-		job_build(&j, reports, n_reports);
-		cJSON *doc = job_to_json(&j);
-		/* Whole or not at all, mode 0600 (reports hold command lines), never through a link. */
-		if (!util_replace_file(output, 0600, print_doc, doc, &err)) {
-			struct strbuf where = {0};
-			util_add_text(&where, output);
-			util_err("merge: cannot write %s: %s", sb_str(&where), sb_str(&err));
-			sb_free(&where);
-			status = EXIT_USAGE;
-		} else {
-			struct strbuf line = {0};
-			sb_printf(&line, "merged %zu process%s into ", j.n, j.n == 1 ? "" : "es");
-			util_add_text(&line, output);
-			if (j.first_failure) {
-				const struct model_report *r = j.procs[j.first_failure_proc].r;
-				sb_add(&line, "; first out of memory: ");
-				if (r->process.rank.known)
-					sb_printf(&line, "rank %" PRId64 ", ", r->process.rank.v);
-				sb_printf(&line, "pid %" PRId64 " on ", r->process.pid);
-				util_add_text(&line, r->process.host);
-			}
-			printf("%s\n", sb_str(&line));
-			sb_free(&line);
-		}
-		cJSON_Delete(doc);
-		job_free(&j);
-	}
-	sb_free(&err);
-	job_free_reports(reports, n_reports);
-	free(paths);
-	if (fflush(stdout) != 0 && status == EXIT_DONE) {
-		util_err("merge: cannot write the output");
-		status = EXIT_USAGE;
-	}
-	return status;
+    struct model_report *reports = NULL;
+    size_t n_reports = 0;
+    int status = job_load_files("merge", paths, n, &reports, &n_reports) ? EXIT_DONE : EXIT_USAGE;
+    struct strbuf err = { 0 };
+    if (status == EXIT_DONE && job_mixed(reports, n_reports, &err)) {
+        util_err("merge: %s", sb_str(&err));
+        status = EXIT_USAGE;
+    }
+    if (status == EXIT_DONE) {
+        struct job j;
+        job_build(&j, reports, n_reports);
+        cJSON *doc = job_to_json(&j);
+        /* Whole or not at all, mode 0600 (reports hold command lines), never through a link. */
+        if (!util_replace_file(output, 0600, print_doc, doc, &err)) {
+            struct strbuf where = { 0 };
+            util_add_text(&where, output);
+            util_err("merge: cannot write %s: %s", sb_str(&where), sb_str(&err));
+            sb_free(&where);
+            status = EXIT_USAGE;
+        } else {
+            struct strbuf line = { 0 };
+            sb_printf(&line, "merged %zu process%s into ", j.n, j.n == 1 ? "" : "es");
+            util_add_text(&line, output);
+            if (j.first_failure) {
+                const struct model_report *r = j.procs[j.first_failure_proc].r;
+                sb_add(&line, "; first out of memory: ");
+                if (r->process.rank.known)
+                    sb_printf(&line, "rank %" PRId64 ", ", r->process.rank.v);
+                sb_printf(&line, "pid %" PRId64 " on ", r->process.pid);
+                util_add_text(&line, r->process.host);
+            }
+            printf("%s\n", sb_str(&line));
+            sb_free(&line);
+        }
+        cJSON_Delete(doc);
+        job_free(&j);
+    }
+    sb_free(&err);
+    job_free_reports(reports, n_reports);
+    free(paths);
+    if (fflush(stdout) != 0 && status == EXIT_DONE) {
+        util_err("merge: cannot write the output");
+        status = EXIT_USAGE;
+    }
+    return status;
 }

@@ -15,112 +15,114 @@
 #define FAILURE_FRAMES 4
 
 struct style {
-	const char *bold, *red, *reset;
+    const char *bold, *red, *reset;
 };
 
-static const struct style plain = {"", "", ""};
-static const struct style ansi = {"\033[1m", "\033[1;31m", "\033[0m"};
+static const struct style plain = { "", "", "" };
+static const struct style ansi = { "\033[1m", "\033[1;31m", "\033[0m" };
 
 bool report_want_color(void)
 {
-	const char *term = getenv("TERM");
-	return isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && term && *term && strcmp(term, "dumb") != 0;
+    const char *term = getenv("TERM");
+    return isatty(STDOUT_FILENO) && !getenv("NO_COLOR") && term && *term &&
+           strcmp(term, "dumb") != 0;
 }
 
 /* Times count from the process start; absolute when the report does not know it. */
 static const char *when(const struct model_report *r, int64_t t, char buf[UTIL_TIME_LEN])
 {
-	const model_int *start = &r->process.start_unix_ns;
-	return start->known ? util_fmt_reltime(t, start->v, buf) : util_fmt_abstime(t, buf);
+    const model_int *start = &r->process.start_unix_ns;
+    return start->known ? util_fmt_reltime(t, start->v, buf) : util_fmt_abstime(t, buf);
 }
 
 static void add_device_name(struct strbuf *b, model_int ordinal)
 {
-	if (ordinal.known)
-		sb_printf(b, "device %" PRId64, ordinal.v);
-	else
-		sb_add(b, "an unknown device");
+    if (ordinal.known)
+        sb_printf(b, "device %" PRId64, ordinal.v);
+    else
+        sb_add(b, "an unknown device");
 }
 
 /* Frames of CUDA and of the frameworks around it: a user cannot act on them, so the call site
  * shown is the first frame outside them. */
 static const char *const native_libraries[] = {
-	"libcuda", "libcudart", "libc10", "libtorch", "libcublas", "libcudnn", "libnccl", "libvramwatch",
-	"libffi", "_ctypes", /* Python's ctypes calling into C */
+    "libcuda", "libcudart",    "libc10", "libtorch", "libcublas", "libcudnn",
+    "libnccl", "libvramwatch", "libffi", "_ctypes", /* Python's ctypes calling into C */
 };
 /* The Python interpreter: its frames say nothing of the application's code. */
-static const char *const interpreter_modules[] = {"python", "libpython"};
+static const char *const interpreter_modules[] = { "python", "libpython" };
 /* Python code of installed packages, and of the standard library. */
-static const char *const python_packages[] = {"/site-packages/", "/dist-packages/"};
+static const char *const python_packages[] = { "/site-packages/", "/dist-packages/" };
 /* The C runtime under everything: never the interesting frame. */
-static const char *const system_libraries[] = {"libc.so", "libc-", "libstdc++", "libpthread", "libgcc_s", "ld-linux"};
+static const char *const system_libraries[] = { "libc.so",    "libc-",    "libstdc++",
+                                                "libpthread", "libgcc_s", "ld-linux" };
 
 static bool module_matches(const struct model_frame *f, const char *const *prefixes, size_t n)
 {
-	if (f->python || !f->module)
-		return false;
-	const char *base = util_basename(f->module);
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
-			return true;
-	return false;
+    if (f->python || !f->module)
+        return false;
+    const char *base = util_basename(f->module);
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    return false;
 }
 
 #define MODULE_IN(f, list) module_matches(f, list, sizeof list / sizeof list[0])
 
 static bool frame_in_system(const struct model_frame *f)
 {
-	return MODULE_IN(f, system_libraries);
+    return MODULE_IN(f, system_libraries);
 }
 
 static bool frame_in_interpreter(const struct model_frame *f)
 {
-	return MODULE_IN(f, interpreter_modules);
+    return MODULE_IN(f, interpreter_modules);
 }
 
 /* "DIGITS.DIGITS/" at s: the version folder of a standard library (/usr/lib/python3.11/). */
 static bool python_version_folder(const char *s)
 {
-	if (!isdigit((unsigned char)*s))
-		return false;
-	while (isdigit((unsigned char)*s))
-		s++;
-	if (*s++ != '.' || !isdigit((unsigned char)*s))
-		return false;
-	while (isdigit((unsigned char)*s))
-		s++;
-	return *s == '/';
+    if (!isdigit((unsigned char)*s))
+        return false;
+    while (isdigit((unsigned char)*s))
+        s++;
+    if (*s++ != '.' || !isdigit((unsigned char)*s))
+        return false;
+    while (isdigit((unsigned char)*s))
+        s++;
+    return *s == '/';
 }
 
 /* Python code the user did not write: installed packages, the standard library, PyTorch itself
  * (also a source checkout, where torch/ is not under site-packages) and code without a file. */
 static bool python_file_is_library(const char *file)
 {
-	if (file[0] == '<') /* <frozen importlib._bootstrap>, <string> */
-		return true;
-	for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++)
-		if (strstr(file, python_packages[i]))
-			return true;
-	for (const char *p = strstr(file, "/lib/python"); p; p = strstr(p + 1, "/lib/python"))
-		if (python_version_folder(p + strlen("/lib/python")))
-			return true;
-	return strncmp(file, "torch/", 6) == 0 || strstr(file, "/torch/") != NULL;
+    if (file[0] == '<') /* <frozen importlib._bootstrap>, <string> */
+        return true;
+    for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++)
+        if (strstr(file, python_packages[i]))
+            return true;
+    for (const char *p = strstr(file, "/lib/python"); p; p = strstr(p + 1, "/lib/python"))
+        if (python_version_folder(p + strlen("/lib/python")))
+            return true;
+    return strncmp(file, "torch/", 6) == 0 || strstr(file, "/torch/") != NULL;
 }
 
 static bool frame_in_library(const struct model_frame *f)
 {
-	if (f->python)
-		return python_file_is_library(f->file);
-	return MODULE_IN(f, native_libraries) || frame_in_system(f) || frame_in_interpreter(f);
+    if (f->python)
+        return python_file_is_library(f->file);
+    return MODULE_IN(f, native_libraries) || frame_in_system(f) || frame_in_interpreter(f);
 }
 
 /* The innermost Python frame in the user's own files: the line a person edits. NULL if none. */
 static const struct model_frame *user_python_frame(const struct model_callsite *cs)
 {
-	for (size_t i = 0; cs && i < cs->n_frames; i++)
-		if (cs->frames[i].python && !python_file_is_library(cs->frames[i].file))
-			return &cs->frames[i];
-	return NULL;
+    for (size_t i = 0; cs && i < cs->n_frames; i++)
+        if (cs->frames[i].python && !python_file_is_library(cs->frames[i].file))
+            return &cs->frames[i];
+    return NULL;
 }
 
 /* The first frame of the application. Without one, the outermost framework frame below the
@@ -129,290 +131,295 @@ static const struct model_frame *user_python_frame(const struct model_callsite *
  * Python called when Python frames are off (THPVariable_conv2d). */
 static size_t app_frame(const struct model_callsite *cs)
 {
-	for (size_t i = 0; i < cs->n_frames; i++)
-		if (!frame_in_library(&cs->frames[i]))
-			return i;
-	for (size_t i = cs->n_frames; i-- > 0;)
-		if (!frame_in_system(&cs->frames[i]) && !frame_in_interpreter(&cs->frames[i]))
-			return i;
-	return 0;
+    for (size_t i = 0; i < cs->n_frames; i++)
+        if (!frame_in_library(&cs->frames[i]))
+            return i;
+    for (size_t i = cs->n_frames; i-- > 0;)
+        if (!frame_in_system(&cs->frames[i]) && !frame_in_interpreter(&cs->frames[i]))
+            return i;
+    return 0;
 }
 
 /* A Python file as short as it stays clear: relative to the process's folder, or from inside
  * site-packages; else as recorded. */
 static void add_python_file(struct strbuf *b, const char *file, const char *cwd, bool full)
 {
-	size_t n = cwd ? strlen(cwd) : 0;
-	if (!full) {
-		if (n > 1 && strncmp(file, cwd, n) == 0 && file[n] == '/') {
-			util_add_text(b, file + n + 1);
-			return;
-		}
-		for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++) {
-			const char *m = strstr(file, python_packages[i]);
-			if (m) {
-				util_add_text(b, m + strlen(python_packages[i]));
-				return;
-			}
-		}
-	}
-	util_add_text(b, file);
+    size_t n = cwd ? strlen(cwd) : 0;
+    if (!full) {
+        if (n > 1 && strncmp(file, cwd, n) == 0 && file[n] == '/') {
+            util_add_text(b, file + n + 1);
+            return;
+        }
+        for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++) {
+            const char *m = strstr(file, python_packages[i]);
+            if (m) {
+                util_add_text(b, m + strlen(python_packages[i]));
+                return;
+            }
+        }
+    }
+    util_add_text(b, file);
 }
 
 /* A demangled C++ name without its parameter list: "ns::Class::method" of
  * "ns::Class::method(std::shared_ptr<X> const&) const". */
 static void add_short_symbol(struct strbuf *b, const char *sym)
 {
-	size_t len = strlen(sym), end = len, keep = len;
-	if (end > 6 && strcmp(sym + end - 6, " const") == 0)
-		end -= 6;
-	if (end > 0 && sym[end - 1] == ')') {
-		/* Back to the '(' that opens the parameter list; a name must stand before it. */
-		size_t depth = 0;
-		for (size_t i = end; i-- > 0;) {
-			if (sym[i] == ')') {
-				depth++;
-			} else if (sym[i] == '(' && --depth == 0) {
-				if (i > 0)
-					keep = i;
-				break;
-			}
-		}
-	}
-	char *cut = util_xmalloc(keep + 1);
-	memcpy(cut, sym, keep);
-	cut[keep] = '\0';
-	util_add_text(b, cut);
-	free(cut);
+    size_t len = strlen(sym), end = len, keep = len;
+    if (end > 6 && strcmp(sym + end - 6, " const") == 0)
+        end -= 6;
+    if (end > 0 && sym[end - 1] == ')') {
+        /* Back to the '(' that opens the parameter list; a name must stand before it. */
+        size_t depth = 0;
+        for (size_t i = end; i-- > 0;) {
+            if (sym[i] == ')') {
+                depth++;
+            } else if (sym[i] == '(' && --depth == 0) {
+                if (i > 0)
+                    keep = i;
+                break;
+            }
+        }
+    }
+    char *cut = util_xmalloc(keep + 1);
+    memcpy(cut, sym, keep);
+    cut[keep] = '\0';
+    util_add_text(b, cut);
+    free(cut);
 }
 
 /* "file:line in function" for Python, "symbol (module+0xoffset)" for native code. */
 static void add_frame(struct strbuf *b, const struct model_frame *f, const char *cwd, bool full)
 {
-	if (f->python) {
-		add_python_file(b, f->file, cwd, full);
-		sb_printf(b, ":%" PRId64 " in ", f->line);
-		util_add_text(b, f->function);
-		return;
-	}
-	if (f->symbol) {
-		if (full)
-			util_add_text(b, f->symbol);
-		else
-			add_short_symbol(b, f->symbol);
-		if (full && f->symbol_offset.known)
-			sb_printf(b, "+0x%" PRIx64, (uint64_t)f->symbol_offset.v);
-		sb_add(b, " (");
-	}
-	const char *module = !f->module ? "" : full ? f->module : util_basename(f->module);
-	util_add_text(b, *module ? module : "?");
-	sb_printf(b, "+0x%" PRIx64, (uint64_t)f->offset);
-	if (f->symbol)
-		sb_addc(b, ')');
+    if (f->python) {
+        add_python_file(b, f->file, cwd, full);
+        sb_printf(b, ":%" PRId64 " in ", f->line);
+        util_add_text(b, f->function);
+        return;
+    }
+    if (f->symbol) {
+        if (full)
+            util_add_text(b, f->symbol);
+        else
+            add_short_symbol(b, f->symbol);
+        if (full && f->symbol_offset.known)
+            sb_printf(b, "+0x%" PRIx64, (uint64_t)f->symbol_offset.v);
+        sb_add(b, " (");
+    }
+    const char *module = !f->module ? "" : full ? f->module : util_basename(f->module);
+    util_add_text(b, *module ? module : "?");
+    sb_printf(b, "+0x%" PRIx64, (uint64_t)f->offset);
+    if (f->symbol)
+        sb_addc(b, ')');
 }
 
 /* The one line that names a call site. */
 static void add_callsite(struct strbuf *b, const struct model_report *r, int64_t id)
 {
-	const struct model_callsite *cs = model_callsite(r, id);
-	if (!cs)
-		sb_printf(b, "call site %" PRId64 " (not listed in the report)", id);
-	else if (cs->n_frames == 0 && cs->id == 0)
-		sb_add(b, "(no call site of its own: the call-site table was full)");
-	else if (cs->n_frames == 0)
-		sb_add(b, "(no stack recorded)");
-	else
-		add_frame(b, &cs->frames[app_frame(cs)], r->process.cwd, false);
+    const struct model_callsite *cs = model_callsite(r, id);
+    if (!cs)
+        sb_printf(b, "call site %" PRId64 " (not listed in the report)", id);
+    else if (cs->n_frames == 0 && cs->id == 0)
+        sb_add(b, "(no call site of its own: the call-site table was full)");
+    else if (cs->n_frames == 0)
+        sb_add(b, "(no stack recorded)");
+    else
+        add_frame(b, &cs->frames[app_frame(cs)], r->process.cwd, false);
 }
 
 static void put_line(FILE *out, const char *indent, struct strbuf *b)
 {
-	fprintf(out, "%s%s\n", indent, sb_str(b));
-	sb_truncate(b, 0);
+    fprintf(out, "%s%s\n", indent, sb_str(b));
+    sb_truncate(b, 0);
 }
 
 /* "  label          text": the label column of the device and failure blocks. */
 static void put_row(FILE *out, const char *label, struct strbuf *b)
 {
-	fprintf(out, "  %-14s %s\n", label, sb_str(b));
-	sb_truncate(b, 0);
+    fprintf(out, "  %-14s %s\n", label, sb_str(b));
+    sb_truncate(b, 0);
 }
 
-static void print_full_stack(FILE *out, const struct model_report *r, const struct model_callsite *cs, const char *indent)
+static void print_full_stack(FILE *out, const struct model_report *r,
+                             const struct model_callsite *cs, const char *indent)
 {
-	struct strbuf b = {0};
-	for (size_t i = 0; i < cs->n_frames; i++) {
-		sb_printf(&b, "#%zu ", i);
-		add_frame(&b, &cs->frames[i], r->process.cwd, true);
-		put_line(out, indent, &b);
-	}
-	sb_free(&b);
+    struct strbuf b = { 0 };
+    for (size_t i = 0; i < cs->n_frames; i++) {
+        sb_printf(&b, "#%zu ", i);
+        add_frame(&b, &cs->frames[i], r->process.cwd, true);
+        put_line(out, indent, &b);
+    }
+    sb_free(&b);
 }
 
 static const char *reason_text(const char *reason)
 {
-	if (strcmp(reason, "oom") == 0)
-		return "an allocation ran out of memory";
-	if (strcmp(reason, "exit") == 0)
-		return "the program exited";
-	if (strcmp(reason, "request") == 0)
-		return "vramwatch_dump() was called";
-	if (strcmp(reason, "pressure") == 0)
-		return "an allocation failed and its retry succeeded (memory pressure)";
-	return "the program received a fatal signal";
+    if (strcmp(reason, "oom") == 0)
+        return "an allocation ran out of memory";
+    if (strcmp(reason, "exit") == 0)
+        return "the program exited";
+    if (strcmp(reason, "request") == 0)
+        return "vramwatch_dump() was called";
+    if (strcmp(reason, "pressure") == 0)
+        return "an allocation failed and its retry succeeded (memory pressure)";
+    return "the program received a fatal signal";
 }
 
 static void print_header(FILE *out, const struct model_report *r, const struct style *st)
 {
-	const struct model_process *p = &r->process;
-	struct strbuf b = {0};
-	char t[UTIL_TIME_LEN];
-	if (p->argc)
-		util_add_argv(&b, p->argv, p->argc);
-	else
-		util_add_text(&b, p->exe ? p->exe : "(command line unknown)");
-	fprintf(out, "%svramwatch report: %s%s\n", st->bold, sb_str(&b), st->reset);
-	sb_truncate(&b, 0);
-	sb_printf(&b, "pid %" PRId64 " on ", p->pid);
-	util_add_text(&b, p->host);
-	if (p->rank.known) {
-		sb_printf(&b, ", rank %" PRId64, p->rank.v);
-		if (p->world_size.known)
-			sb_printf(&b, " of %" PRId64, p->world_size.v);
-		if (p->local_rank.known)
-			sb_printf(&b, " (local rank %" PRId64 ")", p->local_rank.v);
-	}
-	put_line(out, "  ", &b);
-	if (p->start_unix_ns.known)
-		fprintf(out, "  report written at %s (times count from the process start): %s\n",
-			when(r, r->time_unix_ns, t), reason_text(r->reason));
-	else
-		fprintf(out, "  report written at %s (the process start is unknown): %s\n", when(r, r->time_unix_ns, t),
-			reason_text(r->reason));
-	sb_free(&b);
+    const struct model_process *p = &r->process;
+    struct strbuf b = { 0 };
+    char t[UTIL_TIME_LEN];
+    if (p->argc)
+        util_add_argv(&b, p->argv, p->argc);
+    else
+        util_add_text(&b, p->exe ? p->exe : "(command line unknown)");
+    fprintf(out, "%svramwatch report: %s%s\n", st->bold, sb_str(&b), st->reset);
+    sb_truncate(&b, 0);
+    sb_printf(&b, "pid %" PRId64 " on ", p->pid);
+    util_add_text(&b, p->host);
+    if (p->rank.known) {
+        sb_printf(&b, ", rank %" PRId64, p->rank.v);
+        if (p->world_size.known)
+            sb_printf(&b, " of %" PRId64, p->world_size.v);
+        if (p->local_rank.known)
+            sb_printf(&b, " (local rank %" PRId64 ")", p->local_rank.v);
+    }
+    put_line(out, "  ", &b);
+    if (p->start_unix_ns.known)
+        fprintf(out, "  report written at %s (times count from the process start): %s\n",
+                when(r, r->time_unix_ns, t), reason_text(r->reason));
+    else
+        fprintf(out, "  report written at %s (the process start is unknown): %s\n",
+                when(r, r->time_unix_ns, t), reason_text(r->reason));
+    sb_free(&b);
 }
 
 /* "  label          value  note": the value right-aligned so sizes line up. Empties the note. */
 static void add_plural(struct strbuf *b, int64_t n, const char *one, const char *many)
 {
-	sb_printf(b, "%" PRId64 " %s", n, n == 1 ? one : many);
+    sb_printf(b, "%" PRId64 " %s", n, n == 1 ? one : many);
 }
 
 static void print_row(FILE *out, const char *label, const char *value, struct strbuf *note)
 {
-	fprintf(out, "  %-14s %12s%s%s\n", label, value, note->len ? "  " : "", sb_str(note));
-	sb_truncate(note, 0);
+    fprintf(out, "  %-14s %12s%s%s\n", label, value, note->len ? "  " : "", sb_str(note));
+    sb_truncate(note, 0);
 }
 
-static void print_device(FILE *out, const struct model_report *r, const struct model_device *d, const struct style *st)
+static void print_device(FILE *out, const struct model_report *r, const struct model_device *d,
+                         const struct style *st)
 {
-	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
-	struct strbuf b = {0};
-	if (d->ordinal.known)
-		fprintf(out, "%sDevice %" PRId64 ": ", st->bold, d->ordinal.v);
-	else
-		fprintf(out, "%sDevice of unknown ordinal: ", st->bold);
-	util_put_text(out, d->name ? d->name : "name unknown");
-	if (d->limit_bytes.known)
-		fprintf(out, ", %s emulated by VRAMWATCH_LIMIT", util_fmt_size(d->limit_bytes.v, s1));
-	else if (d->total_bytes.known)
-		fprintf(out, ", %s", util_fmt_size(d->total_bytes.v, s1));
-	else
-		fputs(", capacity unknown", out);
-	fprintf(out, "%s\n", st->reset);
-	/* The ordinal is the process's own view; these name the card whatever CUDA_VISIBLE_DEVICES did. */
-	if (d->pci_bus_id || d->uuid) {
-		fputs("  physical GPU   ", out);
-		util_put_text(out, d->pci_bus_id ? d->pci_bus_id : d->uuid);
-		if (d->pci_bus_id && d->uuid) {
-			fputs("  ", out);
-			util_put_text(out, d->uuid);
-		}
-		fputc('\n', out);
-	}
+    char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
+    struct strbuf b = { 0 };
+    if (d->ordinal.known)
+        fprintf(out, "%sDevice %" PRId64 ": ", st->bold, d->ordinal.v);
+    else
+        fprintf(out, "%sDevice of unknown ordinal: ", st->bold);
+    util_put_text(out, d->name ? d->name : "name unknown");
+    if (d->limit_bytes.known)
+        fprintf(out, ", %s emulated by VRAMWATCH_LIMIT", util_fmt_size(d->limit_bytes.v, s1));
+    else if (d->total_bytes.known)
+        fprintf(out, ", %s", util_fmt_size(d->total_bytes.v, s1));
+    else
+        fputs(", capacity unknown", out);
+    fprintf(out, "%s\n", st->reset);
+    /* The ordinal is the process's own view; these name the card whatever CUDA_VISIBLE_DEVICES did. */
+    if (d->pci_bus_id || d->uuid) {
+        fputs("  physical GPU   ", out);
+        util_put_text(out, d->pci_bus_id ? d->pci_bus_id : d->uuid);
+        if (d->pci_bus_id && d->uuid) {
+            fputs("  ", out);
+            util_put_text(out, d->uuid);
+        }
+        fputc('\n', out);
+    }
 
-	if (d->live_count.known)
-		sb_printf(&b, "in %" PRId64 " allocation%s", d->live_count.v, d->live_count.v == 1 ? "" : "s");
-	print_row(out, "live", util_fmt_size(d->live_bytes, s1), &b);
-	if (d->peak_time_unix_ns.known)
-		sb_printf(&b, "at %s", when(r, d->peak_time_unix_ns.v, t));
-	print_row(out, "peak", util_fmt_size(d->peak_live_bytes, s1), &b);
-	sb_printf(&b, "peak %s", util_fmt_size(d->peak_reserved_bytes, s2));
-	print_row(out, "reserved", util_fmt_size(d->reserved_bytes, s1), &b);
-	sb_add(&b, "reserved - live: held by pools, not handed out");
-	print_row(out, "fragmentation", util_fmt_size(d->reserved_bytes - d->live_bytes, s1), &b);
-	if (d->untracked_bytes.known) {
-		sb_add(&b, "driver used - reserved: CUDA context, libraries, other processes");
-		print_row(out, "untracked", util_fmt_size(d->untracked_bytes.v, s1), &b);
-	} else {
-		sb_add(&b, "the driver's used memory was not known");
-		print_row(out, "untracked", "unknown", &b);
-	}
-	print_row(out, "driver free", d->free_bytes.known ? util_fmt_size(d->free_bytes.v, s1) : "unknown", &b);
-	if (d->n_procs) {
-		/* whose the untracked memory partly is (NVML, when the card ran out) */
-		int64_t sum = 0;
-		for (size_t i = 0; i < d->n_procs; i++) {
-			const struct model_proc *p = &d->procs[i];
-			sb_printf(&b, "%spid %" PRId64, i ? ", " : "", p->pid);
-			if (p->name)
-				sb_printf(&b, " (%s)", p->name);
-			if (p->used_bytes.known) {
-				sb_printf(&b, " %s", util_fmt_size(p->used_bytes.v, s2));
-				sum = util_sat_add(sum, p->used_bytes.v);
-			}
-		}
-		print_row(out, "other procs", util_fmt_size(sum, s1), &b);
-	}
-	if (d->va_reserved_bytes.known && d->va_reserved_bytes.v > 0) {
-		sb_add(&b, "reserved with cuMemAddressReserve: not memory");
-		print_row(out, "address space", util_fmt_size(d->va_reserved_bytes.v, s1), &b);
-	}
-	add_plural(&b, d->alloc_calls, "allocation", "allocations");
-	sb_add(&b, ", ");
-	add_plural(&b, d->free_calls, "free", "frees");
-	sb_printf(&b, ", %" PRId64 " failed", d->failed_calls);
-	put_row(out, "calls", &b);
-	sb_free(&b);
+    if (d->live_count.known)
+        sb_printf(&b, "in %" PRId64 " allocation%s", d->live_count.v,
+                  d->live_count.v == 1 ? "" : "s");
+    print_row(out, "live", util_fmt_size(d->live_bytes, s1), &b);
+    if (d->peak_time_unix_ns.known)
+        sb_printf(&b, "at %s", when(r, d->peak_time_unix_ns.v, t));
+    print_row(out, "peak", util_fmt_size(d->peak_live_bytes, s1), &b);
+    sb_printf(&b, "peak %s", util_fmt_size(d->peak_reserved_bytes, s2));
+    print_row(out, "reserved", util_fmt_size(d->reserved_bytes, s1), &b);
+    sb_add(&b, "reserved - live: held by pools, not handed out");
+    print_row(out, "fragmentation", util_fmt_size(d->reserved_bytes - d->live_bytes, s1), &b);
+    if (d->untracked_bytes.known) {
+        sb_add(&b, "driver used - reserved: CUDA context, libraries, other processes");
+        print_row(out, "untracked", util_fmt_size(d->untracked_bytes.v, s1), &b);
+    } else {
+        sb_add(&b, "the driver's used memory was not known");
+        print_row(out, "untracked", "unknown", &b);
+    }
+    print_row(out, "driver free",
+              d->free_bytes.known ? util_fmt_size(d->free_bytes.v, s1) : "unknown", &b);
+    if (d->n_procs) {
+        /* whose the untracked memory partly is (NVML, when the card ran out) */
+        int64_t sum = 0;
+        for (size_t i = 0; i < d->n_procs; i++) {
+            const struct model_proc *p = &d->procs[i];
+            sb_printf(&b, "%spid %" PRId64, i ? ", " : "", p->pid);
+            if (p->name)
+                sb_printf(&b, " (%s)", p->name);
+            if (p->used_bytes.known) {
+                sb_printf(&b, " %s", util_fmt_size(p->used_bytes.v, s2));
+                sum = util_sat_add(sum, p->used_bytes.v);
+            }
+        }
+        print_row(out, "other procs", util_fmt_size(sum, s1), &b);
+    }
+    if (d->va_reserved_bytes.known && d->va_reserved_bytes.v > 0) {
+        sb_add(&b, "reserved with cuMemAddressReserve: not memory");
+        print_row(out, "address space", util_fmt_size(d->va_reserved_bytes.v, s1), &b);
+    }
+    add_plural(&b, d->alloc_calls, "allocation", "allocations");
+    sb_add(&b, ", ");
+    add_plural(&b, d->free_calls, "free", "frees");
+    sb_printf(&b, ", %" PRId64 " failed", d->failed_calls);
+    put_row(out, "calls", &b);
+    sb_free(&b);
 }
 
 /* The failures other than the one shown, by kind, on one line. */
-static void print_other_failures(FILE *out, const struct model_report *r, const struct model_failure *shown)
+static void print_other_failures(FILE *out, const struct model_report *r,
+                                 const struct model_failure *shown)
 {
-	int64_t flushed = 0, oom = 0, other = 0;
-	for (size_t i = 0; i < r->n_failures; i++) {
-		const struct model_failure *f = &r->failures[i];
-		if (f == shown)
-			continue;
-		if (model_report_failure_is_real_oom(r, f))
-			oom++;
-		else if (f->oom)
-			flushed++;
-		else
-			other++;
-	}
-	struct strbuf b = {0};
-	const char *sep = "";
-	if (flushed) {
-		add_plural(&b, flushed, "out-of-memory that succeeded on retry (a cache flush)",
-			   "out-of-memory failures that succeeded on retry (cache flushes)");
-		sep = ", ";
-	}
-	if (oom) {
-		sb_add(&b, sep);
-		add_plural(&b, oom, "other out-of-memory", "other out-of-memory failures");
-		sep = ", ";
-	}
-	if (other) {
-		sb_add(&b, sep);
-		add_plural(&b, other, "failure of another kind", "failures of another kind");
-	}
-	if (b.len)
-		fprintf(out, "  %s: %s\n", shown ? "also" : "failures", sb_str(&b));
-	if (r->failures_total.known && (uint64_t)r->failures_total.v > r->n_failures)
-		fprintf(out, "  %" PRId64 " failures in all; the report lists the first %zu\n", r->failures_total.v,
-			r->n_failures);
-	sb_free(&b);
+    int64_t flushed = 0, oom = 0, other = 0;
+    for (size_t i = 0; i < r->n_failures; i++) {
+        const struct model_failure *f = &r->failures[i];
+        if (f == shown)
+            continue;
+        if (model_report_failure_is_real_oom(r, f))
+            oom++;
+        else if (f->oom)
+            flushed++;
+        else
+            other++;
+    }
+    struct strbuf b = { 0 };
+    const char *sep = "";
+    if (flushed) {
+        add_plural(&b, flushed, "out-of-memory that succeeded on retry (a cache flush)",
+                   "out-of-memory failures that succeeded on retry (cache flushes)");
+        sep = ", ";
+    }
+    if (oom) {
+        sb_add(&b, sep);
+        add_plural(&b, oom, "other out-of-memory", "other out-of-memory failures");
+        sep = ", ";
+    }
+    if (other) {
+        sb_add(&b, sep);
+        add_plural(&b, other, "failure of another kind", "failures of another kind");
+    }
+    if (b.len)
+        fprintf(out, "  %s: %s\n", shown ? "also" : "failures", sb_str(&b));
+    if (r->failures_total.known && (uint64_t)r->failures_total.v > r->n_failures)
+        fprintf(out, "  %" PRId64 " failures in all; the report lists the first %zu\n",
+                r->failures_total.v, r->n_failures);
+    sb_free(&b);
 }
 
 /* PyTorch's figures are worth a hint when the reserved-but-unallocated share is large. */
@@ -422,99 +429,104 @@ static void print_other_failures(FILE *out, const struct model_report *r, const 
 /* Whether PyTorch's allocator already runs with expandable segments (then the hint is moot). */
 static bool expandable_segments_on(const struct model_report *r)
 {
-	static const char *const names[] = {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"};
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->process.env, names[i]);
-		if (cJSON_IsString(v) && v->valuestring &&
-		    (strstr(v->valuestring, "expandable_segments:True") || strstr(v->valuestring, "expandable_segments:true")))
-			return true;
-	}
-	return false;
+    static const char *const names[] = { "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->process.env, names[i]);
+        if (cJSON_IsString(v) && v->valuestring &&
+            (strstr(v->valuestring, "expandable_segments:True") ||
+             strstr(v->valuestring, "expandable_segments:true")))
+            return true;
+    }
+    return false;
 }
 
 /* "    label            value  note": one figure of PyTorch's verdict. Empties the note. */
 static void print_verdict_row(FILE *out, const char *label, model_int v, struct strbuf *note)
 {
-	char s[UTIL_SIZE_LEN];
-	fprintf(out, "    %-14s %12s%s%s\n", label, v.known ? util_fmt_size(v.v, s) : "unknown", note->len ? "  " : "",
-		sb_str(note));
-	sb_truncate(note, 0);
+    char s[UTIL_SIZE_LEN];
+    fprintf(out, "    %-14s %12s%s%s\n", label, v.known ? util_fmt_size(v.v, s) : "unknown",
+            note->len ? "  " : "", sb_str(note));
+    sb_truncate(note, 0);
 }
 
 /* PyTorch's own verdict (the c10::OutOfMemoryError it threw), figure by figure, with ours beside
  * it where we have one. PyTorch sees inside its cache segments, which no CUDA call shows: its
  * "reserved but unallocated" is the fragmentation our reserved - live cannot see. `f` is the
  * failure shown above, NULL when no CUDA allocation failed for good. */
-static void print_framework(FILE *out, const struct model_report *r, const struct model_failure *f, const struct style *st)
+static void print_framework(FILE *out, const struct model_report *r, const struct model_failure *f,
+                            const struct style *st)
 {
-	const struct model_framework *fw = &r->framework;
-	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
-	struct strbuf b = {0};
-	util_add_text(&b, fw->exception ? fw->exception : "an out-of-memory error");
-	if (fw->time_unix_ns.known)
-		sb_printf(&b, " at %s", when(r, fw->time_unix_ns.v, t));
-	if (fw->count.known && fw->count.v > 1)
-		sb_printf(&b, " (the latest of %" PRId64 " raised)", fw->count.v);
-	if (fw->format) {
-		if (fw->device.known)
-			sb_printf(&b, " on GPU %" PRId64, fw->device.v);
-		sb_printf(&b, ": %s total, %s free",
-			  fw->capacity_bytes.known ? util_fmt_size(fw->capacity_bytes.v, s1) : "unknown",
-			  fw->free_bytes.known ? util_fmt_size(fw->free_bytes.v, s2) : "unknown");
-	}
-	put_row(out, "PyTorch said", &b);
-	if (!fw->format) {
-		/* A message in no format we read: its first line, as PyTorch wrote it. */
-		const char *m = fw->message ? fw->message : "(no message)";
-		size_t n = strcspn(m, "\n");
-		char *line = util_xmalloc(n + 1);
-		memcpy(line, m, n);
-		line[n] = '\0';
-		util_add_text(&b, line);
-		free(line);
-		put_line(out, "    ", &b);
-		sb_free(&b);
-		return;
-	}
-	if (f) {
-		sb_add(&b, "vramwatch: ");
-		util_add_text(&b, f->api);
-		sb_printf(&b, " of %s", util_fmt_size(f->size, s1));
-	}
-	print_verdict_row(out, "requested", fw->requested_bytes, &b);
-	sb_add(&b, "by this process, CUDA context included");
-	if (f)
-		sb_printf(&b, "; vramwatch: %s reserved", util_fmt_size(f->reserved_bytes_at_failure, s1));
-	print_verdict_row(out, "in use", fw->process_in_use_bytes, &b);
-	if (fw->allowed_bytes.known) {
-		sb_add(&b, "PyTorch's own limit for this process (set_per_process_memory_fraction)");
-		print_verdict_row(out, "allowed", fw->allowed_bytes, &b);
-	}
-	sb_add(&b, "by PyTorch, to tensors");
-	if (fw->private_pools_bytes.known)
-		sb_printf(&b, "; %s of it in private pools (CUDA graphs)", util_fmt_size(fw->private_pools_bytes.v, s1));
-	print_verdict_row(out, "allocated", fw->allocated_bytes, &b);
-	sb_add(&b, "reserved by PyTorch but unallocated");
-	if (f)
-		sb_printf(&b, "; vramwatch (reserved - live): %s",
-			  util_fmt_size(f->reserved_bytes_at_failure - f->live_bytes_at_failure, s1));
-	print_verdict_row(out, "fragmentation", fw->reserved_unallocated_bytes, &b);
+    const struct model_framework *fw = &r->framework;
+    char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
+    struct strbuf b = { 0 };
+    util_add_text(&b, fw->exception ? fw->exception : "an out-of-memory error");
+    if (fw->time_unix_ns.known)
+        sb_printf(&b, " at %s", when(r, fw->time_unix_ns.v, t));
+    if (fw->count.known && fw->count.v > 1)
+        sb_printf(&b, " (the latest of %" PRId64 " raised)", fw->count.v);
+    if (fw->format) {
+        if (fw->device.known)
+            sb_printf(&b, " on GPU %" PRId64, fw->device.v);
+        sb_printf(&b, ": %s total, %s free",
+                  fw->capacity_bytes.known ? util_fmt_size(fw->capacity_bytes.v, s1) : "unknown",
+                  fw->free_bytes.known ? util_fmt_size(fw->free_bytes.v, s2) : "unknown");
+    }
+    put_row(out, "PyTorch said", &b);
+    if (!fw->format) {
+        /* A message in no format we read: its first line, as PyTorch wrote it. */
+        const char *m = fw->message ? fw->message : "(no message)";
+        size_t n = strcspn(m, "\n");
+        char *line = util_xmalloc(n + 1);
+        memcpy(line, m, n);
+        line[n] = '\0';
+        util_add_text(&b, line);
+        free(line);
+        put_line(out, "    ", &b);
+        sb_free(&b);
+        return;
+    }
+    if (f) {
+        sb_add(&b, "vramwatch: ");
+        util_add_text(&b, f->api);
+        sb_printf(&b, " of %s", util_fmt_size(f->size, s1));
+    }
+    print_verdict_row(out, "requested", fw->requested_bytes, &b);
+    sb_add(&b, "by this process, CUDA context included");
+    if (f)
+        sb_printf(&b, "; vramwatch: %s reserved", util_fmt_size(f->reserved_bytes_at_failure, s1));
+    print_verdict_row(out, "in use", fw->process_in_use_bytes, &b);
+    if (fw->allowed_bytes.known) {
+        sb_add(&b, "PyTorch's own limit for this process (set_per_process_memory_fraction)");
+        print_verdict_row(out, "allowed", fw->allowed_bytes, &b);
+    }
+    sb_add(&b, "by PyTorch, to tensors");
+    if (fw->private_pools_bytes.known)
+        sb_printf(&b, "; %s of it in private pools (CUDA graphs)",
+                  util_fmt_size(fw->private_pools_bytes.v, s1));
+    print_verdict_row(out, "allocated", fw->allocated_bytes, &b);
+    sb_add(&b, "reserved by PyTorch but unallocated");
+    if (f)
+        sb_printf(&b, "; vramwatch (reserved - live): %s",
+                  util_fmt_size(f->reserved_bytes_at_failure - f->live_bytes_at_failure, s1));
+    print_verdict_row(out, "fragmentation", fw->reserved_unallocated_bytes, &b);
 
-	/* Large fragmentation is what expandable segments are for: segments grow in place, so freed
-	 * space inside them can serve requests of any size. */
-	int64_t capacity = fw->capacity_bytes.known ? fw->capacity_bytes.v : -1;
-	const struct model_device *d = fw->device.known ? model_device(r, fw->device.v) : NULL;
-	if (capacity < 0 && d && d->total_bytes.known)
-		capacity = d->total_bytes.v;
-	int64_t frag = fw->reserved_unallocated_bytes.v;
-	if (fw->reserved_unallocated_bytes.known && !expandable_segments_on(r) &&
-	    (frag >= FRAGMENTATION_HINT_BYTES || (capacity > 0 && frag >= capacity / 100 * FRAGMENTATION_HINT_SHARE)))
-		fprintf(out, "  %sHint:%s %s reserved but unallocated is fragmentation: try "
-			     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True%s\n",
-			st->bold, st->reset, util_fmt_size(frag, s1),
-			/* The old message comes from PyTorch 2.0 and before, which lack the option. */
-			strcmp(fw->format, "1.x") == 0 ? " (PyTorch 2.1 or later)" : "");
-	sb_free(&b);
+    /* Large fragmentation is what expandable segments are for: segments grow in place, so freed
+     * space inside them can serve requests of any size. */
+    int64_t capacity = fw->capacity_bytes.known ? fw->capacity_bytes.v : -1;
+    const struct model_device *d = fw->device.known ? model_device(r, fw->device.v) : NULL;
+    if (capacity < 0 && d && d->total_bytes.known)
+        capacity = d->total_bytes.v;
+    int64_t frag = fw->reserved_unallocated_bytes.v;
+    if (fw->reserved_unallocated_bytes.known && !expandable_segments_on(r) &&
+        (frag >= FRAGMENTATION_HINT_BYTES ||
+         (capacity > 0 && frag >= capacity / 100 * FRAGMENTATION_HINT_SHARE)))
+        fprintf(out,
+                "  %sHint:%s %s reserved but unallocated is fragmentation: try "
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True%s\n",
+                st->bold, st->reset, util_fmt_size(frag, s1),
+                /* The old message comes from PyTorch 2.0 and before, which lack the option. */
+                strcmp(fw->format, "1.x") == 0 ? " (PyTorch 2.1 or later)" : "");
+    sb_free(&b);
 }
 
 /* The first line after the header: where the program ran out of memory, as the line of the
@@ -522,127 +534,134 @@ static void print_framework(FILE *out, const struct model_report *r, const struc
  * call site as the table below names it. Nothing when no location is known. */
 static void print_lead(FILE *out, const struct model_report *r, const struct style *st)
 {
-	const struct model_failure *f = model_real_oom(r);
-	struct strbuf b = {0};
-	char s1[UTIL_SIZE_LEN];
-	if (f) {
-		const struct model_callsite *cs = model_callsite(r, f->callsite);
-		const struct model_frame *line = user_python_frame(cs);
-		if (line)
-			add_frame(&b, line, r->process.cwd, false);
-		else if (cs && cs->n_frames)
-			add_callsite(&b, r, f->callsite);
-		if (b.len)
-			fprintf(out, "\n%sOut of memory at%s %s\n", st->red, st->reset, sb_str(&b));
-	} else if (r->framework.known) {
-		const struct model_framework *fw = &r->framework;
-		if (fw->requested_bytes.known)
-			sb_printf(&b, ": tried to allocate %s", util_fmt_size(fw->requested_bytes.v, s1));
-		if (fw->device.known)
-			sb_printf(&b, " on GPU %" PRId64, fw->device.v);
-		fprintf(out, "\n%sOut of memory in PyTorch%s%s\n", st->red, st->reset, sb_str(&b));
-	} else if (model_under_pressure(r)) {
-		/* A caching allocator that flushed and retried with success got its memory: the run
-		 * fitted, however tight, and saying "out of memory" would send people to shrink a job
-		 * that works. */
-		int64_t flushes = model_flushes(r), largest = model_flush_largest(r);
-		if (flushes == 1)
-			sb_add(&b, "1 cache flush, rescued by its retry");
-		else
-			sb_printf(&b, "%" PRId64 " cache flushes, each rescued by its retry", flushes);
-		if (largest >= 0)
-			sb_printf(&b, " (the most one released: %s)", util_fmt_size(largest, s1));
-		fprintf(out, "\n%sUnder memory pressure:%s %s;\n  no allocation ran out of memory for good\n", st->bold,
-			st->reset, sb_str(&b));
-	}
-	sb_free(&b);
+    const struct model_failure *f = model_real_oom(r);
+    struct strbuf b = { 0 };
+    char s1[UTIL_SIZE_LEN];
+    if (f) {
+        const struct model_callsite *cs = model_callsite(r, f->callsite);
+        const struct model_frame *line = user_python_frame(cs);
+        if (line)
+            add_frame(&b, line, r->process.cwd, false);
+        else if (cs && cs->n_frames)
+            add_callsite(&b, r, f->callsite);
+        if (b.len)
+            fprintf(out, "\n%sOut of memory at%s %s\n", st->red, st->reset, sb_str(&b));
+    } else if (r->framework.known) {
+        const struct model_framework *fw = &r->framework;
+        if (fw->requested_bytes.known)
+            sb_printf(&b, ": tried to allocate %s", util_fmt_size(fw->requested_bytes.v, s1));
+        if (fw->device.known)
+            sb_printf(&b, " on GPU %" PRId64, fw->device.v);
+        fprintf(out, "\n%sOut of memory in PyTorch%s%s\n", st->red, st->reset, sb_str(&b));
+    } else if (model_under_pressure(r)) {
+        /* A caching allocator that flushed and retried with success got its memory: the run
+         * fitted, however tight, and saying "out of memory" would send people to shrink a job
+         * that works. */
+        int64_t flushes = model_flushes(r), largest = model_flush_largest(r);
+        if (flushes == 1)
+            sb_add(&b, "1 cache flush, rescued by its retry");
+        else
+            sb_printf(&b, "%" PRId64 " cache flushes, each rescued by its retry", flushes);
+        if (largest >= 0)
+            sb_printf(&b, " (the most one released: %s)", util_fmt_size(largest, s1));
+        fprintf(out,
+                "\n%sUnder memory pressure:%s %s;\n  no allocation ran out of memory for good\n",
+                st->bold, st->reset, sb_str(&b));
+    }
+    sb_free(&b);
 }
 
-static void print_failure(FILE *out, const struct model_report *r, const struct report_opts *o, const struct style *st)
+static void print_failure(FILE *out, const struct model_report *r, const struct report_opts *o,
+                          const struct style *st)
 {
-	const struct model_failure *f = model_real_oom(r);
-	const char *title = "What failed:";
-	if (!f) {
-		if (r->framework.known) {
-			/* PyTorch's own limit (a memory fraction), or a failure the report did not keep. */
-			fprintf(out, "%sWhat failed:%s PyTorch ran out of memory; no CUDA allocation failed for good\n", st->red,
-				st->reset);
-			print_framework(out, r, NULL, st);
-			print_other_failures(out, r, NULL);
-			return;
-		}
-		if (r->n_failures == 0) {
-			fprintf(out, "%sWhat failed:%s nothing; no allocation failed\n", st->bold, st->reset);
-			return;
-		}
-		/* No real out-of-memory: show the first error of another kind, if any. */
-		for (size_t i = 0; i < r->n_failures && !f; i++)
-			if (!r->failures[i].oom)
-				f = &r->failures[i];
-		if (!f) {
-			fprintf(out, "%sWhat failed:%s no allocation ran out of memory for good\n", st->bold, st->reset);
-			print_other_failures(out, r, NULL);
-			return;
-		}
-		title = "What failed (not out of memory):";
-	}
-	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], s3[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
-	struct strbuf b = {0};
-	fprintf(out, "%s%s%s ", f->oom ? st->red : st->bold, title, st->reset);
-	util_put_text(out, f->api);
-	fprintf(out, " of %s", util_fmt_size(f->size, s1));
-	add_device_name(&b, f->device);
-	fprintf(out, " on %s at %s\n", sb_str(&b), when(r, f->time_unix_ns, t));
-	sb_truncate(&b, 0);
+    const struct model_failure *f = model_real_oom(r);
+    const char *title = "What failed:";
+    if (!f) {
+        if (r->framework.known) {
+            /* PyTorch's own limit (a memory fraction), or a failure the report did not keep. */
+            fprintf(out,
+                    "%sWhat failed:%s PyTorch ran out of memory; no CUDA allocation failed for good\n",
+                    st->red, st->reset);
+            print_framework(out, r, NULL, st);
+            print_other_failures(out, r, NULL);
+            return;
+        }
+        if (r->n_failures == 0) {
+            fprintf(out, "%sWhat failed:%s nothing; no allocation failed\n", st->bold, st->reset);
+            return;
+        }
+        /* No real out-of-memory: show the first error of another kind, if any. */
+        for (size_t i = 0; i < r->n_failures && !f; i++)
+            if (!r->failures[i].oom)
+                f = &r->failures[i];
+        if (!f) {
+            fprintf(out, "%sWhat failed:%s no allocation ran out of memory for good\n", st->bold,
+                    st->reset);
+            print_other_failures(out, r, NULL);
+            return;
+        }
+        title = "What failed (not out of memory):";
+    }
+    char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], s3[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
+    struct strbuf b = { 0 };
+    fprintf(out, "%s%s%s ", f->oom ? st->red : st->bold, title, st->reset);
+    util_put_text(out, f->api);
+    fprintf(out, " of %s", util_fmt_size(f->size, s1));
+    add_device_name(&b, f->device);
+    fprintf(out, " on %s at %s\n", sb_str(&b), when(r, f->time_unix_ns, t));
+    sb_truncate(&b, 0);
 
-	util_add_text(&b, f->error_name ? f->error_name : "unknown error");
-	sb_printf(&b, " (%" PRId64 ")", f->error_code);
-	if (f->retried == RETRIED_FAILED)
-		sb_add(&b, "; retried, and failed again");
-	else if (f->retried == RETRIED_SUCCEEDED)
-		sb_add(&b, "; retried, and succeeded");
-	put_row(out, "error", &b);
-	sb_printf(&b, "live %s, reserved %s, driver free %s", util_fmt_size(f->live_bytes_at_failure, s1),
-		  util_fmt_size(f->reserved_bytes_at_failure, s2),
-		  f->free_bytes_at_failure.known ? util_fmt_size(f->free_bytes_at_failure.v, s3) : "unknown");
-	put_row(out, "at that moment", &b);
-	if (r->framework.known)
-		print_framework(out, r, f, st);
+    util_add_text(&b, f->error_name ? f->error_name : "unknown error");
+    sb_printf(&b, " (%" PRId64 ")", f->error_code);
+    if (f->retried == RETRIED_FAILED)
+        sb_add(&b, "; retried, and failed again");
+    else if (f->retried == RETRIED_SUCCEEDED)
+        sb_add(&b, "; retried, and succeeded");
+    put_row(out, "error", &b);
+    sb_printf(&b, "live %s, reserved %s, driver free %s",
+              util_fmt_size(f->live_bytes_at_failure, s1),
+              util_fmt_size(f->reserved_bytes_at_failure, s2),
+              f->free_bytes_at_failure.known ? util_fmt_size(f->free_bytes_at_failure.v, s3)
+                                             : "unknown");
+    put_row(out, "at that moment", &b);
+    if (r->framework.known)
+        print_framework(out, r, f, st);
 
-	const struct model_callsite *cs = model_callsite(r, f->callsite);
-	if (!cs || cs->n_frames == 0) {
-		add_callsite(&b, r, f->callsite);
-		put_row(out, "called from", &b);
-	} else if (o->full) {
-		fputs("  called from\n", out);
-		print_full_stack(out, r, cs, "    ");
-	} else {
-		/* The first application frame and its callers, without the library frames between. */
-		fputs("  called from\n", out);
-		size_t app = app_frame(cs), shown = 0;
-		for (size_t i = app; i < cs->n_frames && shown < FAILURE_FRAMES; i++) {
-			if (i > app && frame_in_library(&cs->frames[i]))
-				continue;
-			add_frame(&b, &cs->frames[i], r->process.cwd, false);
-			put_line(out, "    ", &b);
-			shown++;
-		}
-		size_t hidden = cs->n_frames - shown;
-		if (hidden)
-			fprintf(out, "    (%zu more frame%s: libraries and outer callers; --full shows the whole stack)\n",
-				hidden, hidden == 1 ? "" : "s");
-	}
-	print_other_failures(out, r, f);
-	sb_free(&b);
+    const struct model_callsite *cs = model_callsite(r, f->callsite);
+    if (!cs || cs->n_frames == 0) {
+        add_callsite(&b, r, f->callsite);
+        put_row(out, "called from", &b);
+    } else if (o->full) {
+        fputs("  called from\n", out);
+        print_full_stack(out, r, cs, "    ");
+    } else {
+        /* The first application frame and its callers, without the library frames between. */
+        fputs("  called from\n", out);
+        size_t app = app_frame(cs), shown = 0;
+        for (size_t i = app; i < cs->n_frames && shown < FAILURE_FRAMES; i++) {
+            if (i > app && frame_in_library(&cs->frames[i]))
+                continue;
+            add_frame(&b, &cs->frames[i], r->process.cwd, false);
+            put_line(out, "    ", &b);
+            shown++;
+        }
+        size_t hidden = cs->n_frames - shown;
+        if (hidden)
+            fprintf(out,
+                    "    (%zu more frame%s: libraries and outer callers; --full shows the whole stack)\n",
+                    hidden, hidden == 1 ? "" : "s");
+    }
+    print_other_failures(out, r, f);
+    sb_free(&b);
 }
 
 static int by_live_desc(const void *a, const void *b)
 {
-	const struct model_callsite *x = *(const struct model_callsite *const *)a;
-	const struct model_callsite *y = *(const struct model_callsite *const *)b;
-	if (x->live_bytes != y->live_bytes)
-		return x->live_bytes > y->live_bytes ? -1 : 1;
-	return (x->id > y->id) - (x->id < y->id);
+    const struct model_callsite *x = *(const struct model_callsite *const *)a;
+    const struct model_callsite *y = *(const struct model_callsite *const *)b;
+    if (x->live_bytes != y->live_bytes)
+        return x->live_bytes > y->live_bytes ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
 }
 
 /* Call sites that end in the same line of the user's Python code are one row: PyTorch reaches
@@ -650,219 +669,231 @@ static int by_live_desc(const void *a, const void *b)
  * buffers), and the line is what a person changes. Call sites without such a line stay rows of
  * their own, named as before. */
 struct site_group {
-	const struct model_frame *line;        /* NULL: one call site without a user Python line */
-	const struct model_callsite **members; /* largest first */
-	size_t n_members;
-	int64_t live_bytes, live_count; /* saturating sums: report figures are untrusted */
-	int64_t first_id;               /* the smallest member id: a stable order among equals */
+    const struct model_frame *line;        /* NULL: one call site without a user Python line */
+    const struct model_callsite **members; /* largest first */
+    size_t n_members;
+    int64_t live_bytes, live_count; /* saturating sums: report figures are untrusted */
+    int64_t first_id;               /* the smallest member id: a stable order among equals */
 };
 
 struct keyed_site {
-	const struct model_frame *line;
-	const struct model_callsite *cs;
+    const struct model_frame *line;
+    const struct model_callsite *cs;
 };
 
 static int compare_lines(const struct model_frame *a, const struct model_frame *b)
 {
-	int c = strcmp(a->file, b->file);
-	if (c)
-		return c;
-	if (a->line != b->line)
-		return a->line < b->line ? -1 : 1;
-	return strcmp(a->function, b->function);
+    int c = strcmp(a->file, b->file);
+    if (c)
+        return c;
+    if (a->line != b->line)
+        return a->line < b->line ? -1 : 1;
+    return strcmp(a->function, b->function);
 }
 
 /* Sites with a line first, one line's sites together, each line's largest first. */
 static int by_line_then_live(const void *a, const void *b)
 {
-	const struct keyed_site *x = a, *y = b;
-	if (!x->line != !y->line)
-		return x->line ? -1 : 1;
-	if (x->line) {
-		int c = compare_lines(x->line, y->line);
-		if (c)
-			return c;
-	}
-	return by_live_desc(&x->cs, &y->cs);
+    const struct keyed_site *x = a, *y = b;
+    if (!x->line != !y->line)
+        return x->line ? -1 : 1;
+    if (x->line) {
+        int c = compare_lines(x->line, y->line);
+        if (c)
+            return c;
+    }
+    return by_live_desc(&x->cs, &y->cs);
 }
 
 static int group_by_live_desc(const void *a, const void *b)
 {
-	const struct site_group *x = a, *y = b;
-	if (x->live_bytes != y->live_bytes)
-		return x->live_bytes > y->live_bytes ? -1 : 1;
-	return (x->first_id > y->first_id) - (x->first_id < y->first_id);
+    const struct site_group *x = a, *y = b;
+    if (x->live_bytes != y->live_bytes)
+        return x->live_bytes > y->live_bytes ? -1 : 1;
+    return (x->first_id > y->first_id) - (x->first_id < y->first_id);
 }
 
 /* The call sites holding live memory, grouped; returns the number of groups. */
 static size_t group_callsites(const struct model_report *r, struct site_group **groups_out,
-			      const struct model_callsite ***members_out)
+                              const struct model_callsite ***members_out)
 {
-	struct keyed_site *ks = util_xcalloc(r->n_callsites, sizeof *ks);
-	size_t n = 0;
-	for (size_t i = 0; i < r->n_callsites; i++) {
-		const struct model_callsite *cs = &r->callsites[i];
-		if (cs->live_bytes > 0)
-			ks[n++] = (struct keyed_site){user_python_frame(cs), cs};
-	}
-	qsort(ks, n, sizeof *ks, by_line_then_live);
-	const struct model_callsite **members = util_xcalloc(n, sizeof *members);
-	struct site_group *groups = util_xcalloc(n, sizeof *groups);
-	size_t g = 0;
-	for (size_t i = 0; i < n; i++) {
-		members[i] = ks[i].cs;
-		bool joins = i > 0 && ks[i].line && ks[i - 1].line && compare_lines(ks[i].line, ks[i - 1].line) == 0;
-		if (!joins)
-			groups[g++] = (struct site_group){ks[i].line, &members[i], 0, 0, 0, ks[i].cs->id};
-		struct site_group *grp = &groups[g - 1];
-		grp->n_members++;
-		grp->live_bytes = util_sat_add(grp->live_bytes, ks[i].cs->live_bytes);
-		grp->live_count = util_sat_add(grp->live_count, ks[i].cs->live_count);
-		if (ks[i].cs->id < grp->first_id)
-			grp->first_id = ks[i].cs->id;
-	}
-	qsort(groups, g, sizeof *groups, group_by_live_desc);
-	free(ks);
-	*groups_out = groups;
-	*members_out = members;
-	return g;
+    struct keyed_site *ks = util_xcalloc(r->n_callsites, sizeof *ks);
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_callsites; i++) {
+        const struct model_callsite *cs = &r->callsites[i];
+        if (cs->live_bytes > 0)
+            ks[n++] = (struct keyed_site){ user_python_frame(cs), cs };
+    }
+    qsort(ks, n, sizeof *ks, by_line_then_live);
+    const struct model_callsite **members = util_xcalloc(n, sizeof *members);
+    struct site_group *groups = util_xcalloc(n, sizeof *groups);
+    size_t g = 0;
+    for (size_t i = 0; i < n; i++) {
+        members[i] = ks[i].cs;
+        bool joins = i > 0 && ks[i].line && ks[i - 1].line &&
+                     compare_lines(ks[i].line, ks[i - 1].line) == 0;
+        if (!joins)
+            groups[g++] = (struct site_group){ ks[i].line, &members[i], 0, 0, 0, ks[i].cs->id };
+        struct site_group *grp = &groups[g - 1];
+        grp->n_members++;
+        grp->live_bytes = util_sat_add(grp->live_bytes, ks[i].cs->live_bytes);
+        grp->live_count = util_sat_add(grp->live_count, ks[i].cs->live_count);
+        if (ks[i].cs->id < grp->first_id)
+            grp->first_id = ks[i].cs->id;
+    }
+    qsort(groups, g, sizeof *groups, group_by_live_desc);
+    free(ks);
+    *groups_out = groups;
+    *members_out = members;
+    return g;
 }
 
-static void print_callsites(FILE *out, const struct model_report *r, const struct report_opts *o, const struct style *st)
+static void print_callsites(FILE *out, const struct model_report *r, const struct report_opts *o,
+                            const struct style *st)
 {
-	int64_t total = model_total_live(r);
-	char s1[UTIL_SIZE_LEN];
-	struct site_group *groups;
-	const struct model_callsite **members;
-	size_t n = group_callsites(r, &groups, &members);
-	if (n == 0) {
-		fprintf(out, "%sTop call sites by live bytes:%s nothing was live\n", st->bold, st->reset);
-	} else {
-		fprintf(out, "%sTop call sites by live bytes%s (of %s live)\n", st->bold, st->reset, util_fmt_size(total, s1));
-		fprintf(out, "  %12s  %6s  %7s  %s\n", "live", "share", "count", "where");
-	}
-	struct strbuf b = {0};
-	int64_t rest_bytes = 0;
-	size_t rest_sites = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct site_group *g = &groups[i];
-		if (i >= TOP_CALLSITES) {
-			rest_bytes = util_sat_add(rest_bytes, g->live_bytes);
-			rest_sites += g->n_members;
-			continue;
-		}
-		double share = total > 0 ? 100.0 * (double)g->live_bytes / (double)total : 0.0;
-		if (g->line)
-			add_frame(&b, g->line, r->process.cwd, false);
-		else
-			add_callsite(&b, r, g->members[0]->id);
-		if (g->n_members > 1)
-			sb_printf(&b, " (%zu call sites)", g->n_members);
-		fprintf(out, "  %12s  %5.1f%%  %7" PRId64 "  %s\n", util_fmt_size(g->live_bytes, s1), share,
-			g->live_count, sb_str(&b));
-		sb_truncate(&b, 0);
-		if (!o->full)
-			continue;
-		if (g->n_members == 1) {
-			if (g->members[0]->n_frames)
-				print_full_stack(out, r, g->members[0], "        ");
-			continue;
-		}
-		for (size_t k = 0; k < g->n_members; k++) {
-			const struct model_callsite *cs = g->members[k];
-			fprintf(out, "        call site %" PRId64 ": %s live in ", cs->id, util_fmt_size(cs->live_bytes, s1));
-			add_plural(&b, cs->live_count, "allocation", "allocations");
-			put_line(out, "", &b);
-			print_full_stack(out, r, cs, "          ");
-		}
-	}
-	if (n > TOP_CALLSITES)
-		fprintf(out, "  ... and %zu more call site%s holding %s\n", rest_sites, rest_sites == 1 ? "" : "s",
-			util_fmt_size(rest_bytes, s1));
-	if (r->callsites_dropped.known && r->callsites_dropped.v > 0)
-		fprintf(out, "  %" PRId64 " allocation%s got no call site of its own: the call-site table was full\n",
-			r->callsites_dropped.v, r->callsites_dropped.v == 1 ? "" : "s");
-	sb_free(&b);
-	free(groups);
-	free(members);
+    int64_t total = model_total_live(r);
+    char s1[UTIL_SIZE_LEN];
+    struct site_group *groups;
+    const struct model_callsite **members;
+    size_t n = group_callsites(r, &groups, &members);
+    if (n == 0) {
+        fprintf(out, "%sTop call sites by live bytes:%s nothing was live\n", st->bold, st->reset);
+    } else {
+        fprintf(out, "%sTop call sites by live bytes%s (of %s live)\n", st->bold, st->reset,
+                util_fmt_size(total, s1));
+        fprintf(out, "  %12s  %6s  %7s  %s\n", "live", "share", "count", "where");
+    }
+    struct strbuf b = { 0 };
+    int64_t rest_bytes = 0;
+    size_t rest_sites = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct site_group *g = &groups[i];
+        if (i >= TOP_CALLSITES) {
+            rest_bytes = util_sat_add(rest_bytes, g->live_bytes);
+            rest_sites += g->n_members;
+            continue;
+        }
+        double share = total > 0 ? 100.0 * (double)g->live_bytes / (double)total : 0.0;
+        if (g->line)
+            add_frame(&b, g->line, r->process.cwd, false);
+        else
+            add_callsite(&b, r, g->members[0]->id);
+        if (g->n_members > 1)
+            sb_printf(&b, " (%zu call sites)", g->n_members);
+        fprintf(out, "  %12s  %5.1f%%  %7" PRId64 "  %s\n", util_fmt_size(g->live_bytes, s1), share,
+                g->live_count, sb_str(&b));
+        sb_truncate(&b, 0);
+        if (!o->full)
+            continue;
+        if (g->n_members == 1) {
+            if (g->members[0]->n_frames)
+                print_full_stack(out, r, g->members[0], "        ");
+            continue;
+        }
+        for (size_t k = 0; k < g->n_members; k++) {
+            const struct model_callsite *cs = g->members[k];
+            fprintf(out, "        call site %" PRId64 ": %s live in ", cs->id,
+                    util_fmt_size(cs->live_bytes, s1));
+            add_plural(&b, cs->live_count, "allocation", "allocations");
+            put_line(out, "", &b);
+            print_full_stack(out, r, cs, "          ");
+        }
+    }
+    if (n > TOP_CALLSITES)
+        fprintf(out, "  ... and %zu more call site%s holding %s\n", rest_sites,
+                rest_sites == 1 ? "" : "s", util_fmt_size(rest_bytes, s1));
+    if (r->callsites_dropped.known && r->callsites_dropped.v > 0)
+        fprintf(out,
+                "  %" PRId64
+                " allocation%s got no call site of its own: the call-site table was full\n",
+                r->callsites_dropped.v, r->callsites_dropped.v == 1 ? "" : "s");
+    sb_free(&b);
+    free(groups);
+    free(members);
 }
 
 static void print_crossings(FILE *out, const struct model_report *r, const struct style *st)
 {
-	if (r->n_crossings == 0)
-		return;
-	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], s3[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
-	struct strbuf b = {0};
-	fprintf(out, "\n%sOver the emulated limit%s (observe mode: the allocation succeeded and the run went on)\n",
-		st->bold, st->reset);
-	for (size_t i = 0; i < r->n_crossings; i++) {
-		const struct model_crossing *x = &r->crossings[i];
-		const struct model_device *d = model_device(r, x->device);
-		fprintf(out, "  device %" PRId64 ": ", x->device);
-		util_put_text(out, x->api);
-		fprintf(out, " of %s at %s", util_fmt_size(x->size, s1),
-			when(r, x->time_unix_ns, t));
-		if (d && d->limit_bytes.known)
-			fprintf(out, " went past %s", util_fmt_size(d->limit_bytes.v, s2));
-		fprintf(out, " with %s live\n", util_fmt_size(x->live_bytes_at_crossing, s3));
-		add_callsite(&b, r, x->callsite);
-		put_line(out, "    from ", &b);
-		if (d)
-			fprintf(out, "    peak live on this device: %s\n", util_fmt_size(d->peak_live_bytes, s1));
-	}
-	sb_free(&b);
+    if (r->n_crossings == 0)
+        return;
+    char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], s3[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
+    struct strbuf b = { 0 };
+    fprintf(out,
+            "\n%sOver the emulated limit%s (observe mode: the allocation succeeded and the run went on)\n",
+            st->bold, st->reset);
+    for (size_t i = 0; i < r->n_crossings; i++) {
+        const struct model_crossing *x = &r->crossings[i];
+        const struct model_device *d = model_device(r, x->device);
+        fprintf(out, "  device %" PRId64 ": ", x->device);
+        util_put_text(out, x->api);
+        fprintf(out, " of %s at %s", util_fmt_size(x->size, s1), when(r, x->time_unix_ns, t));
+        if (d && d->limit_bytes.known)
+            fprintf(out, " went past %s", util_fmt_size(d->limit_bytes.v, s2));
+        fprintf(out, " with %s live\n", util_fmt_size(x->live_bytes_at_crossing, s3));
+        add_callsite(&b, r, x->callsite);
+        put_line(out, "    from ", &b);
+        if (d)
+            fprintf(out, "    peak live on this device: %s\n",
+                    util_fmt_size(d->peak_live_bytes, s1));
+    }
+    sb_free(&b);
 }
 
 static void print_pressure(FILE *out, const struct model_report *r, const struct style *st)
 {
-	if (r->n_pressure == 0)
-		return;
-	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN];
-	int64_t freed = 0, blocks = 0, largest = 0;
-	for (size_t i = 0; i < r->n_pressure; i++) {
-		freed = util_sat_add(freed, r->pressure[i].freed_bytes);
-		blocks = util_sat_add(blocks, r->pressure[i].freed_count);
-		if (r->pressure[i].freed_bytes > largest)
-			largest = r->pressure[i].freed_bytes;
-	}
-	fprintf(out, "\n%sPressure:%s %zu cache flush%s freed %s in all (%" PRId64 " block%s), the largest %s\n", st->bold,
-		st->reset, r->n_pressure, r->n_pressure == 1 ? "" : "es", util_fmt_size(freed, s1), blocks,
-		blocks == 1 ? "" : "s", util_fmt_size(largest, s2));
-	fputs("  an allocation failed, the allocator released cached blocks and the retry succeeded:\n"
-	      "  memory was tight, but these were not the out-of-memory\n",
-	      out);
+    if (r->n_pressure == 0)
+        return;
+    char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN];
+    int64_t freed = 0, blocks = 0, largest = 0;
+    for (size_t i = 0; i < r->n_pressure; i++) {
+        freed = util_sat_add(freed, r->pressure[i].freed_bytes);
+        blocks = util_sat_add(blocks, r->pressure[i].freed_count);
+        if (r->pressure[i].freed_bytes > largest)
+            largest = r->pressure[i].freed_bytes;
+    }
+    fprintf(out,
+            "\n%sPressure:%s %zu cache flush%s freed %s in all (%" PRId64
+            " block%s), the largest %s\n",
+            st->bold, st->reset, r->n_pressure, r->n_pressure == 1 ? "" : "es",
+            util_fmt_size(freed, s1), blocks, blocks == 1 ? "" : "s", util_fmt_size(largest, s2));
+    fputs("  an allocation failed, the allocator released cached blocks and the retry succeeded:\n"
+          "  memory was tight, but these were not the out-of-memory\n",
+          out);
 }
 
 static void print_host_pinned(FILE *out, const struct model_report *r)
 {
-	const struct model_host_pinned *h = &r->host_pinned;
-	if (!h->known || (h->alloc_calls == 0 && h->failed_calls == 0))
-		return;
-	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN];
-	fprintf(out, "\nHost pinned memory (host RAM, not on the card): %s live, peak %s, %" PRId64 " allocations, %" PRId64
-		     " failed\n",
-		util_fmt_size(h->live_bytes, s1), util_fmt_size(h->peak_live_bytes, s2), h->alloc_calls, h->failed_calls);
+    const struct model_host_pinned *h = &r->host_pinned;
+    if (!h->known || (h->alloc_calls == 0 && h->failed_calls == 0))
+        return;
+    char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN];
+    fprintf(out,
+            "\nHost pinned memory (host RAM, not on the card): %s live, peak %s, %" PRId64
+            " allocations, %" PRId64 " failed\n",
+            util_fmt_size(h->live_bytes, s1), util_fmt_size(h->peak_live_bytes, s2), h->alloc_calls,
+            h->failed_calls);
 }
 
 /* Memory used on the card that no tracked allocation explains: worth a line when it is large. */
 static void print_hints(FILE *out, const struct model_report *r, const struct style *st)
 {
-	char s1[UTIL_SIZE_LEN];
-	struct strbuf b = {0};
-	for (size_t i = 0; i < r->n_devices; i++) {
-		const struct model_device *d = &r->devices[i];
-		if (!d->untracked_bytes.known || !d->total_bytes.known)
-			continue;
-		int64_t u = d->untracked_bytes.v;
-		if (u < (1LL << 30) || u < d->total_bytes.v / 10)
-			continue;
-		add_device_name(&b, d->ordinal);
-		fprintf(out, "\n%sHint:%s %s of %s is used outside the allocations vramwatch saw: the CUDA context,\n"
-			     "  libraries (cuDNN, cuBLAS workspaces) or other processes on the card (nvidia-smi lists them)\n",
-			st->bold, st->reset, util_fmt_size(u, s1), sb_str(&b));
-		sb_truncate(&b, 0);
-	}
-	sb_free(&b);
+    char s1[UTIL_SIZE_LEN];
+    struct strbuf b = { 0 };
+    for (size_t i = 0; i < r->n_devices; i++) {
+        const struct model_device *d = &r->devices[i];
+        if (!d->untracked_bytes.known || !d->total_bytes.known)
+            continue;
+        int64_t u = d->untracked_bytes.v;
+        if (u < (1LL << 30) || u < d->total_bytes.v / 10)
+            continue;
+        add_device_name(&b, d->ordinal);
+        fprintf(out,
+                "\n%sHint:%s %s of %s is used outside the allocations vramwatch saw: the CUDA context,\n"
+                "  libraries (cuDNN, cuBLAS workspaces) or other processes on the card (nvidia-smi lists them)\n",
+                st->bold, st->reset, util_fmt_size(u, s1), sb_str(&b));
+        sb_truncate(&b, 0);
+    }
+    sb_free(&b);
 }
 
 #define SPARK_COLS 48
@@ -872,385 +903,403 @@ static void print_hints(FILE *out, const struct model_report *r, const struct st
  * so growth of a few percent still shows. */
 static void print_sparklines(FILE *out, const struct model_report *r)
 {
-	static const char *const blocks[] = {" ", "\u2581", "\u2582", "\u2583", "\u2584",
-					     "\u2585", "\u2586", "\u2587", "\u2588"};
-	int64_t live[SPARK_COLS], res[SPARK_COLS];
-	char s0[UTIL_SIZE_LEN], s1[UTIL_SIZE_LEN], t1[UTIL_TIME_LEN];
-	struct strbuf b = {0};
-	for (size_t i = 0; i < r->timeline.n_devices; i++) {
-		const struct model_tl_device *d = &r->timeline.devices[i];
-		if (d->n_buckets == 0)
-			continue;
-		int64_t end = r->time_unix_ns > d->start_unix_ns ? r->time_unix_ns : d->start_unix_ns + 1;
-		model_tl_columns(d, d->start_unix_ns, end, SPARK_COLS, live, res);
-		int64_t peak = 0, low = INT64_MAX;
-		for (size_t c = 0; c < SPARK_COLS; c++) {
-			peak = live[c] > peak ? live[c] : peak;
-			low = live[c] > 0 && live[c] < low ? live[c] : low;
-		}
-		sb_truncate(&b, 0);
-		add_device_name(&b, d->ordinal);
-		if (low > peak)
-			low = peak;
-		fprintf(out, "Live memory over the run, %s (%s to %s in %s):\n  ", sb_str(&b), util_fmt_size(low, s0),
-			util_fmt_size(peak, s1), util_fmt_reltime(end, d->start_unix_ns, t1) + 1);
-		for (size_t c = 0; c < SPARK_COLS; c++) {
-			int64_t level = 0;
-			if (live[c] > 0)
-				level = peak > low ? 1 + util_clamp_i64((double)(live[c] - low) * 7.0 / (double)(peak - low) + 0.5) : 8;
-			fputs(blocks[level < 0 ? 0 : level > 8 ? 8 : level], out);
-		}
-		fputc('\n', out);
-	}
-	sb_free(&b);
+    static const char *const blocks[] = { " ",      "\u2581", "\u2582", "\u2583", "\u2584",
+                                          "\u2585", "\u2586", "\u2587", "\u2588" };
+    int64_t live[SPARK_COLS], res[SPARK_COLS];
+    char s0[UTIL_SIZE_LEN], s1[UTIL_SIZE_LEN], t1[UTIL_TIME_LEN];
+    struct strbuf b = { 0 };
+    for (size_t i = 0; i < r->timeline.n_devices; i++) {
+        const struct model_tl_device *d = &r->timeline.devices[i];
+        if (d->n_buckets == 0)
+            continue;
+        int64_t end = r->time_unix_ns > d->start_unix_ns ? r->time_unix_ns : d->start_unix_ns + 1;
+        model_tl_columns(d, d->start_unix_ns, end, SPARK_COLS, live, res);
+        int64_t peak = 0, low = INT64_MAX;
+        for (size_t c = 0; c < SPARK_COLS; c++) {
+            peak = live[c] > peak ? live[c] : peak;
+            low = live[c] > 0 && live[c] < low ? live[c] : low;
+        }
+        sb_truncate(&b, 0);
+        add_device_name(&b, d->ordinal);
+        if (low > peak)
+            low = peak;
+        fprintf(out, "Live memory over the run, %s (%s to %s in %s):\n  ", sb_str(&b),
+                util_fmt_size(low, s0), util_fmt_size(peak, s1),
+                util_fmt_reltime(end, d->start_unix_ns, t1) + 1);
+        for (size_t c = 0; c < SPARK_COLS; c++) {
+            int64_t level = 0;
+            if (live[c] > 0)
+                level = peak > low ? 1 + util_clamp_i64((double)(live[c] - low) * 7.0 /
+                                                                (double)(peak - low) +
+                                                        0.5)
+                                   : 8;
+            fputs(blocks[level < 0 ? 0 : level > 8 ? 8 : level], out);
+        }
+        fputc('\n', out);
+    }
+    sb_free(&b);
 }
 
 /* Memory that grows phase after phase (findings.h): the slow leak that ends in an OOM hours in. */
 static void print_leaks(FILE *out, const struct model_report *r, const struct style *st)
 {
-	struct leak_finding f[4];
-	size_t n = findings_leaks(r, f, 4);
-	struct strbuf b = {0};
-	for (size_t i = 0; i < n && i < 4; i++) {
-		sb_truncate(&b, 0);
-		findings_describe_leak(&b, r, &f[i]);
-		fprintf(out, "%sLeak:%s ", st->red, st->reset);
-		util_put_text(out, sb_str(&b));
-		fputc('\n', out);
-	}
-	sb_free(&b);
+    struct leak_finding f[4];
+    size_t n = findings_leaks(r, f, 4);
+    struct strbuf b = { 0 };
+    for (size_t i = 0; i < n && i < 4; i++) {
+        sb_truncate(&b, 0);
+        findings_describe_leak(&b, r, &f[i]);
+        fprintf(out, "%sLeak:%s ", st->red, st->reset);
+        util_put_text(out, sb_str(&b));
+        fputc('\n', out);
+    }
+    sb_free(&b);
 }
 
 static void print_postmortem(FILE *out, const struct model_report *r, const struct report_opts *o)
 {
-	const struct style *st = o->color ? &ansi : &plain;
-	print_header(out, r, st);
-	print_lead(out, r, st);
-	for (size_t i = 0; i < r->n_devices; i++) {
-		fputc('\n', out);
-		print_device(out, r, &r->devices[i], st);
-	}
-	if (r->n_devices == 0)
-		fputs("\nNo device was used.\n", out);
-	if (r->timeline.n_devices > 0) {
-		fputc('\n', out);
-		print_sparklines(out, r);
-	}
-	print_leaks(out, r, st);
-	fputc('\n', out);
-	print_failure(out, r, o, st);
-	fputc('\n', out);
-	print_callsites(out, r, o, st);
-	print_crossings(out, r, st);
-	print_pressure(out, r, st);
-	print_host_pinned(out, r);
-	print_hints(out, r, st);
+    const struct style *st = o->color ? &ansi : &plain;
+    print_header(out, r, st);
+    print_lead(out, r, st);
+    for (size_t i = 0; i < r->n_devices; i++) {
+        fputc('\n', out);
+        print_device(out, r, &r->devices[i], st);
+    }
+    if (r->n_devices == 0)
+        fputs("\nNo device was used.\n", out);
+    if (r->timeline.n_devices > 0) {
+        fputc('\n', out);
+        print_sparklines(out, r);
+    }
+    print_leaks(out, r, st);
+    fputc('\n', out);
+    print_failure(out, r, o, st);
+    fputc('\n', out);
+    print_callsites(out, r, o, st);
+    print_crossings(out, r, st);
+    print_pressure(out, r, st);
+    print_host_pinned(out, r);
+    print_hints(out, r, st);
 }
 
 /* ---- several reports: one job ---- */
 
 static void add_process_name(struct strbuf *b, const struct model_report *r)
 {
-	if (r->process.rank.known)
-		sb_printf(b, "rank %" PRId64 ", ", r->process.rank.v);
-	sb_printf(b, "pid %" PRId64 " on ", r->process.pid);
-	util_add_text(b, r->process.host);
+    if (r->process.rank.known)
+        sb_printf(b, "rank %" PRId64 ", ", r->process.rank.v);
+    sb_printf(b, "pid %" PRId64 " on ", r->process.pid);
+    util_add_text(b, r->process.host);
 }
 
 /* "rank 3" or, without a rank, "pid 7004 on node-b". */
 static void add_short_name(struct strbuf *b, const struct model_report *r)
 {
-	if (r->process.rank.known) {
-		sb_printf(b, "rank %" PRId64, r->process.rank.v);
-	} else {
-		sb_printf(b, "pid %" PRId64 " on ", r->process.pid);
-		util_add_text(b, r->process.host);
-	}
+    if (r->process.rank.known) {
+        sb_printf(b, "rank %" PRId64, r->process.rank.v);
+    } else {
+        sb_printf(b, "pid %" PRId64 " on ", r->process.pid);
+        util_add_text(b, r->process.host);
+    }
 }
 
 static const char *job_when(const struct job *j, int64_t t, char buf[UTIL_TIME_LEN])
 {
-	return j->start_unix_ns.known ? util_fmt_reltime(t, j->start_unix_ns.v, buf) : util_fmt_abstime(t, buf);
+    return j->start_unix_ns.known ? util_fmt_reltime(t, j->start_unix_ns.v, buf)
+                                  : util_fmt_abstime(t, buf);
 }
 
 static void print_job_header(FILE *out, const struct job *j, const struct style *st)
 {
-	struct strbuf b = {0};
-	char s1[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
-	sb_printf(&b, "vramwatch job: %zu processes on %zu host%s", j->n, j->hosts, j->hosts == 1 ? "" : "s");
-	if (j->world_size.known)
-		sb_printf(&b, ", world size %" PRId64, j->world_size.v);
-	sb_printf(&b, ", %zu GPU%s", j->n_gpus, j->n_gpus == 1 ? "" : "s");
-	fprintf(out, "%s%s%s\n", st->bold, sb_str(&b), st->reset);
-	if (j->start_unix_ns.known)
-		fputs("  times count from the start of the first process\n", out);
-	const struct model_failure *f = j->first_failure;
-	if (f) {
-		const struct job_process *p = &j->procs[j->first_failure_proc];
-		sb_truncate(&b, 0);
-		add_process_name(&b, p->r);
-		sb_add(&b, ": ");
-		util_add_text(&b, f->api);
-		sb_printf(&b, " of %s on ", util_fmt_size(f->size, s1));
-		add_device_name(&b, f->device);
-		for (size_t d = 0; f->device.known && d < p->r->n_devices; d++)
-			if (p->r->devices[d].ordinal.known && p->r->devices[d].ordinal.v == f->device.v &&
-			    p->gpus[d] != SIZE_MAX)
-				sb_printf(&b, " (GPU %zu)", p->gpus[d]);
-		sb_printf(&b, " at %s", job_when(j, f->time_unix_ns, t));
-		fprintf(out, "  %sfirst out of memory:%s %s\n", st->red, st->reset, sb_str(&b));
-		if (j->n_failed > 1)
-			fprintf(out, "  %zu processes ran out of memory; the others' failures may follow from the first\n",
-				j->n_failed);
-	} else {
-		fputs("  no process ran out of memory\n", out);
-	}
-	sb_free(&b);
+    struct strbuf b = { 0 };
+    char s1[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
+    sb_printf(&b, "vramwatch job: %zu processes on %zu host%s", j->n, j->hosts,
+              j->hosts == 1 ? "" : "s");
+    if (j->world_size.known)
+        sb_printf(&b, ", world size %" PRId64, j->world_size.v);
+    sb_printf(&b, ", %zu GPU%s", j->n_gpus, j->n_gpus == 1 ? "" : "s");
+    fprintf(out, "%s%s%s\n", st->bold, sb_str(&b), st->reset);
+    if (j->start_unix_ns.known)
+        fputs("  times count from the start of the first process\n", out);
+    const struct model_failure *f = j->first_failure;
+    if (f) {
+        const struct job_process *p = &j->procs[j->first_failure_proc];
+        sb_truncate(&b, 0);
+        add_process_name(&b, p->r);
+        sb_add(&b, ": ");
+        util_add_text(&b, f->api);
+        sb_printf(&b, " of %s on ", util_fmt_size(f->size, s1));
+        add_device_name(&b, f->device);
+        for (size_t d = 0; f->device.known && d < p->r->n_devices; d++)
+            if (p->r->devices[d].ordinal.known && p->r->devices[d].ordinal.v == f->device.v &&
+                p->gpus[d] != SIZE_MAX)
+                sb_printf(&b, " (GPU %zu)", p->gpus[d]);
+        sb_printf(&b, " at %s", job_when(j, f->time_unix_ns, t));
+        fprintf(out, "  %sfirst out of memory:%s %s\n", st->red, st->reset, sb_str(&b));
+        if (j->n_failed > 1)
+            fprintf(out,
+                    "  %zu processes ran out of memory; the others' failures may follow from the first\n",
+                    j->n_failed);
+    } else {
+        fputs("  no process ran out of memory\n", out);
+    }
+    sb_free(&b);
 }
 
 static void print_job_ranks(FILE *out, const struct job *j)
 {
-	struct strbuf b = {0};
-	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
-	size_t host_w = 4;
-	for (size_t i = 0; i < j->n; i++) {
-		size_t len = strlen(j->procs[i].r->process.host);
-		if (len > host_w)
-			host_w = len < 32 ? len : 32;
-	}
-	fputs("\nProcesses (peak: the most each held at once, over its devices)\n", out);
-	fprintf(out, "  %5s %8s  %-*s  %-6s %12s %12s\n", "rank", "pid", (int)host_w, "host", "GPU", "live", "peak");
-	for (size_t i = 0; i < j->n; i++) {
-		const struct job_process *p = &j->procs[i];
-		const struct model_process *mp = &p->r->process;
-		char rank[24] = "-";
-		if (mp->rank.known)
-			snprintf(rank, sizeof rank, "%" PRId64, mp->rank.v);
-		sb_truncate(&b, 0);
-		util_add_text(&b, mp->host);
-		if (b.len > host_w)
-			sb_truncate(&b, host_w);
-		struct strbuf g = {0};
-		for (size_t d = 0; d < p->r->n_devices; d++) {
-			if (d)
-				sb_addc(&g, ',');
-			if (p->gpus[d] == SIZE_MAX)
-				sb_addc(&g, '?');
-			else
-				sb_printf(&g, "%zu", p->gpus[d]);
-		}
-		if (!g.len)
-			sb_addc(&g, '-');
-		struct strbuf note = {0};
-		for (size_t k = 0; k < j->n_findings; k++)
-			if (j->findings[k].kind != JOB_SHARED_GPU && j->findings[k].proc == i)
-				sb_printf(&note, "  %+" PRId64 "%% over the median", j->findings[k].excess_pct);
-		const struct model_failure *f = model_real_oom(p->r);
-		if (f)
-			sb_printf(&note, "  out of memory at %s%s", job_when(j, f->time_unix_ns, t),
-				  j->first_failure == f ? " (first)" : "");
-		fprintf(out, "  %5s %8" PRId64 "  %-*s  %-6s %12s %12s%s\n", rank, mp->pid, (int)host_w, sb_str(&b),
-			sb_str(&g), util_fmt_size(p->live_bytes, s1), util_fmt_size(p->peak_bytes, s2), sb_str(&note));
-		sb_free(&g);
-		sb_free(&note);
-	}
-	fprintf(out, "  median peak %s\n", util_fmt_size(j->median_peak_bytes, s1));
-	sb_free(&b);
+    struct strbuf b = { 0 };
+    char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
+    size_t host_w = 4;
+    for (size_t i = 0; i < j->n; i++) {
+        size_t len = strlen(j->procs[i].r->process.host);
+        if (len > host_w)
+            host_w = len < 32 ? len : 32;
+    }
+    fputs("\nProcesses (peak: the most each held at once, over its devices)\n", out);
+    fprintf(out, "  %5s %8s  %-*s  %-6s %12s %12s\n", "rank", "pid", (int)host_w, "host", "GPU",
+            "live", "peak");
+    for (size_t i = 0; i < j->n; i++) {
+        const struct job_process *p = &j->procs[i];
+        const struct model_process *mp = &p->r->process;
+        char rank[24] = "-";
+        if (mp->rank.known)
+            snprintf(rank, sizeof rank, "%" PRId64, mp->rank.v);
+        sb_truncate(&b, 0);
+        util_add_text(&b, mp->host);
+        if (b.len > host_w)
+            sb_truncate(&b, host_w);
+        struct strbuf g = { 0 };
+        for (size_t d = 0; d < p->r->n_devices; d++) {
+            if (d)
+                sb_addc(&g, ',');
+            if (p->gpus[d] == SIZE_MAX)
+                sb_addc(&g, '?');
+            else
+                sb_printf(&g, "%zu", p->gpus[d]);
+        }
+        if (!g.len)
+            sb_addc(&g, '-');
+        struct strbuf note = { 0 };
+        for (size_t k = 0; k < j->n_findings; k++)
+            if (j->findings[k].kind != JOB_SHARED_GPU && j->findings[k].proc == i)
+                sb_printf(&note, "  %+" PRId64 "%% over the median", j->findings[k].excess_pct);
+        const struct model_failure *f = model_real_oom(p->r);
+        if (f)
+            sb_printf(&note, "  out of memory at %s%s", job_when(j, f->time_unix_ns, t),
+                      j->first_failure == f ? " (first)" : "");
+        fprintf(out, "  %5s %8" PRId64 "  %-*s  %-6s %12s %12s%s\n", rank, mp->pid, (int)host_w,
+                sb_str(&b), sb_str(&g), util_fmt_size(p->live_bytes, s1),
+                util_fmt_size(p->peak_bytes, s2), sb_str(&note));
+        sb_free(&g);
+        sb_free(&note);
+    }
+    fprintf(out, "  median peak %s\n", util_fmt_size(j->median_peak_bytes, s1));
+    sb_free(&b);
 }
 
 static void add_rank_list(struct strbuf *b, const struct job *j, const size_t *procs, size_t n)
 {
-	bool ranked = true;
-	for (size_t k = 0; k < n; k++)
-		ranked = ranked && j->procs[procs[k]].r->process.rank.known;
-	sb_add(b, ranked ? (n == 1 ? "rank " : "ranks ") : (n == 1 ? "process " : "processes "));
-	for (size_t k = 0; k < n; k++) {
-		const struct model_report *r = j->procs[procs[k]].r;
-		if (k)
-			sb_add(b, k + 1 == n ? " and " : ", ");
-		if (ranked)
-			sb_printf(b, "%" PRId64, r->process.rank.v);
-		else
-			sb_printf(b, "pid %" PRId64, r->process.pid);
-	}
+    bool ranked = true;
+    for (size_t k = 0; k < n; k++)
+        ranked = ranked && j->procs[procs[k]].r->process.rank.known;
+    sb_add(b, ranked ? (n == 1 ? "rank " : "ranks ") : (n == 1 ? "process " : "processes "));
+    for (size_t k = 0; k < n; k++) {
+        const struct model_report *r = j->procs[procs[k]].r;
+        if (k)
+            sb_add(b, k + 1 == n ? " and " : ", ");
+        if (ranked)
+            sb_printf(b, "%" PRId64, r->process.rank.v);
+        else
+            sb_printf(b, "pid %" PRId64, r->process.pid);
+    }
 }
 
 static void print_job_gpus(FILE *out, const struct job *j)
 {
-	if (!j->n_gpus)
-		return;
-	struct strbuf b = {0};
-	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], s3[UTIL_SIZE_LEN];
-	fputs("\nGPUs (physical: by UUID or PCI bus id, whatever CUDA_VISIBLE_DEVICES made of the ordinals)\n", out);
-	for (size_t g = 0; g < j->n_gpus; g++) {
-		const struct job_gpu *gpu = &j->gpus[g];
-		sb_truncate(&b, 0);
-		sb_printf(&b, "GPU %zu: ", g);
-		/* A bare number is an ordinal or a CUDA_VISIBLE_DEVICES entry, not a bus id or UUID. */
-		if (!strchr(gpu->id, ':') && !strchr(gpu->id, '-'))
-			sb_add(&b, "device ");
-		util_add_text(&b, gpu->id);
-		sb_add(&b, " on ");
-		util_add_text(&b, gpu->host);
-		if (gpu->name) {
-			sb_add(&b, ", ");
-			util_add_text(&b, gpu->name);
-		}
-		if (gpu->total_bytes.known)
-			sb_printf(&b, ", %s", util_fmt_size(gpu->total_bytes.v, s1));
-		put_line(out, "  ", &b);
-		sb_truncate(&b, 0);
-		add_rank_list(&b, j, gpu->procs, gpu->n_procs);
-		sb_printf(&b, ": live %s, peak %s", util_fmt_size(gpu->live_bytes, s2), util_fmt_size(gpu->peak_bytes, s3));
-		if (gpu->n_procs > 1)
-			sb_add(&b, " (their peaks added: at most that at once)");
-		put_line(out, "    ", &b);
-	}
-	sb_free(&b);
+    if (!j->n_gpus)
+        return;
+    struct strbuf b = { 0 };
+    char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], s3[UTIL_SIZE_LEN];
+    fputs("\nGPUs (physical: by UUID or PCI bus id, whatever CUDA_VISIBLE_DEVICES made of the ordinals)\n",
+          out);
+    for (size_t g = 0; g < j->n_gpus; g++) {
+        const struct job_gpu *gpu = &j->gpus[g];
+        sb_truncate(&b, 0);
+        sb_printf(&b, "GPU %zu: ", g);
+        /* A bare number is an ordinal or a CUDA_VISIBLE_DEVICES entry, not a bus id or UUID. */
+        if (!strchr(gpu->id, ':') && !strchr(gpu->id, '-'))
+            sb_add(&b, "device ");
+        util_add_text(&b, gpu->id);
+        sb_add(&b, " on ");
+        util_add_text(&b, gpu->host);
+        if (gpu->name) {
+            sb_add(&b, ", ");
+            util_add_text(&b, gpu->name);
+        }
+        if (gpu->total_bytes.known)
+            sb_printf(&b, ", %s", util_fmt_size(gpu->total_bytes.v, s1));
+        put_line(out, "  ", &b);
+        sb_truncate(&b, 0);
+        add_rank_list(&b, j, gpu->procs, gpu->n_procs);
+        sb_printf(&b, ": live %s, peak %s", util_fmt_size(gpu->live_bytes, s2),
+                  util_fmt_size(gpu->peak_bytes, s3));
+        if (gpu->n_procs > 1)
+            sb_add(&b, " (their peaks added: at most that at once)");
+        put_line(out, "    ", &b);
+    }
+    sb_free(&b);
 }
 
 static void print_job_findings(FILE *out, const struct job *j, const struct style *st)
 {
-	if (!j->n_findings)
-		return;
-	struct strbuf b = {0};
-	char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], s3[UTIL_SIZE_LEN];
-	fprintf(out, "\n%sBetween the processes%s\n", st->bold, st->reset);
-	for (size_t k = 0; k < j->n_findings; k++) {
-		const struct job_finding *x = &j->findings[k];
-		sb_truncate(&b, 0);
-		if (x->kind == JOB_SHARED_GPU) {
-			const struct job_gpu *gpu = &j->gpus[x->gpu];
-			add_rank_list(&b, j, gpu->procs, gpu->n_procs);
-			sb_printf(&b, " share GPU %zu: their peaks add up to %s", x->gpu, util_fmt_size(x->bytes, s1));
-			if (x->median_bytes >= 0) {
-				sb_printf(&b, " of its %s", util_fmt_size(x->median_bytes, s2));
-				if (x->bytes > x->median_bytes)
-					sb_add(&b, ": more than it holds if they peak together");
-			}
-			sb_add(&b, "; each counts the others as used memory");
-		} else {
-			add_short_name(&b, j->procs[x->proc].r);
-			sb_printf(&b, " peaked at %s, %" PRId64 "%% more than the median process (%s, +%s)",
-				  util_fmt_size(x->bytes, s1), x->excess_pct, util_fmt_size(x->median_bytes, s2),
-				  util_fmt_size(x->bytes - x->median_bytes, s3));
-			if (x->kind == JOB_RANK0_EXTRA)
-				sb_add(&b, ": buffers only rank 0 keeps (evaluation, EMA weights, logging, gathered "
-					   "outputs, checkpoint saving); its post-mortem below names the call sites");
-			else
-				sb_add(&b, ": an uneven share of the data (longer sequences, larger images) or state "
-					   "kept on this rank; its post-mortem below names the call sites");
-		}
-		put_line(out, "  ", &b);
-	}
-	sb_free(&b);
+    if (!j->n_findings)
+        return;
+    struct strbuf b = { 0 };
+    char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], s3[UTIL_SIZE_LEN];
+    fprintf(out, "\n%sBetween the processes%s\n", st->bold, st->reset);
+    for (size_t k = 0; k < j->n_findings; k++) {
+        const struct job_finding *x = &j->findings[k];
+        sb_truncate(&b, 0);
+        if (x->kind == JOB_SHARED_GPU) {
+            const struct job_gpu *gpu = &j->gpus[x->gpu];
+            add_rank_list(&b, j, gpu->procs, gpu->n_procs);
+            sb_printf(&b, " share GPU %zu: their peaks add up to %s", x->gpu,
+                      util_fmt_size(x->bytes, s1));
+            if (x->median_bytes >= 0) {
+                sb_printf(&b, " of its %s", util_fmt_size(x->median_bytes, s2));
+                if (x->bytes > x->median_bytes)
+                    sb_add(&b, ": more than it holds if they peak together");
+            }
+            sb_add(&b, "; each counts the others as used memory");
+        } else {
+            add_short_name(&b, j->procs[x->proc].r);
+            sb_printf(&b, " peaked at %s, %" PRId64 "%% more than the median process (%s, +%s)",
+                      util_fmt_size(x->bytes, s1), x->excess_pct,
+                      util_fmt_size(x->median_bytes, s2),
+                      util_fmt_size(x->bytes - x->median_bytes, s3));
+            if (x->kind == JOB_RANK0_EXTRA)
+                sb_add(&b,
+                       ": buffers only rank 0 keeps (evaluation, EMA weights, logging, gathered "
+                       "outputs, checkpoint saving); its post-mortem below names the call sites");
+            else
+                sb_add(&b,
+                       ": an uneven share of the data (longer sequences, larger images) or state "
+                       "kept on this rank; its post-mortem below names the call sites");
+        }
+        put_line(out, "  ", &b);
+    }
+    sb_free(&b);
 }
 
-static void print_job(FILE *out, struct model_report *reports, size_t n, const struct report_opts *o)
+static void print_job(FILE *out, struct model_report *reports, size_t n,
+                      const struct report_opts *o)
 {
-	const struct style *st = o->color ? &ansi : &plain;
-	struct job j;
-	job_build(&j, reports, n);
-	print_job_header(out, &j, st);
-	print_job_ranks(out, &j);
-	print_job_gpus(out, &j);
-	print_job_findings(out, &j, st);
-	struct strbuf b = {0};
-	for (size_t i = 0; i < n; i++) {
-		sb_truncate(&b, 0);
-		add_process_name(&b, j.procs[i].r);
-		fprintf(out, "\n%s=== process %zu of %zu: %s ===%s\n", st->bold, i + 1, n, sb_str(&b), st->reset);
-		print_postmortem(out, j.procs[i].r, o);
-	}
-	sb_free(&b);
-	job_free(&j);
+    const struct style *st = o->color ? &ansi : &plain;
+    struct job j;
+    job_build(&j, reports, n);
+    print_job_header(out, &j, st);
+    print_job_ranks(out, &j);
+    print_job_gpus(out, &j);
+    print_job_findings(out, &j, st);
+    struct strbuf b = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        sb_truncate(&b, 0);
+        add_process_name(&b, j.procs[i].r);
+        fprintf(out, "\n%s=== process %zu of %zu: %s ===%s\n", st->bold, i + 1, n, sb_str(&b),
+                st->reset);
+        print_postmortem(out, j.procs[i].r, o);
+    }
+    sb_free(&b);
+    job_free(&j);
 }
 
 static void print_job_json(FILE *out, struct model_report *reports, size_t n)
 {
-	struct job j;
-	job_build(&j, reports, n);
-	cJSON *doc = job_to_json(&j);
-	json_print(out, doc);
-	cJSON_Delete(doc);
-	job_free(&j);
+    struct job j;
+    job_build(&j, reports, n);
+    cJSON *doc = job_to_json(&j);
+    json_print(out, doc);
+    cJSON_Delete(doc);
+    job_free(&j);
 }
 
 void report_show(FILE *out, struct model_report *reports, size_t n, const struct report_opts *o)
 {
-	if (n == 0)
-		return;
-	if (o->json && n == 1)
-		json_print(out, reports[0].root);
-	else if (o->json)
-		print_job_json(out, reports, n);
-	else if (n == 1)
-		print_postmortem(out, &reports[0], o);
-	else
-		print_job(out, reports, n, o);
+    if (n == 0)
+        return;
+    if (o->json && n == 1)
+        json_print(out, reports[0].root);
+    else if (o->json)
+        print_job_json(out, reports, n);
+    else if (n == 1)
+        print_postmortem(out, &reports[0], o);
+    else
+        print_job(out, reports, n, o);
 }
 
 static const char usage[] =
-	"usage: vramwatch report [--json] [--full] REPORT...\n"
-	"\n"
-	"The post-mortem of a vramwatch report: the program, each device's memory (live, peak,\n"
-	"reserved, fragmentation, untracked, free), the allocation that really ran out of memory and\n"
-	"where it was called from, the call sites holding the most memory, and cache flushes.\n"
-	"With several reports (the ranks of one job), or a job file from vramwatch merge: the job\n"
-	"view (the first out-of-memory, each process's live and peak memory and GPU, the physical\n"
-	"GPUs and who shares them, ranks that hold much more than the median), then each process's\n"
-	"post-mortem.\n"
-	"\n"
-	"  --json   print the report back as checked JSON (vramwatch.report/1); with several\n"
-	"           reports, one vramwatch.job/1 document (what vramwatch merge writes)\n"
-	"  --full   whole call stacks instead of the first application frames\n"
-	"  --help   this text\n"
-	"\n"
-	"Colour only on a terminal, and never with NO_COLOR set or TERM=dumb.\n"
-	"Exit status: 0 printed; 2 bad usage or a file that is not a readable vramwatch report.\n";
+        "usage: vramwatch report [--json] [--full] REPORT...\n"
+        "\n"
+        "The post-mortem of a vramwatch report: the program, each device's memory (live, peak,\n"
+        "reserved, fragmentation, untracked, free), the allocation that really ran out of memory and\n"
+        "where it was called from, the call sites holding the most memory, and cache flushes.\n"
+        "With several reports (the ranks of one job), or a job file from vramwatch merge: the job\n"
+        "view (the first out-of-memory, each process's live and peak memory and GPU, the physical\n"
+        "GPUs and who shares them, ranks that hold much more than the median), then each process's\n"
+        "post-mortem.\n"
+        "\n"
+        "  --json   print the report back as checked JSON (vramwatch.report/1); with several\n"
+        "           reports, one vramwatch.job/1 document (what vramwatch merge writes)\n"
+        "  --full   whole call stacks instead of the first application frames\n"
+        "  --help   this text\n"
+        "\n"
+        "Colour only on a terminal, and never with NO_COLOR set or TERM=dumb.\n"
+        "Exit status: 0 printed; 2 bad usage or a file that is not a readable vramwatch report.\n";
 
 int cmd_report(int argc, char **argv)
 {
-	struct report_opts o = {0};
-	char **paths = util_xcalloc((size_t)argc, sizeof *paths);
-	size_t n = 0;
-	bool only_files = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (only_files || a[0] != '-' || !a[1]) {
-			paths[n++] = argv[i];
-		} else if (strcmp(a, "--") == 0) {
-			only_files = true;
-		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			free(paths);
-			fputs(usage, stdout);
-			return EXIT_DONE;
-		} else if (strcmp(a, "--json") == 0) {
-			o.json = true;
-		} else if (strcmp(a, "--full") == 0) {
-			o.full = true;
-		} else {
-			free(paths);
-			util_err("report: unknown option %s (see vramwatch report --help)", a);
-			return EXIT_USAGE;
-		}
-	}
-	if (n == 0) {
-		free(paths);
-		util_err("report: no report file given (usage: vramwatch report [--json] [--full] REPORT...)");
-		return EXIT_USAGE;
-	}
-	o.color = !o.json && report_want_color();
-	struct model_report *reports = NULL;
-	size_t n_reports = 0;
-	int status = job_load_files(NULL, paths, n, &reports, &n_reports) ? EXIT_DONE : EXIT_USAGE;
-	if (status == EXIT_DONE)
-		report_show(stdout, reports, n_reports, &o);
-	job_free_reports(reports, n_reports);
-	free(paths);
-	if (fflush(stdout) != 0 && status == EXIT_DONE) {
-		util_err("report: cannot write the output");
-		status = EXIT_USAGE;
-	}
-	return status;
+    struct report_opts o = { 0 };
+    char **paths = util_xcalloc((size_t)argc, sizeof *paths);
+    size_t n = 0;
+    bool only_files = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_files || a[0] != '-' || !a[1]) {
+            paths[n++] = argv[i];
+        } else if (strcmp(a, "--") == 0) {
+            only_files = true;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            free(paths);
+            fputs(usage, stdout);
+            return EXIT_DONE;
+        } else if (strcmp(a, "--json") == 0) {
+            o.json = true;
+        } else if (strcmp(a, "--full") == 0) {
+            o.full = true;
+        } else {
+            free(paths);
+            util_err("report: unknown option %s (see vramwatch report --help)", a);
+            return EXIT_USAGE;
+        }
+    }
+    if (n == 0) {
+        free(paths);
+        util_err(
+                "report: no report file given (usage: vramwatch report [--json] [--full] REPORT...)");
+        return EXIT_USAGE;
+    }
+    o.color = !o.json && report_want_color();
+    struct model_report *reports = NULL;
+    size_t n_reports = 0;
+    int status = job_load_files(NULL, paths, n, &reports, &n_reports) ? EXIT_DONE : EXIT_USAGE;
+    if (status == EXIT_DONE)
+        report_show(stdout, reports, n_reports, &o);
+    job_free_reports(reports, n_reports);
+    free(paths);
+    if (fflush(stdout) != 0 && status == EXIT_DONE) {
+        util_err("report: cannot write the output");
+        status = EXIT_USAGE;
+    }
+    return status;
 }

@@ -27,93 +27,93 @@
 #define START_SLACK_NS NS_PER_S
 
 static const char usage[] =
-	"usage: vramwatch run [--dir D] [--limit SIZE [--observe]] [--tensors] [--no-companion] -- CMD...\n"
-	"\n"
-	"Runs CMD with libvramwatch.so preloaded. When it ends, prints the post-mortem of the\n"
-	"report(s) it left (as `vramwatch report` does) and exits with CMD's own status\n"
-	"(128+N when a signal N killed it).\n"
-	"\n"
-	"  --dir D        write reports into folder D (VRAMWATCH_DIR; default: $VRAMWATCH_DIR, else\n"
-	"                 the current folder)\n"
-	"  --limit SIZE   emulate a smaller card (VRAMWATCH_LIMIT): 16GiB, 16G, 16000MB, 17179869184,\n"
-	"                 or per device 0:16GiB,1:8GiB. K M G T KiB MiB GiB TiB are powers of 1024,\n"
-	"                 KB MB GB TB powers of 1000. Allocations past it fail as out of memory.\n"
-	"  --observe      with --limit: allocations past the limit still succeed when the card has\n"
-	"                 room; the first crossing per device is recorded, so the run shows its need\n"
-	"  --tensors      add backend:cudaMallocAsync to PYTORCH_CUDA_ALLOC_CONF, so each PyTorch\n"
-	"                 tensor is its own allocation and the report sees tensors, not cache segments\n"
-	"  --no-companion do not start the Python companion. For a Python CMD (python, python3.12,\n"
-	"                 or a script whose #! line names one) run puts the companion first on\n"
-	"                 PYTHONPATH; in a PyTorch job it marks each switch between model.train() and\n"
-	"                 model.eval() (epoch 0 train, epoch 0 val, ...) for the advice's phases\n"
-	"  --help         this text\n"
-	"\n"
-	"The library is found next to this program, in the build tree, or in " VW_LIBDIR ";\n"
-	"VRAMWATCH_LIB=PATH overrides. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to vramwatch are\n"
-	"passed on to CMD.\n"
-	"Exit status: CMD's; 2 for bad usage or when CMD cannot be started.\n";
+        "usage: vramwatch run [--dir D] [--limit SIZE [--observe]] [--tensors] [--no-companion] -- CMD...\n"
+        "\n"
+        "Runs CMD with libvramwatch.so preloaded. When it ends, prints the post-mortem of the\n"
+        "report(s) it left (as `vramwatch report` does) and exits with CMD's own status\n"
+        "(128+N when a signal N killed it).\n"
+        "\n"
+        "  --dir D        write reports into folder D (VRAMWATCH_DIR; default: $VRAMWATCH_DIR, else\n"
+        "                 the current folder)\n"
+        "  --limit SIZE   emulate a smaller card (VRAMWATCH_LIMIT): 16GiB, 16G, 16000MB, 17179869184,\n"
+        "                 or per device 0:16GiB,1:8GiB. K M G T KiB MiB GiB TiB are powers of 1024,\n"
+        "                 KB MB GB TB powers of 1000. Allocations past it fail as out of memory.\n"
+        "  --observe      with --limit: allocations past the limit still succeed when the card has\n"
+        "                 room; the first crossing per device is recorded, so the run shows its need\n"
+        "  --tensors      add backend:cudaMallocAsync to PYTORCH_CUDA_ALLOC_CONF, so each PyTorch\n"
+        "                 tensor is its own allocation and the report sees tensors, not cache segments\n"
+        "  --no-companion do not start the Python companion. For a Python CMD (python, python3.12,\n"
+        "                 or a script whose #! line names one) run puts the companion first on\n"
+        "                 PYTHONPATH; in a PyTorch job it marks each switch between model.train() and\n"
+        "                 model.eval() (epoch 0 train, epoch 0 val, ...) for the advice's phases\n"
+        "  --help         this text\n"
+        "\n"
+        "The library is found next to this program, in the build tree, or in " VW_LIBDIR ";\n"
+        "VRAMWATCH_LIB=PATH overrides. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to vramwatch are\n"
+        "passed on to CMD.\n"
+        "Exit status: CMD's; 2 for bad usage or when CMD cannot be started.\n";
 
 struct run_opts {
-	const char *dir, *limit;
-	bool observe, tensors, no_companion;
-	char **cmd;
+    const char *dir, *limit;
+    bool observe, tensors, no_companion;
+    char **cmd;
 };
 
 static char *join(const char *dir, const char *name)
 {
-	struct strbuf b = {0};
-	sb_printf(&b, "%s/%s", dir, name);
-	return b.s;
+    struct strbuf b = { 0 };
+    sb_printf(&b, "%s/%s", dir, name);
+    return b.s;
 }
 
 static char *absolute(const char *path)
 {
-	if (path[0] == '/')
-		return util_xstrdup(path);
-	char *cwd = getcwd(NULL, 0);
-	if (!cwd)
-		return NULL;
-	char *abs = join(cwd, path);
-	free(cwd);
-	return abs;
+    if (path[0] == '/')
+        return util_xstrdup(path);
+    char *cwd = getcwd(NULL, 0);
+    if (!cwd)
+        return NULL;
+    char *abs = join(cwd, path);
+    free(cwd);
+    return abs;
 }
 
 static bool ends_with(const char *s, const char *suffix)
 {
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && strcmp(s + n - m, suffix) == 0;
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
 /* PyTorch's allocator settings with backend:cudaMallocAsync, keeping the other entries. */
 static char *with_async_backend(const char *old)
 {
-	struct strbuf b = {0};
-	const char *p = old ? old : "";
-	while (*p) {
-		size_t n = strcspn(p, ",");
-		const char *key = p;
-		while (key < p + n && (*key == ' ' || *key == '\t'))
-			key++;
-		bool backend = (size_t)(p + n - key) >= 8 && strncmp(key, "backend", 7) == 0 &&
-			       (key[7] == ':' || key[7] == ' ');
-		if (n > 0 && !backend) {
-			sb_addn(&b, p, n);
-			sb_addc(&b, ',');
-		}
-		p += n;
-		if (*p == ',')
-			p++;
-	}
-	sb_add(&b, "backend:cudaMallocAsync");
-	return b.s;
+    struct strbuf b = { 0 };
+    const char *p = old ? old : "";
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        const char *key = p;
+        while (key < p + n && (*key == ' ' || *key == '\t'))
+            key++;
+        bool backend = (size_t)(p + n - key) >= 8 && strncmp(key, "backend", 7) == 0 &&
+                       (key[7] == ':' || key[7] == ' ');
+        if (n > 0 && !backend) {
+            sb_addn(&b, p, n);
+            sb_addc(&b, ',');
+        }
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    sb_add(&b, "backend:cudaMallocAsync");
+    return b.s;
 }
 
 static bool set_env(const char *name, const char *value)
 {
-	if (setenv(name, value, 1) == 0)
-		return true;
-	util_err("run: cannot set %s: %s", name, strerror(errno));
-	return false;
+    if (setenv(name, value, 1) == 0)
+        return true;
+    util_err("run: cannot set %s: %s", name, strerror(errno));
+    return false;
 }
 
 /* ---- the Python companion ---- */
@@ -121,44 +121,44 @@ static bool set_env(const char *name, const char *value)
 /* python, python3, python3.12: the names a CPython interpreter goes by. */
 static bool python_name(const char *s, size_t n)
 {
-	const char *base = s;
-	for (const char *c = s; c < s + n; c++)
-		if (*c == '/')
-			base = c + 1;
-	n -= (size_t)(base - s);
-	if (n < 6 || strncmp(base, "python", 6) != 0)
-		return false;
-	for (size_t i = 6; i < n; i++)
-		if (!((base[i] >= '0' && base[i] <= '9') || base[i] == '.'))
-			return false;
-	return true;
+    const char *base = s;
+    for (const char *c = s; c < s + n; c++)
+        if (*c == '/')
+            base = c + 1;
+    n -= (size_t)(base - s);
+    if (n < 6 || strncmp(base, "python", 6) != 0)
+        return false;
+    for (size_t i = 6; i < n; i++)
+        if (!((base[i] >= '0' && base[i] <= '9') || base[i] == '.'))
+            return false;
+    return true;
 }
 
 /* The file execvp would run for cmd: itself when it names a path, else the first executable
  * of that name on PATH (malloc'd, or NULL). */
 static char *command_file(const char *cmd)
 {
-	if (strchr(cmd, '/'))
-		return util_xstrdup(cmd);
-	const char *path = getenv("PATH");
-	if (!path)
-		path = "/bin:/usr/bin"; /* execvp's default */
-	while (*path) {
-		size_t n = strcspn(path, ":");
-		struct strbuf b = {0};
-		if (n == 0)
-			sb_add(&b, cmd); /* an empty entry is the current folder */
-		else
-			sb_printf(&b, "%.*s/%s", (int)n, path, cmd);
-		struct stat st;
-		if (stat(b.s, &st) == 0 && S_ISREG(st.st_mode) && access(b.s, X_OK) == 0)
-			return b.s;
-		sb_free(&b);
-		path += n;
-		if (*path == ':')
-			path++;
-	}
-	return NULL;
+    if (strchr(cmd, '/'))
+        return util_xstrdup(cmd);
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/bin:/usr/bin"; /* execvp's default */
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        struct strbuf b = { 0 };
+        if (n == 0)
+            sb_add(&b, cmd); /* an empty entry is the current folder */
+        else
+            sb_printf(&b, "%.*s/%s", (int)n, path, cmd);
+        struct stat st;
+        if (stat(b.s, &st) == 0 && S_ISREG(st.st_mode) && access(b.s, X_OK) == 0)
+            return b.s;
+        sb_free(&b);
+        path += n;
+        if (*path == ':')
+            path++;
+    }
+    return NULL;
 }
 
 /* Whether cmd runs CPython: its name says so, or it is a script whose #! line names python
@@ -167,75 +167,79 @@ static char *command_file(const char *cmd)
  * not (docs/companion.md says how to start the companion then). */
 static bool python_command(const char *cmd)
 {
-	if (python_name(cmd, strlen(cmd)))
-		return true;
-	char *file = command_file(cmd);
-	if (!file)
-		return false;
-	char line[256];
-	ssize_t n = -1;
-	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	free(file);
-	if (fd >= 0) {
-		n = read(fd, line, sizeof line - 1);
-		close(fd);
-	}
-	if (n < 2 || line[0] != '#' || line[1] != '!')
-		return false;
-	line[n] = '\0';
-	line[strcspn(line, "\n")] = '\0';
-	bool after_env = false;
-	for (char *w = line + 2;;) {
-		w += strspn(w, " \t");
-		size_t len = strcspn(w, " \t");
-		if (len == 0)
-			return false;
-		if (!after_env) {
-			/* the interpreter itself */
-			if (python_name(w, len))
-				return true;
-			const char *base = w;
-			for (char *c = w; c < w + len; c++)
-				if (*c == '/')
-					base = c + 1;
-			if ((size_t)(w + len - base) != 3 || strncmp(base, "env", 3) != 0)
-				return false;
-			after_env = true;
-		} else if (w[0] != '-' && !memchr(w, '=', len)) {
-			/* env's options and VAR=value settings come before the program */
-			return python_name(w, len);
-		}
-		w += len;
-	}
+    if (python_name(cmd, strlen(cmd)))
+        return true;
+    char *file = command_file(cmd);
+    if (!file)
+        return false;
+    char line[256];
+    ssize_t n = -1;
+    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    free(file);
+    if (fd >= 0) {
+        n = read(fd, line, sizeof line - 1);
+        close(fd);
+    }
+    if (n < 2 || line[0] != '#' || line[1] != '!')
+        return false;
+    line[n] = '\0';
+    line[strcspn(line, "\n")] = '\0';
+    bool after_env = false;
+    for (char *w = line + 2;;) {
+        w += strspn(w, " \t");
+        size_t len = strcspn(w, " \t");
+        if (len == 0)
+            return false;
+        if (!after_env) {
+            /* the interpreter itself */
+            if (python_name(w, len))
+                return true;
+            const char *base = w;
+            for (char *c = w; c < w + len; c++)
+                if (*c == '/')
+                    base = c + 1;
+            if ((size_t)(w + len - base) != 3 || strncmp(base, "env", 3) != 0)
+                return false;
+            after_env = true;
+        } else if (w[0] != '-' && !memchr(w, '=', len)) {
+            /* env's options and VAR=value settings come before the program */
+            return python_name(w, len);
+        }
+        w += len;
+    }
 }
 
 /* PYTHONPATH with the companion's folder first and the user's entries after it, so Python
  * imports the companion's sitecustomize, which runs the user's own one in turn. */
 static bool start_companion(void)
 {
-	char *dir = preload_find_companion();
-	if (!dir) {
-		util_err("run: cannot find the Python companion (%s in python/ or ../share/vramwatch/python "
-			 "beside this program, or in " VW_PYDIR "); the job runs without automatic phase markers",
-			 PRELOAD_COMPANION_MODULE);
-		return true;
-	}
-	if (strchr(dir, ':')) {
-		/* PYTHONPATH is split at colons: such a folder would add two wrong entries. */
-		util_err("run: %s: PYTHONPATH cannot hold a path with a colon; the job runs without the Python "
-			 "companion", dir);
-		free(dir);
-		return true;
-	}
-	const char *old = getenv("PYTHONPATH");
-	struct strbuf b = {0};
-	sb_add(&b, dir);
-	if (old && *old)
-		sb_printf(&b, ":%s", old);
-	bool ok = set_env("PYTHONPATH", b.s);
-	sb_free(&b);
-	free(dir);
-	return ok;
+    char *dir = preload_find_companion();
+    if (!dir) {
+        util_err(
+                "run: cannot find the Python companion (%s in python/ or ../share/vramwatch/python "
+                "beside this program, or in " VW_PYDIR
+                "); the job runs without automatic phase markers",
+                PRELOAD_COMPANION_MODULE);
+        return true;
+    }
+    if (strchr(dir, ':')) {
+        /* PYTHONPATH is split at colons: such a folder would add two wrong entries. */
+        util_err(
+                "run: %s: PYTHONPATH cannot hold a path with a colon; the job runs without the Python "
+                "companion",
+                dir);
+        free(dir);
+        return true;
+    }
+    const char *old = getenv("PYTHONPATH");
+    struct strbuf b = { 0 };
+    sb_add(&b, dir);
+    if (old && *old)
+        sb_printf(&b, ":%s", old);
+    bool ok = set_env("PYTHONPATH", b.s);
+    sb_free(&b);
+    free(dir);
+    return ok;
 }
 
 /* ---- the child ---- */
@@ -249,191 +253,193 @@ static volatile sig_atomic_t pending_signal;
  * has to show the report. */
 static void forward_signal(int sig, siginfo_t *si, void *ctx)
 {
-	(void)ctx;
-	if (si && si->si_code > 0)
-		return;
-	if (child_pid > 0)
-		kill((pid_t)child_pid, sig);
-	else
-		pending_signal = sig;
+    (void)ctx;
+    if (si && si->si_code > 0)
+        return;
+    if (child_pid > 0)
+        kill((pid_t)child_pid, sig);
+    else
+        pending_signal = sig;
 }
 
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
 static void install_forwarding(void)
 {
-	struct sigaction sa = {0};
-	sa.sa_sigaction = forward_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaction(forwarded[i], &sa, NULL);
+    struct sigaction sa = { 0 };
+    sa.sa_sigaction = forward_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+        sigaction(forwarded[i], &sa, NULL);
 }
 
 /* Runs cmd; returns its exit status as a shell reports it, or -1 (with the reason said) when it
  * could not be started. */
 static int run_child(char **cmd, pid_t *started)
 {
-	int pipefd[2];
-	if (pipe2(pipefd, O_CLOEXEC) != 0) {
-		util_err("run: cannot start %s: %s", cmd[0], strerror(errno));
-		return -1;
-	}
-	install_forwarding();
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		util_err("run: cannot start %s: %s", cmd[0], strerror(errno));
-		close(pipefd[0]);
-		close(pipefd[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		/* The pipe closes on a successful exec; on failure the errno goes up it. */
-		close(pipefd[0]);
-		execvp(cmd[0], cmd);
-		int e = errno;
-		ssize_t w = write(pipefd[1], &e, sizeof e);
-		(void)w;
-		_exit(127);
-	}
-	child_pid = pid;
-	*started = pid;
-	if (pending_signal)
-		kill(pid, pending_signal);
-	close(pipefd[1]);
-	int exec_errno = 0;
-	ssize_t r;
-	do
-		r = read(pipefd[0], &exec_errno, sizeof exec_errno);
-	while (r < 0 && errno == EINTR);
-	close(pipefd[0]);
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        util_err("run: cannot start %s: %s", cmd[0], strerror(errno));
+        return -1;
+    }
+    install_forwarding();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        util_err("run: cannot start %s: %s", cmd[0], strerror(errno));
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        /* The pipe closes on a successful exec; on failure the errno goes up it. */
+        close(pipefd[0]);
+        execvp(cmd[0], cmd);
+        int e = errno;
+        ssize_t w = write(pipefd[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    child_pid = pid;
+    *started = pid;
+    if (pending_signal)
+        kill(pid, pending_signal);
+    close(pipefd[1]);
+    int exec_errno = 0;
+    ssize_t r;
+    do
+        r = read(pipefd[0], &exec_errno, sizeof exec_errno);
+    while (r < 0 && errno == EINTR);
+    close(pipefd[0]);
 
-	int status;
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR) {
-			util_err("run: lost track of %s: %s", cmd[0], strerror(errno));
-			return -1;
-		}
-	}
-	child_pid = 0;
-	if (r == (ssize_t)sizeof exec_errno) {
-		util_err("run: cannot run %s: %s", cmd[0], strerror(exec_errno));
-		return -1;
-	}
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_PROBLEM;
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            util_err("run: lost track of %s: %s", cmd[0], strerror(errno));
+            return -1;
+        }
+    }
+    child_pid = 0;
+    if (r == (ssize_t)sizeof exec_errno) {
+        util_err("run: cannot run %s: %s", cmd[0], strerror(exec_errno));
+        return -1;
+    }
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_PROBLEM;
 }
 
 /* ---- the reports it left ---- */
 
 static int64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 }
 
 static bool report_name(const char *name)
 {
-	return strncmp(name, "vramwatch-", 10) == 0 && ends_with(name, ".json");
+    return strncmp(name, "vramwatch-", 10) == 0 && ends_with(name, ".json");
 }
 
 /* The report files in the folder before the command starts, to tell its reports from older ones
  * whatever the clocks say: a report is the run's if its file is new or was rewritten since. */
 struct seen_file {
-	char *name;
-	ino_t ino;
-	struct timespec mtime;
+    char *name;
+    ino_t ino;
+    struct timespec mtime;
 };
 
 struct snapshot {
-	struct seen_file *v;
-	size_t n, cap;
+    struct seen_file *v;
+    size_t n, cap;
 };
 
 static void take_snapshot(const char *dir, struct snapshot *snap)
 {
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		struct stat st;
-		if (!report_name(e->d_name) || fstatat(dirfd(d), e->d_name, &st, 0) != 0)
-			continue;
-		if (snap->n == snap->cap) {
-			snap->cap = snap->cap ? snap->cap * 2 : 16;
-			snap->v = util_xrealloc(snap->v, snap->cap * sizeof *snap->v);
-		}
-		snap->v[snap->n++] = (struct seen_file){util_xstrdup(e->d_name), st.st_ino, st.st_mtim};
-	}
-	closedir(d);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat st;
+        if (!report_name(e->d_name) || fstatat(dirfd(d), e->d_name, &st, 0) != 0)
+            continue;
+        if (snap->n == snap->cap) {
+            snap->cap = snap->cap ? snap->cap * 2 : 16;
+            snap->v = util_xrealloc(snap->v, snap->cap * sizeof *snap->v);
+        }
+        snap->v[snap->n++] = (struct seen_file){ util_xstrdup(e->d_name), st.st_ino, st.st_mtim };
+    }
+    closedir(d);
 }
 
 static bool unchanged(const struct snapshot *snap, const char *name, const struct stat *st)
 {
-	for (size_t i = 0; i < snap->n; i++)
-		if (strcmp(snap->v[i].name, name) == 0)
-			return snap->v[i].ino == st->st_ino && snap->v[i].mtime.tv_sec == st->st_mtim.tv_sec &&
-			       snap->v[i].mtime.tv_nsec == st->st_mtim.tv_nsec;
-	return false;
+    for (size_t i = 0; i < snap->n; i++)
+        if (strcmp(snap->v[i].name, name) == 0)
+            return snap->v[i].ino == st->st_ino && snap->v[i].mtime.tv_sec == st->st_mtim.tv_sec &&
+                   snap->v[i].mtime.tv_nsec == st->st_mtim.tv_nsec;
+    return false;
 }
 
 static void free_snapshot(struct snapshot *snap)
 {
-	for (size_t i = 0; i < snap->n; i++)
-		free(snap->v[i].name);
-	free(snap->v);
+    for (size_t i = 0; i < snap->n; i++)
+        free(snap->v[i].name);
+    free(snap->v);
 }
 
 struct found {
-	struct model_report *v;
-	size_t n, cap;
+    struct model_report *v;
+    size_t n, cap;
 };
 
 /* Reports of this run: vramwatch-*.json files in dir that are new or rewritten since the snapshot,
  * by a process on this host that started with the run or later. The command may be a shell or
  * a launcher that starts the program, so the child's pid alone cannot find them. */
-static void collect(const char *dir, const struct snapshot *before, int64_t start_ns, struct found *out)
+static void collect(const char *dir, const struct snapshot *before, int64_t start_ns,
+                    struct found *out)
 {
-	DIR *d = opendir(dir);
-	if (!d)
-		return; /* no folder: nothing was written */
-	char host[HOST_NAME_MAX + 1] = "";
-	if (gethostname(host, sizeof host) != 0)
-		host[0] = '\0';
-	host[HOST_NAME_MAX] = '\0';
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		struct stat st;
-		if (!report_name(e->d_name) || fstatat(dirfd(d), e->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode) ||
-		    unchanged(before, e->d_name, &st))
-			continue;
-		char *path = join(dir, e->d_name);
-		struct model_report r;
-		struct strbuf err = {0};
-		if (!model_load(path, &r, &err)) {
-			util_err("run: %s: %s", path, sb_str(&err));
-			sb_free(&err);
-			free(path);
-			continue;
-		}
-		bool earlier = r.process.start_unix_ns.known && r.process.start_unix_ns.v < start_ns - START_SLACK_NS;
-		if (earlier || (host[0] && strcmp(r.process.host, host) != 0)) {
-			model_free(&r);
-			free(path);
-			continue;
-		}
-		if (out->n == out->cap) {
-			out->cap = out->cap ? out->cap * 2 : 4;
-			out->v = util_xrealloc(out->v, out->cap * sizeof *out->v);
-		}
-		r.path = path; /* owned from here; freed in cmd_run */
-		out->v[out->n++] = r;
-	}
-	closedir(d);
+    DIR *d = opendir(dir);
+    if (!d)
+        return; /* no folder: nothing was written */
+    char host[HOST_NAME_MAX + 1] = "";
+    if (gethostname(host, sizeof host) != 0)
+        host[0] = '\0';
+    host[HOST_NAME_MAX] = '\0';
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat st;
+        if (!report_name(e->d_name) || fstatat(dirfd(d), e->d_name, &st, 0) != 0 ||
+            !S_ISREG(st.st_mode) || unchanged(before, e->d_name, &st))
+            continue;
+        char *path = join(dir, e->d_name);
+        struct model_report r;
+        struct strbuf err = { 0 };
+        if (!model_load(path, &r, &err)) {
+            util_err("run: %s: %s", path, sb_str(&err));
+            sb_free(&err);
+            free(path);
+            continue;
+        }
+        bool earlier = r.process.start_unix_ns.known &&
+                       r.process.start_unix_ns.v < start_ns - START_SLACK_NS;
+        if (earlier || (host[0] && strcmp(r.process.host, host) != 0)) {
+            model_free(&r);
+            free(path);
+            continue;
+        }
+        if (out->n == out->cap) {
+            out->cap = out->cap ? out->cap * 2 : 4;
+            out->v = util_xrealloc(out->v, out->cap * sizeof *out->v);
+        }
+        r.path = path; /* owned from here; freed in cmd_run */
+        out->v[out->n++] = r;
+    }
+    closedir(d);
 }
 
 /* When the child itself left a report, that one and those of its own children belong to the run;
@@ -441,206 +447,212 @@ static void collect(const char *dir, const struct snapshot *before, int64_t star
  * Without one (a shell or launcher in between), every report found is kept. */
 static void prefer_child(struct found *f, pid_t child)
 {
-	bool has_own = false;
-	for (size_t i = 0; i < f->n; i++)
-		has_own |= f->v[i].process.pid == child;
-	if (!has_own)
-		return;
-	size_t kept = 0;
-	for (size_t i = 0; i < f->n; i++) {
-		struct model_report *r = &f->v[i];
-		if (r->process.pid == child || (r->process.ppid.known && r->process.ppid.v == child)) {
-			f->v[kept++] = *r;
-		} else {
-			free((char *)r->path);
-			model_free(r);
-		}
-	}
-	f->n = kept;
+    bool has_own = false;
+    for (size_t i = 0; i < f->n; i++)
+        has_own |= f->v[i].process.pid == child;
+    if (!has_own)
+        return;
+    size_t kept = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        struct model_report *r = &f->v[i];
+        if (r->process.pid == child || (r->process.ppid.known && r->process.ppid.v == child)) {
+            f->v[kept++] = *r;
+        } else {
+            free((char *)r->path);
+            model_free(r);
+        }
+    }
+    f->n = kept;
 }
 
 /* ---- the command ---- */
 
 static bool parse(int argc, char **argv, struct run_opts *o, bool *help)
 {
-	int i = 1;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--") == 0) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break;
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			*help = true;
-			return true;
-		}
-		if (strcmp(a, "--observe") == 0) {
-			o->observe = true;
-			continue;
-		}
-		if (strcmp(a, "--tensors") == 0) {
-			o->tensors = true;
-			continue;
-		}
-		if (strcmp(a, "--no-companion") == 0) {
-			o->no_companion = true;
-			continue;
-		}
-		const struct util_valued_option opts[] = {{"--dir", &o->dir}, {"--limit", &o->limit}, {NULL, NULL}};
-		int took = util_take_value("run", argc, argv, &i, opts);
-		if (took < 0)
-			return false;
-		if (took == 0) {
-			util_err("run: unknown option %s (see vramwatch run --help)", a);
-			return false;
-		}
-	}
-	if (i >= argc) {
-		util_err("run: no command given (usage: vramwatch run [--dir D] [--limit SIZE [--observe]] [--tensors] "
-			 "[--no-companion] -- CMD...)");
-		return false;
-	}
-	o->cmd = argv + i;
-	return true;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-')
+            break;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            *help = true;
+            return true;
+        }
+        if (strcmp(a, "--observe") == 0) {
+            o->observe = true;
+            continue;
+        }
+        if (strcmp(a, "--tensors") == 0) {
+            o->tensors = true;
+            continue;
+        }
+        if (strcmp(a, "--no-companion") == 0) {
+            o->no_companion = true;
+            continue;
+        }
+        const struct util_valued_option opts[] = { { "--dir", &o->dir },
+                                                   { "--limit", &o->limit },
+                                                   { NULL, NULL } };
+        int took = util_take_value("run", argc, argv, &i, opts);
+        if (took < 0)
+            return false;
+        if (took == 0) {
+            util_err("run: unknown option %s (see vramwatch run --help)", a);
+            return false;
+        }
+    }
+    if (i >= argc) {
+        util_err(
+                "run: no command given (usage: vramwatch run [--dir D] [--limit SIZE [--observe]] [--tensors] "
+                "[--no-companion] -- CMD...)");
+        return false;
+    }
+    o->cmd = argv + i;
+    return true;
 }
 
 /* Sets LD_PRELOAD, PYTHONPATH for the companion, and the VRAMWATCH_* and PyTorch variables for the child. */
 static bool prepare_env(const struct run_opts *o, const char *lib, const char *dir)
 {
-	char *pre = preload_value(lib, getenv("LD_PRELOAD"));
-	bool ok = set_env("LD_PRELOAD", pre) && set_env("VRAMWATCH_DIR", dir);
-	free(pre);
-	if (ok && !o->no_companion && python_command(o->cmd[0]))
-		ok = start_companion();
-	if (ok && o->limit)
-		ok = set_env("VRAMWATCH_LIMIT", o->limit) &&
-		     set_env("VRAMWATCH_LIMIT_MODE", o->observe ? "observe" : "enforce");
-	if (ok && o->tensors) {
-		struct strbuf msg = {0};
-		/* PyTorch reads the newer name first when both are set, so both get the backend. */
-		static const char *const names[] = {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"};
-		for (size_t i = 0; i < 2 && ok; i++) {
-			const char *cur = getenv(names[i]);
-			if (i == 1 && !cur)
-				continue;
-			char *merged = with_async_backend(cur);
-			ok = set_env(names[i], merged);
-			sb_printf(&msg, "%s%s=%s", i ? " and " : "", names[i], merged);
-			free(merged);
-		}
-		if (ok)
-			util_err("--tensors: %s: each tensor is its own cudaMallocAsync, so the report sees tensors, "
-				 "not cache segments",
-				 sb_str(&msg));
-		sb_free(&msg);
-	}
-	return ok;
+    char *pre = preload_value(lib, getenv("LD_PRELOAD"));
+    bool ok = set_env("LD_PRELOAD", pre) && set_env("VRAMWATCH_DIR", dir);
+    free(pre);
+    if (ok && !o->no_companion && python_command(o->cmd[0]))
+        ok = start_companion();
+    if (ok && o->limit)
+        ok = set_env("VRAMWATCH_LIMIT", o->limit) &&
+             set_env("VRAMWATCH_LIMIT_MODE", o->observe ? "observe" : "enforce");
+    if (ok && o->tensors) {
+        struct strbuf msg = { 0 };
+        /* PyTorch reads the newer name first when both are set, so both get the backend. */
+        static const char *const names[] = { "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF" };
+        for (size_t i = 0; i < 2 && ok; i++) {
+            const char *cur = getenv(names[i]);
+            if (i == 1 && !cur)
+                continue;
+            char *merged = with_async_backend(cur);
+            ok = set_env(names[i], merged);
+            sb_printf(&msg, "%s%s=%s", i ? " and " : "", names[i], merged);
+            free(merged);
+        }
+        if (ok)
+            util_err(
+                    "--tensors: %s: each tensor is its own cudaMallocAsync, so the report sees tensors, "
+                    "not cache segments",
+                    sb_str(&msg));
+        sb_free(&msg);
+    }
+    return ok;
 }
 
 /* A report worth advice: one that ran out of memory (a failure that no retry overcame), or an
  * observe-mode run that crossed the emulated limit. */
 static bool wants_advice(const struct model_report *r)
 {
-	if (r->n_crossings > 0)
-		return true;
-	for (size_t i = 0; i < r->n_failures; i++)
-		if (r->failures[i].oom && r->failures[i].retried != RETRIED_SUCCEEDED)
-			return true;
-	return false;
+    if (r->n_crossings > 0)
+        return true;
+    for (size_t i = 0; i < r->n_failures; i++)
+        if (r->failures[i].oom && r->failures[i].retried != RETRIED_SUCCEEDED)
+            return true;
+    return false;
 }
 
 int cmd_run(int argc, char **argv)
 {
-	struct run_opts o = {0};
-	bool help = false;
-	if (!parse(argc, argv, &o, &help))
-		return EXIT_USAGE;
-	if (help) {
-		fputs(usage, stdout);
-		return EXIT_DONE;
-	}
-	const char *why;
-	if (o.observe && !o.limit) {
-		util_err("run: --observe needs --limit SIZE");
-		return EXIT_USAGE;
-	}
-	if (o.limit && !util_parse_limit(o.limit, &why)) {
-		util_err("run: --limit %s: %s", o.limit, why);
-		return EXIT_USAGE;
-	}
-	struct strbuf lwhy = {0};
-	char *lib = preload_find_library(&lwhy);
-	if (!lib) {
-		util_err("run: %s", sb_str(&lwhy));
-		sb_free(&lwhy);
-		return EXIT_USAGE;
-	}
-	sb_free(&lwhy);
-	if (strpbrk(lib, " :\t\n")) {
-		util_err("run: %s: LD_PRELOAD cannot hold a path with a space or colon; set VRAMWATCH_LIB to a copy elsewhere", lib);
-		free(lib);
-		return EXIT_USAGE;
-	}
-	/* An absolute folder, so the library (whatever folder the program moves to) and the search
-	 * below agree on where reports are. */
-	const char *want = o.dir ? o.dir : getenv("VRAMWATCH_DIR");
-	char *dir = want && *want ? absolute(want) : getcwd(NULL, 0);
-	struct stat st;
-	int status = EXIT_USAGE;
-	if (!dir) {
-		util_err("run: cannot tell the current folder: %s", strerror(errno));
-		goto out;
-	}
-	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-		util_err("run: %s: not a folder", dir);
-		goto out;
-	}
-	if (!prepare_env(&o, lib, dir))
-		goto out;
+    struct run_opts o = { 0 };
+    bool help = false;
+    if (!parse(argc, argv, &o, &help))
+        return EXIT_USAGE;
+    if (help) {
+        fputs(usage, stdout);
+        return EXIT_DONE;
+    }
+    const char *why;
+    if (o.observe && !o.limit) {
+        util_err("run: --observe needs --limit SIZE");
+        return EXIT_USAGE;
+    }
+    if (o.limit && !util_parse_limit(o.limit, &why)) {
+        util_err("run: --limit %s: %s", o.limit, why);
+        return EXIT_USAGE;
+    }
+    struct strbuf lwhy = { 0 };
+    char *lib = preload_find_library(&lwhy);
+    if (!lib) {
+        util_err("run: %s", sb_str(&lwhy));
+        sb_free(&lwhy);
+        return EXIT_USAGE;
+    }
+    sb_free(&lwhy);
+    if (strpbrk(lib, " :\t\n")) {
+        util_err(
+                "run: %s: LD_PRELOAD cannot hold a path with a space or colon; set VRAMWATCH_LIB to a copy elsewhere",
+                lib);
+        free(lib);
+        return EXIT_USAGE;
+    }
+    /* An absolute folder, so the library (whatever folder the program moves to) and the search
+     * below agree on where reports are. */
+    const char *want = o.dir ? o.dir : getenv("VRAMWATCH_DIR");
+    char *dir = want && *want ? absolute(want) : getcwd(NULL, 0);
+    struct stat st;
+    int status = EXIT_USAGE;
+    if (!dir) {
+        util_err("run: cannot tell the current folder: %s", strerror(errno));
+        goto out;
+    }
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        util_err("run: %s: not a folder", dir);
+        goto out;
+    }
+    if (!prepare_env(&o, lib, dir))
+        goto out;
 
-	struct snapshot before = {0};
-	take_snapshot(dir, &before);
-	int64_t start = now_ns();
-	pid_t child = 0;
-	status = run_child(o.cmd, &child);
-	if (status < 0) {
-		free_snapshot(&before);
-		status = EXIT_USAGE;
-		goto out;
-	}
-	struct found f = {0};
-	collect(dir, &before, start, &f);
-	free_snapshot(&before);
-	if (f.n == 0) {
-		util_err("no report: the program made no device allocation");
-	} else {
-		prefer_child(&f, child);
-		struct report_opts ro = {.color = report_want_color()};
-		for (size_t i = 0; i < f.n; i++)
-			util_err("report: %s", f.v[i].path);
-		report_show(stdout, f.v, f.n, &ro);
-		fflush(stdout);
-		/* After an out-of-memory, or an observe-mode run that went over the limit: what to
-		 * change, from the same report. */
-		for (size_t i = 0; i < f.n; i++) {
-			if (!wants_advice(&f.v[i]))
-				continue;
-			char *args[] = {(char *)"advise", (char *)f.v[i].path, NULL};
-			fputs("\n", stdout);
-			fflush(stdout);
-			cmd_advise(2, args);
-			fflush(stdout);
-		}
-	}
-	for (size_t i = 0; i < f.n; i++) {
-		free((char *)f.v[i].path);
-		model_free(&f.v[i]);
-	}
-	free(f.v);
+    struct snapshot before = { 0 };
+    take_snapshot(dir, &before);
+    int64_t start = now_ns();
+    pid_t child = 0;
+    status = run_child(o.cmd, &child);
+    if (status < 0) {
+        free_snapshot(&before);
+        status = EXIT_USAGE;
+        goto out;
+    }
+    struct found f = { 0 };
+    collect(dir, &before, start, &f);
+    free_snapshot(&before);
+    if (f.n == 0) {
+        util_err("no report: the program made no device allocation");
+    } else {
+        prefer_child(&f, child);
+        struct report_opts ro = { .color = report_want_color() };
+        for (size_t i = 0; i < f.n; i++)
+            util_err("report: %s", f.v[i].path);
+        report_show(stdout, f.v, f.n, &ro);
+        fflush(stdout);
+        /* After an out-of-memory, or an observe-mode run that went over the limit: what to
+         * change, from the same report. */
+        for (size_t i = 0; i < f.n; i++) {
+            if (!wants_advice(&f.v[i]))
+                continue;
+            char *args[] = { (char *)"advise", (char *)f.v[i].path, NULL };
+            fputs("\n", stdout);
+            fflush(stdout);
+            cmd_advise(2, args);
+            fflush(stdout);
+        }
+    }
+    for (size_t i = 0; i < f.n; i++) {
+        free((char *)f.v[i].path);
+        model_free(&f.v[i]);
+    }
+    free(f.v);
 out:
-	free(dir);
-	free(lib);
-	return status;
+    free(dir);
+    free(lib);
+    return status;
 }

@@ -8,29 +8,29 @@
 #include <stdint.h>
 
 enum cmdline_kind {
-	CMDLINE_BATCH,
-	CMDLINE_IMAGE,
-	CMDLINE_ACCUM, /* gradient accumulation steps: --gradient_accumulation_steps (Hugging Face) */
-	CMDLINE_EVAL_BATCH, /* evaluation batch: --per_device_eval_batch_size (Hugging Face) */
-	CMDLINE_NBS,        /* nominal batch the script accumulates up to: nbs= (Ultralytics, default 64) */
+    CMDLINE_BATCH,
+    CMDLINE_IMAGE,
+    CMDLINE_ACCUM, /* gradient accumulation steps: --gradient_accumulation_steps (Hugging Face) */
+    CMDLINE_EVAL_BATCH, /* evaluation batch: --per_device_eval_batch_size (Hugging Face) */
+    CMDLINE_NBS, /* nominal batch the script accumulates up to: nbs= (Ultralytics, default 64) */
 };
 
 enum cmdline_form {
-	CMDLINE_SEPARATE, /* --batch 64: the value is the next argument */
-	CMDLINE_ATTACHED, /* --batch=64 or batch=64: flag and value in one argument */
+    CMDLINE_SEPARATE, /* --batch 64: the value is the next argument */
+    CMDLINE_ATTACHED, /* --batch=64 or batch=64: flag and value in one argument */
 };
 
 struct cmdline_flag {
-	bool found;
-	enum cmdline_form form;
-	size_t index;   /* the argument that holds the value */
-	char name[40];  /* as spelled: "--batch", "--batch-size", "batch=", "-b" */
-	int64_t value;  /* always >= 1 */
-	/* The batch flag is there but asks for AutoBatch (YOLO's --batch -1, Ultralytics' batch=-1 or
-	 * batch=0.7): found stays false, as nothing can be scaled from it, but form, index and name say
-	 * where it is, so cmdline_with_edits and cmdline_with_value replace it with a number in place. */
-	bool autobatch;
-	double fraction; /* AutoBatch's share of GPU memory when given (batch=0.7), else 0 */
+    bool found;
+    enum cmdline_form form;
+    size_t index;  /* the argument that holds the value */
+    char name[40]; /* as spelled: "--batch", "--batch-size", "batch=", "-b" */
+    int64_t value; /* always >= 1 */
+    /* The batch flag is there but asks for AutoBatch (YOLO's --batch -1, Ultralytics' batch=-1 or
+     * batch=0.7): found stays false, as nothing can be scaled from it, but form, index and name say
+     * where it is, so cmdline_with_edits and cmdline_with_value replace it with a number in place. */
+    bool autobatch;
+    double fraction; /* AutoBatch's share of GPU memory when given (batch=0.7), else 0 */
 };
 
 /* Finds the flag of this kind the program will act on (the last one given, as argparse does).
@@ -39,10 +39,12 @@ struct cmdline_flag {
  * not found; AutoBatch's (batch=-1, batch=0.7, YOLO's --batch -1) set autobatch as well. For the
  * Ultralytics family only its own forms count: batch=16 and --batch=16 (it strips leading dashes),
  * never "--batch 16", which it refuses. */
-void cmdline_find(const char *const *argv, size_t argc, enum cmdline_kind kind, struct cmdline_flag *out);
+void cmdline_find(const char *const *argv, size_t argc, enum cmdline_kind kind,
+                  struct cmdline_flag *out);
 
 /* A copy of argv with the flag's value replaced, spelled the same way. Free with cmdline_free. */
-char **cmdline_with_value(const char *const *argv, size_t argc, const struct cmdline_flag *f, int64_t value);
+char **cmdline_with_value(const char *const *argv, size_t argc, const struct cmdline_flag *f,
+                          int64_t value);
 void cmdline_free(char **argv, size_t argc);
 
 /* Whether two command lines are the same job: equal argument by argument, apart from the values
@@ -52,14 +54,14 @@ bool cmdline_same_job(const char *const *a, size_t na, const char *const *b, siz
 /* A value to set, or a switch to turn on, in a command line: an existing flag is rewritten in
  * place, a missing one appended at the end (as "--name value", or "--name" for a switch). */
 struct cmdline_edit {
-	const struct cmdline_flag *flag; /* the flag as found (found or not); NULL for a switch */
-	const char *name;                /* spelling to append when not found; "key=" appends "key=V" */
-	int64_t value;                   /* ignored for a switch */
+    const struct cmdline_flag *flag; /* the flag as found (found or not); NULL for a switch */
+    const char *name;                /* spelling to append when not found; "key=" appends "key=V" */
+    int64_t value;                   /* ignored for a switch */
 };
 
 /* A copy of argv with the edits applied; *out_n gets its length. Free with cmdline_free. */
-char **cmdline_with_edits(const char *const *argv, size_t argc, const struct cmdline_edit *edits, size_t n,
-                          size_t *out_n);
+char **cmdline_with_edits(const char *const *argv, size_t argc, const struct cmdline_edit *edits,
+                          size_t n, size_t *out_n);
 
 /* Whether a boolean switch is on: "--fp16", "--fp16=True", "--fp16 true", "--fp16 1" (the last
  * one counts). Past the leading dashes "-" and "_" are the same letter, as Hugging Face's parser
@@ -73,10 +75,10 @@ bool cmdline_switch_on(const char *const *argv, size_t argc, const char *name);
 int cmdline_switch_state(const char *const *argv, size_t argc, const char *name);
 
 enum cmdline_family {
-	CMDLINE_GENERIC,
-	CMDLINE_YOLO,         /* YOLOv5/v7/v9 training scripts: accumulate to 64, AMP always on */
-	CMDLINE_ULTRALYTICS,  /* the yolo command (batch=16 imgsz=640): accumulates to 64, AMP on */
-	CMDLINE_HF,           /* Hugging Face Trainer scripts (--per_device_train_batch_size) */
+    CMDLINE_GENERIC,
+    CMDLINE_YOLO,        /* YOLOv5/v7/v9 training scripts: accumulate to 64, AMP always on */
+    CMDLINE_ULTRALYTICS, /* the yolo command (batch=16 imgsz=640): accumulates to 64, AMP on */
+    CMDLINE_HF,          /* Hugging Face Trainer scripts (--per_device_train_batch_size) */
 };
 
 /* Which kind of training command this is; it decides what the script already does by itself. */
@@ -93,28 +95,28 @@ const char *cmdline_append_name(const char *const *argv, size_t argc, enum cmdli
 
 /* The program that starts the job's processes, when there is one in front of the script. */
 enum cmdline_launcher {
-	CMDLINE_LAUNCH_NONE,
-	CMDLINE_LAUNCH_TORCHRUN,      /* torchrun, python -m torch.distributed.run */
-	CMDLINE_LAUNCH_TORCH_LAUNCH,  /* python -m torch.distributed.launch (deprecated, same options) */
-	CMDLINE_LAUNCH_DEEPSPEED,     /* deepspeed */
-	CMDLINE_LAUNCH_ACCELERATE,    /* accelerate launch */
+    CMDLINE_LAUNCH_NONE,
+    CMDLINE_LAUNCH_TORCHRUN,     /* torchrun, python -m torch.distributed.run */
+    CMDLINE_LAUNCH_TORCH_LAUNCH, /* python -m torch.distributed.launch (deprecated, same options) */
+    CMDLINE_LAUNCH_DEEPSPEED,    /* deepspeed */
+    CMDLINE_LAUNCH_ACCELERATE,   /* accelerate launch */
 };
 
 /* Where a command line's parts are: interpreter, launcher and its options, script, script
  * arguments. Indexes are into argv; a missing part has index argc. */
 struct cmdline_job {
-	enum cmdline_launcher launcher;
-	size_t launcher_at;   /* "torchrun", "deepspeed", "accelerate", or the "-m" before torch.distributed.run */
-	size_t launcher_opts; /* the launcher's first own option (after "launch" for accelerate) */
-	size_t script;        /* the script, module (module true) or program run */
-	size_t args;          /* the script's first argument */
-	bool module;          /* script is a module name: python -m mod, torchrun -m mod */
-	bool nproc_given;     /* the launcher was given a process count ... */
-	size_t nproc_index;   /* ... in this argument: the value, or the whole "--nproc_per_node=8" */
-	bool nproc_attached;
-	int64_t nproc;        /* processes per node (accelerate: in all), 0 when not a number ("auto") */
-	int64_t nnodes;       /* 1 when not given, 0 when not a plain number (elastic "1:4") */
-	int64_t world_size;   /* processes of the whole job: 1 without a launcher, 0 when unknown */
+    enum cmdline_launcher launcher;
+    size_t launcher_at; /* "torchrun", "deepspeed", "accelerate", or the "-m" before torch.distributed.run */
+    size_t launcher_opts; /* the launcher's first own option (after "launch" for accelerate) */
+    size_t script;        /* the script, module (module true) or program run */
+    size_t args;          /* the script's first argument */
+    bool module;          /* script is a module name: python -m mod, torchrun -m mod */
+    bool nproc_given;     /* the launcher was given a process count ... */
+    size_t nproc_index;   /* ... in this argument: the value, or the whole "--nproc_per_node=8" */
+    bool nproc_attached;
+    int64_t nproc;      /* processes per node (accelerate: in all), 0 when not a number ("auto") */
+    int64_t nnodes;     /* 1 when not given, 0 when not a plain number (elastic "1:4") */
+    int64_t world_size; /* processes of the whole job: 1 without a launcher, 0 when unknown */
 };
 
 void cmdline_job_parse(const char *const *argv, size_t argc, struct cmdline_job *out);
@@ -136,8 +138,8 @@ char **cmdline_with_launcher(const char *const *argv, size_t argc, int64_t nproc
 
 /* What the batch flag counts under several processes. */
 enum cmdline_batch_scope {
-	CMDLINE_BATCH_PER_RANK, /* each process's own: Hugging Face's per_device, generic --batch-size */
-	CMDLINE_BATCH_TOTAL,    /* the job's, split over the processes: YOLOv5/v7/v9 --batch, Ultralytics batch= */
+    CMDLINE_BATCH_PER_RANK, /* each process's own: Hugging Face's per_device, generic --batch-size */
+    CMDLINE_BATCH_TOTAL, /* the job's, split over the processes: YOLOv5/v7/v9 --batch, Ultralytics batch= */
 };
 enum cmdline_batch_scope cmdline_batch_scope(const char *const *argv, size_t argc);
 

@@ -17,9 +17,9 @@ int cmd_merge(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 
 struct report_opts {
-	bool json;  /* the report JSON back, or the job JSON for several */
-	bool full;  /* whole stacks */
-	bool color; /* ANSI colour: only for a terminal, without NO_COLOR, TERM not dumb */
+    bool json;  /* the report JSON back, or the job JSON for several */
+    bool full;  /* whole stacks */
+    bool color; /* ANSI colour: only for a terminal, without NO_COLOR, TERM not dumb */
 };
 
 /* Colour is for people at a terminal only. */

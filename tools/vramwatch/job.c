@@ -13,18 +13,18 @@
 /* Ranks in order, unranked processes after them, then by host and pid: a stable reading order. */
 static int by_rank(const void *a, const void *b)
 {
-	const struct model_report *x = *(const struct model_report *const *)a;
-	const struct model_report *y = *(const struct model_report *const *)b;
-	if (x->process.rank.known != y->process.rank.known)
-		return x->process.rank.known ? -1 : 1;
-	if (x->process.rank.known && x->process.rank.v != y->process.rank.v)
-		return x->process.rank.v < y->process.rank.v ? -1 : 1;
-	int h = strcmp(x->process.host, y->process.host);
-	if (h)
-		return h;
-	if (x->process.pid != y->process.pid)
-		return x->process.pid < y->process.pid ? -1 : 1;
-	return x < y ? -1 : x > y;
+    const struct model_report *x = *(const struct model_report *const *)a;
+    const struct model_report *y = *(const struct model_report *const *)b;
+    if (x->process.rank.known != y->process.rank.known)
+        return x->process.rank.known ? -1 : 1;
+    if (x->process.rank.known && x->process.rank.v != y->process.rank.v)
+        return x->process.rank.v < y->process.rank.v ? -1 : 1;
+    int h = strcmp(x->process.host, y->process.host);
+    if (h)
+        return h;
+    if (x->process.pid != y->process.pid)
+        return x->process.pid < y->process.pid ? -1 : 1;
+    return x < y ? -1 : x > y;
 }
 
 /* ---- physical GPUs ---- */
@@ -32,336 +32,342 @@ static int by_rank(const void *a, const void *b)
 /* The CUDA_VISIBLE_DEVICES entry an ordinal maps to, or NULL (malloc'd). */
 static char *visible_entry(const struct model_report *r, int64_t ordinal)
 {
-	const cJSON *cvd = cJSON_GetObjectItemCaseSensitive(r->process.env, "CUDA_VISIBLE_DEVICES");
-	if (!cJSON_IsString(cvd))
-		return NULL;
-	const char *p = cvd->valuestring;
-	for (int64_t k = 0; p && k < ordinal; k++) {
-		p = strchr(p, ',');
-		if (p)
-			p++;
-	}
-	if (!p)
-		return NULL;
-	size_t len = strcspn(p, ",");
-	if (len == 0)
-		return NULL;
-	char *entry = util_xmalloc(len + 1);
-	memcpy(entry, p, len);
-	entry[len] = '\0';
-	return entry;
+    const cJSON *cvd = cJSON_GetObjectItemCaseSensitive(r->process.env, "CUDA_VISIBLE_DEVICES");
+    if (!cJSON_IsString(cvd))
+        return NULL;
+    const char *p = cvd->valuestring;
+    for (int64_t k = 0; p && k < ordinal; k++) {
+        p = strchr(p, ',');
+        if (p)
+            p++;
+    }
+    if (!p)
+        return NULL;
+    size_t len = strcspn(p, ",");
+    if (len == 0)
+        return NULL;
+    char *entry = util_xmalloc(len + 1);
+    memcpy(entry, p, len);
+    entry[len] = '\0';
+    return entry;
 }
 
 /* device_ids name physical GPUs: the report's uuid or PCI bus id when it has one, else the
  * CUDA_VISIBLE_DEVICES entry the ordinal maps to, else (nothing remapped) the ordinal itself. */
 static char *device_id(const struct model_report *r, const struct model_device *d)
 {
-	if (d->uuid || d->pci_bus_id)
-		return util_xstrdup(d->uuid ? d->uuid : d->pci_bus_id);
-	if (!d->ordinal.known)
-		return NULL;
-	const cJSON *cvd = cJSON_GetObjectItemCaseSensitive(r->process.env, "CUDA_VISIBLE_DEVICES");
-	if (cJSON_IsString(cvd))
-		return visible_entry(r, d->ordinal.v);
-	char num[24];
-	snprintf(num, sizeof num, "%" PRId64, d->ordinal.v);
-	return util_xstrdup(num);
+    if (d->uuid || d->pci_bus_id)
+        return util_xstrdup(d->uuid ? d->uuid : d->pci_bus_id);
+    if (!d->ordinal.known)
+        return NULL;
+    const cJSON *cvd = cJSON_GetObjectItemCaseSensitive(r->process.env, "CUDA_VISIBLE_DEVICES");
+    if (cJSON_IsString(cvd))
+        return visible_entry(r, d->ordinal.v);
+    char num[24];
+    snprintf(num, sizeof num, "%" PRId64, d->ordinal.v);
+    return util_xstrdup(num);
 }
 
 /* A UUID names one GPU anywhere; bus ids and ordinals repeat from host to host. */
 static bool globally_unique(const char *id)
 {
-	return strncmp(id, "GPU-", 4) == 0 || strncmp(id, "MIG-", 4) == 0;
+    return strncmp(id, "GPU-", 4) == 0 || strncmp(id, "MIG-", 4) == 0;
 }
 
 static size_t find_gpu(struct job *j, const char *host, const char *id)
 {
-	for (size_t g = 0; g < j->n_gpus; g++)
-		if (strcmp(j->gpus[g].id, id) == 0 && (globally_unique(id) || strcmp(j->gpus[g].host, host) == 0))
-			return g;
-	return SIZE_MAX;
+    for (size_t g = 0; g < j->n_gpus; g++)
+        if (strcmp(j->gpus[g].id, id) == 0 &&
+            (globally_unique(id) || strcmp(j->gpus[g].host, host) == 0))
+            return g;
+    return SIZE_MAX;
 }
 
 static void add_to_gpu(struct job *j, size_t p, size_t dev)
 {
-	struct job_process *jp = &j->procs[p];
-	const struct model_device *d = &jp->r->devices[dev];
-	const char *id = jp->device_ids[dev];
-	jp->gpus[dev] = SIZE_MAX;
-	if (!id)
-		return;
-	size_t g = find_gpu(j, jp->r->process.host, id);
-	if (g == SIZE_MAX) {
-		j->gpus = util_xrealloc(j->gpus, (j->n_gpus + 1) * sizeof *j->gpus);
-		g = j->n_gpus++;
-		j->gpus[g] = (struct job_gpu){.host = jp->r->process.host, .id = id};
-	}
-	struct job_gpu *gpu = &j->gpus[g];
-	jp->gpus[dev] = g;
-	if (!gpu->name)
-		gpu->name = d->name;
-	if (!gpu->total_bytes.known)
-		gpu->total_bytes = d->total_bytes;
-	gpu->live_bytes = util_sat_add(gpu->live_bytes, d->live_bytes);
-	gpu->peak_bytes = util_sat_add(gpu->peak_bytes, d->peak_live_bytes);
-	/* A process with two ordinals on one GPU (it happens with repeated CUDA_VISIBLE_DEVICES
-	 * entries on other drivers) is still one process there. */
-	if (gpu->n_procs == 0 || gpu->procs[gpu->n_procs - 1] != p) {
-		gpu->procs = util_xrealloc(gpu->procs, (gpu->n_procs + 1) * sizeof *gpu->procs);
-		gpu->procs[gpu->n_procs++] = p;
-	}
+    struct job_process *jp = &j->procs[p];
+    const struct model_device *d = &jp->r->devices[dev];
+    const char *id = jp->device_ids[dev];
+    jp->gpus[dev] = SIZE_MAX;
+    if (!id)
+        return;
+    size_t g = find_gpu(j, jp->r->process.host, id);
+    if (g == SIZE_MAX) {
+        j->gpus = util_xrealloc(j->gpus, (j->n_gpus + 1) * sizeof *j->gpus);
+        g = j->n_gpus++;
+        j->gpus[g] = (struct job_gpu){ .host = jp->r->process.host, .id = id };
+    }
+    struct job_gpu *gpu = &j->gpus[g];
+    jp->gpus[dev] = g;
+    if (!gpu->name)
+        gpu->name = d->name;
+    if (!gpu->total_bytes.known)
+        gpu->total_bytes = d->total_bytes;
+    gpu->live_bytes = util_sat_add(gpu->live_bytes, d->live_bytes);
+    gpu->peak_bytes = util_sat_add(gpu->peak_bytes, d->peak_live_bytes);
+    /* A process with two ordinals on one GPU (it happens with repeated CUDA_VISIBLE_DEVICES
+     * entries on other drivers) is still one process there. */
+    if (gpu->n_procs == 0 || gpu->procs[gpu->n_procs - 1] != p) {
+        gpu->procs = util_xrealloc(gpu->procs, (gpu->n_procs + 1) * sizeof *gpu->procs);
+        gpu->procs[gpu->n_procs++] = p;
+    }
 }
 
 /* ---- findings ---- */
 
 static int cmp_i64(const void *a, const void *b)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
 }
 
 static int64_t median_peak(const struct job *j)
 {
-	if (j->n == 0)
-		return 0;
-	int64_t *v = util_xcalloc(j->n, sizeof *v);
-	for (size_t i = 0; i < j->n; i++)
-		v[i] = j->procs[i].peak_bytes;
-	qsort(v, j->n, sizeof *v, cmp_i64);
-	/* Even counts: the mean of the middle two, written so it cannot overflow (both >= 0). */
-	int64_t m = j->n % 2 ? v[j->n / 2] : v[j->n / 2 - 1] + (v[j->n / 2] - v[j->n / 2 - 1]) / 2;
-	free(v);
-	return m;
+    if (j->n == 0)
+        return 0;
+    int64_t *v = util_xcalloc(j->n, sizeof *v);
+    for (size_t i = 0; i < j->n; i++)
+        v[i] = j->procs[i].peak_bytes;
+    qsort(v, j->n, sizeof *v, cmp_i64);
+    /* Even counts: the mean of the middle two, written so it cannot overflow (both >= 0). */
+    int64_t m = j->n % 2 ? v[j->n / 2] : v[j->n / 2 - 1] + (v[j->n / 2] - v[j->n / 2 - 1]) / 2;
+    free(v);
+    return m;
 }
 
 static void add_finding(struct job *j, struct job_finding f)
 {
-	j->findings = util_xrealloc(j->findings, (j->n_findings + 1) * sizeof *j->findings);
-	j->findings[j->n_findings++] = f;
+    j->findings = util_xrealloc(j->findings, (j->n_findings + 1) * sizeof *j->findings);
+    j->findings[j->n_findings++] = f;
 }
 
 static int by_excess_desc(const void *a, const void *b)
 {
-	const struct job_finding *x = a, *y = b;
-	if (x->excess_pct != y->excess_pct)
-		return x->excess_pct > y->excess_pct ? -1 : 1;
-	return (x->proc > y->proc) - (x->proc < y->proc);
+    const struct job_finding *x = a, *y = b;
+    if (x->excess_pct != y->excess_pct)
+        return x->excess_pct > y->excess_pct ? -1 : 1;
+    return (x->proc > y->proc) - (x->proc < y->proc);
 }
 
 static void find_imbalance(struct job *j)
 {
-	/* With two processes the median is their mean, so one rank twice the other is still seen;
-	 * with one there is nothing to compare. */
-	if (j->n < 2 || j->median_peak_bytes <= 0)
-		return;
-	int64_t m = j->median_peak_bytes;
-	for (size_t i = 0; i < j->n; i++) {
-		int64_t peak = j->procs[i].peak_bytes;
-		int64_t over = peak - m;
-		if (over < JOB_IMBALANCE_MIN_BYTES)
-			continue;
-		/* over * 100 / m without overflow: both are at most int64 byte counts. */
-		int64_t pct = util_clamp_i64((double)over * 100.0 / (double)m + 0.5);
-		if (pct < JOB_IMBALANCE_PCT)
-			continue;
-		const model_int *rank = &j->procs[i].r->process.rank;
-		bool rank0 = rank->known && rank->v == 0;
-		add_finding(j, (struct job_finding){rank0 ? JOB_RANK0_EXTRA : JOB_RANK_HIGH, i, SIZE_MAX, peak, m, pct});
-	}
-	if (j->n_findings > 1) /* qsort wants a real array even for nothing to sort */
-		qsort(j->findings, j->n_findings, sizeof *j->findings, by_excess_desc);
+    /* With two processes the median is their mean, so one rank twice the other is still seen;
+     * with one there is nothing to compare. */
+    if (j->n < 2 || j->median_peak_bytes <= 0)
+        return;
+    int64_t m = j->median_peak_bytes;
+    for (size_t i = 0; i < j->n; i++) {
+        int64_t peak = j->procs[i].peak_bytes;
+        int64_t over = peak - m;
+        if (over < JOB_IMBALANCE_MIN_BYTES)
+            continue;
+        /* over * 100 / m without overflow: both are at most int64 byte counts. */
+        int64_t pct = util_clamp_i64((double)over * 100.0 / (double)m + 0.5);
+        if (pct < JOB_IMBALANCE_PCT)
+            continue;
+        const model_int *rank = &j->procs[i].r->process.rank;
+        bool rank0 = rank->known && rank->v == 0;
+        add_finding(j, (struct job_finding){ rank0 ? JOB_RANK0_EXTRA : JOB_RANK_HIGH, i, SIZE_MAX,
+                                             peak, m, pct });
+    }
+    if (j->n_findings > 1) /* qsort wants a real array even for nothing to sort */
+        qsort(j->findings, j->n_findings, sizeof *j->findings, by_excess_desc);
 }
 
 static void find_shared(struct job *j)
 {
-	for (size_t g = 0; g < j->n_gpus; g++) {
-		const struct job_gpu *gpu = &j->gpus[g];
-		if (gpu->n_procs < 2)
-			continue;
-		add_finding(j, (struct job_finding){JOB_SHARED_GPU, gpu->procs[0], g, gpu->peak_bytes,
-						    gpu->total_bytes.known ? gpu->total_bytes.v : -1, 0});
-	}
+    for (size_t g = 0; g < j->n_gpus; g++) {
+        const struct job_gpu *gpu = &j->gpus[g];
+        if (gpu->n_procs < 2)
+            continue;
+        add_finding(j, (struct job_finding){ JOB_SHARED_GPU, gpu->procs[0], g, gpu->peak_bytes,
+                                             gpu->total_bytes.known ? gpu->total_bytes.v : -1, 0 });
+    }
 }
 
 /* ---- the job ---- */
 
 void job_build(struct job *j, const struct model_report *reports, size_t n)
 {
-	*j = (struct job){0};
-	const struct model_report **order = util_xcalloc(n ? n : 1, sizeof *order);
-	for (size_t i = 0; i < n; i++)
-		order[i] = &reports[i];
-	qsort(order, n, sizeof *order, by_rank);
-	j->procs = util_xcalloc(n ? n : 1, sizeof *j->procs);
-	j->n = n;
-	bool world_agrees = true;
-	for (size_t i = 0; i < n; i++) {
-		const struct model_report *r = order[i];
-		struct job_process *p = &j->procs[i];
-		p->r = r;
-		p->live_bytes = model_total_live(r);
-		for (size_t d = 0; d < r->n_devices; d++)
-			p->peak_bytes = util_sat_add(p->peak_bytes, r->devices[d].peak_live_bytes);
-		p->device_ids = util_xcalloc(r->n_devices ? r->n_devices : 1, sizeof *p->device_ids);
-		p->gpus = util_xcalloc(r->n_devices ? r->n_devices : 1, sizeof *p->gpus);
-		for (size_t d = 0; d < r->n_devices; d++)
-			p->device_ids[d] = device_id(r, &r->devices[d]);
+    *j = (struct job){ 0 };
+    const struct model_report **order = util_xcalloc(n ? n : 1, sizeof *order);
+    for (size_t i = 0; i < n; i++)
+        order[i] = &reports[i];
+    qsort(order, n, sizeof *order, by_rank);
+    j->procs = util_xcalloc(n ? n : 1, sizeof *j->procs);
+    j->n = n;
+    bool world_agrees = true;
+    for (size_t i = 0; i < n; i++) {
+        const struct model_report *r = order[i];
+        struct job_process *p = &j->procs[i];
+        p->r = r;
+        p->live_bytes = model_total_live(r);
+        for (size_t d = 0; d < r->n_devices; d++)
+            p->peak_bytes = util_sat_add(p->peak_bytes, r->devices[d].peak_live_bytes);
+        p->device_ids = util_xcalloc(r->n_devices ? r->n_devices : 1, sizeof *p->device_ids);
+        p->gpus = util_xcalloc(r->n_devices ? r->n_devices : 1, sizeof *p->gpus);
+        for (size_t d = 0; d < r->n_devices; d++)
+            p->device_ids[d] = device_id(r, &r->devices[d]);
 
-		const model_int *s = &r->process.start_unix_ns;
-		if (s->known && (!j->start_unix_ns.known || s->v < j->start_unix_ns.v))
-			j->start_unix_ns = *s;
-		bool seen = false;
-		for (size_t k = 0; k < i && !seen; k++)
-			seen = strcmp(r->process.host, order[k]->process.host) == 0;
-		j->hosts += !seen;
+        const model_int *s = &r->process.start_unix_ns;
+        if (s->known && (!j->start_unix_ns.known || s->v < j->start_unix_ns.v))
+            j->start_unix_ns = *s;
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = strcmp(r->process.host, order[k]->process.host) == 0;
+        j->hosts += !seen;
 
-		const model_int *w = &r->process.world_size;
-		if (w->known) {
-			if (j->world_size.known && j->world_size.v != w->v)
-				world_agrees = false;
-			j->world_size = *w;
-		}
+        const model_int *w = &r->process.world_size;
+        if (w->known) {
+            if (j->world_size.known && j->world_size.v != w->v)
+                world_agrees = false;
+            j->world_size = *w;
+        }
 
-		const struct model_failure *f = model_real_oom(r);
-		if (f) {
-			j->n_failed++;
-			if (!j->first_failure || f->time_unix_ns < j->first_failure->time_unix_ns) {
-				j->first_failure = f;
-				j->first_failure_proc = i;
-			}
-		}
-	}
-	if (!world_agrees)
-		j->world_size = (model_int){0, false};
-	/* GPUs after all ids exist: they point into the processes' id strings. */
-	for (size_t i = 0; i < n; i++)
-		for (size_t d = 0; d < j->procs[i].r->n_devices; d++)
-			add_to_gpu(j, i, d);
-	j->median_peak_bytes = median_peak(j);
-	find_imbalance(j);
-	find_shared(j);
-	free(order);
+        const struct model_failure *f = model_real_oom(r);
+        if (f) {
+            j->n_failed++;
+            if (!j->first_failure || f->time_unix_ns < j->first_failure->time_unix_ns) {
+                j->first_failure = f;
+                j->first_failure_proc = i;
+            }
+        }
+    }
+    if (!world_agrees)
+        j->world_size = (model_int){ 0, false };
+    /* GPUs after all ids exist: they point into the processes' id strings. */
+    for (size_t i = 0; i < n; i++)
+        for (size_t d = 0; d < j->procs[i].r->n_devices; d++)
+            add_to_gpu(j, i, d);
+    j->median_peak_bytes = median_peak(j);
+    find_imbalance(j);
+    find_shared(j);
+    free(order);
 }
 
 void job_free(struct job *j)
 {
-	for (size_t i = 0; i < j->n; i++) {
-		for (size_t d = 0; d < j->procs[i].r->n_devices; d++)
-			free(j->procs[i].device_ids[d]);
-		free(j->procs[i].device_ids);
-		free(j->procs[i].gpus);
-	}
-	for (size_t g = 0; g < j->n_gpus; g++)
-		free(j->gpus[g].procs);
-	free(j->procs);
-	free(j->gpus);
-	free(j->findings);
-	*j = (struct job){0};
+    for (size_t i = 0; i < j->n; i++) {
+        for (size_t d = 0; d < j->procs[i].r->n_devices; d++)
+            free(j->procs[i].device_ids[d]);
+        free(j->procs[i].device_ids);
+        free(j->procs[i].gpus);
+    }
+    for (size_t g = 0; g < j->n_gpus; g++)
+        free(j->gpus[g].procs);
+    free(j->procs);
+    free(j->gpus);
+    free(j->findings);
+    *j = (struct job){ 0 };
 }
 
 /* ---- the document ---- */
 
 static cJSON *opt_int(model_int v)
 {
-	return v.known ? json_new_int(v.v) : cJSON_CreateNull();
+    return v.known ? json_new_int(v.v) : cJSON_CreateNull();
 }
 
 static const char *finding_kind(enum job_finding_kind k)
 {
-	switch (k) {
-	case JOB_RANK_HIGH: return "rank_high";
-	case JOB_RANK0_EXTRA: return "rank0_extra";
-	case JOB_SHARED_GPU: return "shared_gpu";
-	}
-	return "?";
+    switch (k) {
+    case JOB_RANK_HIGH:
+        return "rank_high";
+    case JOB_RANK0_EXTRA:
+        return "rank0_extra";
+    case JOB_SHARED_GPU:
+        return "shared_gpu";
+    }
+    return "?";
 }
 
 static cJSON *gpu_json(const struct job *j, size_t g)
 {
-	const struct job_gpu *gpu = &j->gpus[g];
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "host", gpu->host);
-	cJSON_AddStringToObject(o, "id", gpu->id);
-	if (gpu->name)
-		cJSON_AddStringToObject(o, "name", gpu->name);
-	else
-		cJSON_AddNullToObject(o, "name");
-	cJSON_AddItemToObject(o, "total_bytes", opt_int(gpu->total_bytes));
-	cJSON *procs = cJSON_AddArrayToObject(o, "processes");
-	for (size_t k = 0; k < gpu->n_procs; k++)
-		cJSON_AddItemToArray(procs, json_new_int((int64_t)gpu->procs[k]));
-	cJSON_AddItemToObject(o, "live_bytes", json_new_int(gpu->live_bytes));
-	cJSON_AddItemToObject(o, "peak_bytes_sum", json_new_int(gpu->peak_bytes));
-	return o;
+    const struct job_gpu *gpu = &j->gpus[g];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "host", gpu->host);
+    cJSON_AddStringToObject(o, "id", gpu->id);
+    if (gpu->name)
+        cJSON_AddStringToObject(o, "name", gpu->name);
+    else
+        cJSON_AddNullToObject(o, "name");
+    cJSON_AddItemToObject(o, "total_bytes", opt_int(gpu->total_bytes));
+    cJSON *procs = cJSON_AddArrayToObject(o, "processes");
+    for (size_t k = 0; k < gpu->n_procs; k++)
+        cJSON_AddItemToArray(procs, json_new_int((int64_t)gpu->procs[k]));
+    cJSON_AddItemToObject(o, "live_bytes", json_new_int(gpu->live_bytes));
+    cJSON_AddItemToObject(o, "peak_bytes_sum", json_new_int(gpu->peak_bytes));
+    return o;
 }
 
 cJSON *job_to_json(const struct job *j)
 {
-	cJSON *job = cJSON_CreateObject();
-	cJSON_AddStringToObject(job, "schema", JOB_SCHEMA);
-	cJSON *procs = cJSON_AddArrayToObject(job, "processes");
-	for (size_t i = 0; i < j->n; i++) {
-		const struct job_process *jp = &j->procs[i];
-		const struct model_report *r = jp->r;
-		cJSON *p = cJSON_CreateObject();
-		cJSON_AddStringToObject(p, "host", r->process.host);
-		cJSON_AddItemToObject(p, "pid", json_new_int(r->process.pid));
-		cJSON_AddItemToObject(p, "rank", opt_int(r->process.rank));
-		cJSON_AddItemToObject(p, "local_rank", opt_int(r->process.local_rank));
-		cJSON_AddItemToObject(p, "world_size", opt_int(r->process.world_size));
-		cJSON *ids = cJSON_AddArrayToObject(p, "device_ids");
-		for (size_t d = 0; d < r->n_devices; d++)
-			cJSON_AddItemToArray(ids, jp->device_ids[d] ? cJSON_CreateString(jp->device_ids[d])
-								    : cJSON_CreateNull());
-		cJSON_AddItemToObject(p, "live_bytes", json_new_int(jp->live_bytes));
-		cJSON_AddItemToObject(p, "peak_live_bytes", json_new_int(jp->peak_bytes));
-		/* The report itself is shared with the loaded tree, not copied. */
-		cJSON_AddItemToObject(p, "report", cJSON_CreateObjectReference(r->root->child));
-		cJSON_AddItemToArray(procs, p);
-	}
-	const struct model_failure *f = j->first_failure;
-	if (f) {
-		const struct model_report *owner = j->procs[j->first_failure_proc].r;
-		cJSON *ff = cJSON_CreateObject();
-		cJSON_AddStringToObject(ff, "host", owner->process.host);
-		cJSON_AddItemToObject(ff, "pid", json_new_int(owner->process.pid));
-		cJSON_AddItemToObject(ff, "rank", opt_int(owner->process.rank));
-		cJSON_AddItemToObject(ff, "time_unix_ns", json_new_int(f->time_unix_ns));
-		cJSON_AddStringToObject(ff, "api", f->api);
-		cJSON_AddItemToObject(ff, "device", opt_int(f->device));
-		cJSON_AddItemToObject(ff, "size", json_new_int(f->size));
-		cJSON_AddItemToObject(ff, "process", json_new_int((int64_t)j->first_failure_proc));
-		cJSON_AddItemToObject(job, "first_failure", ff);
-	} else {
-		cJSON_AddNullToObject(job, "first_failure");
-	}
-	cJSON_AddItemToObject(job, "hosts", json_new_int((int64_t)j->hosts));
-	cJSON_AddItemToObject(job, "world_size", opt_int(j->world_size));
-	cJSON_AddItemToObject(job, "processes_out_of_memory", json_new_int((int64_t)j->n_failed));
-	cJSON *gpus = cJSON_AddArrayToObject(job, "gpus");
-	for (size_t g = 0; g < j->n_gpus; g++)
-		cJSON_AddItemToArray(gpus, gpu_json(j, g));
-	cJSON_AddItemToObject(job, "median_peak_bytes", json_new_int(j->median_peak_bytes));
-	cJSON *fs = cJSON_AddArrayToObject(job, "findings");
-	for (size_t i = 0; i < j->n_findings; i++) {
-		const struct job_finding *x = &j->findings[i];
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "kind", finding_kind(x->kind));
-		cJSON_AddItemToObject(o, "process", json_new_int((int64_t)x->proc));
-		cJSON_AddItemToObject(o, "rank", opt_int(j->procs[x->proc].r->process.rank));
-		if (x->kind == JOB_SHARED_GPU) {
-			cJSON_AddItemToObject(o, "gpu", json_new_int((int64_t)x->gpu));
-			cJSON_AddItemToObject(o, "peak_bytes_sum", json_new_int(x->bytes));
-			cJSON_AddItemToObject(o, "total_bytes", x->median_bytes >= 0 ? json_new_int(x->median_bytes)
-										 : cJSON_CreateNull());
-		} else {
-			cJSON_AddItemToObject(o, "peak_bytes", json_new_int(x->bytes));
-			cJSON_AddItemToObject(o, "median_peak_bytes", json_new_int(x->median_bytes));
-			cJSON_AddItemToObject(o, "excess_pct", json_new_int(x->excess_pct));
-		}
-		cJSON_AddItemToArray(fs, o);
-	}
-	return job;
+    cJSON *job = cJSON_CreateObject();
+    cJSON_AddStringToObject(job, "schema", JOB_SCHEMA);
+    cJSON *procs = cJSON_AddArrayToObject(job, "processes");
+    for (size_t i = 0; i < j->n; i++) {
+        const struct job_process *jp = &j->procs[i];
+        const struct model_report *r = jp->r;
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddStringToObject(p, "host", r->process.host);
+        cJSON_AddItemToObject(p, "pid", json_new_int(r->process.pid));
+        cJSON_AddItemToObject(p, "rank", opt_int(r->process.rank));
+        cJSON_AddItemToObject(p, "local_rank", opt_int(r->process.local_rank));
+        cJSON_AddItemToObject(p, "world_size", opt_int(r->process.world_size));
+        cJSON *ids = cJSON_AddArrayToObject(p, "device_ids");
+        for (size_t d = 0; d < r->n_devices; d++)
+            cJSON_AddItemToArray(ids, jp->device_ids[d] ? cJSON_CreateString(jp->device_ids[d])
+                                                        : cJSON_CreateNull());
+        cJSON_AddItemToObject(p, "live_bytes", json_new_int(jp->live_bytes));
+        cJSON_AddItemToObject(p, "peak_live_bytes", json_new_int(jp->peak_bytes));
+        /* The report itself is shared with the loaded tree, not copied. */
+        cJSON_AddItemToObject(p, "report", cJSON_CreateObjectReference(r->root->child));
+        cJSON_AddItemToArray(procs, p);
+    }
+    const struct model_failure *f = j->first_failure;
+    if (f) {
+        const struct model_report *owner = j->procs[j->first_failure_proc].r;
+        cJSON *ff = cJSON_CreateObject();
+        cJSON_AddStringToObject(ff, "host", owner->process.host);
+        cJSON_AddItemToObject(ff, "pid", json_new_int(owner->process.pid));
+        cJSON_AddItemToObject(ff, "rank", opt_int(owner->process.rank));
+        cJSON_AddItemToObject(ff, "time_unix_ns", json_new_int(f->time_unix_ns));
+        cJSON_AddStringToObject(ff, "api", f->api);
+        cJSON_AddItemToObject(ff, "device", opt_int(f->device));
+        cJSON_AddItemToObject(ff, "size", json_new_int(f->size));
+        cJSON_AddItemToObject(ff, "process", json_new_int((int64_t)j->first_failure_proc));
+        cJSON_AddItemToObject(job, "first_failure", ff);
+    } else {
+        cJSON_AddNullToObject(job, "first_failure");
+    }
+    cJSON_AddItemToObject(job, "hosts", json_new_int((int64_t)j->hosts));
+    cJSON_AddItemToObject(job, "world_size", opt_int(j->world_size));
+    cJSON_AddItemToObject(job, "processes_out_of_memory", json_new_int((int64_t)j->n_failed));
+    cJSON *gpus = cJSON_AddArrayToObject(job, "gpus");
+    for (size_t g = 0; g < j->n_gpus; g++)
+        cJSON_AddItemToArray(gpus, gpu_json(j, g));
+    cJSON_AddItemToObject(job, "median_peak_bytes", json_new_int(j->median_peak_bytes));
+    cJSON *fs = cJSON_AddArrayToObject(job, "findings");
+    for (size_t i = 0; i < j->n_findings; i++) {
+        const struct job_finding *x = &j->findings[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "kind", finding_kind(x->kind));
+        cJSON_AddItemToObject(o, "process", json_new_int((int64_t)x->proc));
+        cJSON_AddItemToObject(o, "rank", opt_int(j->procs[x->proc].r->process.rank));
+        if (x->kind == JOB_SHARED_GPU) {
+            cJSON_AddItemToObject(o, "gpu", json_new_int((int64_t)x->gpu));
+            cJSON_AddItemToObject(o, "peak_bytes_sum", json_new_int(x->bytes));
+            cJSON_AddItemToObject(o, "total_bytes",
+                                  x->median_bytes >= 0 ? json_new_int(x->median_bytes)
+                                                       : cJSON_CreateNull());
+        } else {
+            cJSON_AddItemToObject(o, "peak_bytes", json_new_int(x->bytes));
+            cJSON_AddItemToObject(o, "median_peak_bytes", json_new_int(x->median_bytes));
+            cJSON_AddItemToObject(o, "excess_pct", json_new_int(x->excess_pct));
+        }
+        cJSON_AddItemToArray(fs, o);
+    }
+    return job;
 }
 
 /* ---- one job or several ---- */
@@ -370,194 +376,200 @@ cJSON *job_to_json(const struct job *j)
  * --local_rank=N (or --local-rank=N, or the value as the next argument). */
 static size_t skip_local_rank(const char *const *argv, size_t argc, size_t i)
 {
-	static const char *const names[] = {"--local_rank", "--local-rank"};
-	for (size_t k = 0; k < 2; k++) {
-		size_t len = strlen(names[k]);
-		if (strncmp(argv[i], names[k], len) != 0)
-			continue;
-		if (argv[i][len] == '=')
-			return i + 1;
-		if (argv[i][len] == '\0')
-			return i + 1 < argc ? i + 2 : i + 1;
-	}
-	return i;
+    static const char *const names[] = { "--local_rank", "--local-rank" };
+    for (size_t k = 0; k < 2; k++) {
+        size_t len = strlen(names[k]);
+        if (strncmp(argv[i], names[k], len) != 0)
+            continue;
+        if (argv[i][len] == '=')
+            return i + 1;
+        if (argv[i][len] == '\0')
+            return i + 1 < argc ? i + 2 : i + 1;
+    }
+    return i;
 }
 
 static bool same_command(const struct model_process *a, const struct model_process *b)
 {
-	size_t i = 0, k = 0;
-	for (;;) {
-		size_t ni, nk;
-		while (i < a->argc && (ni = skip_local_rank(a->argv, a->argc, i)) != i)
-			i = ni;
-		while (k < b->argc && (nk = skip_local_rank(b->argv, b->argc, k)) != k)
-			k = nk;
-		if (i == a->argc || k == b->argc)
-			return i == a->argc && k == b->argc;
-		if (strcmp(a->argv[i], b->argv[k]) != 0)
-			return false;
-		i++;
-		k++;
-	}
+    size_t i = 0, k = 0;
+    for (;;) {
+        size_t ni, nk;
+        while (i < a->argc && (ni = skip_local_rank(a->argv, a->argc, i)) != i)
+            i = ni;
+        while (k < b->argc && (nk = skip_local_rank(b->argv, b->argc, k)) != k)
+            k = nk;
+        if (i == a->argc || k == b->argc)
+            return i == a->argc && k == b->argc;
+        if (strcmp(a->argv[i], b->argv[k]) != 0)
+            return false;
+        i++;
+        k++;
+    }
 }
 
 static void add_who(struct strbuf *b, const struct model_report *r)
 {
-	util_add_text(b, r->path);
-	sb_printf(b, " (pid %" PRId64 " on ", r->process.pid);
-	util_add_text(b, r->process.host);
-	if (r->process.rank.known)
-		sb_printf(b, ", rank %" PRId64, r->process.rank.v);
-	sb_addc(b, ')');
+    util_add_text(b, r->path);
+    sb_printf(b, " (pid %" PRId64 " on ", r->process.pid);
+    util_add_text(b, r->process.host);
+    if (r->process.rank.known)
+        sb_printf(b, ", rank %" PRId64, r->process.rank.v);
+    sb_addc(b, ')');
 }
 
 bool job_mixed(const struct model_report *reports, size_t n, struct strbuf *why)
 {
-	for (size_t i = 0; i < n; i++) {
-		const struct model_process *p = &reports[i].process;
-		for (size_t k = 0; k < i; k++) {
-			const struct model_process *q = &reports[k].process;
-			const char *what = NULL;
-			if (p->pid == q->pid && strcmp(p->host, q->host) == 0)
-				what = "the same process twice (same host and pid)";
-			else if (!same_command(p, q))
-				what = "different command lines: not one job";
-			else if (p->world_size.known && q->world_size.known && p->world_size.v != q->world_size.v)
-				what = "different world sizes: not one job";
-			else if (p->rank.known && q->rank.known && p->rank.v == q->rank.v)
-				what = "the same rank twice: two runs of the job?";
-			if (!what)
-				continue;
-			add_who(why, &reports[k]);
-			sb_add(why, " and ");
-			add_who(why, &reports[i]);
-			sb_printf(why, ": %s", what);
-			return true;
-		}
-	}
-	return false;
+    for (size_t i = 0; i < n; i++) {
+        const struct model_process *p = &reports[i].process;
+        for (size_t k = 0; k < i; k++) {
+            const struct model_process *q = &reports[k].process;
+            const char *what = NULL;
+            if (p->pid == q->pid && strcmp(p->host, q->host) == 0)
+                what = "the same process twice (same host and pid)";
+            else if (!same_command(p, q))
+                what = "different command lines: not one job";
+            else if (p->world_size.known && q->world_size.known &&
+                     p->world_size.v != q->world_size.v)
+                what = "different world sizes: not one job";
+            else if (p->rank.known && q->rank.known && p->rank.v == q->rank.v)
+                what = "the same rank twice: two runs of the job?";
+            if (!what)
+                continue;
+            add_who(why, &reports[k]);
+            sb_add(why, " and ");
+            add_who(why, &reports[i]);
+            sb_printf(why, ": %s", what);
+            return true;
+        }
+    }
+    return false;
 }
 
 int64_t job_world_size(const struct job *j)
 {
-	return j->world_size.known && j->world_size.v > 0 ? j->world_size.v : (int64_t)j->n;
+    return j->world_size.known && j->world_size.v > 0 ? j->world_size.v : (int64_t)j->n;
 }
 
-bool job_rank_batch(const struct job *j, int64_t *per_rank, int64_t *flag_value, bool *flag_is_total)
+bool job_rank_batch(const struct job *j, int64_t *per_rank, int64_t *flag_value,
+                    bool *flag_is_total)
 {
-	if (j->n == 0)
-		return false;
-	const struct model_process *p = &j->procs[0].r->process;
-	struct cmdline_flag f;
-	cmdline_find(p->argv, p->argc, CMDLINE_BATCH, &f);
-	if (!f.found)
-		return false;
-	*flag_value = f.value;
-	/* YOLOv5/v7/v9 (batch_size // WORLD_SIZE) and Ultralytics split the batch over the GPUs;
-	 * other scripts, and Hugging Face's per_device flag, give each rank its own (cmdline.c). */
-	*flag_is_total = cmdline_batch_scope(p->argv, p->argc) == CMDLINE_BATCH_TOTAL;
-	int64_t world = job_world_size(j);
-	*per_rank = *flag_is_total ? f.value / (world > 0 ? world : 1) : f.value;
-	return true;
+    if (j->n == 0)
+        return false;
+    const struct model_process *p = &j->procs[0].r->process;
+    struct cmdline_flag f;
+    cmdline_find(p->argv, p->argc, CMDLINE_BATCH, &f);
+    if (!f.found)
+        return false;
+    *flag_value = f.value;
+    /* YOLOv5/v7/v9 (batch_size // WORLD_SIZE) and Ultralytics split the batch over the GPUs;
+     * other scripts, and Hugging Face's per_device flag, give each rank its own (cmdline.c). */
+    *flag_is_total = cmdline_batch_scope(p->argv, p->argc) == CMDLINE_BATCH_TOTAL;
+    int64_t world = job_world_size(j);
+    *per_rank = *flag_is_total ? f.value / (world > 0 ? world : 1) : f.value;
+    return true;
 }
 
 /* ---- reading job files ---- */
 
 static void append(struct model_report **reports, size_t *n, const struct model_report *r)
 {
-	*reports = util_xrealloc(*reports, (*n + 1) * sizeof **reports);
-	(*reports)[(*n)++] = *r;
+    *reports = util_xrealloc(*reports, (*n + 1) * sizeof **reports);
+    (*reports)[(*n)++] = *r;
 }
 
-static bool load_job(const char *path, cJSON *root, struct model_report **reports, size_t *n_reports,
-		     struct strbuf *err)
+static bool load_job(const char *path, cJSON *root, struct model_report **reports,
+                     size_t *n_reports, struct strbuf *err)
 {
-	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(root, "processes");
-	size_t first = *n_reports, i = 0;
-	if (!cJSON_IsArray(procs)) {
-		sb_add(err, "processes: expected an array");
-		goto fail;
-	}
-	if (cJSON_GetArraySize(procs) == 0) {
-		sb_add(err, "processes: empty: a job has at least one process");
-		goto fail;
-	}
-	for (cJSON *e = procs->child; e; e = e->next, i++) {
-		cJSON *rep = cJSON_IsObject(e) ? cJSON_DetachItemFromObjectCaseSensitive(e, "report") : NULL;
-		if (!cJSON_IsObject(rep)) {
-			cJSON_Delete(rep);
-			sb_printf(err, "processes[%zu]: expected an object with the process's report", i);
-			goto fail;
-		}
-		struct model_report r;
-		struct strbuf inner = {0};
-		char *where = util_xmalloc(strlen(path) + 48);
-		sprintf(where, "%s, processes[%zu]", path, i);
-		if (!model_load_tree(where, rep, &r, &inner)) {
-			/* "devices[0].live_bytes: ..." continues the path; a bare reason follows a colon. */
-			const char *m = sb_str(&inner);
-			size_t colon = strcspn(m, ":"), space = strcspn(m, " ");
-			sb_printf(err, "processes[%zu].report%s%s", i, colon < space ? "." : ": ", m);
-			sb_free(&inner);
-			free(where);
-			goto fail;
-		}
-		sb_free(&inner);
-		r.path_owned = where;
-		append(reports, n_reports, &r);
-		/* The entry's own names must be its report's: a hand-edited file is caught here. */
-		int64_t pid;
-		const cJSON *host = cJSON_GetObjectItemCaseSensitive(e, "host");
-		const cJSON *pidj = cJSON_GetObjectItemCaseSensitive(e, "pid");
-		if (!cJSON_IsString(host) || strcmp(host->valuestring, r.process.host) != 0 ||
-		    json_int(pidj, &pid) != JSON_INT_OK || pid != r.process.pid) {
-			sb_printf(err, "processes[%zu]: host and pid are not those of its report", i);
-			goto fail;
-		}
-	}
-	cJSON_Delete(root);
-	return true;
+    const cJSON *procs = cJSON_GetObjectItemCaseSensitive(root, "processes");
+    size_t first = *n_reports, i = 0;
+    if (!cJSON_IsArray(procs)) {
+        sb_add(err, "processes: expected an array");
+        goto fail;
+    }
+    if (cJSON_GetArraySize(procs) == 0) {
+        sb_add(err, "processes: empty: a job has at least one process");
+        goto fail;
+    }
+    for (cJSON *e = procs->child; e; e = e->next, i++) {
+        cJSON *rep =
+                cJSON_IsObject(e) ? cJSON_DetachItemFromObjectCaseSensitive(e, "report") : NULL;
+        if (!cJSON_IsObject(rep)) {
+            cJSON_Delete(rep);
+            sb_printf(err, "processes[%zu]: expected an object with the process's report", i);
+            goto fail;
+        }
+        struct model_report r;
+        struct strbuf inner = { 0 };
+        char *where = util_xmalloc(strlen(path) + 48);
+        sprintf(where, "%s, processes[%zu]", path, i);
+        if (!model_load_tree(where, rep, &r, &inner)) {
+            /* "devices[0].live_bytes: ..." continues the path; a bare reason follows a colon. */
+            const char *m = sb_str(&inner);
+            size_t colon = strcspn(m, ":"), space = strcspn(m, " ");
+            sb_printf(err, "processes[%zu].report%s%s", i, colon < space ? "." : ": ", m);
+            sb_free(&inner);
+            free(where);
+            goto fail;
+        }
+        sb_free(&inner);
+        r.path_owned = where;
+        append(reports, n_reports, &r);
+        /* The entry's own names must be its report's: a hand-edited file is caught here. */
+        int64_t pid;
+        const cJSON *host = cJSON_GetObjectItemCaseSensitive(e, "host");
+        const cJSON *pidj = cJSON_GetObjectItemCaseSensitive(e, "pid");
+        if (!cJSON_IsString(host) || strcmp(host->valuestring, r.process.host) != 0 ||
+            json_int(pidj, &pid) != JSON_INT_OK || pid != r.process.pid) {
+            sb_printf(err, "processes[%zu]: host and pid are not those of its report", i);
+            goto fail;
+        }
+    }
+    cJSON_Delete(root);
+    return true;
 fail:
-	while (*n_reports > first)
-		model_free(&(*reports)[--*n_reports]);
-	cJSON_Delete(root);
-	return false;
+    while (*n_reports > first)
+        model_free(&(*reports)[--*n_reports]);
+    cJSON_Delete(root);
+    return false;
 }
 
-bool job_load_file(const char *path, struct model_report **reports, size_t *n_reports, struct strbuf *err)
+bool job_load_file(const char *path, struct model_report **reports, size_t *n_reports,
+                   struct strbuf *err)
 {
-	cJSON *root = json_load_file(path, err);
-	if (!root)
-		return false;
-	const cJSON *schema = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "schema") : NULL;
-	if (cJSON_IsString(schema) && strcmp(schema->valuestring, JOB_SCHEMA) == 0)
-		return load_job(path, root, reports, n_reports, err);
-	struct model_report r;
-	if (!model_load_tree(path, root, &r, err))
-		return false;
-	append(reports, n_reports, &r);
-	return true;
+    cJSON *root = json_load_file(path, err);
+    if (!root)
+        return false;
+    const cJSON *schema =
+            cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "schema") : NULL;
+    if (cJSON_IsString(schema) && strcmp(schema->valuestring, JOB_SCHEMA) == 0)
+        return load_job(path, root, reports, n_reports, err);
+    struct model_report r;
+    if (!model_load_tree(path, root, &r, err))
+        return false;
+    append(reports, n_reports, &r);
+    return true;
 }
 
-bool job_load_files(const char *prefix, char *const *paths, size_t n, struct model_report **reports, size_t *n_reports)
+bool job_load_files(const char *prefix, char *const *paths, size_t n, struct model_report **reports,
+                    size_t *n_reports)
 {
-	for (size_t i = 0; i < n; i++) {
-		struct strbuf err = {0};
-		bool ok = job_load_file(paths[i], reports, n_reports, &err);
-		if (!ok && prefix)
-			util_err("%s: %s: %s", prefix, paths[i], sb_str(&err));
-		else if (!ok)
-			util_err("%s: %s", paths[i], sb_str(&err));
-		sb_free(&err);
-		if (!ok)
-			return false;
-	}
-	return true;
+    for (size_t i = 0; i < n; i++) {
+        struct strbuf err = { 0 };
+        bool ok = job_load_file(paths[i], reports, n_reports, &err);
+        if (!ok && prefix)
+            util_err("%s: %s: %s", prefix, paths[i], sb_str(&err));
+        else if (!ok)
+            util_err("%s: %s", paths[i], sb_str(&err));
+        sb_free(&err);
+        if (!ok)
+            return false;
+    }
+    return true;
 }
 
 void job_free_reports(struct model_report *reports, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		model_free(&reports[i]);
-	free(reports);
+    for (size_t i = 0; i < n; i++)
+        model_free(&reports[i]);
+    free(reports);
 }

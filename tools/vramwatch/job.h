@@ -20,54 +20,54 @@
 #define JOB_IMBALANCE_MIN_BYTES (64LL << 20)
 
 struct job_process {
-	const struct model_report *r;
-	int64_t live_bytes;  /* over all its devices */
-	int64_t peak_bytes;  /* sum of its devices' peak_live_bytes */
-	char **device_ids;   /* one per r->devices entry: the physical GPU's name, NULL when unknown */
-	size_t *gpus;        /* one per r->devices entry: index into job.gpus, SIZE_MAX when unknown */
+    const struct model_report *r;
+    int64_t live_bytes; /* over all its devices */
+    int64_t peak_bytes; /* sum of its devices' peak_live_bytes */
+    char **device_ids;  /* one per r->devices entry: the physical GPU's name, NULL when unknown */
+    size_t *gpus;       /* one per r->devices entry: index into job.gpus, SIZE_MAX when unknown */
 };
 
 /* One physical GPU: a UUID is unique anywhere, a PCI bus id or an ordinal only on its host. */
 struct job_gpu {
-	const char *host;
-	const char *id;      /* the device_ids entry that names it */
-	const char *name;    /* device name, NULL when unknown */
-	model_int total_bytes;
-	size_t *procs;       /* indices into job.procs, in rank order */
-	size_t n_procs;
-	int64_t live_bytes;  /* all its processes' live memory on it */
-	int64_t peak_bytes;  /* the sum of their peaks: an upper bound, the peaks need not coincide */
+    const char *host;
+    const char *id;   /* the device_ids entry that names it */
+    const char *name; /* device name, NULL when unknown */
+    model_int total_bytes;
+    size_t *procs; /* indices into job.procs, in rank order */
+    size_t n_procs;
+    int64_t live_bytes; /* all its processes' live memory on it */
+    int64_t peak_bytes; /* the sum of their peaks: an upper bound, the peaks need not coincide */
 };
 
 enum job_finding_kind {
-	JOB_RANK_HIGH,    /* a rank (other than 0) peaked well above the median rank */
-	JOB_RANK0_EXTRA,  /* rank 0 did: buffers only rank 0 keeps (evaluation, EMA, logging, saving) */
-	JOB_SHARED_GPU,   /* several processes on one physical GPU */
+    JOB_RANK_HIGH,   /* a rank (other than 0) peaked well above the median rank */
+    JOB_RANK0_EXTRA, /* rank 0 did: buffers only rank 0 keeps (evaluation, EMA, logging, saving) */
+    JOB_SHARED_GPU,  /* several processes on one physical GPU */
 };
 
 struct job_finding {
-	enum job_finding_kind kind;
-	size_t proc;           /* RANK_HIGH, RANK0_EXTRA: the process; SHARED_GPU: its first one */
-	size_t gpu;            /* SHARED_GPU: the GPU; else SIZE_MAX */
-	int64_t bytes;         /* the rank's peak; SHARED_GPU: the sum of the sharers' peaks */
-	int64_t median_bytes;  /* the median rank's peak; SHARED_GPU: the GPU's capacity, -1 unknown */
-	int64_t excess_pct;    /* how far above the median, in percent; SHARED_GPU: 0 */
+    enum job_finding_kind kind;
+    size_t proc;          /* RANK_HIGH, RANK0_EXTRA: the process; SHARED_GPU: its first one */
+    size_t gpu;           /* SHARED_GPU: the GPU; else SIZE_MAX */
+    int64_t bytes;        /* the rank's peak; SHARED_GPU: the sum of the sharers' peaks */
+    int64_t median_bytes; /* the median rank's peak; SHARED_GPU: the GPU's capacity, -1 unknown */
+    int64_t excess_pct;   /* how far above the median, in percent; SHARED_GPU: 0 */
 };
 
 struct job {
-	struct job_process *procs; /* in rank order: ranks, then unranked by host and pid */
-	size_t n;
-	struct job_gpu *gpus;
-	size_t n_gpus;
-	size_t hosts;
-	model_int start_unix_ns;           /* the earliest process start */
-	model_int world_size;              /* when every process that says agrees */
-	const struct model_failure *first_failure; /* earliest real out-of-memory, NULL if none */
-	size_t first_failure_proc;         /* whose */
-	size_t n_failed;                   /* processes with a real out-of-memory */
-	int64_t median_peak_bytes;         /* over the processes */
-	struct job_finding *findings;      /* imbalances first (largest first), then shared GPUs */
-	size_t n_findings;
+    struct job_process *procs; /* in rank order: ranks, then unranked by host and pid */
+    size_t n;
+    struct job_gpu *gpus;
+    size_t n_gpus;
+    size_t hosts;
+    model_int start_unix_ns;                   /* the earliest process start */
+    model_int world_size;                      /* when every process that says agrees */
+    const struct model_failure *first_failure; /* earliest real out-of-memory, NULL if none */
+    size_t first_failure_proc;                 /* whose */
+    size_t n_failed;                           /* processes with a real out-of-memory */
+    int64_t median_peak_bytes;                 /* over the processes */
+    struct job_finding *findings; /* imbalances first (largest first), then shared GPUs */
+    size_t n_findings;
 };
 
 /* Reads the reports (borrowed: they must outlive the job) as one job. */
@@ -88,17 +88,20 @@ bool job_mixed(const struct model_report *reports, size_t n, struct strbuf *why)
  * the YOLO scripts whose --batch is the total over all GPUs. False when no flag was found. */
 /* The job's world size: as the launcher said (WORLD_SIZE), else the number of its processes. */
 int64_t job_world_size(const struct job *j);
-bool job_rank_batch(const struct job *j, int64_t *per_rank, int64_t *flag_value, bool *flag_is_total);
+bool job_rank_batch(const struct job *j, int64_t *per_rank, int64_t *flag_value,
+                    bool *flag_is_total);
 
 /* Loads a file that is either one report or a job document (whose processes' reports are taken
  * out of it). Appends to *reports (n_reports entries, grown as needed). False with a one-line
  * reason (without the file name) in err. */
-bool job_load_file(const char *path, struct model_report **reports, size_t *n_reports, struct strbuf *err);
+bool job_load_file(const char *path, struct model_report **reports, size_t *n_reports,
+                   struct strbuf *err);
 
 /* job_load_file for each path in order. At the first that cannot be read, one line on stderr
  * ("PREFIX: PATH: reason", or "PATH: reason" when prefix is NULL) and false; what was loaded
  * until then is in *reports either way. */
-bool job_load_files(const char *prefix, char *const *paths, size_t n, struct model_report **reports, size_t *n_reports);
+bool job_load_files(const char *prefix, char *const *paths, size_t n, struct model_report **reports,
+                    size_t *n_reports);
 /* Frees the reports job_load_file(s) loaded, and the array. */
 void job_free_reports(struct model_report *reports, size_t n);
 

@@ -35,10 +35,10 @@
 cJSON *json_load_file(const char *path, struct strbuf *err);
 
 enum json_int_status {
-	JSON_INT_OK,
-	JSON_INT_NOT_NUMBER,
-	JSON_INT_FRACTION,  /* a number, but not a whole one */
-	JSON_INT_RANGE,     /* a whole number outside int64 */
+    JSON_INT_OK,
+    JSON_INT_NOT_NUMBER,
+    JSON_INT_FRACTION, /* a number, but not a whole one */
+    JSON_INT_RANGE,    /* a whole number outside int64 */
 };
 /* The exact integer value of a number node. */
 enum json_int_status json_int(const cJSON *item, int64_t *out);

@@ -9,60 +9,63 @@
 
 const char *memmodel_basis_name(enum memmodel_basis b)
 {
-	switch (b) {
-	case MEMMODEL_RUNS:
-		return "runs";
-	case MEMMODEL_TIMELINE:
-		return "timeline";
-	case MEMMODEL_BOUND:
-		break;
-	}
-	return "bound";
+    switch (b) {
+    case MEMMODEL_RUNS:
+        return "runs";
+    case MEMMODEL_TIMELINE:
+        return "timeline";
+    case MEMMODEL_BOUND:
+        break;
+    }
+    return "bound";
 }
 
 /* The device the job peaked highest on: the one whose memory decides. */
 static const struct model_device *main_device(const struct model_report *r)
 {
-	const struct model_device *best = NULL;
-	for (size_t i = 0; i < r->n_devices; i++)
-		if (!best || r->devices[i].peak_reserved_bytes > best->peak_reserved_bytes)
-			best = &r->devices[i];
-	return best;
+    const struct model_device *best = NULL;
+    for (size_t i = 0; i < r->n_devices; i++)
+        if (!best || r->devices[i].peak_reserved_bytes > best->peak_reserved_bytes)
+            best = &r->devices[i];
+    return best;
 }
 
 static bool same_device(model_int a, const struct model_device *d)
 {
-	return !a.known || !d->ordinal.known || a.v == d->ordinal.v;
+    return !a.known || !d->ordinal.known || a.v == d->ordinal.v;
 }
 
 struct marker {
-	int64_t time, live, phase_peak;
-	const char *label;
+    int64_t time, live, phase_peak;
+    const char *label;
 };
 
 /* The report's markers, oldest first; NULL (and 0) when it has none or they do not read. */
 static struct marker *read_markers(const struct model_report *r, size_t *n)
 {
-	*n = 0;
-	const cJSON *markers = cJSON_GetObjectItemCaseSensitive(r->root, "markers");
-	int count = cJSON_IsArray(markers) ? cJSON_GetArraySize(markers) : 0;
-	if (count <= 0)
-		return NULL;
-	struct marker *out = util_xcalloc((size_t)count, sizeof *out);
-	const cJSON *m;
-	cJSON_ArrayForEach(m, markers) {
-		const cJSON *label = cJSON_GetObjectItemCaseSensitive(m, "label");
-		struct marker *k = &out[*n];
-		if (!cJSON_IsString(label) || !label->valuestring ||
-		    json_int(cJSON_GetObjectItemCaseSensitive(m, "time_unix_ns"), &k->time) != JSON_INT_OK ||
-		    json_int(cJSON_GetObjectItemCaseSensitive(m, "live_bytes"), &k->live) != JSON_INT_OK ||
-		    json_int(cJSON_GetObjectItemCaseSensitive(m, "phase_peak_bytes"), &k->phase_peak) != JSON_INT_OK ||
-		    k->live < 0 || k->phase_peak < 0)
-			continue;
-		k->label = label->valuestring;
-		(*n)++;
-	}
-	return out;
+    *n = 0;
+    const cJSON *markers = cJSON_GetObjectItemCaseSensitive(r->root, "markers");
+    int count = cJSON_IsArray(markers) ? cJSON_GetArraySize(markers) : 0;
+    if (count <= 0)
+        return NULL;
+    struct marker *out = util_xcalloc((size_t)count, sizeof *out);
+    const cJSON *m;
+    cJSON_ArrayForEach(m, markers)
+    {
+        const cJSON *label = cJSON_GetObjectItemCaseSensitive(m, "label");
+        struct marker *k = &out[*n];
+        if (!cJSON_IsString(label) || !label->valuestring ||
+            json_int(cJSON_GetObjectItemCaseSensitive(m, "time_unix_ns"), &k->time) !=
+                    JSON_INT_OK ||
+            json_int(cJSON_GetObjectItemCaseSensitive(m, "live_bytes"), &k->live) != JSON_INT_OK ||
+            json_int(cJSON_GetObjectItemCaseSensitive(m, "phase_peak_bytes"), &k->phase_peak) !=
+                    JSON_INT_OK ||
+            k->live < 0 || k->phase_peak < 0)
+            continue;
+        k->label = label->valuestring;
+        (*n)++;
+    }
+    return out;
 }
 
 /* ---- phases found by themselves, for runs without markers ----
@@ -82,75 +85,79 @@ static struct marker *read_markers(const struct model_report *r, size_t *n)
 #define AUTO_MIN_QUIET_NS 5000000ll
 
 struct auto_site {
-	int64_t t, live, peak;
-	char key[256]; /* the outermost frame in which call chains differ */
+    int64_t t, live, peak;
+    char key[256]; /* the outermost frame in which call chains differ */
 };
 
 static int cmp_i64(const void *a, const void *b)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
 }
 
 /* By key, then by time: the first of each key is where that call chain first allocated. */
 static int cmp_key_time(const void *a, const void *b)
 {
-	const struct auto_site *x = *(const struct auto_site *const *)a, *y = *(const struct auto_site *const *)b;
-	int c = strcmp(x->key, y->key);
-	if (c)
-		return c;
-	return x->t < y->t ? -1 : x->t > y->t;
+    const struct auto_site *x = *(const struct auto_site *const *)a,
+                           *y = *(const struct auto_site *const *)b;
+    int c = strcmp(x->key, y->key);
+    if (c)
+        return c;
+    return x->t < y->t ? -1 : x->t > y->t;
 }
 
 static int cmp_auto_site(const void *a, const void *b)
 {
-	const struct auto_site *x = a, *y = b;
-	return x->t < y->t ? -1 : x->t > y->t;
+    const struct auto_site *x = a, *y = b;
+    return x->t < y->t ? -1 : x->t > y->t;
 }
 
 /* One frame as text, to compare call chains: file, function and line for Python, module and
  * offset for native code. */
 static void frame_text(const cJSON *f, char *out, size_t cap)
 {
-	const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
-	out[0] = 0;
-	if (cJSON_IsString(kind) && strcmp(kind->valuestring, "python") == 0) {
-		const cJSON *file = cJSON_GetObjectItemCaseSensitive(f, "file");
-		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(f, "function");
-		const cJSON *line = cJSON_GetObjectItemCaseSensitive(f, "line");
-		snprintf(out, cap, "%s:%s:%lld", cJSON_IsString(file) ? file->valuestring : "?",
-		         cJSON_IsString(fn) ? fn->valuestring : "?", cJSON_IsNumber(line) ? (long long)line->valuedouble : -1);
-	} else {
-		const cJSON *mod = cJSON_GetObjectItemCaseSensitive(f, "module");
-		const cJSON *off = cJSON_GetObjectItemCaseSensitive(f, "offset");
-		snprintf(out, cap, "%s+%lld", cJSON_IsString(mod) ? mod->valuestring : "?",
-		         cJSON_IsNumber(off) ? (long long)off->valuedouble : -1);
-	}
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
+    out[0] = 0;
+    if (cJSON_IsString(kind) && strcmp(kind->valuestring, "python") == 0) {
+        const cJSON *file = cJSON_GetObjectItemCaseSensitive(f, "file");
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(f, "function");
+        const cJSON *line = cJSON_GetObjectItemCaseSensitive(f, "line");
+        snprintf(out, cap, "%s:%s:%lld", cJSON_IsString(file) ? file->valuestring : "?",
+                 cJSON_IsString(fn) ? fn->valuestring : "?",
+                 cJSON_IsNumber(line) ? (long long)line->valuedouble : -1);
+    } else {
+        const cJSON *mod = cJSON_GetObjectItemCaseSensitive(f, "module");
+        const cJSON *off = cJSON_GetObjectItemCaseSensitive(f, "offset");
+        snprintf(out, cap, "%s+%lld", cJSON_IsString(mod) ? mod->valuestring : "?",
+                 cJSON_IsNumber(off) ? (long long)off->valuedouble : -1);
+    }
 }
 
 /* The frames of a call site that name the program's own code: the Python frames when there
  * are any, else all of them; outermost first, into out[] (at most cap). */
 static size_t outer_frames(const cJSON *frames, const cJSON **out, size_t cap)
 {
-	size_t n = 0, py = 0;
-	const cJSON *f;
-	cJSON_ArrayForEach(f, frames) {
-		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
-		py += cJSON_IsString(kind) && strcmp(kind->valuestring, "python") == 0;
-	}
-	cJSON_ArrayForEach(f, frames) {
-		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
-		bool is_py = cJSON_IsString(kind) && strcmp(kind->valuestring, "python") == 0;
-		if ((py && !is_py) || n >= cap)
-			continue;
-		out[n++] = f;
-	}
-	for (size_t i = 0; i < n / 2; i++) { /* innermost first in the report */
-		const cJSON *t = out[i];
-		out[i] = out[n - 1 - i];
-		out[n - 1 - i] = t;
-	}
-	return n;
+    size_t n = 0, py = 0;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, frames)
+    {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
+        py += cJSON_IsString(kind) && strcmp(kind->valuestring, "python") == 0;
+    }
+    cJSON_ArrayForEach(f, frames)
+    {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
+        bool is_py = cJSON_IsString(kind) && strcmp(kind->valuestring, "python") == 0;
+        if ((py && !is_py) || n >= cap)
+            continue;
+        out[n++] = f;
+    }
+    for (size_t i = 0; i < n / 2; i++) { /* innermost first in the report */
+        const cJSON *t = out[i];
+        out[i] = out[n - 1 - i];
+        out[n - 1 - i] = t;
+    }
+    return n;
 }
 
 #define AUTO_FRAMES 64
@@ -161,203 +168,215 @@ static size_t outer_frames(const cJSON *frames, const cJSON **out, size_t cap)
  * is not a fall. */
 static int64_t timeline_base(const struct model_report *r, const struct model_device *d)
 {
-	for (size_t i = 0; i < r->timeline.n_devices; i++) {
-		const struct model_tl_device *t = &r->timeline.devices[i];
-		if (d->ordinal.known && t->ordinal.known && t->ordinal.v != d->ordinal.v)
-			continue;
-		int64_t high = 0, base = -1;
-		for (size_t k = 0; k < t->n_buckets; k++) {
-			const struct model_tl_bucket *b = &t->buckets[k];
-			int64_t fall = high - b->live_min;
-			if (fall >= AUTO_MIN_DROP && fall * 10 >= high && (base < 0 || b->live_min < base))
-				base = b->live_min;
-			if (b->live_max > high)
-				high = b->live_max;
-		}
-		return base;
-	}
-	return -1;
+    for (size_t i = 0; i < r->timeline.n_devices; i++) {
+        const struct model_tl_device *t = &r->timeline.devices[i];
+        if (d->ordinal.known && t->ordinal.known && t->ordinal.v != d->ordinal.v)
+            continue;
+        int64_t high = 0, base = -1;
+        for (size_t k = 0; k < t->n_buckets; k++) {
+            const struct model_tl_bucket *b = &t->buckets[k];
+            int64_t fall = high - b->live_min;
+            if (fall >= AUTO_MIN_DROP && fall * 10 >= high && (base < 0 || b->live_min < base))
+                base = b->live_min;
+            if (b->live_max > high)
+                high = b->live_max;
+        }
+        return base;
+    }
+    return -1;
 }
 
 /* Markers made from the call sites (and the timeline) of a report that has none; NULL when the
  * run shows no phase. */
-static struct marker *auto_markers(const struct model_report *r, const struct model_device *d, size_t *n,
-                                   bool *floor)
+static struct marker *auto_markers(const struct model_report *r, const struct model_device *d,
+                                   size_t *n, bool *floor)
 {
-	*n = 0;
-	*floor = false;
-	const cJSON *sites = cJSON_GetObjectItemCaseSensitive(r->root, "callsites");
-	int count = cJSON_IsArray(sites) ? cJSON_GetArraySize(sites) : 0;
-	if (count <= 0)
-		return NULL;
-	struct auto_site *as = util_xcalloc((size_t)count, sizeof *as);
-	const cJSON **chains = util_xcalloc((size_t)count * AUTO_FRAMES, sizeof *chains);
-	size_t *lens = util_xcalloc((size_t)count, sizeof *lens);
-	size_t m = 0;
-	const cJSON *cs;
-	cJSON_ArrayForEach(cs, sites) {
-		struct auto_site *a = &as[m];
-		if (json_int(cJSON_GetObjectItemCaseSensitive(cs, "first_alloc_unix_ns"), &a->t) != JSON_INT_OK ||
-		    json_int(cJSON_GetObjectItemCaseSensitive(cs, "live_bytes_before_first"), &a->live) != JSON_INT_OK ||
-		    json_int(cJSON_GetObjectItemCaseSensitive(cs, "peak_live_bytes_before_first"), &a->peak) != JSON_INT_OK)
-			continue;
-		lens[m] = outer_frames(cJSON_GetObjectItemCaseSensitive(cs, "frames"), &chains[m * AUTO_FRAMES], AUTO_FRAMES);
-		m++;
-	}
-	/* the frames all chains share, from the outermost in: the key is the first after them */
-	size_t common = m ? lens[0] : 0;
-	for (size_t i = 1; i < m; i++) {
-		size_t k = 0;
-		char x[256], y[256];
-		while (k < common && k < lens[i]) {
-			frame_text(chains[k], x, sizeof x);
-			frame_text(chains[i * AUTO_FRAMES + k], y, sizeof y);
-			if (strcmp(x, y) != 0)
-				break;
-			k++;
-		}
-		common = k;
-	}
-	for (size_t i = 0; i < m; i++) {
-		size_t at = common < lens[i] ? common : (lens[i] ? lens[i] - 1 : 0);
-		if (lens[i])
-			frame_text(chains[i * AUTO_FRAMES + at], as[i].key, sizeof as[i].key);
-	}
-	free(chains);
-	free(lens);
-	qsort(as, m, sizeof *as, cmp_auto_site);
+    *n = 0;
+    *floor = false;
+    const cJSON *sites = cJSON_GetObjectItemCaseSensitive(r->root, "callsites");
+    int count = cJSON_IsArray(sites) ? cJSON_GetArraySize(sites) : 0;
+    if (count <= 0)
+        return NULL;
+    struct auto_site *as = util_xcalloc((size_t)count, sizeof *as);
+    const cJSON **chains = util_xcalloc((size_t)count * AUTO_FRAMES, sizeof *chains);
+    size_t *lens = util_xcalloc((size_t)count, sizeof *lens);
+    size_t m = 0;
+    const cJSON *cs;
+    cJSON_ArrayForEach(cs, sites)
+    {
+        struct auto_site *a = &as[m];
+        if (json_int(cJSON_GetObjectItemCaseSensitive(cs, "first_alloc_unix_ns"), &a->t) !=
+                    JSON_INT_OK ||
+            json_int(cJSON_GetObjectItemCaseSensitive(cs, "live_bytes_before_first"), &a->live) !=
+                    JSON_INT_OK ||
+            json_int(cJSON_GetObjectItemCaseSensitive(cs, "peak_live_bytes_before_first"),
+                     &a->peak) != JSON_INT_OK)
+            continue;
+        lens[m] = outer_frames(cJSON_GetObjectItemCaseSensitive(cs, "frames"),
+                               &chains[m * AUTO_FRAMES], AUTO_FRAMES);
+        m++;
+    }
+    /* the frames all chains share, from the outermost in: the key is the first after them */
+    size_t common = m ? lens[0] : 0;
+    for (size_t i = 1; i < m; i++) {
+        size_t k = 0;
+        char x[256], y[256];
+        while (k < common && k < lens[i]) {
+            frame_text(chains[k], x, sizeof x);
+            frame_text(chains[i * AUTO_FRAMES + k], y, sizeof y);
+            if (strcmp(x, y) != 0)
+                break;
+            k++;
+        }
+        common = k;
+    }
+    for (size_t i = 0; i < m; i++) {
+        size_t at = common < lens[i] ? common : (lens[i] ? lens[i] - 1 : 0);
+        if (lens[i])
+            frame_text(chains[i * AUTO_FRAMES + at], as[i].key, sizeof as[i].key);
+    }
+    free(chains);
+    free(lens);
+    qsort(as, m, sizeof *as, cmp_auto_site);
 
-	/* Chains from new lines come in bursts: the first step of training calls many (forward,
-	 * backward, the optimizer), then none for a whole epoch, then validation's. A quiet spell
-	 * well beyond the usual gap between new chains separates phases; so does a fall in memory. */
-	/* A chain is fresh when no earlier one has its key: the first of its key in (key, time)
-	 * order, so that a report of 10 000 call sites costs a sort, not 50 million comparisons. */
-	bool *fresh = util_xcalloc(m + 1, sizeof *fresh);
-	const struct auto_site **by_key = util_xcalloc(m + 1, sizeof *by_key);
-	for (size_t i = 0; i < m; i++)
-		by_key[i] = &as[i];
-	qsort(by_key, m, sizeof *by_key, cmp_key_time);
-	for (size_t i = 0; i < m; i++)
-		if (i == 0 || strcmp(by_key[i - 1]->key, by_key[i]->key) != 0)
-			fresh[by_key[i] - as] = true;
-	free(by_key);
-	int64_t *gaps = util_xcalloc(m + 1, sizeof *gaps);
-	size_t ng = 0;
-	for (size_t i = 0, last = 0; i < m; i++) {
-		if (fresh[i] && i > 0)
-			gaps[ng++] = as[i].t - as[last].t;
-		if (fresh[i])
-			last = i;
-	}
-	qsort(gaps, ng, sizeof *gaps, cmp_i64);
-	/* ...and at least 5 ms: a job whose steps take no time (the simulated one) shows no quiet
-	 * spell that timing noise could not make up */
-	int64_t quiet = ng ? 2 * gaps[(ng - 1) / 2] : 0; /* the lower median: one long spell cannot raise it */
-	if (quiet < AUTO_MIN_QUIET_NS)
-		quiet = AUTO_MIN_QUIET_NS;
-	free(gaps);
+    /* Chains from new lines come in bursts: the first step of training calls many (forward,
+     * backward, the optimizer), then none for a whole epoch, then validation's. A quiet spell
+     * well beyond the usual gap between new chains separates phases; so does a fall in memory. */
+    /* A chain is fresh when no earlier one has its key: the first of its key in (key, time)
+     * order, so that a report of 10 000 call sites costs a sort, not 50 million comparisons. */
+    bool *fresh = util_xcalloc(m + 1, sizeof *fresh);
+    const struct auto_site **by_key = util_xcalloc(m + 1, sizeof *by_key);
+    for (size_t i = 0; i < m; i++)
+        by_key[i] = &as[i];
+    qsort(by_key, m, sizeof *by_key, cmp_key_time);
+    for (size_t i = 0; i < m; i++)
+        if (i == 0 || strcmp(by_key[i - 1]->key, by_key[i]->key) != 0)
+            fresh[by_key[i] - as] = true;
+    free(by_key);
+    int64_t *gaps = util_xcalloc(m + 1, sizeof *gaps);
+    size_t ng = 0;
+    for (size_t i = 0, last = 0; i < m; i++) {
+        if (fresh[i] && i > 0)
+            gaps[ng++] = as[i].t - as[last].t;
+        if (fresh[i])
+            last = i;
+    }
+    qsort(gaps, ng, sizeof *gaps, cmp_i64);
+    /* ...and at least 5 ms: a job whose steps take no time (the simulated one) shows no quiet
+     * spell that timing noise could not make up */
+    int64_t quiet =
+            ng ? 2 * gaps[(ng - 1) / 2] : 0; /* the lower median: one long spell cannot raise it */
+    if (quiet < AUTO_MIN_QUIET_NS)
+        quiet = AUTO_MIN_QUIET_NS;
+    free(gaps);
 
-	size_t *starts = util_xcalloc(m + 1, sizeof *starts);
-	size_t ns = 0;
-	int64_t phase_peak = m ? as[0].peak : 0, base = -1;
-	for (size_t i = 1, prev = 0; i < m; i++) {
-		if (!fresh[i])
-			continue;
-		int64_t gap = as[i].t - as[prev].t, drop = as[i].peak - as[i].live;
-		prev = i;
-		bool fell = drop >= AUTO_MIN_DROP && drop * 10 >= as[i].peak;
-		if (as[i].peak < phase_peak + AUTO_MIN_DROP || (!fell && gap <= quiet))
-			continue;
-		starts[ns++] = i;
-		phase_peak = as[i].peak;
-		/* only a fall shows the base level (a caching allocator keeps the last phase's cache) */
-		if (fell && (base < 0 || as[i].live < base))
-			base = as[i].live;
-	}
-	free(fresh);
-	/* A run that did not fail may also show its base level in the timeline only (a caching
-	 * allocator's empty_cache between epochs: the chains that allocate again are not new). A
-	 * failure's flush would look the same, so an out-of-memory report needs a phase. */
-	if (!model_real_oom(r)) {
-		int64_t tb = timeline_base(r, d);
-		if (tb >= 0 && (base < 0 || tb < base))
-			base = tb;
-	}
-	/* No fall at all (a caching allocator that kept everything, with no failure): the level at
-	 * which the first new chain after the first began (the start of training, after the model
-	 * was set up) is at most the static part, since optimizer state may come later: a floor. */
-	*floor = false;
-	if (base < 0 && m > 1 && !model_real_oom(r)) {
-		base = as[1].live;
-		*floor = true;
-	}
-	struct marker *mk = NULL;
-	if (m && base >= 0) {
-		mk = util_xcalloc(ns + 1, sizeof *mk);
-		mk[0] = (struct marker){ .time = as[0].t - 1, .live = base, .phase_peak = 0, .label = "epoch 0 train" };
-		/* The phases after training are named as validation: no repeated phase can be seen
-		 * (a chain that allocates again is not new), so each label is its own phase; letters,
-		 * not numbers, keep them apart (same_phase ignores digits). */
-		static const char *const later[] = { "epoch 0 val", "epoch 0 val b", "epoch 0 val c", "epoch 0 val d",
-		                                     "epoch 0 val e", "epoch 0 val f", "epoch 0 val g", "epoch 0 val h" };
-		size_t nl = sizeof later / sizeof later[0];
-		for (size_t k = 0; k < ns; k++) {
-			const struct auto_site *a = &as[starts[k]];
-			mk[k + 1] = (struct marker){ .time = a->t, .live = a->live, .phase_peak = a->peak,
-			                             .label = later[k < nl ? k : nl - 1] };
-		}
-		*n = ns + 1;
-	}
-	free(starts);
-	free(as);
-	return mk;
+    size_t *starts = util_xcalloc(m + 1, sizeof *starts);
+    size_t ns = 0;
+    int64_t phase_peak = m ? as[0].peak : 0, base = -1;
+    for (size_t i = 1, prev = 0; i < m; i++) {
+        if (!fresh[i])
+            continue;
+        int64_t gap = as[i].t - as[prev].t, drop = as[i].peak - as[i].live;
+        prev = i;
+        bool fell = drop >= AUTO_MIN_DROP && drop * 10 >= as[i].peak;
+        if (as[i].peak < phase_peak + AUTO_MIN_DROP || (!fell && gap <= quiet))
+            continue;
+        starts[ns++] = i;
+        phase_peak = as[i].peak;
+        /* only a fall shows the base level (a caching allocator keeps the last phase's cache) */
+        if (fell && (base < 0 || as[i].live < base))
+            base = as[i].live;
+    }
+    free(fresh);
+    /* A run that did not fail may also show its base level in the timeline only (a caching
+     * allocator's empty_cache between epochs: the chains that allocate again are not new). A
+     * failure's flush would look the same, so an out-of-memory report needs a phase. */
+    if (!model_real_oom(r)) {
+        int64_t tb = timeline_base(r, d);
+        if (tb >= 0 && (base < 0 || tb < base))
+            base = tb;
+    }
+    /* No fall at all (a caching allocator that kept everything, with no failure): the level at
+     * which the first new chain after the first began (the start of training, after the model
+     * was set up) is at most the static part, since optimizer state may come later: a floor. */
+    *floor = false;
+    if (base < 0 && m > 1 && !model_real_oom(r)) {
+        base = as[1].live;
+        *floor = true;
+    }
+    struct marker *mk = NULL;
+    if (m && base >= 0) {
+        mk = util_xcalloc(ns + 1, sizeof *mk);
+        mk[0] = (struct marker){
+            .time = as[0].t - 1, .live = base, .phase_peak = 0, .label = "epoch 0 train"
+        };
+        /* The phases after training are named as validation: no repeated phase can be seen
+         * (a chain that allocates again is not new), so each label is its own phase; letters,
+         * not numbers, keep them apart (same_phase ignores digits). */
+        static const char *const later[] = { "epoch 0 val",   "epoch 0 val b", "epoch 0 val c",
+                                             "epoch 0 val d", "epoch 0 val e", "epoch 0 val f",
+                                             "epoch 0 val g", "epoch 0 val h" };
+        size_t nl = sizeof later / sizeof later[0];
+        for (size_t k = 0; k < ns; k++) {
+            const struct auto_site *a = &as[starts[k]];
+            mk[k + 1] = (struct marker){ .time = a->t,
+                                         .live = a->live,
+                                         .phase_peak = a->peak,
+                                         .label = later[k < nl ? k : nl - 1] };
+        }
+        *n = ns + 1;
+    }
+    free(starts);
+    free(as);
+    return mk;
 }
 
 /* The marker that opens training (the first whose label starts with "epoch"), or -1. Memory live
  * there is what the job holds before any batch: weights, optimizer state, EMA. */
 static ptrdiff_t training_start(const struct marker *mk, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(mk[i].label, "epoch", 5) == 0)
-			return (ptrdiff_t)i;
-	return -1;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(mk[i].label, "epoch", 5) == 0)
+            return (ptrdiff_t)i;
+    return -1;
 }
 
 /* Whether two labels name the same phase of different epochs: equal once digits are ignored. */
 static bool same_phase(const char *a, const char *b)
 {
-	for (;;) {
-		while (*a >= '0' && *a <= '9')
-			a++;
-		while (*b >= '0' && *b <= '9')
-			b++;
-		if (*a != *b)
-			return false;
-		if (!*a)
-			return true;
-		a++;
-		b++;
-	}
+    for (;;) {
+        while (*a >= '0' && *a <= '9')
+            a++;
+        while (*b >= '0' && *b <= '9')
+            b++;
+        if (*a != *b)
+            return false;
+        if (!*a)
+            return true;
+        a++;
+        b++;
+    }
 }
 
 /* Memory a repeated phase started with beyond what its first occurrence started with: cache of
  * other phases the allocator carried into it. Unseen on a big card, it is what fragments a small
  * one: the carried segments get split by the phase's own requests and can then no longer be
  * released when the card is full. */
-static int64_t carried_cache(const struct marker *mk, size_t n, ptrdiff_t start, const char **phase_out)
+static int64_t carried_cache(const struct marker *mk, size_t n, ptrdiff_t start,
+                             const char **phase_out)
 {
-	int64_t worst = 0;
-	*phase_out = NULL;
-	for (size_t i = (size_t)start + 1; i < n; i++)
-		for (size_t j = (size_t)start; j < i; j++)
-			if (same_phase(mk[i].label, mk[j].label)) {
-				if (mk[i].live - mk[j].live > worst) {
-					worst = mk[i].live - mk[j].live;
-					*phase_out = mk[i].label;
-				}
-				break;
-			}
-	return worst;
+    int64_t worst = 0;
+    *phase_out = NULL;
+    for (size_t i = (size_t)start + 1; i < n; i++)
+        for (size_t j = (size_t)start; j < i; j++)
+            if (same_phase(mk[i].label, mk[j].label)) {
+                if (mk[i].live - mk[j].live > worst) {
+                    worst = mk[i].live - mk[j].live;
+                    *phase_out = mk[i].label;
+                }
+                break;
+            }
+    return worst;
 }
 
 /* What the phases between markers say of the need above the static level, from the start of
@@ -369,318 +388,327 @@ static int64_t carried_cache(const struct marker *mk, size_t n, ptrdiff_t start,
  * markers do not allow it. *phase_out names the phase that decided. */
 bool memmodel_is_validation(const char *label)
 {
-	return label && (strstr(label, "val") || strstr(label, "eval") || strstr(label, "test"));
+    return label && (strstr(label, "val") || strstr(label, "eval") || strstr(label, "test"));
 }
 
-static int64_t phase_working_set(const struct model_report *r, const struct marker *mk, size_t n, ptrdiff_t start,
-                                 const struct model_failure *f, const char **phase_out, bool *completed,
-                                 int64_t *training_best)
+static int64_t phase_working_set(const struct model_report *r, const struct marker *mk, size_t n,
+                                 ptrdiff_t start, const struct model_failure *f,
+                                 const char **phase_out, bool *completed, int64_t *training_best)
 {
-	int64_t static_live = mk[start].live, best = -1;
-	*phase_out = NULL;
-	*completed = false;
-	*training_best = -1;
-	for (size_t i = (size_t)start + 1; i < n; i++) {
-		int64_t added = mk[i].phase_peak - mk[i - 1].live;
-		*completed = true;
-		if (!memmodel_is_validation(mk[i - 1].label) && added > *training_best)
-			*training_best = added;
-		if (added > best) {
-			best = added;
-			*phase_out = mk[i - 1].label;
-		}
-	}
-	/* the phase after the last marker: its peak is known when the device peaked in it */
-	const struct marker *last = &mk[n - 1];
-	int64_t tail_peak = -1;
-	for (size_t d = 0; d < r->n_devices; d++) {
-		const struct model_device *dev = &r->devices[d];
-		if (dev->peak_time_unix_ns.known && dev->peak_time_unix_ns.v >= last->time && dev->peak_live_bytes > tail_peak)
-			tail_peak = dev->peak_live_bytes;
-	}
-	if (tail_peak >= 0 && f == NULL && (ptrdiff_t)n - 1 >= start && tail_peak - last->live > best) {
-		*completed = true;
-		best = tail_peak - last->live;
-		*phase_out = last->label;
-	}
-	if (f && f->time_unix_ns >= mk[start].time) {
-		int64_t bound = util_sat_add(f->reserved_bytes_at_failure, f->size > 0 ? f->size : 0) - static_live;
-		if (bound > best) {
-			best = bound;
-			*phase_out = NULL;
-			for (size_t i = (size_t)start; i < n && mk[i].time <= f->time_unix_ns; i++)
-				*phase_out = mk[i].label;
-		}
-	}
-	return best;
+    int64_t static_live = mk[start].live, best = -1;
+    *phase_out = NULL;
+    *completed = false;
+    *training_best = -1;
+    for (size_t i = (size_t)start + 1; i < n; i++) {
+        int64_t added = mk[i].phase_peak - mk[i - 1].live;
+        *completed = true;
+        if (!memmodel_is_validation(mk[i - 1].label) && added > *training_best)
+            *training_best = added;
+        if (added > best) {
+            best = added;
+            *phase_out = mk[i - 1].label;
+        }
+    }
+    /* the phase after the last marker: its peak is known when the device peaked in it */
+    const struct marker *last = &mk[n - 1];
+    int64_t tail_peak = -1;
+    for (size_t d = 0; d < r->n_devices; d++) {
+        const struct model_device *dev = &r->devices[d];
+        if (dev->peak_time_unix_ns.known && dev->peak_time_unix_ns.v >= last->time &&
+            dev->peak_live_bytes > tail_peak)
+            tail_peak = dev->peak_live_bytes;
+    }
+    if (tail_peak >= 0 && f == NULL && (ptrdiff_t)n - 1 >= start && tail_peak - last->live > best) {
+        *completed = true;
+        best = tail_peak - last->live;
+        *phase_out = last->label;
+    }
+    if (f && f->time_unix_ns >= mk[start].time) {
+        int64_t bound =
+                util_sat_add(f->reserved_bytes_at_failure, f->size > 0 ? f->size : 0) - static_live;
+        if (bound > best) {
+            best = bound;
+            *phase_out = NULL;
+            for (size_t i = (size_t)start; i < n && mk[i].time <= f->time_unix_ns; i++)
+                *phase_out = mk[i].label;
+        }
+    }
+    return best;
 }
 
 static double scale_of(int64_t image, int64_t ref)
 {
-	if (ref <= 0 || image <= 0)
-		return 1.0;
-	double s = (double)image / (double)ref;
-	return s * s;
+    if (ref <= 0 || image <= 0)
+        return 1.0;
+    double s = (double)image / (double)ref;
+    return s * s;
 }
 
-bool memmodel_observe(const struct model_report *reports, size_t n, struct memmodel_obs *obs, struct strbuf *err)
+bool memmodel_observe(const struct model_report *reports, size_t n, struct memmodel_obs *obs,
+                      struct strbuf *err)
 {
-	for (size_t i = 0; i < n; i++) {
-		const struct model_report *r = &reports[i];
-		struct memmodel_obs *o = &obs[i];
-		memset(o, 0, sizeof *o);
-		o->training_need = -1;
-		o->report = r;
-		o->device = main_device(r);
-		if (!o->device) {
-			sb_printf(err, "%s: the report holds no device", r->path);
-			return false;
-		}
-		const char *const *argv = r->process.argv;
-		size_t argc = r->process.argc;
-		if (i > 0 && !cmdline_same_job(reports[0].process.argv, reports[0].process.argc, argv, argc)) {
-			sb_printf(err, "%s and %s are not the same job (their command lines differ beyond the batch and image size)",
-			          reports[0].path, r->path);
-			return false;
-		}
-		cmdline_find(argv, argc, CMDLINE_BATCH, &o->batch);
-		cmdline_find(argv, argc, CMDLINE_IMAGE, &o->image);
-		const struct model_device *d = o->device;
-		o->untracked = d->untracked_bytes.known && d->untracked_bytes.v > 0 ? d->untracked_bytes.v : 0;
-		/* Other processes' memory is in the driver's used memory, so in the untracked part; it
-		 * is not the job's need, and the advice counts it against the card instead. */
-		for (size_t k = 0; k < d->n_procs; k++)
-			if (d->procs[k].used_bytes.known)
-				o->others = util_sat_add(o->others, d->procs[k].used_bytes.v);
-		o->untracked = o->untracked > o->others ? o->untracked - o->others : 0;
-		o->peak = util_sat_add(d->peak_reserved_bytes, o->untracked);
-		o->need = o->peak;
-		o->upper = o->peak;
-		o->exact = true;
-		const struct model_failure *f = model_real_oom(r);
-		const struct model_crossing *c = NULL;
-		for (size_t k = 0; k < r->n_crossings && !c; k++)
-			if (!d->ordinal.known || r->crossings[k].device == d->ordinal.v)
-				c = &r->crossings[k];
-		if (f && same_device(f->device, d)) {
-			/* it needed at least what it held plus what it asked for */
-			o->oom = true;
-			o->exact = false;
-			o->need = util_sat_add(util_sat_add(f->reserved_bytes_at_failure, f->size > 0 ? f->size : 0), o->untracked);
-			if (o->need < o->peak)
-				o->need = o->peak;
-		} else if (c) {
-			/* Observe mode: the allocation that crossed the limit was refused once when the
-			 * process's allocator flushes and retries, so it released its cache as on the
-			 * small card, and only its retry went past; a program that does not retry was
-			 * refused nothing and would have failed at the limit with all it held. Either way
-			 * the run's peak is what it needs on a card just large enough: a measurement. */
-			o->observe = true;
-			o->exact = true;
-		}
-		size_t nmk = 0;
-		struct marker *mk = read_markers(r, &nmk);
-		o->auto_phases = false;
-		if (!nmk) {
-			free(mk);
-			bool floor = false;
-			mk = auto_markers(r, d, &nmk, &floor);
-			o->auto_phases = nmk > 0;
-			o->static_floor = o->auto_phases && floor;
-		}
-		ptrdiff_t start = training_start(mk, nmk);
-		o->static_level = start >= 0 ? util_sat_add(mk[start].live, o->untracked) : -1;
-		if (start >= 0) {
-			const struct model_failure *ff = o->oom ? f : NULL;
-			bool completed = false;
-			int64_t training = -1;
-			int64_t ws = phase_working_set(r, mk, nmk, start, ff, &o->phase, &completed, &training);
-			o->training_need = training > 0 ? util_sat_add(o->static_level, training) : -1;
-			o->carried = carried_cache(mk, nmk, start, &o->carried_phase);
-			if (o->auto_phases && nmk >= 2 && !o->oom && d->live_bytes > mk[1].live) {
-				/* A later epoch repeats no call chain first seen, so its start is not seen:
-				 * what the phases after training still held when the run ended is the cache
-				 * the next epoch's training would start with, and split, on a full card. */
-				o->carried = d->live_bytes - mk[1].live;
-				o->carried_phase = "epoch 1 train";
-			}
-			if (ws > 0) {
-				o->phases = true;
-				o->phase_complete = completed;
-				o->need = util_sat_add(o->static_level, ws);
-				if (o->observe) {
-					/* Observe mode measured the small card itself: cache was released within
-					 * phases as it would have been there, so a phase's rise above the level it
-					 * began at says less than the run's peak, which is the need. */
-					o->exact = true;
-					if (o->need < o->peak)
-						o->need = o->peak;
-				}
-			}
-		}
-		free(mk);
-	}
-	int64_t ref = obs[0].image.found ? obs[0].image.value : 0;
-	for (size_t i = 0; i < n; i++) {
-		double b = obs[i].batch.found ? (double)obs[i].batch.value : 1.0;
-		obs[i].x = b * scale_of(obs[i].image.found ? obs[i].image.value : 0, ref);
-	}
-	return true;
+    for (size_t i = 0; i < n; i++) {
+        const struct model_report *r = &reports[i];
+        struct memmodel_obs *o = &obs[i];
+        memset(o, 0, sizeof *o);
+        o->training_need = -1;
+        o->report = r;
+        o->device = main_device(r);
+        if (!o->device) {
+            sb_printf(err, "%s: the report holds no device", r->path);
+            return false;
+        }
+        const char *const *argv = r->process.argv;
+        size_t argc = r->process.argc;
+        if (i > 0 &&
+            !cmdline_same_job(reports[0].process.argv, reports[0].process.argc, argv, argc)) {
+            sb_printf(
+                    err,
+                    "%s and %s are not the same job (their command lines differ beyond the batch and image size)",
+                    reports[0].path, r->path);
+            return false;
+        }
+        cmdline_find(argv, argc, CMDLINE_BATCH, &o->batch);
+        cmdline_find(argv, argc, CMDLINE_IMAGE, &o->image);
+        const struct model_device *d = o->device;
+        o->untracked =
+                d->untracked_bytes.known && d->untracked_bytes.v > 0 ? d->untracked_bytes.v : 0;
+        /* Other processes' memory is in the driver's used memory, so in the untracked part; it
+         * is not the job's need, and the advice counts it against the card instead. */
+        for (size_t k = 0; k < d->n_procs; k++)
+            if (d->procs[k].used_bytes.known)
+                o->others = util_sat_add(o->others, d->procs[k].used_bytes.v);
+        o->untracked = o->untracked > o->others ? o->untracked - o->others : 0;
+        o->peak = util_sat_add(d->peak_reserved_bytes, o->untracked);
+        o->need = o->peak;
+        o->upper = o->peak;
+        o->exact = true;
+        const struct model_failure *f = model_real_oom(r);
+        const struct model_crossing *c = NULL;
+        for (size_t k = 0; k < r->n_crossings && !c; k++)
+            if (!d->ordinal.known || r->crossings[k].device == d->ordinal.v)
+                c = &r->crossings[k];
+        if (f && same_device(f->device, d)) {
+            /* it needed at least what it held plus what it asked for */
+            o->oom = true;
+            o->exact = false;
+            o->need = util_sat_add(
+                    util_sat_add(f->reserved_bytes_at_failure, f->size > 0 ? f->size : 0),
+                    o->untracked);
+            if (o->need < o->peak)
+                o->need = o->peak;
+        } else if (c) {
+            /* Observe mode: the allocation that crossed the limit was refused once when the
+             * process's allocator flushes and retries, so it released its cache as on the
+             * small card, and only its retry went past; a program that does not retry was
+             * refused nothing and would have failed at the limit with all it held. Either way
+             * the run's peak is what it needs on a card just large enough: a measurement. */
+            o->observe = true;
+            o->exact = true;
+        }
+        size_t nmk = 0;
+        struct marker *mk = read_markers(r, &nmk);
+        o->auto_phases = false;
+        if (!nmk) {
+            free(mk);
+            bool floor = false;
+            mk = auto_markers(r, d, &nmk, &floor);
+            o->auto_phases = nmk > 0;
+            o->static_floor = o->auto_phases && floor;
+        }
+        ptrdiff_t start = training_start(mk, nmk);
+        o->static_level = start >= 0 ? util_sat_add(mk[start].live, o->untracked) : -1;
+        if (start >= 0) {
+            const struct model_failure *ff = o->oom ? f : NULL;
+            bool completed = false;
+            int64_t training = -1;
+            int64_t ws = phase_working_set(r, mk, nmk, start, ff, &o->phase, &completed, &training);
+            o->training_need = training > 0 ? util_sat_add(o->static_level, training) : -1;
+            o->carried = carried_cache(mk, nmk, start, &o->carried_phase);
+            if (o->auto_phases && nmk >= 2 && !o->oom && d->live_bytes > mk[1].live) {
+                /* A later epoch repeats no call chain first seen, so its start is not seen:
+                 * what the phases after training still held when the run ended is the cache
+                 * the next epoch's training would start with, and split, on a full card. */
+                o->carried = d->live_bytes - mk[1].live;
+                o->carried_phase = "epoch 1 train";
+            }
+            if (ws > 0) {
+                o->phases = true;
+                o->phase_complete = completed;
+                o->need = util_sat_add(o->static_level, ws);
+                if (o->observe) {
+                    /* Observe mode measured the small card itself: cache was released within
+                     * phases as it would have been there, so a phase's rise above the level it
+                     * began at says less than the run's peak, which is the need. */
+                    o->exact = true;
+                    if (o->need < o->peak)
+                        o->need = o->peak;
+                }
+            }
+        }
+        free(mk);
+    }
+    int64_t ref = obs[0].image.found ? obs[0].image.value : 0;
+    for (size_t i = 0; i < n; i++) {
+        double b = obs[i].batch.found ? (double)obs[i].batch.value : 1.0;
+        obs[i].x = b * scale_of(obs[i].image.found ? obs[i].image.value : 0, ref);
+    }
+    return true;
 }
 
 double memmodel_predict(const struct memmodel *m, int64_t batch, int64_t image)
 {
-	double x = (double)batch * scale_of(image, m->image_ref);
-	return m->static_bytes + m->per_sample_bytes * x;
+    double x = (double)batch * scale_of(image, m->image_ref);
+    return m->static_bytes + m->per_sample_bytes * x;
 }
 
 bool memmodel_range(const struct memmodel *m, int64_t batch, int64_t image, double *lo, double *hi)
 {
-	double x = (double)batch * scale_of(image, m->image_ref);
-	if (!m->static_unknown || x >= m->known_x)
-		return false;
-	*lo = memmodel_predict(m, batch, image);
-	*hi = m->known_need;
-	return true;
+    double x = (double)batch * scale_of(image, m->image_ref);
+    if (!m->static_unknown || x >= m->known_x)
+        return false;
+    *lo = memmodel_predict(m, batch, image);
+    *hi = m->known_need;
+    return true;
 }
 
 double memmodel_predict_upper(const struct memmodel *m, int64_t batch, int64_t image)
 {
-	if (!m->has_upper)
-		return memmodel_predict(m, batch, image);
-	double x = (double)batch * scale_of(image, m->image_ref);
-	return m->static_bytes + m->upper_per_sample_bytes * x;
+    if (!m->has_upper)
+        return memmodel_predict(m, batch, image);
+    double x = (double)batch * scale_of(image, m->image_ref);
+    return m->static_bytes + m->upper_per_sample_bytes * x;
 }
 
 /* One report: the level before training (markers) as the fixed part, else only the untracked. */
 static void build_single(const struct memmodel_obs *o, struct memmodel *m)
 {
-	double need = (double)o->need;
-	bool timeline = o->static_level >= 0 && (double)o->static_level < need;
-	double fixed = timeline ? (double)o->static_level : (double)o->untracked;
-	if (fixed >= need)
-		fixed = 0;
-	m->static_bytes = fixed;
-	m->per_sample_bytes = o->x > 0 ? (need - fixed) / o->x : 0;
-	m->n_points = o->exact ? 1 : 0;
-	m->n_bounds = o->exact ? 0 : 1;
-	if (o->observe && !o->exact && o->x > 0) {
-		m->has_upper = true;
-		m->upper_per_sample_bytes = ((double)o->upper - fixed) / o->x;
-	}
-	if (o->oom && !(o->phases && o->phase_complete)) {
-		/* a failure before any phase of training ended: only a bound */
-		m->basis = MEMMODEL_BOUND;
-		m->lower_bound = true;
-	} else if (timeline) {
-		m->basis = MEMMODEL_TIMELINE;
-		m->lower_bound = !o->exact;
-		if (o->static_floor && o->exact) {
-			/* the static part is only known from below: a smaller batch than the run's
-			 * may need more than the line says, up to the run's own need */
-			m->static_unknown = true;
-			m->known_x = o->x;
-			m->known_need = need;
-		}
-	} else if (o->exact || o->observe) {
-		/* A single run without phases: its static part is anywhere between the untracked
-		 * memory and its whole need. Taking it all as growing with the batch is the end that
-		 * makes a larger batch fit (it predicts the most there); below the run's batch the other
-		 * end decides, where nothing can be promised: the range is kept (memmodel_range). */
-		m->basis = MEMMODEL_RUNS;
-		m->lower_bound = false;
-		m->static_unknown = true;
-		m->known_x = o->x;
-		m->known_need = need;
-	} else {
-		m->basis = MEMMODEL_BOUND;
-		m->lower_bound = true;
-	}
-	m->spread = 0.05 * need;
+    double need = (double)o->need;
+    bool timeline = o->static_level >= 0 && (double)o->static_level < need;
+    double fixed = timeline ? (double)o->static_level : (double)o->untracked;
+    if (fixed >= need)
+        fixed = 0;
+    m->static_bytes = fixed;
+    m->per_sample_bytes = o->x > 0 ? (need - fixed) / o->x : 0;
+    m->n_points = o->exact ? 1 : 0;
+    m->n_bounds = o->exact ? 0 : 1;
+    if (o->observe && !o->exact && o->x > 0) {
+        m->has_upper = true;
+        m->upper_per_sample_bytes = ((double)o->upper - fixed) / o->x;
+    }
+    if (o->oom && !(o->phases && o->phase_complete)) {
+        /* a failure before any phase of training ended: only a bound */
+        m->basis = MEMMODEL_BOUND;
+        m->lower_bound = true;
+    } else if (timeline) {
+        m->basis = MEMMODEL_TIMELINE;
+        m->lower_bound = !o->exact;
+        if (o->static_floor && o->exact) {
+            /* the static part is only known from below: a smaller batch than the run's
+             * may need more than the line says, up to the run's own need */
+            m->static_unknown = true;
+            m->known_x = o->x;
+            m->known_need = need;
+        }
+    } else if (o->exact || o->observe) {
+        /* A single run without phases: its static part is anywhere between the untracked
+         * memory and its whole need. Taking it all as growing with the batch is the end that
+         * makes a larger batch fit (it predicts the most there); below the run's batch the other
+         * end decides, where nothing can be promised: the range is kept (memmodel_range). */
+        m->basis = MEMMODEL_RUNS;
+        m->lower_bound = false;
+        m->static_unknown = true;
+        m->known_x = o->x;
+        m->known_need = need;
+    } else {
+        m->basis = MEMMODEL_BOUND;
+        m->lower_bound = true;
+    }
+    m->spread = 0.05 * need;
 }
 
 /* Failures bound the line from below: where it passes under one, its slope is raised to meet it. */
 static void raise_to_bounds(const struct memmodel_obs *obs, size_t n, struct memmodel *m)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (obs[i].exact || obs[i].x <= 0)
-			continue;
-		m->n_bounds++;
-		if (m->static_bytes + m->per_sample_bytes * obs[i].x < (double)obs[i].need)
-			m->per_sample_bytes = ((double)obs[i].need - m->static_bytes) / obs[i].x;
-	}
+    for (size_t i = 0; i < n; i++) {
+        if (obs[i].exact || obs[i].x <= 0)
+            continue;
+        m->n_bounds++;
+        if (m->static_bytes + m->per_sample_bytes * obs[i].x < (double)obs[i].need)
+            m->per_sample_bytes = ((double)obs[i].need - m->static_bytes) / obs[i].x;
+    }
 }
 
 void memmodel_build(const struct memmodel_obs *obs, size_t n, struct memmodel *m)
 {
-	memset(m, 0, sizeof *m);
-	m->image_ref = n && obs[0].image.found ? obs[0].image.value : 0;
-	/* least squares over the measured points */
-	double sx = 0, sy = 0, sxx = 0, sxy = 0;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!obs[i].exact)
-			continue;
-		double x = obs[i].x, y = (double)obs[i].need;
-		sx += x;
-		sy += y;
-		sxx += x * x;
-		sxy += x * y;
-		k++;
-	}
-	double var = k ? sxx - sx * sx / (double)k : 0;
-	double slope = var > 1e-9 ? (sxy - sx * sy / (double)k) / var : 0;
-	if (k >= 2 && var > 1e-9 && slope > 0) {
-		m->basis = MEMMODEL_RUNS;
-		m->per_sample_bytes = slope;
-		m->static_bytes = (sy - slope * sx) / (double)k;
-		if (m->static_bytes < 0)
-			m->static_bytes = 0;
-		m->n_points = k;
-		double rss = 0, mean = sy / (double)k;
-		for (size_t i = 0; i < n; i++) {
-			if (!obs[i].exact)
-				continue;
-			double e = (double)obs[i].need - (m->static_bytes + slope * obs[i].x);
-			rss += e * e;
-		}
-		m->spread = k > 2 ? sqrt(rss / (double)(k - 2)) : 0;
-		if (m->spread < 0.05 * mean)
-			m->spread = 0.05 * mean;
-		raise_to_bounds(obs, n, m);
-		return;
-	}
-	/* One measured run and the static level from the markers of any report: the line through
-	 * both, raised to the failures. */
-	int64_t fixed = -1;
-	for (size_t i = 0; i < n; i++)
-		if (obs[i].static_level >= 0 && (fixed < 0 || obs[i].static_level < fixed))
-			fixed = obs[i].static_level;
-	if (n >= 2 && k == 1 && fixed >= 0 && sx > 0 && sy > (double)fixed) {
-		m->basis = MEMMODEL_RUNS;
-		m->static_bytes = (double)fixed;
-		m->per_sample_bytes = (sy - (double)fixed) / sx;
-		m->n_points = 1;
-		m->spread = 0.05 * sy;
-		raise_to_bounds(obs, n, m);
-		return;
-	}
-	/* one usable report: prefer a measured one with markers, then any with markers, then a
-	 * measured one, then the first */
-	size_t pick = 0;
-	int best = -1;
-	for (size_t i = 0; i < n; i++) {
-		int score = (obs[i].static_level >= 0 ? 2 : 0) + (obs[i].exact || obs[i].observe ? 1 : 0);
-		if (score > best) {
-			best = score;
-			pick = i;
-		}
-	}
-	if (!n)
-		return;
-	build_single(&obs[pick], m);
-	if (n > 1) {
-		m->n_bounds = 0;
-		raise_to_bounds(obs, n, m);
-	}
+    memset(m, 0, sizeof *m);
+    m->image_ref = n && obs[0].image.found ? obs[0].image.value : 0;
+    /* least squares over the measured points */
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!obs[i].exact)
+            continue;
+        double x = obs[i].x, y = (double)obs[i].need;
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+        k++;
+    }
+    double var = k ? sxx - sx * sx / (double)k : 0;
+    double slope = var > 1e-9 ? (sxy - sx * sy / (double)k) / var : 0;
+    if (k >= 2 && var > 1e-9 && slope > 0) {
+        m->basis = MEMMODEL_RUNS;
+        m->per_sample_bytes = slope;
+        m->static_bytes = (sy - slope * sx) / (double)k;
+        if (m->static_bytes < 0)
+            m->static_bytes = 0;
+        m->n_points = k;
+        double rss = 0, mean = sy / (double)k;
+        for (size_t i = 0; i < n; i++) {
+            if (!obs[i].exact)
+                continue;
+            double e = (double)obs[i].need - (m->static_bytes + slope * obs[i].x);
+            rss += e * e;
+        }
+        m->spread = k > 2 ? sqrt(rss / (double)(k - 2)) : 0;
+        if (m->spread < 0.05 * mean)
+            m->spread = 0.05 * mean;
+        raise_to_bounds(obs, n, m);
+        return;
+    }
+    /* One measured run and the static level from the markers of any report: the line through
+     * both, raised to the failures. */
+    int64_t fixed = -1;
+    for (size_t i = 0; i < n; i++)
+        if (obs[i].static_level >= 0 && (fixed < 0 || obs[i].static_level < fixed))
+            fixed = obs[i].static_level;
+    if (n >= 2 && k == 1 && fixed >= 0 && sx > 0 && sy > (double)fixed) {
+        m->basis = MEMMODEL_RUNS;
+        m->static_bytes = (double)fixed;
+        m->per_sample_bytes = (sy - (double)fixed) / sx;
+        m->n_points = 1;
+        m->spread = 0.05 * sy;
+        raise_to_bounds(obs, n, m);
+        return;
+    }
+    /* one usable report: prefer a measured one with markers, then any with markers, then a
+     * measured one, then the first */
+    size_t pick = 0;
+    int best = -1;
+    for (size_t i = 0; i < n; i++) {
+        int score = (obs[i].static_level >= 0 ? 2 : 0) + (obs[i].exact || obs[i].observe ? 1 : 0);
+        if (score > best) {
+            best = score;
+            pick = i;
+        }
+    }
+    if (!n)
+        return;
+    build_single(&obs[pick], m);
+    if (n > 1) {
+        m->n_bounds = 0;
+        raise_to_bounds(obs, n, m);
+    }
 }

@@ -11,410 +11,432 @@
  * (reports from other writers or older versions) and then read as unknown. The JSON Schema in
  * docs/ is stricter: it requires both, because it checks what our own library writes. */
 enum {
-	F_REQ = 0,      /* present and not null */
-	F_NULL = 1 << 0, /* present, may be null */
-	F_OPT = 1 << 1,  /* may be absent or null */
+    F_REQ = 0,       /* present and not null */
+    F_NULL = 1 << 0, /* present, may be null */
+    F_OPT = 1 << 1,  /* may be absent or null */
 };
 
 struct vctx {
-	struct strbuf path; /* where we are: "devices[0].live_bytes" */
-	struct strbuf *err;
-	bool failed;
+    struct strbuf path; /* where we are: "devices[0].live_bytes" */
+    struct strbuf *err;
+    bool failed;
 };
 
 static size_t push_key(struct vctx *c, const char *key)
 {
-	size_t old = c->path.len;
-	if (c->path.len)
-		sb_addc(&c->path, '.');
-	util_add_text(&c->path, key);
-	return old;
+    size_t old = c->path.len;
+    if (c->path.len)
+        sb_addc(&c->path, '.');
+    util_add_text(&c->path, key);
+    return old;
 }
 
 static size_t push_index(struct vctx *c, size_t i)
 {
-	size_t old = c->path.len;
-	sb_printf(&c->path, "[%zu]", i);
-	return old;
+    size_t old = c->path.len;
+    sb_printf(&c->path, "[%zu]", i);
+    return old;
 }
 
 static void pop(struct vctx *c, size_t old)
 {
-	sb_truncate(&c->path, old);
+    sb_truncate(&c->path, old);
 }
 
 /* Records the first problem, prefixed with where it is. Always returns false. */
-static bool fail_at(struct vctx *c, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool fail_at(struct vctx *c, const char *key, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 static bool fail_at(struct vctx *c, const char *key, const char *fmt, ...)
 {
-	if (c->failed)
-		return false;
-	c->failed = true;
-	size_t old = key ? push_key(c, key) : c->path.len;
-	if (c->path.len)
-		sb_printf(c->err, "%s: ", sb_str(&c->path));
-	va_list ap;
-	va_start(ap, fmt);
-	sb_vprintf(c->err, fmt, ap);
-	va_end(ap);
-	pop(c, old);
-	return false;
+    if (c->failed)
+        return false;
+    c->failed = true;
+    size_t old = key ? push_key(c, key) : c->path.len;
+    if (c->path.len)
+        sb_printf(c->err, "%s: ", sb_str(&c->path));
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(c->err, fmt, ap);
+    va_end(ap);
+    pop(c, old);
+    return false;
 }
 
 static const char *describe(const cJSON *it)
 {
-	if (cJSON_IsString(it))
-		return "a string";
-	if (cJSON_IsNumber(it))
-		return "a number";
-	if (cJSON_IsBool(it))
-		return "a boolean";
-	if (cJSON_IsNull(it))
-		return "null";
-	if (cJSON_IsArray(it))
-		return "an array";
-	if (cJSON_IsObject(it))
-		return "an object";
-	return "something else";
+    if (cJSON_IsString(it))
+        return "a string";
+    if (cJSON_IsNumber(it))
+        return "a number";
+    if (cJSON_IsBool(it))
+        return "a boolean";
+    if (cJSON_IsNull(it))
+        return "null";
+    if (cJSON_IsArray(it))
+        return "an array";
+    if (cJSON_IsObject(it))
+        return "an object";
+    return "something else";
 }
 
 /* The member, or NULL when it is absent or null and flags allow that (then *ok stays true). */
 static const cJSON *member(struct vctx *c, const cJSON *obj, const char *key, int flags,
-			   const char *expected, bool *ok)
+                           const char *expected, bool *ok)
 {
-	*ok = true;
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-	if (!it) {
-		if (!(flags & F_OPT)) {
-			fail_at(c, NULL, "\"%s\" is missing", key);
-			*ok = false;
-		}
-		return NULL;
-	}
-	if (cJSON_IsNull(it)) {
-		if (!(flags & (F_NULL | F_OPT))) {
-			fail_at(c, key, "expected %s, found null", expected);
-			*ok = false;
-		}
-		return NULL;
-	}
-	return it;
+    *ok = true;
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!it) {
+        if (!(flags & F_OPT)) {
+            fail_at(c, NULL, "\"%s\" is missing", key);
+            *ok = false;
+        }
+        return NULL;
+    }
+    if (cJSON_IsNull(it)) {
+        if (!(flags & (F_NULL | F_OPT))) {
+            fail_at(c, key, "expected %s, found null", expected);
+            *ok = false;
+        }
+        return NULL;
+    }
+    return it;
 }
 
-static bool get_int(struct vctx *c, const cJSON *obj, const char *key, int flags, int64_t min, model_int *out)
+static bool get_int(struct vctx *c, const cJSON *obj, const char *key, int flags, int64_t min,
+                    model_int *out)
 {
-	bool ok;
-	*out = (model_int){0, false};
-	const cJSON *it = member(c, obj, key, flags, "an integer", &ok);
-	if (!it)
-		return ok;
-	int64_t v = 0;
-	switch (json_int(it, &v)) {
-	case JSON_INT_OK:
-		break;
-	case JSON_INT_NOT_NUMBER:
-		return fail_at(c, key, "expected an integer, found %s", describe(it));
-	case JSON_INT_FRACTION:
-		return fail_at(c, key, "expected an integer, found a fraction");
-	case JSON_INT_RANGE:
-		return fail_at(c, key, "number out of range");
-	}
-	if (v < min)
-		return fail_at(c, key, "%" PRId64 " is below %" PRId64, v, min);
-	*out = (model_int){v, true};
-	return true;
+    bool ok;
+    *out = (model_int){ 0, false };
+    const cJSON *it = member(c, obj, key, flags, "an integer", &ok);
+    if (!it)
+        return ok;
+    int64_t v = 0;
+    switch (json_int(it, &v)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_NUMBER:
+        return fail_at(c, key, "expected an integer, found %s", describe(it));
+    case JSON_INT_FRACTION:
+        return fail_at(c, key, "expected an integer, found a fraction");
+    case JSON_INT_RANGE:
+        return fail_at(c, key, "number out of range");
+    }
+    if (v < min)
+        return fail_at(c, key, "%" PRId64 " is below %" PRId64, v, min);
+    *out = (model_int){ v, true };
+    return true;
 }
 
 /* A required, non-null integer straight into an int64_t. */
 static bool req_int(struct vctx *c, const cJSON *obj, const char *key, int64_t min, int64_t *out)
 {
-	model_int m;
-	bool ok = get_int(c, obj, key, F_REQ, min, &m);
-	*out = m.v;
-	return ok;
+    model_int m;
+    bool ok = get_int(c, obj, key, F_REQ, min, &m);
+    *out = m.v;
+    return ok;
 }
 
 static bool get_str(struct vctx *c, const cJSON *obj, const char *key, int flags, const char **out)
 {
-	bool ok;
-	*out = NULL;
-	const cJSON *it = member(c, obj, key, flags, "a string", &ok);
-	if (!it)
-		return ok;
-	if (!cJSON_IsString(it) || !it->valuestring)
-		return fail_at(c, key, "expected a string, found %s", describe(it));
-	*out = it->valuestring;
-	return true;
+    bool ok;
+    *out = NULL;
+    const cJSON *it = member(c, obj, key, flags, "a string", &ok);
+    if (!it)
+        return ok;
+    if (!cJSON_IsString(it) || !it->valuestring)
+        return fail_at(c, key, "expected a string, found %s", describe(it));
+    *out = it->valuestring;
+    return true;
 }
 
 static bool get_bool(struct vctx *c, const cJSON *obj, const char *key, int flags, int *out)
 {
-	bool ok;
-	*out = -1;
-	const cJSON *it = member(c, obj, key, flags, "true or false", &ok);
-	if (!it)
-		return ok;
-	if (!cJSON_IsBool(it))
-		return fail_at(c, key, "expected true or false, found %s", describe(it));
-	*out = cJSON_IsTrue(it) ? 1 : 0;
-	return true;
+    bool ok;
+    *out = -1;
+    const cJSON *it = member(c, obj, key, flags, "true or false", &ok);
+    if (!it)
+        return ok;
+    if (!cJSON_IsBool(it))
+        return fail_at(c, key, "expected true or false, found %s", describe(it));
+    *out = cJSON_IsTrue(it) ? 1 : 0;
+    return true;
 }
 
-static bool get_array(struct vctx *c, const cJSON *obj, const char *key, int flags, const cJSON **out, size_t *n)
+static bool get_array(struct vctx *c, const cJSON *obj, const char *key, int flags,
+                      const cJSON **out, size_t *n)
 {
-	bool ok;
-	*out = NULL;
-	*n = 0;
-	const cJSON *it = member(c, obj, key, flags, "an array", &ok);
-	if (!it)
-		return ok;
-	if (!cJSON_IsArray(it))
-		return fail_at(c, key, "expected an array, found %s", describe(it));
-	*out = it;
-	*n = (size_t)cJSON_GetArraySize(it);
-	return true;
+    bool ok;
+    *out = NULL;
+    *n = 0;
+    const cJSON *it = member(c, obj, key, flags, "an array", &ok);
+    if (!it)
+        return ok;
+    if (!cJSON_IsArray(it))
+        return fail_at(c, key, "expected an array, found %s", describe(it));
+    *out = it;
+    *n = (size_t)cJSON_GetArraySize(it);
+    return true;
 }
 
-static bool get_object(struct vctx *c, const cJSON *obj, const char *key, int flags, const cJSON **out)
+static bool get_object(struct vctx *c, const cJSON *obj, const char *key, int flags,
+                       const cJSON **out)
 {
-	bool ok;
-	*out = NULL;
-	const cJSON *it = member(c, obj, key, flags, "an object", &ok);
-	if (!it)
-		return ok;
-	if (!cJSON_IsObject(it))
-		return fail_at(c, key, "expected an object, found %s", describe(it));
-	*out = it;
-	return true;
+    bool ok;
+    *out = NULL;
+    const cJSON *it = member(c, obj, key, flags, "an object", &ok);
+    if (!it)
+        return ok;
+    if (!cJSON_IsObject(it))
+        return fail_at(c, key, "expected an object, found %s", describe(it));
+    *out = it;
+    return true;
 }
 
 /* Each element of an array must be an object; fn fills the i-th slot from it. */
 typedef bool (*element_fn)(struct vctx *c, const cJSON *obj, void *slot);
 
-static bool each_object(struct vctx *c, const char *key, const cJSON *arr, void *slots, size_t slot_size, element_fn fn)
+static bool each_object(struct vctx *c, const char *key, const cJSON *arr, void *slots,
+                        size_t slot_size, element_fn fn)
 {
-	size_t k = push_key(c, key);
-	size_t i = 0;
-	bool ok = true;
-	for (const cJSON *e = arr ? arr->child : NULL; e && ok; e = e->next, i++) {
-		size_t old = push_index(c, i);
-		if (!cJSON_IsObject(e))
-			ok = fail_at(c, NULL, "expected an object, found %s", describe(e));
-		else
-			ok = fn(c, e, (char *)slots + i * slot_size);
-		pop(c, old);
-	}
-	pop(c, k);
-	return ok;
+    size_t k = push_key(c, key);
+    size_t i = 0;
+    bool ok = true;
+    for (const cJSON *e = arr ? arr->child : NULL; e && ok; e = e->next, i++) {
+        size_t old = push_index(c, i);
+        if (!cJSON_IsObject(e))
+            ok = fail_at(c, NULL, "expected an object, found %s", describe(e));
+        else
+            ok = fn(c, e, (char *)slots + i * slot_size);
+        pop(c, old);
+    }
+    pop(c, k);
+    return ok;
 }
 
 static bool load_frame(struct vctx *c, const cJSON *o, void *slot)
 {
-	struct model_frame *f = slot;
-	const char *kind;
-	if (!get_str(c, o, "kind", F_REQ, &kind))
-		return false;
-	if (strcmp(kind, "python") == 0) {
-		model_int line;
-		f->python = true;
-		bool ok = get_str(c, o, "file", F_REQ, &f->file) && get_str(c, o, "function", F_REQ, &f->function) &&
-			  get_int(c, o, "line", F_REQ, INT64_MIN, &line);
-		f->line = line.v;
-		return ok;
-	}
-	if (strcmp(kind, "native") == 0) {
-		return get_str(c, o, "module", F_NULL, &f->module) && get_str(c, o, "symbol", F_NULL, &f->symbol) &&
-		       req_int(c, o, "offset", 0, &f->offset) &&
-		       get_int(c, o, "symbol_offset", F_OPT, 0, &f->symbol_offset);
-	}
-	return fail_at(c, "kind", "expected \"native\" or \"python\", found a string");
+    struct model_frame *f = slot;
+    const char *kind;
+    if (!get_str(c, o, "kind", F_REQ, &kind))
+        return false;
+    if (strcmp(kind, "python") == 0) {
+        model_int line;
+        f->python = true;
+        bool ok = get_str(c, o, "file", F_REQ, &f->file) &&
+                  get_str(c, o, "function", F_REQ, &f->function) &&
+                  get_int(c, o, "line", F_REQ, INT64_MIN, &line);
+        f->line = line.v;
+        return ok;
+    }
+    if (strcmp(kind, "native") == 0) {
+        return get_str(c, o, "module", F_NULL, &f->module) &&
+               get_str(c, o, "symbol", F_NULL, &f->symbol) &&
+               req_int(c, o, "offset", 0, &f->offset) &&
+               get_int(c, o, "symbol_offset", F_OPT, 0, &f->symbol_offset);
+    }
+    return fail_at(c, "kind", "expected \"native\" or \"python\", found a string");
 }
 
 static bool load_callsite(struct vctx *c, const cJSON *o, void *slot)
 {
-	struct model_callsite *cs = slot;
-	const cJSON *frames;
-	size_t n;
-	if (!req_int(c, o, "id", 0, &cs->id) || !get_array(c, o, "frames", F_REQ, &frames, &n))
-		return false;
-	cs->frames = util_xcalloc(n, sizeof *cs->frames);
-	cs->n_frames = n;
-	return each_object(c, "frames", frames, cs->frames, sizeof *cs->frames, load_frame) &&
-	       req_int(c, o, "live_bytes", 0, &cs->live_bytes) && req_int(c, o, "live_count", 0, &cs->live_count) &&
-	       req_int(c, o, "alloc_calls", 0, &cs->alloc_calls) &&
-	       req_int(c, o, "alloc_bytes_total", 0, &cs->alloc_bytes_total);
+    struct model_callsite *cs = slot;
+    const cJSON *frames;
+    size_t n;
+    if (!req_int(c, o, "id", 0, &cs->id) || !get_array(c, o, "frames", F_REQ, &frames, &n))
+        return false;
+    cs->frames = util_xcalloc(n, sizeof *cs->frames);
+    cs->n_frames = n;
+    return each_object(c, "frames", frames, cs->frames, sizeof *cs->frames, load_frame) &&
+           req_int(c, o, "live_bytes", 0, &cs->live_bytes) &&
+           req_int(c, o, "live_count", 0, &cs->live_count) &&
+           req_int(c, o, "alloc_calls", 0, &cs->alloc_calls) &&
+           req_int(c, o, "alloc_bytes_total", 0, &cs->alloc_bytes_total);
 }
 
 static bool load_proc(struct vctx *c, const cJSON *o, void *slot)
 {
-	struct model_proc *p = slot;
-	return req_int(c, o, "pid", 1, &p->pid) && get_str(c, o, "name", F_NULL, &p->name) &&
-	       get_int(c, o, "used_bytes", F_NULL, 0, &p->used_bytes);
+    struct model_proc *p = slot;
+    return req_int(c, o, "pid", 1, &p->pid) && get_str(c, o, "name", F_NULL, &p->name) &&
+           get_int(c, o, "used_bytes", F_NULL, 0, &p->used_bytes);
 }
 
 static bool load_device(struct vctx *c, const cJSON *o, void *slot)
 {
-	struct model_device *d = slot;
-	const cJSON *procs;
-	if (!get_array(c, o, "other_processes", F_OPT, &procs, &d->n_procs))
-		return false;
-	d->procs_known = procs != NULL;
-	d->procs = util_xcalloc(d->n_procs ? d->n_procs : 1, sizeof *d->procs);
-	if (!each_object(c, "other_processes", procs, d->procs, sizeof *d->procs, load_proc))
-		return false;
-	return get_int(c, o, "ordinal", F_NULL, 0, &d->ordinal) && get_str(c, o, "name", F_NULL, &d->name) &&
-	       get_int(c, o, "total_bytes", F_NULL, 0, &d->total_bytes) &&
-	       get_int(c, o, "free_bytes", F_NULL, 0, &d->free_bytes) &&
-	       get_int(c, o, "limit_bytes", F_NULL, 0, &d->limit_bytes) &&
-	       req_int(c, o, "live_bytes", 0, &d->live_bytes) &&
-	       req_int(c, o, "peak_live_bytes", 0, &d->peak_live_bytes) &&
-	       get_int(c, o, "peak_time_unix_ns", F_NULL, 0, &d->peak_time_unix_ns) &&
-	       req_int(c, o, "reserved_bytes", 0, &d->reserved_bytes) &&
-	       req_int(c, o, "peak_reserved_bytes", 0, &d->peak_reserved_bytes) &&
-	       req_int(c, o, "alloc_calls", 0, &d->alloc_calls) && req_int(c, o, "free_calls", 0, &d->free_calls) &&
-	       req_int(c, o, "failed_calls", 0, &d->failed_calls) &&
-	       get_int(c, o, "used_bytes", F_OPT, 0, &d->used_bytes) &&
-	       get_int(c, o, "untracked_bytes", F_OPT, INT64_MIN, &d->untracked_bytes) &&
-	       get_int(c, o, "live_count", F_OPT, 0, &d->live_count) &&
-	       get_int(c, o, "cache_flushes", F_OPT, 0, &d->cache_flushes) &&
-	       get_int(c, o, "va_reserved_bytes", F_OPT, 0, &d->va_reserved_bytes) &&
-	       get_str(c, o, "uuid", F_OPT, &d->uuid) && get_str(c, o, "pci_bus_id", F_OPT, &d->pci_bus_id);
+    struct model_device *d = slot;
+    const cJSON *procs;
+    if (!get_array(c, o, "other_processes", F_OPT, &procs, &d->n_procs))
+        return false;
+    d->procs_known = procs != NULL;
+    d->procs = util_xcalloc(d->n_procs ? d->n_procs : 1, sizeof *d->procs);
+    if (!each_object(c, "other_processes", procs, d->procs, sizeof *d->procs, load_proc))
+        return false;
+    return get_int(c, o, "ordinal", F_NULL, 0, &d->ordinal) &&
+           get_str(c, o, "name", F_NULL, &d->name) &&
+           get_int(c, o, "total_bytes", F_NULL, 0, &d->total_bytes) &&
+           get_int(c, o, "free_bytes", F_NULL, 0, &d->free_bytes) &&
+           get_int(c, o, "limit_bytes", F_NULL, 0, &d->limit_bytes) &&
+           req_int(c, o, "live_bytes", 0, &d->live_bytes) &&
+           req_int(c, o, "peak_live_bytes", 0, &d->peak_live_bytes) &&
+           get_int(c, o, "peak_time_unix_ns", F_NULL, 0, &d->peak_time_unix_ns) &&
+           req_int(c, o, "reserved_bytes", 0, &d->reserved_bytes) &&
+           req_int(c, o, "peak_reserved_bytes", 0, &d->peak_reserved_bytes) &&
+           req_int(c, o, "alloc_calls", 0, &d->alloc_calls) &&
+           req_int(c, o, "free_calls", 0, &d->free_calls) &&
+           req_int(c, o, "failed_calls", 0, &d->failed_calls) &&
+           get_int(c, o, "used_bytes", F_OPT, 0, &d->used_bytes) &&
+           get_int(c, o, "untracked_bytes", F_OPT, INT64_MIN, &d->untracked_bytes) &&
+           get_int(c, o, "live_count", F_OPT, 0, &d->live_count) &&
+           get_int(c, o, "cache_flushes", F_OPT, 0, &d->cache_flushes) &&
+           get_int(c, o, "va_reserved_bytes", F_OPT, 0, &d->va_reserved_bytes) &&
+           get_str(c, o, "uuid", F_OPT, &d->uuid) &&
+           get_str(c, o, "pci_bus_id", F_OPT, &d->pci_bus_id);
 }
 
 static bool load_failure(struct vctx *c, const cJSON *o, void *slot)
 {
-	struct model_failure *f = slot;
-	int oom;
-	const char *retried;
-	bool ok = req_int(c, o, "time_unix_ns", 0, &f->time_unix_ns) && get_str(c, o, "api", F_REQ, &f->api) &&
-		  get_int(c, o, "device", F_NULL, 0, &f->device) && req_int(c, o, "size", 0, &f->size) &&
-		  req_int(c, o, "error_code", INT64_MIN, &f->error_code) &&
-		  get_str(c, o, "error_name", F_NULL, &f->error_name) && get_bool(c, o, "oom", F_REQ, &oom) &&
-		  req_int(c, o, "callsite", 0, &f->callsite) &&
-		  req_int(c, o, "live_bytes_at_failure", 0, &f->live_bytes_at_failure) &&
-		  req_int(c, o, "reserved_bytes_at_failure", 0, &f->reserved_bytes_at_failure) &&
-		  get_int(c, o, "free_bytes_at_failure", F_NULL, 0, &f->free_bytes_at_failure) &&
-		  get_str(c, o, "retried", F_OPT, &retried) && get_int(c, o, "thread", F_OPT, 0, &f->thread);
-	if (!ok)
-		return false;
-	f->oom = oom == 1;
-	if (!retried)
-		f->retried = RETRIED_UNKNOWN;
-	else if (strcmp(retried, "succeeded") == 0)
-		f->retried = RETRIED_SUCCEEDED;
-	else if (strcmp(retried, "failed") == 0)
-		f->retried = RETRIED_FAILED;
-	else
-		return fail_at(c, "retried", "expected null, \"succeeded\" or \"failed\"");
-	return true;
+    struct model_failure *f = slot;
+    int oom;
+    const char *retried;
+    bool ok = req_int(c, o, "time_unix_ns", 0, &f->time_unix_ns) &&
+              get_str(c, o, "api", F_REQ, &f->api) &&
+              get_int(c, o, "device", F_NULL, 0, &f->device) &&
+              req_int(c, o, "size", 0, &f->size) &&
+              req_int(c, o, "error_code", INT64_MIN, &f->error_code) &&
+              get_str(c, o, "error_name", F_NULL, &f->error_name) &&
+              get_bool(c, o, "oom", F_REQ, &oom) && req_int(c, o, "callsite", 0, &f->callsite) &&
+              req_int(c, o, "live_bytes_at_failure", 0, &f->live_bytes_at_failure) &&
+              req_int(c, o, "reserved_bytes_at_failure", 0, &f->reserved_bytes_at_failure) &&
+              get_int(c, o, "free_bytes_at_failure", F_NULL, 0, &f->free_bytes_at_failure) &&
+              get_str(c, o, "retried", F_OPT, &retried) &&
+              get_int(c, o, "thread", F_OPT, 0, &f->thread);
+    if (!ok)
+        return false;
+    f->oom = oom == 1;
+    if (!retried)
+        f->retried = RETRIED_UNKNOWN;
+    else if (strcmp(retried, "succeeded") == 0)
+        f->retried = RETRIED_SUCCEEDED;
+    else if (strcmp(retried, "failed") == 0)
+        f->retried = RETRIED_FAILED;
+    else
+        return fail_at(c, "retried", "expected null, \"succeeded\" or \"failed\"");
+    return true;
 }
 
 static bool hex_address(const char *s)
 {
-	if (s[0] != '0' || s[1] != 'x' || !s[2])
-		return false;
-	for (s += 2; *s; s++)
-		if (!strchr("0123456789abcdefABCDEF", *s))
-			return false;
-	return true;
+    if (s[0] != '0' || s[1] != 'x' || !s[2])
+        return false;
+    for (s += 2; *s; s++)
+        if (!strchr("0123456789abcdefABCDEF", *s))
+            return false;
+    return true;
 }
 
 static bool load_live(struct vctx *c, const cJSON *o, void *slot)
 {
-	struct model_live *l = slot;
-	if (!get_str(c, o, "address", F_REQ, &l->address))
-		return false;
-	if (!hex_address(l->address))
-		return fail_at(c, "address", "expected \"0x\" and hexadecimal digits");
-	return req_int(c, o, "size", 0, &l->size) && get_int(c, o, "device", F_NULL, 0, &l->device) &&
-	       get_str(c, o, "api", F_REQ, &l->api) && req_int(c, o, "callsite", 0, &l->callsite) &&
-	       req_int(c, o, "time_unix_ns", 0, &l->time_unix_ns);
+    struct model_live *l = slot;
+    if (!get_str(c, o, "address", F_REQ, &l->address))
+        return false;
+    if (!hex_address(l->address))
+        return fail_at(c, "address", "expected \"0x\" and hexadecimal digits");
+    return req_int(c, o, "size", 0, &l->size) && get_int(c, o, "device", F_NULL, 0, &l->device) &&
+           get_str(c, o, "api", F_REQ, &l->api) && req_int(c, o, "callsite", 0, &l->callsite) &&
+           req_int(c, o, "time_unix_ns", 0, &l->time_unix_ns);
 }
 
 static bool load_crossing(struct vctx *c, const cJSON *o, void *slot)
 {
-	struct model_crossing *x = slot;
-	return req_int(c, o, "time_unix_ns", 0, &x->time_unix_ns) && get_str(c, o, "api", F_REQ, &x->api) &&
-	       req_int(c, o, "device", 0, &x->device) && req_int(c, o, "size", 0, &x->size) &&
-	       req_int(c, o, "callsite", 0, &x->callsite) &&
-	       req_int(c, o, "live_bytes_at_crossing", 0, &x->live_bytes_at_crossing);
+    struct model_crossing *x = slot;
+    return req_int(c, o, "time_unix_ns", 0, &x->time_unix_ns) &&
+           get_str(c, o, "api", F_REQ, &x->api) && req_int(c, o, "device", 0, &x->device) &&
+           req_int(c, o, "size", 0, &x->size) && req_int(c, o, "callsite", 0, &x->callsite) &&
+           req_int(c, o, "live_bytes_at_crossing", 0, &x->live_bytes_at_crossing);
 }
 
 static bool load_pressure(struct vctx *c, const cJSON *o, void *slot)
 {
-	struct model_pressure *p = slot;
-	return get_str(c, o, "kind", F_REQ, &p->kind) && req_int(c, o, "time_unix_ns", 0, &p->time_unix_ns) &&
-	       get_str(c, o, "api", F_REQ, &p->api) && get_int(c, o, "device", F_NULL, 0, &p->device) &&
-	       req_int(c, o, "size", 0, &p->size) && req_int(c, o, "freed_bytes", 0, &p->freed_bytes) &&
-	       req_int(c, o, "freed_count", 0, &p->freed_count) && req_int(c, o, "callsite", 0, &p->callsite);
+    struct model_pressure *p = slot;
+    return get_str(c, o, "kind", F_REQ, &p->kind) &&
+           req_int(c, o, "time_unix_ns", 0, &p->time_unix_ns) &&
+           get_str(c, o, "api", F_REQ, &p->api) && get_int(c, o, "device", F_NULL, 0, &p->device) &&
+           req_int(c, o, "size", 0, &p->size) && req_int(c, o, "freed_bytes", 0, &p->freed_bytes) &&
+           req_int(c, o, "freed_count", 0, &p->freed_count) &&
+           req_int(c, o, "callsite", 0, &p->callsite);
 }
 
 static void *load_list(struct vctx *c, const cJSON *root, const char *key, int flags, size_t elem,
-		       element_fn fn, size_t *count);
+                       element_fn fn, size_t *count);
 
 static bool load_marker(struct vctx *c, const cJSON *o, void *slot)
 {
-	struct model_marker *m = slot;
-	return req_int(c, o, "time_unix_ns", 0, &m->time_unix_ns) && get_str(c, o, "label", F_REQ, &m->label) &&
-	       req_int(c, o, "live_bytes", 0, &m->live_bytes) &&
-	       req_int(c, o, "phase_peak_bytes", 0, &m->phase_peak_bytes);
+    struct model_marker *m = slot;
+    return req_int(c, o, "time_unix_ns", 0, &m->time_unix_ns) &&
+           get_str(c, o, "label", F_REQ, &m->label) &&
+           req_int(c, o, "live_bytes", 0, &m->live_bytes) &&
+           req_int(c, o, "phase_peak_bytes", 0, &m->phase_peak_bytes);
 }
 
 static bool load_tl_bucket(struct vctx *c, const cJSON *o, void *slot)
 {
-	struct model_tl_bucket *b = slot;
-	return req_int(c, o, "t", 0, &b->t) && req_int(c, o, "live_min", 0, &b->live_min) &&
-	       req_int(c, o, "live_max", 0, &b->live_max) && req_int(c, o, "live", 0, &b->live) &&
-	       req_int(c, o, "peak_t", 0, &b->peak_t) && req_int(c, o, "reserved_max", 0, &b->reserved_max) &&
-	       req_int(c, o, "reserved", 0, &b->reserved) &&
-	       get_int(c, o, "untracked_max", F_NULL, INT64_MIN, &b->untracked_max) &&
-	       get_int(c, o, "untracked", F_NULL, INT64_MIN, &b->untracked) &&
-	       req_int(c, o, "events", 0, &b->events);
+    struct model_tl_bucket *b = slot;
+    return req_int(c, o, "t", 0, &b->t) && req_int(c, o, "live_min", 0, &b->live_min) &&
+           req_int(c, o, "live_max", 0, &b->live_max) && req_int(c, o, "live", 0, &b->live) &&
+           req_int(c, o, "peak_t", 0, &b->peak_t) &&
+           req_int(c, o, "reserved_max", 0, &b->reserved_max) &&
+           req_int(c, o, "reserved", 0, &b->reserved) &&
+           get_int(c, o, "untracked_max", F_NULL, INT64_MIN, &b->untracked_max) &&
+           get_int(c, o, "untracked", F_NULL, INT64_MIN, &b->untracked) &&
+           req_int(c, o, "events", 0, &b->events);
 }
 
 static bool load_tl_step(struct vctx *c, const cJSON *o, void *slot)
 {
-	struct model_tl_step *st = slot;
-	return req_int(c, o, "time_unix_ns", 0, &st->time_unix_ns) && req_int(c, o, "size", 0, &st->size) &&
-	       req_int(c, o, "live_bytes_after", 0, &st->live_bytes_after) &&
-	       get_str(c, o, "api", F_REQ, &st->api) && req_int(c, o, "callsite", 0, &st->callsite);
+    struct model_tl_step *st = slot;
+    return req_int(c, o, "time_unix_ns", 0, &st->time_unix_ns) &&
+           req_int(c, o, "size", 0, &st->size) &&
+           req_int(c, o, "live_bytes_after", 0, &st->live_bytes_after) &&
+           get_str(c, o, "api", F_REQ, &st->api) && req_int(c, o, "callsite", 0, &st->callsite);
 }
 
 static bool load_tl_device(struct vctx *c, const cJSON *o, void *slot)
 {
-	struct model_tl_device *d = slot;
-	if (!get_int(c, o, "ordinal", F_NULL, 0, &d->ordinal) || !req_int(c, o, "start_unix_ns", 0, &d->start_unix_ns) ||
-	    !req_int(c, o, "bucket_ns", 1, &d->bucket_ns) || !req_int(c, o, "merges", 0, &d->merges) ||
-	    !req_int(c, o, "events", 0, &d->events) ||
-	    !get_int(c, o, "capacity_bytes", F_NULL, 0, &d->capacity_bytes) ||
-	    !get_int(c, o, "limit_bytes", F_NULL, 0, &d->limit_bytes))
-		return false;
-	d->buckets = load_list(c, o, "buckets", F_REQ, sizeof *d->buckets, load_tl_bucket, &d->n_buckets);
-	d->steps = load_list(c, o, "steps", F_REQ, sizeof *d->steps, load_tl_step, &d->n_steps);
-	if (c->failed)
-		return false;
-	/* The views walk buckets in order: a report whose times go backwards is damaged. */
-	for (size_t i = 1; i < d->n_buckets; i++) {
-		if (d->buckets[i].t <= d->buckets[i - 1].t) {
-			size_t k = push_key(c, "buckets"), old = push_index(c, i);
-			fail_at(c, "t", "not after the previous bucket's");
-			pop(c, old);
-			pop(c, k);
-			return false;
-		}
-	}
-	return true;
+    struct model_tl_device *d = slot;
+    if (!get_int(c, o, "ordinal", F_NULL, 0, &d->ordinal) ||
+        !req_int(c, o, "start_unix_ns", 0, &d->start_unix_ns) ||
+        !req_int(c, o, "bucket_ns", 1, &d->bucket_ns) || !req_int(c, o, "merges", 0, &d->merges) ||
+        !req_int(c, o, "events", 0, &d->events) ||
+        !get_int(c, o, "capacity_bytes", F_NULL, 0, &d->capacity_bytes) ||
+        !get_int(c, o, "limit_bytes", F_NULL, 0, &d->limit_bytes))
+        return false;
+    d->buckets =
+            load_list(c, o, "buckets", F_REQ, sizeof *d->buckets, load_tl_bucket, &d->n_buckets);
+    d->steps = load_list(c, o, "steps", F_REQ, sizeof *d->steps, load_tl_step, &d->n_steps);
+    if (c->failed)
+        return false;
+    /* The views walk buckets in order: a report whose times go backwards is damaged. */
+    for (size_t i = 1; i < d->n_buckets; i++) {
+        if (d->buckets[i].t <= d->buckets[i - 1].t) {
+            size_t k = push_key(c, "buckets"), old = push_index(c, i);
+            fail_at(c, "t", "not after the previous bucket's");
+            pop(c, old);
+            pop(c, k);
+            return false;
+        }
+    }
+    return true;
 }
 
 static bool load_timeline(struct vctx *c, const cJSON *o, struct model_timeline *t)
 {
-	model_int max;
-	if (!get_int(c, o, "buckets_max", F_REQ, 1, &max))
-		return false;
-	t->buckets_max = max.v;
-	t->devices = load_list(c, o, "devices", F_REQ, sizeof *t->devices, load_tl_device, &t->n_devices);
-	t->known = !c->failed;
-	return !c->failed;
+    model_int max;
+    if (!get_int(c, o, "buckets_max", F_REQ, 1, &max))
+        return false;
+    t->buckets_max = max.v;
+    t->devices =
+            load_list(c, o, "devices", F_REQ, sizeof *t->devices, load_tl_device, &t->n_devices);
+    t->known = !c->failed;
+    return !c->failed;
 }
 
 /* 64 KiB as the library cuts it, with room for what redaction adds: more is no report of ours. */
@@ -422,344 +444,360 @@ static bool load_timeline(struct vctx *c, const cJSON *o, struct model_timeline 
 
 static bool load_process(struct vctx *c, const cJSON *o, struct model_process *p)
 {
-	const cJSON *argv;
-	size_t argc;
-	if (!req_int(c, o, "pid", 0, &p->pid) || !get_int(c, o, "ppid", F_REQ, 0, &p->ppid) ||
-	    !get_str(c, o, "host", F_REQ, &p->host) || !get_array(c, o, "argv", F_REQ, &argv, &argc))
-		return false;
-	p->argv = util_xcalloc(argc, sizeof *p->argv);
-	p->argc = argc;
-	size_t i = 0, total = 0;
-	for (const cJSON *a = argv->child; a; a = a->next, i++) {
-		if (!cJSON_IsString(a) || !a->valuestring) {
-			size_t k = push_key(c, "argv"), old = push_index(c, i);
-			fail_at(c, NULL, "expected a string, found %s", describe(a));
-			pop(c, old);
-			pop(c, k);
-			return false;
-		}
-		p->argv[i] = a->valuestring;
-		total += strlen(a->valuestring) + 1;
-	}
-	/* The library writes at most 64 KiB of the command line; advice copies it into every
-	 * command it proposes, so a huge one would multiply memory (docs/reliability.md). */
-	if (total > MODEL_ARGV_MAX) {
-		size_t k = push_key(c, "argv");
-		fail_at(c, NULL, "%zu bytes in all, more than the %d a report can hold", total, MODEL_ARGV_MAX);
-		pop(c, k);
-		return false;
-	}
-	if (!get_str(c, o, "cwd", F_NULL, &p->cwd) || !get_int(c, o, "start_unix_ns", F_NULL, 0, &p->start_unix_ns) ||
-	    !get_int(c, o, "rank", F_NULL, 0, &p->rank) || !get_int(c, o, "local_rank", F_NULL, 0, &p->local_rank) ||
-	    !get_int(c, o, "world_size", F_NULL, 0, &p->world_size) ||
-	    !get_object(c, o, "env", F_REQ, &p->env) || !get_str(c, o, "exe", F_OPT, &p->exe))
-		return false;
-	for (const cJSON *e = p->env->child; e; e = e->next) {
-		if (!cJSON_IsString(e)) {
-			size_t k = push_key(c, "env");
-			fail_at(c, e->string ? e->string : "", "expected a string, found %s", describe(e));
-			pop(c, k);
-			return false;
-		}
-	}
-	return true;
+    const cJSON *argv;
+    size_t argc;
+    if (!req_int(c, o, "pid", 0, &p->pid) || !get_int(c, o, "ppid", F_REQ, 0, &p->ppid) ||
+        !get_str(c, o, "host", F_REQ, &p->host) || !get_array(c, o, "argv", F_REQ, &argv, &argc))
+        return false;
+    p->argv = util_xcalloc(argc, sizeof *p->argv);
+    p->argc = argc;
+    size_t i = 0, total = 0;
+    for (const cJSON *a = argv->child; a; a = a->next, i++) {
+        if (!cJSON_IsString(a) || !a->valuestring) {
+            size_t k = push_key(c, "argv"), old = push_index(c, i);
+            fail_at(c, NULL, "expected a string, found %s", describe(a));
+            pop(c, old);
+            pop(c, k);
+            return false;
+        }
+        p->argv[i] = a->valuestring;
+        total += strlen(a->valuestring) + 1;
+    }
+    /* The library writes at most 64 KiB of the command line; advice copies it into every
+     * command it proposes, so a huge one would multiply memory (docs/reliability.md). */
+    if (total > MODEL_ARGV_MAX) {
+        size_t k = push_key(c, "argv");
+        fail_at(c, NULL, "%zu bytes in all, more than the %d a report can hold", total,
+                MODEL_ARGV_MAX);
+        pop(c, k);
+        return false;
+    }
+    if (!get_str(c, o, "cwd", F_NULL, &p->cwd) ||
+        !get_int(c, o, "start_unix_ns", F_NULL, 0, &p->start_unix_ns) ||
+        !get_int(c, o, "rank", F_NULL, 0, &p->rank) ||
+        !get_int(c, o, "local_rank", F_NULL, 0, &p->local_rank) ||
+        !get_int(c, o, "world_size", F_NULL, 0, &p->world_size) ||
+        !get_object(c, o, "env", F_REQ, &p->env) || !get_str(c, o, "exe", F_OPT, &p->exe))
+        return false;
+    for (const cJSON *e = p->env->child; e; e = e->next) {
+        if (!cJSON_IsString(e)) {
+            size_t k = push_key(c, "env");
+            fail_at(c, e->string ? e->string : "", "expected a string, found %s", describe(e));
+            pop(c, k);
+            return false;
+        }
+    }
+    return true;
 }
 
 /* Allocates the model's array for a JSON array and fills it element by element. Does nothing once
  * a problem was found, so calls can follow one another and be checked once. */
 static void *load_list(struct vctx *c, const cJSON *root, const char *key, int flags, size_t elem,
-		       element_fn fn, size_t *count)
+                       element_fn fn, size_t *count)
 {
-	const cJSON *arr;
-	size_t n;
-	*count = 0;
-	if (c->failed || !get_array(c, root, key, flags, &arr, &n))
-		return NULL;
-	void *list = util_xcalloc(n, elem);
-	*count = n; /* set before filling so model_free() sees every slot */
-	each_object(c, key, arr, list, elem, fn);
-	return list;
+    const cJSON *arr;
+    size_t n;
+    *count = 0;
+    if (c->failed || !get_array(c, root, key, flags, &arr, &n))
+        return NULL;
+    void *list = util_xcalloc(n, elem);
+    *count = n; /* set before filling so model_free() sees every slot */
+    each_object(c, key, arr, list, elem, fn);
+    return list;
 }
 
 static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
 {
-	const char *schema;
-	if (!cJSON_IsObject(root))
-		return fail_at(c, NULL, "expected a JSON object, found %s", describe(root));
-	if (!get_str(c, root, "schema", F_REQ, &schema))
-		return false;
-	if (strcmp(schema, MODEL_SCHEMA) != 0) {
-		struct strbuf s = {0};
-		util_add_text(&s, schema);
-		fail_at(c, NULL, "schema is \"%s\", expected \"%s\"", sb_str(&s), MODEL_SCHEMA);
-		sb_free(&s);
-		return false;
-	}
-	if (!get_str(c, root, "reason", F_REQ, &r->reason))
-		return false;
-	if (strcmp(r->reason, "oom") && strcmp(r->reason, "exit") && strcmp(r->reason, "request") &&
-	    strcmp(r->reason, "signal") && strcmp(r->reason, "pressure"))
-		return fail_at(c, "reason", "expected \"oom\", \"exit\", \"request\", \"signal\" or \"pressure\"");
-	const cJSON *proc, *vw, *pinned, *fw, *tl;
-	if (!req_int(c, root, "time_unix_ns", 0, &r->time_unix_ns) || !get_object(c, root, "process", F_REQ, &proc))
-		return false;
-	size_t k = push_key(c, "process");
-	bool ok = load_process(c, proc, &r->process);
-	pop(c, k);
-	if (!ok)
-		return false;
-	r->devices = load_list(c, root, "devices", F_REQ, sizeof *r->devices, load_device, &r->n_devices);
-	r->failures = load_list(c, root, "failures", F_REQ, sizeof *r->failures, load_failure, &r->n_failures);
-	r->callsites = load_list(c, root, "callsites", F_REQ, sizeof *r->callsites, load_callsite, &r->n_callsites);
-	r->live = load_list(c, root, "live", F_REQ, sizeof *r->live, load_live, &r->n_live);
-	r->crossings = load_list(c, root, "limit_crossings", F_REQ, sizeof *r->crossings, load_crossing,
-				 &r->n_crossings);
-	r->pressure = load_list(c, root, "pressure_events", F_OPT, sizeof *r->pressure, load_pressure,
-				&r->n_pressure);
-	r->markers = load_list(c, root, "markers", F_OPT, sizeof *r->markers, load_marker, &r->n_markers);
-	if (c->failed || !req_int(c, root, "live_truncated", 0, &r->live_truncated) ||
-	    !get_int(c, root, "failures_total", F_OPT, 0, &r->failures_total) ||
-	    !get_int(c, root, "callsites_dropped", F_OPT, 0, &r->callsites_dropped) ||
-	    !get_int(c, root, "pressure_events_total", F_OPT, 0, &r->pressure_events_total) ||
-	    !get_object(c, root, "vramwatch", F_OPT, &vw) || !get_object(c, root, "host_pinned", F_OPT, &pinned) ||
-	    !get_object(c, root, "framework", F_OPT, &fw) || !get_object(c, root, "timeline", F_OPT, &tl))
-		return false;
-	if (tl) {
-		k = push_key(c, "timeline");
-		ok = load_timeline(c, tl, &r->timeline);
-		pop(c, k);
-		if (!ok)
-			return false;
-	}
-	r->python = -1;
-	if (vw) {
-		k = push_key(c, "vramwatch");
-		ok = get_str(c, vw, "version", F_OPT, &r->version) &&
-		     get_int(c, vw, "stack_depth", F_OPT, 0, &r->stack_depth) &&
-		     get_bool(c, vw, "python", F_OPT, &r->python);
-		pop(c, k);
-		if (!ok)
-			return false;
-	}
-	if (fw) {
-		struct model_framework *m = &r->framework;
-		k = push_key(c, "framework");
-		ok = get_str(c, fw, "name", F_OPT, &m->name) && get_str(c, fw, "exception", F_OPT, &m->exception) &&
-		     get_str(c, fw, "message", F_OPT, &m->message) && get_str(c, fw, "format", F_OPT, &m->format) &&
-		     get_int(c, fw, "time_unix_ns", F_OPT, 0, &m->time_unix_ns) &&
-		     get_int(c, fw, "thread", F_OPT, 0, &m->thread) && get_int(c, fw, "count", F_OPT, 0, &m->count) &&
-		     get_int(c, fw, "device", F_OPT, 0, &m->device) &&
-		     get_int(c, fw, "requested_bytes", F_OPT, 0, &m->requested_bytes) &&
-		     get_int(c, fw, "capacity_bytes", F_OPT, 0, &m->capacity_bytes) &&
-		     get_int(c, fw, "free_bytes", F_OPT, 0, &m->free_bytes) &&
-		     get_int(c, fw, "process_in_use_bytes", F_OPT, 0, &m->process_in_use_bytes) &&
-		     get_int(c, fw, "allowed_bytes", F_OPT, 0, &m->allowed_bytes) &&
-		     get_int(c, fw, "allocated_bytes", F_OPT, 0, &m->allocated_bytes) &&
-		     get_int(c, fw, "reserved_unallocated_bytes", F_OPT, 0, &m->reserved_unallocated_bytes) &&
-		     get_int(c, fw, "private_pools_bytes", F_OPT, 0, &m->private_pools_bytes);
-		pop(c, k);
-		if (!ok)
-			return false;
-		m->known = true;
-	}
-	if (pinned) {
-		struct model_host_pinned *h = &r->host_pinned;
-		model_int v[5];
-		k = push_key(c, "host_pinned");
-		ok = get_int(c, pinned, "live_bytes", F_OPT, 0, &v[0]) &&
-		     get_int(c, pinned, "peak_live_bytes", F_OPT, 0, &v[1]) &&
-		     get_int(c, pinned, "alloc_calls", F_OPT, 0, &v[2]) &&
-		     get_int(c, pinned, "free_calls", F_OPT, 0, &v[3]) &&
-		     get_int(c, pinned, "failed_calls", F_OPT, 0, &v[4]);
-		pop(c, k);
-		if (!ok)
-			return false;
-		*h = (struct model_host_pinned){true, v[0].v, v[1].v, v[2].v, v[3].v, v[4].v};
-	}
-	return true;
+    const char *schema;
+    if (!cJSON_IsObject(root))
+        return fail_at(c, NULL, "expected a JSON object, found %s", describe(root));
+    if (!get_str(c, root, "schema", F_REQ, &schema))
+        return false;
+    if (strcmp(schema, MODEL_SCHEMA) != 0) {
+        struct strbuf s = { 0 };
+        util_add_text(&s, schema);
+        fail_at(c, NULL, "schema is \"%s\", expected \"%s\"", sb_str(&s), MODEL_SCHEMA);
+        sb_free(&s);
+        return false;
+    }
+    if (!get_str(c, root, "reason", F_REQ, &r->reason))
+        return false;
+    if (strcmp(r->reason, "oom") && strcmp(r->reason, "exit") && strcmp(r->reason, "request") &&
+        strcmp(r->reason, "signal") && strcmp(r->reason, "pressure"))
+        return fail_at(c, "reason",
+                       "expected \"oom\", \"exit\", \"request\", \"signal\" or \"pressure\"");
+    const cJSON *proc, *vw, *pinned, *fw, *tl;
+    if (!req_int(c, root, "time_unix_ns", 0, &r->time_unix_ns) ||
+        !get_object(c, root, "process", F_REQ, &proc))
+        return false;
+    size_t k = push_key(c, "process");
+    bool ok = load_process(c, proc, &r->process);
+    pop(c, k);
+    if (!ok)
+        return false;
+    r->devices =
+            load_list(c, root, "devices", F_REQ, sizeof *r->devices, load_device, &r->n_devices);
+    r->failures = load_list(c, root, "failures", F_REQ, sizeof *r->failures, load_failure,
+                            &r->n_failures);
+    r->callsites = load_list(c, root, "callsites", F_REQ, sizeof *r->callsites, load_callsite,
+                             &r->n_callsites);
+    r->live = load_list(c, root, "live", F_REQ, sizeof *r->live, load_live, &r->n_live);
+    r->crossings = load_list(c, root, "limit_crossings", F_REQ, sizeof *r->crossings, load_crossing,
+                             &r->n_crossings);
+    r->pressure = load_list(c, root, "pressure_events", F_OPT, sizeof *r->pressure, load_pressure,
+                            &r->n_pressure);
+    r->markers =
+            load_list(c, root, "markers", F_OPT, sizeof *r->markers, load_marker, &r->n_markers);
+    if (c->failed || !req_int(c, root, "live_truncated", 0, &r->live_truncated) ||
+        !get_int(c, root, "failures_total", F_OPT, 0, &r->failures_total) ||
+        !get_int(c, root, "callsites_dropped", F_OPT, 0, &r->callsites_dropped) ||
+        !get_int(c, root, "pressure_events_total", F_OPT, 0, &r->pressure_events_total) ||
+        !get_object(c, root, "vramwatch", F_OPT, &vw) ||
+        !get_object(c, root, "host_pinned", F_OPT, &pinned) ||
+        !get_object(c, root, "framework", F_OPT, &fw) ||
+        !get_object(c, root, "timeline", F_OPT, &tl))
+        return false;
+    if (tl) {
+        k = push_key(c, "timeline");
+        ok = load_timeline(c, tl, &r->timeline);
+        pop(c, k);
+        if (!ok)
+            return false;
+    }
+    r->python = -1;
+    if (vw) {
+        k = push_key(c, "vramwatch");
+        ok = get_str(c, vw, "version", F_OPT, &r->version) &&
+             get_int(c, vw, "stack_depth", F_OPT, 0, &r->stack_depth) &&
+             get_bool(c, vw, "python", F_OPT, &r->python);
+        pop(c, k);
+        if (!ok)
+            return false;
+    }
+    if (fw) {
+        struct model_framework *m = &r->framework;
+        k = push_key(c, "framework");
+        ok = get_str(c, fw, "name", F_OPT, &m->name) &&
+             get_str(c, fw, "exception", F_OPT, &m->exception) &&
+             get_str(c, fw, "message", F_OPT, &m->message) &&
+             get_str(c, fw, "format", F_OPT, &m->format) &&
+             get_int(c, fw, "time_unix_ns", F_OPT, 0, &m->time_unix_ns) &&
+             get_int(c, fw, "thread", F_OPT, 0, &m->thread) &&
+             get_int(c, fw, "count", F_OPT, 0, &m->count) &&
+             get_int(c, fw, "device", F_OPT, 0, &m->device) &&
+             get_int(c, fw, "requested_bytes", F_OPT, 0, &m->requested_bytes) &&
+             get_int(c, fw, "capacity_bytes", F_OPT, 0, &m->capacity_bytes) &&
+             get_int(c, fw, "free_bytes", F_OPT, 0, &m->free_bytes) &&
+             get_int(c, fw, "process_in_use_bytes", F_OPT, 0, &m->process_in_use_bytes) &&
+             get_int(c, fw, "allowed_bytes", F_OPT, 0, &m->allowed_bytes) &&
+             get_int(c, fw, "allocated_bytes", F_OPT, 0, &m->allocated_bytes) &&
+             get_int(c, fw, "reserved_unallocated_bytes", F_OPT, 0,
+                     &m->reserved_unallocated_bytes) &&
+             get_int(c, fw, "private_pools_bytes", F_OPT, 0, &m->private_pools_bytes);
+        pop(c, k);
+        if (!ok)
+            return false;
+        m->known = true;
+    }
+    if (pinned) {
+        struct model_host_pinned *h = &r->host_pinned;
+        model_int v[5];
+        k = push_key(c, "host_pinned");
+        ok = get_int(c, pinned, "live_bytes", F_OPT, 0, &v[0]) &&
+             get_int(c, pinned, "peak_live_bytes", F_OPT, 0, &v[1]) &&
+             get_int(c, pinned, "alloc_calls", F_OPT, 0, &v[2]) &&
+             get_int(c, pinned, "free_calls", F_OPT, 0, &v[3]) &&
+             get_int(c, pinned, "failed_calls", F_OPT, 0, &v[4]);
+        pop(c, k);
+        if (!ok)
+            return false;
+        *h = (struct model_host_pinned){ true, v[0].v, v[1].v, v[2].v, v[3].v, v[4].v };
+    }
+    return true;
 }
 
 bool model_load(const char *path, struct model_report *r, struct strbuf *err)
 {
-	cJSON *root = json_load_file(path, err);
-	if (!root) {
-		*r = (struct model_report){.path = path, .python = -1};
-		return false;
-	}
-	return model_load_tree(path, root, r, err);
+    cJSON *root = json_load_file(path, err);
+    if (!root) {
+        *r = (struct model_report){ .path = path, .python = -1 };
+        return false;
+    }
+    return model_load_tree(path, root, r, err);
 }
 
 bool model_load_tree(const char *path, cJSON *root, struct model_report *r, struct strbuf *err)
 {
-	*r = (struct model_report){.path = path, .python = -1};
-	r->root = root;
-	struct vctx c = {.err = err};
-	bool ok = load_root(&c, r->root, r);
-	sb_free(&c.path);
-	if (!ok)
-		model_free(r);
-	return ok;
+    *r = (struct model_report){ .path = path, .python = -1 };
+    r->root = root;
+    struct vctx c = { .err = err };
+    bool ok = load_root(&c, r->root, r);
+    sb_free(&c.path);
+    if (!ok)
+        model_free(r);
+    return ok;
 }
 
 void model_free(struct model_report *r)
 {
-	for (size_t i = 0; i < r->n_callsites; i++)
-		free(r->callsites[i].frames);
-	free(r->callsites);
-	for (size_t i = 0; i < r->n_devices; i++)
-		free(r->devices[i].procs);
-	free(r->devices);
-	free(r->failures);
-	free(r->live);
-	free(r->crossings);
-	free(r->pressure);
-	free(r->markers);
-	for (size_t i = 0; i < r->timeline.n_devices; i++) {
-		free(r->timeline.devices[i].buckets);
-		free(r->timeline.devices[i].steps);
-	}
-	free(r->timeline.devices);
-	free(r->process.argv);
-	cJSON_Delete(r->root);
-	free(r->path_owned);
-	*r = (struct model_report){0};
+    for (size_t i = 0; i < r->n_callsites; i++)
+        free(r->callsites[i].frames);
+    free(r->callsites);
+    for (size_t i = 0; i < r->n_devices; i++)
+        free(r->devices[i].procs);
+    free(r->devices);
+    free(r->failures);
+    free(r->live);
+    free(r->crossings);
+    free(r->pressure);
+    free(r->markers);
+    for (size_t i = 0; i < r->timeline.n_devices; i++) {
+        free(r->timeline.devices[i].buckets);
+        free(r->timeline.devices[i].steps);
+    }
+    free(r->timeline.devices);
+    free(r->process.argv);
+    cJSON_Delete(r->root);
+    free(r->path_owned);
+    *r = (struct model_report){ 0 };
 }
 
 const struct model_callsite *model_callsite(const struct model_report *r, int64_t id)
 {
-	for (size_t i = 0; i < r->n_callsites; i++)
-		if (r->callsites[i].id == id)
-			return &r->callsites[i];
-	return NULL;
+    for (size_t i = 0; i < r->n_callsites; i++)
+        if (r->callsites[i].id == id)
+            return &r->callsites[i];
+    return NULL;
 }
 
 const struct model_device *model_device(const struct model_report *r, int64_t ordinal)
 {
-	for (size_t i = 0; i < r->n_devices; i++)
-		if (r->devices[i].ordinal.known && r->devices[i].ordinal.v == ordinal)
-			return &r->devices[i];
-	return NULL;
+    for (size_t i = 0; i < r->n_devices; i++)
+        if (r->devices[i].ordinal.known && r->devices[i].ordinal.v == ordinal)
+            return &r->devices[i];
+    return NULL;
 }
 
 bool model_failure_is_real_oom(const struct model_failure *f)
 {
-	return f->oom && f->retried != RETRIED_SUCCEEDED;
+    return f->oom && f->retried != RETRIED_SUCCEEDED;
 }
 
 bool model_report_failure_is_real_oom(const struct model_report *r, const struct model_failure *f)
 {
-	if (strcmp(r->reason, "pressure") == 0)
-		return f->oom && f->retried == RETRIED_FAILED;
-	return model_failure_is_real_oom(f);
+    if (strcmp(r->reason, "pressure") == 0)
+        return f->oom && f->retried == RETRIED_FAILED;
+    return model_failure_is_real_oom(f);
 }
 
 const struct model_failure *model_real_oom(const struct model_report *r)
 {
-	const struct model_failure *best = NULL;
-	for (size_t i = 0; i < r->n_failures; i++) {
-		const struct model_failure *f = &r->failures[i];
-		if (model_report_failure_is_real_oom(r, f) && (!best || f->time_unix_ns < best->time_unix_ns))
-			best = f;
-	}
-	return best;
+    const struct model_failure *best = NULL;
+    for (size_t i = 0; i < r->n_failures; i++) {
+        const struct model_failure *f = &r->failures[i];
+        if (model_report_failure_is_real_oom(r, f) &&
+            (!best || f->time_unix_ns < best->time_unix_ns))
+            best = f;
+    }
+    return best;
 }
 
 bool model_under_pressure(const struct model_report *r)
 {
-	if (model_real_oom(r) || r->framework.known)
-		return false;
-	if (strcmp(r->reason, "pressure") == 0)
-		return true;
-	/* Any other report: every failure it lists was an out-of-memory a retry overcame. A failure
-	 * of another kind is not pressure, and a report without failures had none. */
-	for (size_t i = 0; i < r->n_failures; i++)
-		if (!r->failures[i].oom || r->failures[i].retried != RETRIED_SUCCEEDED)
-			return false;
-	return r->n_failures > 0;
+    if (model_real_oom(r) || r->framework.known)
+        return false;
+    if (strcmp(r->reason, "pressure") == 0)
+        return true;
+    /* Any other report: every failure it lists was an out-of-memory a retry overcame. A failure
+     * of another kind is not pressure, and a report without failures had none. */
+    for (size_t i = 0; i < r->n_failures; i++)
+        if (!r->failures[i].oom || r->failures[i].retried != RETRIED_SUCCEEDED)
+            return false;
+    return r->n_failures > 0;
 }
 
 int64_t model_flushes(const struct model_report *r)
 {
-	int64_t n = (int64_t)r->n_pressure, devices = 0, rescued = 0;
-	if (r->pressure_events_total.known && r->pressure_events_total.v > n)
-		n = r->pressure_events_total.v;
-	for (size_t i = 0; i < r->n_devices; i++)
-		if (r->devices[i].cache_flushes.known)
-			devices = util_sat_add(devices, r->devices[i].cache_flushes.v);
-	for (size_t i = 0; i < r->n_failures; i++)
-		rescued += r->failures[i].oom && r->failures[i].retried == RETRIED_SUCCEEDED;
-	if (devices > n)
-		n = devices;
-	return rescued > n ? rescued : n;
+    int64_t n = (int64_t)r->n_pressure, devices = 0, rescued = 0;
+    if (r->pressure_events_total.known && r->pressure_events_total.v > n)
+        n = r->pressure_events_total.v;
+    for (size_t i = 0; i < r->n_devices; i++)
+        if (r->devices[i].cache_flushes.known)
+            devices = util_sat_add(devices, r->devices[i].cache_flushes.v);
+    for (size_t i = 0; i < r->n_failures; i++)
+        rescued += r->failures[i].oom && r->failures[i].retried == RETRIED_SUCCEEDED;
+    if (devices > n)
+        n = devices;
+    return rescued > n ? rescued : n;
 }
 
 int64_t model_flush_largest(const struct model_report *r)
 {
-	int64_t most = -1;
-	for (size_t i = 0; i < r->n_pressure; i++)
-		if (r->pressure[i].freed_bytes > most)
-			most = r->pressure[i].freed_bytes;
-	return most;
+    int64_t most = -1;
+    for (size_t i = 0; i < r->n_pressure; i++)
+        if (r->pressure[i].freed_bytes > most)
+            most = r->pressure[i].freed_bytes;
+    return most;
 }
 
 void model_callsite_short(struct strbuf *b, const struct model_report *r, int64_t id)
 {
-	const struct model_callsite *cs = model_callsite(r, id);
-	for (size_t i = 0; cs && i < cs->n_frames; i++) {
-		const struct model_frame *f = &cs->frames[i];
-		if (f->python) {
-			util_add_text(b, util_basename(f->file));
-			sb_printf(b, ":%" PRId64 " in ", f->line);
-			util_add_text(b, f->function);
-			return;
-		}
-	}
-	for (size_t i = 0; cs && i < cs->n_frames; i++) {
-		const struct model_frame *f = &cs->frames[i];
-		if (f->symbol) {
-			util_add_text(b, f->symbol);
-			if (f->module) {
-				sb_add(b, " (");
-				util_add_text(b, util_basename(f->module));
-				sb_addc(b, ')');
-			}
-			return;
-		}
-	}
-	sb_printf(b, "call site %" PRId64, id);
+    const struct model_callsite *cs = model_callsite(r, id);
+    for (size_t i = 0; cs && i < cs->n_frames; i++) {
+        const struct model_frame *f = &cs->frames[i];
+        if (f->python) {
+            util_add_text(b, util_basename(f->file));
+            sb_printf(b, ":%" PRId64 " in ", f->line);
+            util_add_text(b, f->function);
+            return;
+        }
+    }
+    for (size_t i = 0; cs && i < cs->n_frames; i++) {
+        const struct model_frame *f = &cs->frames[i];
+        if (f->symbol) {
+            util_add_text(b, f->symbol);
+            if (f->module) {
+                sb_add(b, " (");
+                util_add_text(b, util_basename(f->module));
+                sb_addc(b, ')');
+            }
+            return;
+        }
+    }
+    sb_printf(b, "call site %" PRId64, id);
 }
 
-void model_tl_columns(const struct model_tl_device *d, int64_t from, int64_t to, size_t n, int64_t *live,
-		      int64_t *reserved)
+void model_tl_columns(const struct model_tl_device *d, int64_t from, int64_t to, size_t n,
+                      int64_t *live, int64_t *reserved)
 {
-	double span = to > from ? (double)(to - from) : 1.0;
-	int64_t last_live = 0, last_res = 0;
-	size_t k = 0;
-	for (size_t c = 0; c < n; c++) {
-		int64_t end = from + (int64_t)(span * (double)(c + 1) / (double)n);
-		bool any = false;
-		int64_t lm = last_live, rm = last_res;
-		for (; k < d->n_buckets && (d->buckets[k].t < end || c + 1 == n); k++) {
-			const struct model_tl_bucket *b = &d->buckets[k];
-			if (!any) {
-				lm = b->live_max;
-				rm = b->reserved_max;
-				any = true;
-			}
-			lm = b->live_max > lm ? b->live_max : lm;
-			rm = b->reserved_max > rm ? b->reserved_max : rm;
-			last_live = b->live;
-			last_res = b->reserved;
-		}
-		live[c] = lm;
-		reserved[c] = rm;
-	}
+    double span = to > from ? (double)(to - from) : 1.0;
+    int64_t last_live = 0, last_res = 0;
+    size_t k = 0;
+    for (size_t c = 0; c < n; c++) {
+        int64_t end = from + (int64_t)(span * (double)(c + 1) / (double)n);
+        bool any = false;
+        int64_t lm = last_live, rm = last_res;
+        for (; k < d->n_buckets && (d->buckets[k].t < end || c + 1 == n); k++) {
+            const struct model_tl_bucket *b = &d->buckets[k];
+            if (!any) {
+                lm = b->live_max;
+                rm = b->reserved_max;
+                any = true;
+            }
+            lm = b->live_max > lm ? b->live_max : lm;
+            rm = b->reserved_max > rm ? b->reserved_max : rm;
+            last_live = b->live;
+            last_res = b->reserved;
+        }
+        live[c] = lm;
+        reserved[c] = rm;
+    }
 }
 
 int64_t model_total_live(const struct model_report *r)
 {
-	int64_t sum = 0;
-	for (size_t i = 0; i < r->n_devices; i++)
-		sum = util_sat_add(sum, r->devices[i].live_bytes);
-	return sum;
+    int64_t sum = 0;
+    for (size_t i = 0; i < r->n_devices; i++)
+        sum = util_sat_add(sum, r->devices[i].live_bytes);
+    return sum;
 }

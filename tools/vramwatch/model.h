@@ -13,187 +13,187 @@
 
 /* An integer the report may leave unknown (null) or, for fields added after the contract, leave out. */
 typedef struct {
-	int64_t v;
-	bool known;
+    int64_t v;
+    bool known;
 } model_int;
 
 /* Strings point into the parsed JSON tree, which lives as long as the report. */
 struct model_frame {
-	bool python;
-	/* native */
-	const char *module; /* NULL when unknown */
-	const char *symbol; /* NULL when unknown */
-	int64_t offset;     /* ip - module load base */
-	model_int symbol_offset;
-	/* python */
-	const char *file;
-	const char *function;
-	int64_t line;
+    bool python;
+    /* native */
+    const char *module; /* NULL when unknown */
+    const char *symbol; /* NULL when unknown */
+    int64_t offset;     /* ip - module load base */
+    model_int symbol_offset;
+    /* python */
+    const char *file;
+    const char *function;
+    int64_t line;
 };
 
 struct model_callsite {
-	int64_t id;
-	struct model_frame *frames; /* innermost first */
-	size_t n_frames;
-	int64_t live_bytes, live_count, alloc_calls, alloc_bytes_total;
+    int64_t id;
+    struct model_frame *frames; /* innermost first */
+    size_t n_frames;
+    int64_t live_bytes, live_count, alloc_calls, alloc_bytes_total;
 };
 
 /* Another process holding memory on the device when the card ran out (NVML). */
 struct model_proc {
-	int64_t pid;
-	const char *name; /* NULL when unknown */
-	model_int used_bytes;
+    int64_t pid;
+    const char *name; /* NULL when unknown */
+    model_int used_bytes;
 };
 
 struct model_device {
-	model_int ordinal; /* unknown for allocations whose device could not be told */
-	const char *name; /* NULL when unknown */
-	model_int total_bytes, free_bytes, limit_bytes;
-	int64_t live_bytes, peak_live_bytes;
-	model_int peak_time_unix_ns;
-	int64_t reserved_bytes, peak_reserved_bytes;
-	int64_t alloc_calls, free_calls, failed_calls;
-	/* written by the library beyond the contract; unknown when absent */
-	model_int used_bytes, untracked_bytes, live_count, cache_flushes, va_reserved_bytes;
-	const char *uuid, *pci_bus_id; /* optional physical names, NULL when absent */
-	bool procs_known;              /* other_processes was listed (possibly empty) */
-	struct model_proc *procs;
-	size_t n_procs;
+    model_int ordinal; /* unknown for allocations whose device could not be told */
+    const char *name;  /* NULL when unknown */
+    model_int total_bytes, free_bytes, limit_bytes;
+    int64_t live_bytes, peak_live_bytes;
+    model_int peak_time_unix_ns;
+    int64_t reserved_bytes, peak_reserved_bytes;
+    int64_t alloc_calls, free_calls, failed_calls;
+    /* written by the library beyond the contract; unknown when absent */
+    model_int used_bytes, untracked_bytes, live_count, cache_flushes, va_reserved_bytes;
+    const char *uuid, *pci_bus_id; /* optional physical names, NULL when absent */
+    bool procs_known;              /* other_processes was listed (possibly empty) */
+    struct model_proc *procs;
+    size_t n_procs;
 };
 
 enum model_retried { RETRIED_UNKNOWN, RETRIED_SUCCEEDED, RETRIED_FAILED };
 
 struct model_failure {
-	int64_t time_unix_ns;
-	const char *api;
-	model_int device;
-	int64_t size, error_code;
-	const char *error_name; /* NULL when unknown */
-	bool oom;
-	int64_t callsite;
-	int64_t live_bytes_at_failure, reserved_bytes_at_failure;
-	model_int free_bytes_at_failure;
-	enum model_retried retried;
-	model_int thread;
+    int64_t time_unix_ns;
+    const char *api;
+    model_int device;
+    int64_t size, error_code;
+    const char *error_name; /* NULL when unknown */
+    bool oom;
+    int64_t callsite;
+    int64_t live_bytes_at_failure, reserved_bytes_at_failure;
+    model_int free_bytes_at_failure;
+    enum model_retried retried;
+    model_int thread;
 };
 
 struct model_live {
-	const char *address;
-	int64_t size;
-	model_int device;
-	const char *api;
-	int64_t callsite, time_unix_ns;
+    const char *address;
+    int64_t size;
+    model_int device;
+    const char *api;
+    int64_t callsite, time_unix_ns;
 };
 
 struct model_crossing {
-	int64_t time_unix_ns;
-	const char *api;
-	int64_t device, size, callsite, live_bytes_at_crossing;
+    int64_t time_unix_ns;
+    const char *api;
+    int64_t device, size, callsite, live_bytes_at_crossing;
 };
 
 struct model_pressure {
-	const char *kind;
-	int64_t time_unix_ns;
-	const char *api;
-	model_int device;
-	int64_t size, freed_bytes, freed_count, callsite;
+    const char *kind;
+    int64_t time_unix_ns;
+    const char *api;
+    model_int device;
+    int64_t size, freed_bytes, freed_count, callsite;
 };
 
 /* vramwatch_mark(): live_bytes on all devices at the marker, and the most live since the previous
  * one (the phase the marker closes). */
 struct model_marker {
-	int64_t time_unix_ns;
-	const char *label;
-	int64_t live_bytes, phase_peak_bytes;
+    int64_t time_unix_ns;
+    const char *label;
+    int64_t live_bytes, phase_peak_bytes;
 };
 
 /* The whole-run timeline (the report's "timeline"): per device, buckets of bucket_ns from
  * start_unix_ns, each with extremes and last values; see docs/report-format.md. */
 struct model_tl_bucket {
-	int64_t t, live_min, live_max, live, peak_t, reserved_max, reserved, events;
-	model_int untracked_max, untracked;
+    int64_t t, live_min, live_max, live, peak_t, reserved_max, reserved, events;
+    model_int untracked_max, untracked;
 };
 
 struct model_tl_step {
-	int64_t time_unix_ns, size, live_bytes_after, callsite;
-	const char *api;
+    int64_t time_unix_ns, size, live_bytes_after, callsite;
+    const char *api;
 };
 
 struct model_tl_device {
-	model_int ordinal;
-	int64_t start_unix_ns, bucket_ns, merges, events;
-	model_int capacity_bytes, limit_bytes;
-	struct model_tl_bucket *buckets; /* oldest first, checked to be in time order */
-	size_t n_buckets;
-	struct model_tl_step *steps; /* largest first */
-	size_t n_steps;
+    model_int ordinal;
+    int64_t start_unix_ns, bucket_ns, merges, events;
+    model_int capacity_bytes, limit_bytes;
+    struct model_tl_bucket *buckets; /* oldest first, checked to be in time order */
+    size_t n_buckets;
+    struct model_tl_step *steps; /* largest first */
+    size_t n_steps;
 };
 
 struct model_timeline {
-	bool known; /* false: a report written before the field existed */
-	int64_t buckets_max;
-	struct model_tl_device *devices;
-	size_t n_devices;
+    bool known; /* false: a report written before the field existed */
+    int64_t buckets_max;
+    struct model_tl_device *devices;
+    size_t n_devices;
 };
 
 struct model_process {
-	int64_t pid;
-	model_int ppid;
-	const char *host;
-	const char **argv;
-	size_t argc;
-	const char *cwd; /* NULL when unknown */
-	model_int start_unix_ns;
-	model_int rank, local_rank, world_size;
-	const cJSON *env; /* object of strings */
-	const char *exe;  /* NULL when unknown */
+    int64_t pid;
+    model_int ppid;
+    const char *host;
+    const char **argv;
+    size_t argc;
+    const char *cwd; /* NULL when unknown */
+    model_int start_unix_ns;
+    model_int rank, local_rank, world_size;
+    const cJSON *env; /* object of strings */
+    const char *exe;  /* NULL when unknown */
 };
 
 struct model_host_pinned {
-	bool known;
-	int64_t live_bytes, peak_live_bytes, alloc_calls, free_calls, failed_calls;
+    bool known;
+    int64_t live_bytes, peak_live_bytes, alloc_calls, free_calls, failed_calls;
 };
 
 /* PyTorch's own out-of-memory verdict (the report's "framework"), when the report has one. */
 struct model_framework {
-	bool known; /* false: null, or a report written before the field existed */
-	const char *name, *exception, *message, *format; /* NULL when absent or null */
-	model_int time_unix_ns, thread, count, device;
-	model_int requested_bytes, capacity_bytes, free_bytes, process_in_use_bytes, allowed_bytes;
-	model_int allocated_bytes, reserved_unallocated_bytes, private_pools_bytes;
+    bool known; /* false: null, or a report written before the field existed */
+    const char *name, *exception, *message, *format; /* NULL when absent or null */
+    model_int time_unix_ns, thread, count, device;
+    model_int requested_bytes, capacity_bytes, free_bytes, process_in_use_bytes, allowed_bytes;
+    model_int allocated_bytes, reserved_unallocated_bytes, private_pools_bytes;
 };
 
 struct model_report {
-	const char *path;
-	char *path_owned; /* set when path was made for this report ("job.json, processes[2]"); freed with it */
-	cJSON *root; /* owned; --json prints it back */
-	const char *reason;
-	int64_t time_unix_ns;
-	struct model_process process;
-	struct model_device *devices;
-	size_t n_devices;
-	struct model_failure *failures;
-	size_t n_failures;
-	struct model_callsite *callsites;
-	size_t n_callsites;
-	struct model_live *live;
-	size_t n_live;
-	int64_t live_truncated;
-	struct model_crossing *crossings;
-	size_t n_crossings;
-	/* beyond the contract */
-	const char *version; /* vramwatch.version of the writer, NULL when absent */
-	model_int stack_depth;
-	int python; /* -1 unknown, 0 off, 1 on */
-	model_int failures_total, callsites_dropped;
-	model_int pressure_events_total; /* also those beyond the ones listed */
-	struct model_pressure *pressure;
-	size_t n_pressure;
-	struct model_host_pinned host_pinned;
-	struct model_framework framework;
-	struct model_marker *markers; /* oldest first; none in reports without the field */
-	size_t n_markers;
-	struct model_timeline timeline;
+    const char *path;
+    char *path_owned; /* set when path was made for this report ("job.json, processes[2]"); freed with it */
+    cJSON *root; /* owned; --json prints it back */
+    const char *reason;
+    int64_t time_unix_ns;
+    struct model_process process;
+    struct model_device *devices;
+    size_t n_devices;
+    struct model_failure *failures;
+    size_t n_failures;
+    struct model_callsite *callsites;
+    size_t n_callsites;
+    struct model_live *live;
+    size_t n_live;
+    int64_t live_truncated;
+    struct model_crossing *crossings;
+    size_t n_crossings;
+    /* beyond the contract */
+    const char *version; /* vramwatch.version of the writer, NULL when absent */
+    model_int stack_depth;
+    int python; /* -1 unknown, 0 off, 1 on */
+    model_int failures_total, callsites_dropped;
+    model_int pressure_events_total; /* also those beyond the ones listed */
+    struct model_pressure *pressure;
+    size_t n_pressure;
+    struct model_host_pinned host_pinned;
+    struct model_framework framework;
+    struct model_marker *markers; /* oldest first; none in reports without the field */
+    size_t n_markers;
+    struct model_timeline timeline;
 };
 
 /* Loads and checks one report. On failure returns false with a one-line reason in err
@@ -232,8 +232,8 @@ void model_callsite_short(struct strbuf *b, const struct model_report *r, int64_
 /* The timeline resampled into n columns over [from, to): per column the most live and reserved
  * memory of the buckets that start in it; a column without a bucket holds the previous bucket's
  * last values (nothing changed then), and columns before the first bucket hold 0. */
-void model_tl_columns(const struct model_tl_device *d, int64_t from, int64_t to, size_t n, int64_t *live,
-		      int64_t *reserved);
+void model_tl_columns(const struct model_tl_device *d, int64_t from, int64_t to, size_t n,
+                      int64_t *live, int64_t *reserved);
 /* Sum of live_bytes over all devices (saturating). */
 int64_t model_total_live(const struct model_report *r);
 

@@ -22,73 +22,74 @@
 
 static char *read_regular(const char *path, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return NULL;
-	struct stat st;
-	char *buf = NULL;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size <= SCRIPT_MAX) {
-		buf = util_xcalloc((size_t)st.st_size + 1, 1);
-		ssize_t got = read(fd, buf, (size_t)st.st_size);
-		if (got <= 0) {
-			free(buf);
-			buf = NULL;
-		} else {
-			*len = (size_t)got;
-		}
-	}
-	close(fd);
-	return buf;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size <= SCRIPT_MAX) {
+        buf = util_xcalloc((size_t)st.st_size + 1, 1);
+        ssize_t got = read(fd, buf, (size_t)st.st_size);
+        if (got <= 0) {
+            free(buf);
+            buf = NULL;
+        } else {
+            *len = (size_t)got;
+        }
+    }
+    close(fd);
+    return buf;
 }
 
 static char *script_source(const struct model_report *r, size_t *len)
 {
-	const char *const *argv = r->process.argv;
-	size_t argc = r->process.argc;
-	struct cmdline_job job;
-	cmdline_job_parse(argv, argc, &job);
-	if (job.module || job.script >= argc || !argv[job.script] || !*argv[job.script])
-		return NULL;
-	const char *s = argv[job.script];
-	if (s[0] == '/')
-		return read_regular(s, len);
-	char *text = NULL;
-	if (r->process.cwd) {
-		struct strbuf p = {0};
-		sb_printf(&p, "%s/%s", r->process.cwd, s);
-		text = read_regular(sb_str(&p), len);
-		sb_free(&p);
-	}
-	return text ? text : read_regular(s, len);
+    const char *const *argv = r->process.argv;
+    size_t argc = r->process.argc;
+    struct cmdline_job job;
+    cmdline_job_parse(argv, argc, &job);
+    if (job.module || job.script >= argc || !argv[job.script] || !*argv[job.script])
+        return NULL;
+    const char *s = argv[job.script];
+    if (s[0] == '/')
+        return read_regular(s, len);
+    char *text = NULL;
+    if (r->process.cwd) {
+        struct strbuf p = { 0 };
+        sb_printf(&p, "%s/%s", r->process.cwd, s);
+        text = read_regular(sb_str(&p), len);
+        sb_free(&p);
+    }
+    return text ? text : read_regular(s, len);
 }
 
 static bool quoted_in(const char *text, size_t len, const char *name)
 {
-	size_t n = strlen(name);
-	for (const char *p = text; (p = memmem(p, len - (size_t)(p - text), name, n)) != NULL; p += n) {
-		if (p == text || (size_t)(p - text) + n >= len)
-			continue;
-		char before = p[-1], after = p[n];
-		if ((before == '"' || before == '\'') && after == before)
-			return true;
-	}
-	return false;
+    size_t n = strlen(name);
+    for (const char *p = text; (p = memmem(p, len - (size_t)(p - text), name, n)) != NULL; p += n) {
+        if (p == text || (size_t)(p - text) + n >= len)
+            continue;
+        char before = p[-1], after = p[n];
+        if ((before == '"' || before == '\'') && after == before)
+            return true;
+    }
+    return false;
 }
 
-const char *script_option(struct script *s, const struct model_report *r, const char *const *names, size_t n)
+const char *script_option(struct script *s, const struct model_report *r, const char *const *names,
+                          size_t n)
 {
-	if (!s->read) {
-		s->text = script_source(r, &s->len);
-		s->read = true;
-	}
-	for (size_t i = 0; s->text && i < n; i++)
-		if (quoted_in(s->text, s->len, names[i]))
-			return names[i];
-	return NULL;
+    if (!s->read) {
+        s->text = script_source(r, &s->len);
+        s->read = true;
+    }
+    for (size_t i = 0; s->text && i < n; i++)
+        if (quoted_in(s->text, s->len, names[i]))
+            return names[i];
+    return NULL;
 }
 
 void script_free(struct script *s)
 {
-	free(s->text);
-	*s = (struct script){0};
+    free(s->text);
+    *s = (struct script){ 0 };
 }

@@ -10,14 +10,15 @@
 
 /* The training script's source, read once for every question about it. Zero it to start. */
 struct script {
-	bool read;
-	char *text; /* NULL: none, or it could not be read */
-	size_t len;
+    bool read;
+    char *text; /* NULL: none, or it could not be read */
+    size_t len;
 };
 
 /* The first of names (spelled as the script would, "--checkpoint") that the report's training
  * script defines, or NULL when it defines none of them or cannot be read. */
-const char *script_option(struct script *s, const struct model_report *r, const char *const *names, size_t n);
+const char *script_option(struct script *s, const struct model_report *r, const char *const *names,
+                          size_t n);
 void script_free(struct script *s);
 
 #endif

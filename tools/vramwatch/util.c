@@ -13,531 +13,540 @@
 
 void util_err(const char *fmt, ...)
 {
-	struct strbuf b = {0};
-	va_list ap;
-	va_start(ap, fmt);
-	sb_vprintf(&b, fmt, ap);
-	va_end(ap);
-	/* A file name or a report string may hold a newline; the contract promises one line. */
-	for (size_t i = 0; i < b.len; i++)
-		if ((unsigned char)b.s[i] < 0x20 || b.s[i] == 0x7f)
-			b.s[i] = '?';
-	fprintf(stderr, "vramwatch: %s\n", sb_str(&b));
-	sb_free(&b);
+    struct strbuf b = { 0 };
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(&b, fmt, ap);
+    va_end(ap);
+    /* A file name or a report string may hold a newline; the contract promises one line. */
+    for (size_t i = 0; i < b.len; i++)
+        if ((unsigned char)b.s[i] < 0x20 || b.s[i] == 0x7f)
+            b.s[i] = '?';
+    fprintf(stderr, "vramwatch: %s\n", sb_str(&b));
+    sb_free(&b);
 }
 
 static void out_of_memory(void)
 {
-	fputs("vramwatch: out of memory\n", stderr);
-	exit(EXIT_USAGE);
+    fputs("vramwatch: out of memory\n", stderr);
+    exit(EXIT_USAGE);
 }
 
 void *util_xmalloc(size_t n)
 {
-	void *p = malloc(n ? n : 1);
-	if (!p)
-		out_of_memory();
-	return p;
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        out_of_memory();
+    return p;
 }
 
 void *util_xcalloc(size_t count, size_t size)
 {
-	void *p = calloc(count ? count : 1, size ? size : 1);
-	if (!p)
-		out_of_memory();
-	return p;
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p)
+        out_of_memory();
+    return p;
 }
 
 void *util_xrealloc(void *p, size_t n)
 {
-	void *q = realloc(p, n ? n : 1);
-	if (!q)
-		out_of_memory();
-	return q;
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        out_of_memory();
+    return q;
 }
 
 char *util_xstrdup(const char *s)
 {
-	size_t n = strlen(s) + 1;
-	return memcpy(util_xmalloc(n), s, n);
+    size_t n = strlen(s) + 1;
+    return memcpy(util_xmalloc(n), s, n);
 }
 
 static void sb_reserve(struct strbuf *b, size_t extra)
 {
-	if (extra > SIZE_MAX / 2 - b->len)
-		out_of_memory();
-	size_t need = b->len + extra + 1;
-	if (need <= b->cap)
-		return;
-	size_t cap = b->cap ? b->cap : 64;
-	while (cap < need)
-		cap *= 2;
-	b->s = util_xrealloc(b->s, cap);
-	b->cap = cap;
+    if (extra > SIZE_MAX / 2 - b->len)
+        out_of_memory();
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap *= 2;
+    b->s = util_xrealloc(b->s, cap);
+    b->cap = cap;
 }
 
 void sb_addn(struct strbuf *b, const char *s, size_t n)
 {
-	sb_reserve(b, n);
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	b->s[b->len] = '\0';
+    sb_reserve(b, n);
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
 }
 
 void sb_add(struct strbuf *b, const char *s)
 {
-	sb_addn(b, s, strlen(s));
+    sb_addn(b, s, strlen(s));
 }
 
 void sb_addc(struct strbuf *b, char c)
 {
-	sb_addn(b, &c, 1);
+    sb_addn(b, &c, 1);
 }
 
 void sb_vprintf(struct strbuf *b, const char *fmt, va_list ap)
 {
-	/* Most messages fit the small buffer; longer ones are formatted again at their full length. */
-	char small[256];
-	va_list again;
-	va_copy(again, ap);
-	int n = vsnprintf(small, sizeof small, fmt, ap);
-	if (n > 0) {
-		sb_reserve(b, (size_t)n);
-		if ((size_t)n < sizeof small)
-			memcpy(b->s + b->len, small, (size_t)n + 1);
-		else
-			vsnprintf(b->s + b->len, (size_t)n + 1, fmt, again);
-		b->len += (size_t)n;
-	}
-	va_end(again);
+    /* Most messages fit the small buffer; longer ones are formatted again at their full length. */
+    char small[256];
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n > 0) {
+        sb_reserve(b, (size_t)n);
+        if ((size_t)n < sizeof small)
+            memcpy(b->s + b->len, small, (size_t)n + 1);
+        else
+            vsnprintf(b->s + b->len, (size_t)n + 1, fmt, again);
+        b->len += (size_t)n;
+    }
+    va_end(again);
 }
 
 void sb_printf(struct strbuf *b, const char *fmt, ...)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	sb_vprintf(b, fmt, ap);
-	va_end(ap);
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(b, fmt, ap);
+    va_end(ap);
 }
 
 void sb_truncate(struct strbuf *b, size_t len)
 {
-	if (len < b->len) {
-		b->len = len;
-		b->s[len] = '\0';
-	}
+    if (len < b->len) {
+        b->len = len;
+        b->s[len] = '\0';
+    }
 }
 
 const char *sb_str(const struct strbuf *b)
 {
-	return b->s ? b->s : "";
+    return b->s ? b->s : "";
 }
 
 void sb_free(struct strbuf *b)
 {
-	free(b->s);
-	*b = (struct strbuf){0};
+    free(b->s);
+    *b = (struct strbuf){ 0 };
 }
 
 static const struct {
-	const char *suffix;
-	uint64_t mult;
+    const char *suffix;
+    uint64_t mult;
 } size_units[] = {
-	{"", 1},
-	{"K", 1ULL << 10}, {"M", 1ULL << 20}, {"G", 1ULL << 30}, {"T", 1ULL << 40},
-	{"KiB", 1ULL << 10}, {"MiB", 1ULL << 20}, {"GiB", 1ULL << 30}, {"TiB", 1ULL << 40},
-	{"KB", 1000ULL}, {"MB", 1000ULL * 1000}, {"GB", 1000ULL * 1000 * 1000},
-	{"TB", 1000ULL * 1000 * 1000 * 1000},
+    { "", 1 },
+    { "K", 1ULL << 10 },
+    { "M", 1ULL << 20 },
+    { "G", 1ULL << 30 },
+    { "T", 1ULL << 40 },
+    { "KiB", 1ULL << 10 },
+    { "MiB", 1ULL << 20 },
+    { "GiB", 1ULL << 30 },
+    { "TiB", 1ULL << 40 },
+    { "KB", 1000ULL },
+    { "MB", 1000ULL * 1000 },
+    { "GB", 1000ULL * 1000 * 1000 },
+    { "TB", 1000ULL * 1000 * 1000 * 1000 },
 };
 
 /* Parses s[0..n): digits then one of the suffixes above, nothing else. */
 static bool parse_size_n(const char *s, size_t n, uint64_t *out, const char **why)
 {
-	size_t i = 0;
-	uint64_t v = 0;
-	while (i < n && s[i] >= '0' && s[i] <= '9') {
-		unsigned d = (unsigned)(s[i] - '0');
-		if (v > (UINT64_MAX - d) / 10) {
-			*why = "too large";
-			return false;
-		}
-		v = v * 10 + d;
-		i++;
-	}
-	if (i == 0) {
-		*why = "expected a number of bytes, optionally followed by K, M, G, T, KiB, MiB, GiB, TiB, KB, MB, GB or TB";
-		return false;
-	}
-	for (size_t u = 0; u < sizeof size_units / sizeof size_units[0]; u++) {
-		size_t sl = strlen(size_units[u].suffix);
-		if (sl != n - i || memcmp(s + i, size_units[u].suffix, sl) != 0)
-			continue;
-		/* Sizes end up in int64 report fields, so the bound is INT64_MAX, not UINT64_MAX. */
-		if (v > (uint64_t)INT64_MAX / size_units[u].mult) {
-			*why = "too large";
-			return false;
-		}
-		*out = v * size_units[u].mult;
-		return true;
-	}
-	*why = "unknown unit (use K, M, G, T, KiB, MiB, GiB, TiB: powers of 1024; KB, MB, GB, TB: powers of 1000)";
-	return false;
+    size_t i = 0;
+    uint64_t v = 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9') {
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10) {
+            *why = "too large";
+            return false;
+        }
+        v = v * 10 + d;
+        i++;
+    }
+    if (i == 0) {
+        *why = "expected a number of bytes, optionally followed by K, M, G, T, KiB, MiB, GiB, TiB, KB, MB, GB or TB";
+        return false;
+    }
+    for (size_t u = 0; u < sizeof size_units / sizeof size_units[0]; u++) {
+        size_t sl = strlen(size_units[u].suffix);
+        if (sl != n - i || memcmp(s + i, size_units[u].suffix, sl) != 0)
+            continue;
+        /* Sizes end up in int64 report fields, so the bound is INT64_MAX, not UINT64_MAX. */
+        if (v > (uint64_t)INT64_MAX / size_units[u].mult) {
+            *why = "too large";
+            return false;
+        }
+        *out = v * size_units[u].mult;
+        return true;
+    }
+    *why = "unknown unit (use K, M, G, T, KiB, MiB, GiB, TiB: powers of 1024; KB, MB, GB, TB: powers of 1000)";
+    return false;
 }
 
 bool util_parse_size(const char *s, uint64_t *out, const char **why)
 {
-	return parse_size_n(s, strlen(s), out, why);
+    return parse_size_n(s, strlen(s), out, why);
 }
 
 bool util_parse_limit(const char *s, const char **why)
 {
-	uint64_t v;
-	if (!strchr(s, ':')) {
-		if (!util_parse_size(s, &v, why))
-			return false;
-		if (v == 0) {
-			*why = "a limit of 0 bytes would fail every allocation";
-			return false;
-		}
-		return true;
-	}
-	/* Per device: "0:16GiB,1:8GiB". Ordinals are small, so a bit set finds repeats. */
-	uint64_t seen[4] = {0};
-	const char *p = s;
-	for (;;) {
-		const char *comma = strchr(p, ',');
-		size_t n = comma ? (size_t)(comma - p) : strlen(p);
-		const char *colon = memchr(p, ':', n);
-		if (!colon || colon == p) {
-			*why = "expected DEVICE:SIZE entries separated by commas, e.g. 0:16GiB,1:8GiB";
-			return false;
-		}
-		unsigned ord = 0;
-		for (const char *q = p; q < colon; q++) {
-			if (*q < '0' || *q > '9' || ord >= 256) {
-				*why = "a device must be a number from 0 to 255, e.g. 0:16GiB";
-				return false;
-			}
-			ord = ord * 10 + (unsigned)(*q - '0');
-		}
-		if (ord >= 256) {
-			*why = "a device must be a number from 0 to 255, e.g. 0:16GiB";
-			return false;
-		}
-		if (seen[ord / 64] & (1ULL << (ord % 64))) {
-			*why = "a device is named twice";
-			return false;
-		}
-		seen[ord / 64] |= 1ULL << (ord % 64);
-		size_t rest = n - (size_t)(colon + 1 - p);
-		if (!parse_size_n(colon + 1, rest, &v, why))
-			return false;
-		if (v == 0) {
-			*why = "a limit of 0 bytes would fail every allocation";
-			return false;
-		}
-		if (!comma)
-			return true;
-		p = comma + 1;
-	}
+    uint64_t v;
+    if (!strchr(s, ':')) {
+        if (!util_parse_size(s, &v, why))
+            return false;
+        if (v == 0) {
+            *why = "a limit of 0 bytes would fail every allocation";
+            return false;
+        }
+        return true;
+    }
+    /* Per device: "0:16GiB,1:8GiB". Ordinals are small, so a bit set finds repeats. */
+    uint64_t seen[4] = { 0 };
+    const char *p = s;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        const char *colon = memchr(p, ':', n);
+        if (!colon || colon == p) {
+            *why = "expected DEVICE:SIZE entries separated by commas, e.g. 0:16GiB,1:8GiB";
+            return false;
+        }
+        unsigned ord = 0;
+        for (const char *q = p; q < colon; q++) {
+            if (*q < '0' || *q > '9' || ord >= 256) {
+                *why = "a device must be a number from 0 to 255, e.g. 0:16GiB";
+                return false;
+            }
+            ord = ord * 10 + (unsigned)(*q - '0');
+        }
+        if (ord >= 256) {
+            *why = "a device must be a number from 0 to 255, e.g. 0:16GiB";
+            return false;
+        }
+        if (seen[ord / 64] & (1ULL << (ord % 64))) {
+            *why = "a device is named twice";
+            return false;
+        }
+        seen[ord / 64] |= 1ULL << (ord % 64);
+        size_t rest = n - (size_t)(colon + 1 - p);
+        if (!parse_size_n(colon + 1, rest, &v, why))
+            return false;
+        if (v == 0) {
+            *why = "a limit of 0 bytes would fail every allocation";
+            return false;
+        }
+        if (!comma)
+            return true;
+        p = comma + 1;
+    }
 }
 
 const char *util_fmt_size(int64_t bytes, char buf[UTIL_SIZE_LEN])
 {
-	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-	if (bytes < 1024) {
-		snprintf(buf, UTIL_SIZE_LEN, "%" PRId64 " B", bytes > 0 ? bytes : 0);
-		return buf;
-	}
-	double v = (double)bytes / 1024.0;
-	size_t u = 0;
-	while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(buf, UTIL_SIZE_LEN, "%.2f %s", v, units[u]);
-	return buf;
+    static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+    if (bytes < 1024) {
+        snprintf(buf, UTIL_SIZE_LEN, "%" PRId64 " B", bytes > 0 ? bytes : 0);
+        return buf;
+    }
+    double v = (double)bytes / 1024.0;
+    size_t u = 0;
+    while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, UTIL_SIZE_LEN, "%.2f %s", v, units[u]);
+    return buf;
 }
 
 const char *util_fmt_reltime(int64_t t_ns, int64_t start_ns, char buf[UTIL_TIME_LEN])
 {
-	/* Both are validated as >= 0, so the difference cannot overflow. */
-	int64_t d = t_ns - start_ns;
-	char sign = d < 0 ? '-' : '+';
-	uint64_t a = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
-	uint64_t hundredths = (a + 5000000) / 10000000;
-	if (hundredths < 6000) {
-		snprintf(buf, UTIL_TIME_LEN, "%c%" PRIu64 ".%02" PRIu64 "s", sign, hundredths / 100,
-			 hundredths % 100);
-		return buf;
-	}
-	uint64_t tenths = (a + 50000000) / 100000000;
-	if (tenths < 36000) {
-		snprintf(buf, UTIL_TIME_LEN, "%c%" PRIu64 "m%02" PRIu64 ".%" PRIu64 "s", sign, tenths / 600,
-			 (tenths % 600) / 10, tenths % 10);
-		return buf;
-	}
-	uint64_t secs = (a + 500000000) / 1000000000;
-	snprintf(buf, UTIL_TIME_LEN, "%c%" PRIu64 "h%02" PRIu64 "m%02" PRIu64 "s", sign, secs / 3600,
-		 (secs % 3600) / 60, secs % 60);
-	return buf;
+    /* Both are validated as >= 0, so the difference cannot overflow. */
+    int64_t d = t_ns - start_ns;
+    char sign = d < 0 ? '-' : '+';
+    uint64_t a = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
+    uint64_t hundredths = (a + 5000000) / 10000000;
+    if (hundredths < 6000) {
+        snprintf(buf, UTIL_TIME_LEN, "%c%" PRIu64 ".%02" PRIu64 "s", sign, hundredths / 100,
+                 hundredths % 100);
+        return buf;
+    }
+    uint64_t tenths = (a + 50000000) / 100000000;
+    if (tenths < 36000) {
+        snprintf(buf, UTIL_TIME_LEN, "%c%" PRIu64 "m%02" PRIu64 ".%" PRIu64 "s", sign, tenths / 600,
+                 (tenths % 600) / 10, tenths % 10);
+        return buf;
+    }
+    uint64_t secs = (a + 500000000) / 1000000000;
+    snprintf(buf, UTIL_TIME_LEN, "%c%" PRIu64 "h%02" PRIu64 "m%02" PRIu64 "s", sign, secs / 3600,
+             (secs % 3600) / 60, secs % 60);
+    return buf;
 }
 
 const char *util_fmt_abstime(int64_t t_ns, char buf[UTIL_TIME_LEN])
 {
-	time_t secs = (time_t)(t_ns / 1000000000);
-	struct tm tm;
-	if (t_ns < 0 || !gmtime_r(&secs, &tm)) {
-		snprintf(buf, UTIL_TIME_LEN, "%" PRId64 " ns", t_ns);
-		return buf;
-	}
-	char day[32];
-	strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm);
-	snprintf(buf, UTIL_TIME_LEN, "%s.%03d UTC", day, (int)(t_ns / 1000000 % 1000));
-	return buf;
+    time_t secs = (time_t)(t_ns / 1000000000);
+    struct tm tm;
+    if (t_ns < 0 || !gmtime_r(&secs, &tm)) {
+        snprintf(buf, UTIL_TIME_LEN, "%" PRId64 " ns", t_ns);
+        return buf;
+    }
+    char day[32];
+    strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm);
+    snprintf(buf, UTIL_TIME_LEN, "%s.%03d UTC", day, (int)(t_ns / 1000000 % 1000));
+    return buf;
 }
 
 int64_t util_sat_add(int64_t a, int64_t b)
 {
-	int64_t r;
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
 }
 
 int64_t util_clamp_i64(double v)
 {
-	if (v != v)
-		return 0;
-	if (v >= 9223372036854775807.0)
-		return INT64_MAX;
-	if (v <= -9223372036854775808.0)
-		return INT64_MIN;
-	return (int64_t)v;
+    if (v != v)
+        return 0;
+    if (v >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (v <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)v;
 }
 
 int util_clamp_int(double v)
 {
-	if (v != v)
-		return 0;
-	if (v >= (double)INT_MAX)
-		return INT_MAX;
-	if (v <= (double)INT_MIN)
-		return INT_MIN;
-	return (int)v;
+    if (v != v)
+        return 0;
+    if (v >= (double)INT_MAX)
+        return INT_MAX;
+    if (v <= (double)INT_MIN)
+        return INT_MIN;
+    return (int)v;
 }
 
 size_t util_utf8_len(const unsigned char *p, size_t n)
 {
-	if (n == 0)
-		return 0;
-	unsigned c = p[0];
-	if (c < 0x80)
-		return 1;
-	size_t len;
-	uint32_t cp;
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3f);
-	}
-	/* Overlong forms, surrogates and code points past U+10FFFF are not UTF-8. */
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
+    if (n == 0)
+        return 0;
+    unsigned c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    uint32_t cp;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    /* Overlong forms, surrogates and code points past U+10FFFF are not UTF-8. */
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
 }
 
 void util_add_text(struct strbuf *b, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n = strlen(s);
-	while (n > 0) {
-		if (*p < 0x20 || *p == 0x7f) {
-			sb_printf(b, "\\x%02x", *p);
-			p++;
-			n--;
-			continue;
-		}
-		size_t l = util_utf8_len(p, n);
-		if (l == 0) {
-			sb_addc(b, '?');
-			l = 1;
-		} else {
-			sb_addn(b, (const char *)p, l);
-		}
-		p += l;
-		n -= l;
-	}
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
+    while (n > 0) {
+        if (*p < 0x20 || *p == 0x7f) {
+            sb_printf(b, "\\x%02x", *p);
+            p++;
+            n--;
+            continue;
+        }
+        size_t l = util_utf8_len(p, n);
+        if (l == 0) {
+            sb_addc(b, '?');
+            l = 1;
+        } else {
+            sb_addn(b, (const char *)p, l);
+        }
+        p += l;
+        n -= l;
+    }
 }
 
 void util_put_text(FILE *f, const char *s)
 {
-	struct strbuf b = {0};
-	util_add_text(&b, s);
-	fputs(sb_str(&b), f);
-	sb_free(&b);
+    struct strbuf b = { 0 };
+    util_add_text(&b, s);
+    fputs(sb_str(&b), f);
+    sb_free(&b);
 }
 
 static bool shell_safe(const char *s)
 {
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-", *s))
-			return false;
-	return true;
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-", *s))
+            return false;
+    return true;
 }
 
 void util_add_argv(struct strbuf *b, const char *const *argv, size_t argc)
 {
-	for (size_t i = 0; i < argc; i++) {
-		if (i)
-			sb_addc(b, ' ');
-		if (shell_safe(argv[i])) {
-			sb_add(b, argv[i]);
-			continue;
-		}
-		sb_addc(b, '\'');
-		for (const char *q = argv[i]; *q; q++) {
-			const char *quote = strchr(q, '\'');
-			size_t n = quote ? (size_t)(quote - q) : strlen(q);
-			char *part = util_xmalloc(n + 1);
-			memcpy(part, q, n);
-			part[n] = '\0';
-			util_add_text(b, part);
-			free(part);
-			if (!quote)
-				break;
-			sb_add(b, "'\\''");
-			q = quote;
-		}
-		sb_addc(b, '\'');
-	}
+    for (size_t i = 0; i < argc; i++) {
+        if (i)
+            sb_addc(b, ' ');
+        if (shell_safe(argv[i])) {
+            sb_add(b, argv[i]);
+            continue;
+        }
+        sb_addc(b, '\'');
+        for (const char *q = argv[i]; *q; q++) {
+            const char *quote = strchr(q, '\'');
+            size_t n = quote ? (size_t)(quote - q) : strlen(q);
+            char *part = util_xmalloc(n + 1);
+            memcpy(part, q, n);
+            part[n] = '\0';
+            util_add_text(b, part);
+            free(part);
+            if (!quote)
+                break;
+            sb_add(b, "'\\''");
+            q = quote;
+        }
+        sb_addc(b, '\'');
+    }
 }
 
 /* What a path that is not a regular file is, for the refusal. */
 static const char *not_regular(mode_t m)
 {
-	if (S_ISLNK(m))
-		return "a symbolic link";
-	if (S_ISDIR(m))
-		return "a folder";
-	if (S_ISCHR(m) || S_ISBLK(m))
-		return "a device";
-	if (S_ISFIFO(m))
-		return "a FIFO";
-	if (S_ISSOCK(m))
-		return "a socket";
-	return "not a regular file";
+    if (S_ISLNK(m))
+        return "a symbolic link";
+    if (S_ISDIR(m))
+        return "a folder";
+    if (S_ISCHR(m) || S_ISBLK(m))
+        return "a device";
+    if (S_ISFIFO(m))
+        return "a FIFO";
+    if (S_ISSOCK(m))
+        return "a socket";
+    return "not a regular file";
 }
 
 /* Whether path may be replaced: missing, or a regular file. lstat, so a link is seen as one:
  * `-o /dev/null` or a link planted at the name must not be replaced or written through. */
 static bool replaceable(const char *path, struct strbuf *why)
 {
-	struct stat st;
-	if (lstat(path, &st) != 0) {
-		if (errno == ENOENT)
-			return true;
-		sb_printf(why, "%s", strerror(errno));
-		return false;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		sb_printf(why, "it is %s, not a regular file: not replaced", not_regular(st.st_mode));
-		return false;
-	}
-	return true;
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return true;
+        sb_printf(why, "%s", strerror(errno));
+        return false;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        sb_printf(why, "it is %s, not a regular file: not replaced", not_regular(st.st_mode));
+        return false;
+    }
+    return true;
 }
 
-bool util_replace_file(const char *path, unsigned mode, void (*fill)(FILE *f, const void *ctx), const void *ctx,
-		       struct strbuf *why)
+bool util_replace_file(const char *path, unsigned mode, void (*fill)(FILE *f, const void *ctx),
+                       const void *ctx, struct strbuf *why)
 {
-	if (!replaceable(path, why))
-		return false;
-	/* The temporary name is beside the target, so the rename stays in one file system and is
-	 * atomic: a reader sees the old file or the new one, never half of one. O_EXCL and
-	 * O_NOFOLLOW: a name someone else made (a link, a file) is never opened, only skipped. */
-	size_t len = strlen(path);
-	char *tmp = util_xmalloc(len + 48);
-	int fd = -1;
-	for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
-		snprintf(tmp, len + 48, "%s.tmp-%ld-%u", path, (long)getpid(), attempt);
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
-		sb_printf(why, "cannot create a file beside it: %s", strerror(errno));
-		free(tmp);
-		return false;
-	}
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		sb_printf(why, "%s", strerror(errno));
-		close(fd);
-		unlink(tmp);
-		free(tmp);
-		return false;
-	}
-	fill(f, ctx);
-	errno = 0;
-	bool ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
-	int saved = errno;
-	if (fclose(f) != 0 && ok) {
-		ok = false;
-		saved = errno;
-	}
-	if (!ok) {
-		sb_printf(why, "%s", strerror(saved ? saved : EIO));
-	} else if (!replaceable(path, why)) {
-		/* Checked again at the last moment: what stood there may have changed while we wrote. */
-		ok = false;
-	} else if (rename(tmp, path) != 0) {
-		sb_printf(why, "%s", strerror(errno));
-		ok = false;
-	}
-	if (!ok)
-		unlink(tmp);
-	free(tmp);
-	return ok;
+    if (!replaceable(path, why))
+        return false;
+    /* The temporary name is beside the target, so the rename stays in one file system and is
+     * atomic: a reader sees the old file or the new one, never half of one. O_EXCL and
+     * O_NOFOLLOW: a name someone else made (a link, a file) is never opened, only skipped. */
+    size_t len = strlen(path);
+    char *tmp = util_xmalloc(len + 48);
+    int fd = -1;
+    for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        snprintf(tmp, len + 48, "%s.tmp-%ld-%u", path, (long)getpid(), attempt);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        sb_printf(why, "cannot create a file beside it: %s", strerror(errno));
+        free(tmp);
+        return false;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        sb_printf(why, "%s", strerror(errno));
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        return false;
+    }
+    fill(f, ctx);
+    errno = 0;
+    bool ok = fflush(f) == 0 && !ferror(f) && fsync(fileno(f)) == 0;
+    int saved = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    if (!ok) {
+        sb_printf(why, "%s", strerror(saved ? saved : EIO));
+    } else if (!replaceable(path, why)) {
+        /* Checked again at the last moment: what stood there may have changed while we wrote. */
+        ok = false;
+    } else if (rename(tmp, path) != 0) {
+        sb_printf(why, "%s", strerror(errno));
+        ok = false;
+    }
+    if (!ok)
+        unlink(tmp);
+    free(tmp);
+    return ok;
 }
 
 const char *util_basename(const char *path)
 {
-	const char *slash = strrchr(path, '/');
-	return slash && slash[1] ? slash + 1 : path;
+    const char *slash = strrchr(path, '/');
+    return slash && slash[1] ? slash + 1 : path;
 }
 
-int util_take_value(const char *cmd, int argc, char **argv, int *i, const struct util_valued_option *opts)
+int util_take_value(const char *cmd, int argc, char **argv, int *i,
+                    const struct util_valued_option *opts)
 {
-	const char *a = argv[*i];
-	const char *eq = strchr(a, '=');
-	size_t len = eq ? (size_t)(eq - a) : strlen(a);
-	for (; opts->name; opts++) {
-		if (strlen(opts->name) != len || strncmp(a, opts->name, len) != 0)
-			continue;
-		const char *v = eq ? eq + 1 : *i + 1 < argc ? argv[++*i] : NULL;
-		if (!v || !*v) {
-			util_err("%s: %.*s needs a value", cmd, (int)len, a);
-			return -1;
-		}
-		*opts->slot = v;
-		return 1;
-	}
-	return 0;
+    const char *a = argv[*i];
+    const char *eq = strchr(a, '=');
+    size_t len = eq ? (size_t)(eq - a) : strlen(a);
+    for (; opts->name; opts++) {
+        if (strlen(opts->name) != len || strncmp(a, opts->name, len) != 0)
+            continue;
+        const char *v = eq ? eq + 1 : *i + 1 < argc ? argv[++*i] : NULL;
+        if (!v || !*v) {
+            util_err("%s: %.*s needs a value", cmd, (int)len, a);
+            return -1;
+        }
+        *opts->slot = v;
+        return 1;
+    }
+    return 0;
 }

@@ -23,14 +23,15 @@ char *util_xstrdup(const char *s);
 
 /* A growable NUL-terminated string; zero-initialise it. */
 struct strbuf {
-	char *s;
-	size_t len, cap;
+    char *s;
+    size_t len, cap;
 };
 void sb_add(struct strbuf *b, const char *s);
 void sb_addn(struct strbuf *b, const char *s, size_t n);
 void sb_addc(struct strbuf *b, char c);
 void sb_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sb_vprintf(struct strbuf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+void sb_vprintf(struct strbuf *b, const char *fmt, va_list ap)
+        __attribute__((format(printf, 2, 0)));
 void sb_truncate(struct strbuf *b, size_t len);
 const char *sb_str(const struct strbuf *b); /* "" when nothing was added */
 void sb_free(struct strbuf *b);
@@ -41,13 +42,14 @@ bool util_parse_size(const char *s, uint64_t *out, const char **why);
 
 /* An option that takes a value, spelled "--name VALUE" or "--name=VALUE". */
 struct util_valued_option {
-	const char *name;
-	const char **slot;
+    const char *name;
+    const char **slot;
 };
 /* If argv[*i] is one of `opts` (a list ended by a NULL name), stores its value in the slot
  * (advancing *i past a separate value) and returns 1; returns 0 when it is none of them, and
  * -1, with one "CMD: NAME needs a value" line, when its value is missing or empty. */
-int util_take_value(const char *cmd, int argc, char **argv, int *i, const struct util_valued_option *opts);
+int util_take_value(const char *cmd, int argc, char **argv, int *i,
+                    const struct util_valued_option *opts);
 /* VRAMWATCH_LIMIT: one size, or per device "0:16GiB,1:8GiB". */
 bool util_parse_limit(const char *s, const char **why);
 
@@ -84,8 +86,8 @@ void util_add_argv(struct strbuf *b, const char *const *argv, size_t argc);
  * renamed over path. A path that exists and is not a regular file (a symbolic link, a folder, a
  * device, a FIFO, a socket) is refused, not replaced or written through. Returns false with a
  * short reason in why; nothing is left behind then. */
-bool util_replace_file(const char *path, unsigned mode, void (*fill)(FILE *f, const void *ctx), const void *ctx,
-		       struct strbuf *why);
+bool util_replace_file(const char *path, unsigned mode, void (*fill)(FILE *f, const void *ctx),
+                       const void *ctx, struct strbuf *why);
 
 /* The last path component ("libcuda.so.1" of "/usr/lib/x86_64-linux-gnu/libcuda.so.1"). */
 const char *util_basename(const char *path);
