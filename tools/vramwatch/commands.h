@@ -28,4 +28,7 @@ bool report_want_color(void);
 /* Prints one report's post-mortem, or for several a job header then each one's. */
 void report_show(FILE *out, struct model_report *reports, size_t n, const struct report_opts *o);
 
+/* One report's post-mortem (cmd_report.c); the job view prints one per process. */
+void report_postmortem(FILE *out, const struct model_report *r, const struct report_opts *o);
+
 #endif
