@@ -1,0 +1,53 @@
+/* timeline.h: the pieces of `vramwatch timeline` (cmd_timeline.c): what is drawn (timeline_view.c)
+ * and the drawings of it: SVG and HTML (timeline_svg.c), the terminal (timeline_term.c). */
+#ifndef VRAMWATCH_TOOL_TIMELINE_H
+#define VRAMWATCH_TOOL_TIMELINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+#include "util.h"
+
+#define GiB (1024.0 * 1024.0 * 1024.0)
+#define MiB (1024.0 * 1024.0)
+
+/* One device of one report, as drawn. */
+struct panel {
+    const struct model_tl_device *d;
+    const struct model_device *dev; /* the report's device entry, NULL if none matches */
+    int64_t t0, t1;                 /* time span shown */
+    double ymax;                    /* bytes at the top of the plot */
+    model_int capacity;             /* the line drawn: limit when emulated, else capacity */
+    bool emulated;
+    const char *who; /* "rank 3 (node-a, pid 8104)" in a job's picture, else NULL */
+};
+
+/* What is drawn: one panel per device of each report; a job's panels share one time axis, so
+ * the ranks line up (their clocks are the hosts': on several machines, as good as their sync). */
+struct view {
+    const struct model_report **reports; /* in rank order */
+    size_t n_reports;
+    struct panel *panels;
+    const struct model_report **owner; /* the report of each panel */
+    char **who;                        /* per report: NULL for a single report */
+    size_t n_panels;
+};
+
+void timeline_view_build(struct view *v, const struct model_report **reports, size_t n);
+void timeline_view_free(struct view *v);
+
+/* "+1m30s", "+2h", "+250ms", "+1d06h": a time relative to a panel's start. */
+void timeline_add_reltime(struct strbuf *b, int64_t ns);
+/* "1.50 GiB", as every view prints sizes. */
+void timeline_add_size(struct strbuf *b, int64_t bytes);
+
+/* The whole picture: an SVG document, or (html) a page holding it with a tooltip. */
+void timeline_svg(struct strbuf *o, const struct view *v, bool html);
+
+/* The terminal view, in ANSI colour when color. */
+void timeline_terminal(FILE *out, const struct view *v, bool color);
+
+#endif
