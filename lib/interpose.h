@@ -1,5 +1,6 @@
-/* The CUDA side of the library: real-function table, lookups, and the helpers every shim uses.
- * Generated from hooks.def; included by the shim files and interpose.c only. */
+/* What the shims see of the library: the real-function table and lookups (resolve.c), set-up
+ * (setup.c), recording (record.c), capacity emulation (emulate.c), reports (devinfo.c).
+ * Generated from hooks.def; included by the shim files and those that implement it. */
 #ifndef VW_INTERPOSE_H
 #define VW_INTERPOSE_H
 
@@ -11,6 +12,8 @@
 #include <stdint.h>
 
 #include "core.h"
+#include "driver.h"
+#include "loaded.h"
 #include "options.h"
 #include "stack.h"
 #include "util.h"
@@ -64,9 +67,6 @@ struct vw_real_fns {
 };
 extern struct vw_real_fns vw_real;
 
-/* `symbol` in the first loaded module whose file name starts with `module_prefix`, found even
- * when that module was loaded with RTLD_LOCAL; NULL if none. */
-void *vw_find_loaded(const char *module_prefix, const char *symbol);
 /* Resolve a slot through RTLD_NEXT, then in the loaded module it belongs to; NULL if nowhere. */
 void *vw_resolve(int id);
 #define VW_REAL(name)                                                                   \
@@ -142,10 +142,6 @@ uint64_t vw_limit_of(int device);
  * what the application's own first runtime call is about to do anyway. */
 void vw_runtime_init(void);
 
-/* Whether the file name of path starts with prefix; a prefix ending in '.' also matches a '-'
- * there (libcudart-<hash>.so.12 is libcudart). */
-bool vw_module_is(const char *path, const char *prefix);
-
 /* ---- stop signals (signals.c) ---- */
 /* Once, at the first allocation: a report with reason "signal" when SIGTERM or SIGINT stops it. */
 void vw_signals_install(void);
@@ -157,23 +153,15 @@ void vw_signals_exiting(void);
 bool vw_allocator_retries(void);
 /* vramwatch_allocator_retries(): the process says so itself. */
 void vw_allocator_declare(int retries);
-/* The PCI bus id of a CUDA ordinal, as the driver writes it ("0000:3b:00.0"). */
-bool vw_device_pci_bus_id(int device, char *out, int len);
-/* Take an allocation out before the real free; then report the free's outcome. */
+/* Take an allocation out before the real free; then report the free's outcome (record.c). */
 bool vw_free_begin(enum core_kind kind, uint64_t key, struct core_alloc *taken);
 void vw_free_end(bool was_tracked, const struct core_alloc *taken, bool ok);
 
-/* The device the calling thread's current context belongs to, or -1. */
-int vw_current_device(void);
-
 /* Wrap a driver function pointer returned by a lookup (cuGetProcAddress, cudaGetDriverEntryPoint):
- * returns our shim when `p` is a hooked libcuda function, else `p` unchanged. */
+ * returns our shim when `p` is a hooked libcuda function, else `p` unchanged (resolve.c). */
 void *vw_wrap_proc(const char *symbol, int version, uint64_t flags, void *p);
 
-/* The real dlsym (glibc's), found without going through our own exported dlsym. */
-void *vw_real_dlsym(void *handle, const char *name);
-
-/* Gather device facts and write a report (reason "oom", "exit", "request"). */
+/* Gather device facts and write a report (reason "oom", "exit", "request"; devinfo.c). */
 int vw_write_report(const char *reason);
 
 #endif

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "interpose.h"
+#include "loaded.h"
 
 #define NVML_OK 0
 #define NVML_INSUFFICIENT_SIZE 7

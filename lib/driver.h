@@ -1,0 +1,39 @@
+/* The driver asked for our own purposes (the current device, free memory, device facts, pools):
+ * real libcuda functions looked up once libcuda is loaded, never handed to the application. */
+#ifndef VW_DRIVER_H
+#define VW_DRIVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core.h"
+
+/* Whether the driver's functions are known. Before the application has loaded libcuda this is
+ * false, and it tries again only when a driver lookup was seen since (vw_drv_hint) or now and
+ * then. */
+bool vw_drv_ready(void);
+/* A driver lookup was seen (dlsym of a cu* name, cuGetProcAddress): the next vw_drv_ready tries. */
+void vw_drv_hint(void);
+
+/* The device the calling thread's current context belongs to, or -1. */
+int vw_current_device(void);
+/* The PCI bus id of a CUDA ordinal, as the driver writes it ("0000:3b:00.0"). */
+bool vw_device_pci_bus_id(int device, char *out, int len);
+bool vw_drv_total_mem(int device, size_t *total);
+bool vw_drv_device_name(int device, char *out, int len);
+/* As nvidia-smi and CUDA_VISIBLE_DEVICES spell it: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx. */
+bool vw_drv_device_uuid(int device, char out[48]);
+/* Free and total memory of the current context's device. */
+bool vw_drv_mem_info(size_t *free, size_t *total);
+/* Free and total memory of another device, through its primary context when that is already
+ * active (never creating one); the thread's own context is put back. */
+bool vw_drv_mem_info_other(int device, size_t *free, size_t *total);
+/* What the device's pools hold beyond what they handed out, and their reserved high-water
+ * mark: the default and current pools and those in `d`. False when the pools cannot be asked. */
+bool vw_drv_pools(int device, const struct core_device *d, int64_t *extra, int64_t *high);
+
+/* In a forked child: the lookup lock is made anew (another thread may have held it). */
+void vw_drv_after_fork_child(void);
+
+#endif

@@ -1,0 +1,124 @@
+/* Recording: a hooked call's outcome into the core (allocations, failures, frees), the limit
+ * gate in front of an allocation, and the report at exit. */
+#include "interpose.h"
+
+#include <stdlib.h>
+
+#include "driver.h"
+#include "errnames.h"
+#include "status.h"
+
+static bool exit_registered;
+
+static void on_exit_report(void)
+{
+    vw_signals_exiting();
+    core_end_pending();
+    if (vw_status_fd >= 0 && vw_ready)
+        vw_status_update(vw_now_ns(), false, true); /* the last figures, whatever the rate limit */
+    if (vw_ready && !vw_opt.disable && core_touched())
+        vw_write_report("exit");
+}
+
+static void register_exit(void)
+{
+    if (VW_LIKELY(__atomic_load_n(&exit_registered, __ATOMIC_RELAXED)))
+        return;
+    if (!__atomic_exchange_n(&exit_registered, true, __ATOMIC_ACQ_REL)) {
+        atexit(on_exit_report);
+        vw_signals_install(); /* the report of a job stopped by SIGTERM or SIGINT (signals.c) */
+    }
+}
+
+/* The driver's free memory of `device` at a failure, measured for the timeline and turned into
+ * the emulated card's; -1 when the device is not the current one or the driver cannot say. */
+static int64_t query_free(int device)
+{
+    size_t f, t;
+    if (device < 0 || !vw_drv_ready() || vw_current_device() != device)
+        return -1;
+    if (!vw_drv_mem_info(&f, &t))
+        return -1;
+    core_measure(device, t > f ? (int64_t)(t - f) : 0, -1, vw_now_ns());
+    vw_limit_meminfo(device, &f, &t);
+    return (int64_t)f;
+}
+
+void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool ok, int err,
+                     bool runtime, uint64_t key, uint64_t size, int device, bool crossing)
+{
+    uint64_t now = vw_now_ns();
+    if (device == VW_DEV_UNKNOWN && kind != CORE_HOST)
+        device = vw_current_device();
+    /* A zero-byte request that succeeds hands out nothing (cudaMalloc returns NULL). */
+    if (ok && size == 0) {
+        vw_leave();
+        return;
+    }
+    uint32_t site = core_callsite(c->frames, c->nframes);
+    register_exit();
+    if (ok) {
+        core_alloc(kind, key, size, device, api, site, now);
+        if (crossing)
+            core_limit_crossing(device, api, size, site, now);
+        if (VW_UNLIKELY(vw_status_fd >= 0))
+            vw_status_update(now, false, false);
+        if (VW_UNLIKELY(core_take_report_stale())) {
+            /* The report on disk says out of memory, and the retry has just succeeded: a process
+             * stopped from now on (a signal, a time limit) must not leave that behind. */
+            uint64_t finals, flushes;
+            core_pressure(&finals, &flushes);
+            vw_write_report(finals ? "oom" : "pressure");
+        }
+        vw_leave();
+        return;
+    }
+    bool oom = err == 2; /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY are both 2 */
+    const char *name = runtime ? vw_runtime_error_name(err) : vw_driver_error_name(err);
+    int64_t free_bytes = kind == CORE_HOST ? -1 : query_free(device);
+    int64_t extra = 0, high = 0;
+    if (kind == CORE_POOL && device >= 0) {
+        /* The device's default and current pools: what they cache counts as reserved. */
+        struct core_device d = { .pool_used = true };
+        if (!vw_drv_pools(device, &d, &extra, &high))
+            extra = 0;
+    }
+    enum core_failure_verdict v = core_failure(kind, device, size, api, err, name, oom, site,
+                                               free_bytes, (uint64_t)extra, now);
+    if (VW_UNLIKELY(vw_status_fd >= 0) && oom)
+        vw_status_update(now, true, false); /* a second failure may have made it final */
+    if (v == CORE_FAIL_REPORT)
+        vw_write_report("oom"); /* on disk before the failing call returns */
+    vw_leave();
+}
+
+int vw_limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint64_t size,
+                  int *device, bool runtime)
+{
+    /* A runtime call that comes first: the runtime has not loaded the driver yet, so neither the
+     * device nor its memory could be asked. A driver call has a driver already. */
+    if (runtime && *device == VW_DEV_UNKNOWN && kind != CORE_HOST && !vw_drv_ready())
+        vw_runtime_init();
+    int lim = vw_limit_check(kind, size, device);
+    if (lim == VW_LIMIT_REFUSE)
+        vw_record_alloc(c, api, kind, false, VW_OOM, runtime, 0, size, *device, false);
+    if (lim == VW_LIMIT_FLUSH) {
+        core_observe_refusal(*device, size, api, core_callsite(c->frames, c->nframes), vw_now_ns());
+        register_exit();
+        vw_leave();
+        return VW_LIMIT_REFUSE; /* the shim answers out of memory without calling the card */
+    }
+    return lim;
+}
+
+bool vw_free_begin(enum core_kind kind, uint64_t key, struct core_alloc *taken)
+{
+    return core_take(kind, key, taken, vw_now_coarse_ns());
+}
+
+void vw_free_end(bool was_tracked, const struct core_alloc *taken, bool ok)
+{
+    if (was_tracked && !ok)
+        core_untake(taken);
+    vw_leave();
+}

@@ -1,0 +1,96 @@
+/* Lazy set-up at the first hooked call (options, the core, the status file) and the fork
+ * handlers that keep a child's state sound. */
+#include "interpose.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "devinfo.h"
+#include "driver.h"
+#include "framework.h"
+#include "log.h"
+#include "pyframes.h"
+#include "report.h"
+#include "status.h"
+
+VW_TLS int vw_depth;
+bool vw_ready;
+
+static int warned_init;
+
+/* Across fork() the core's lock is held (it is never held while calling into CUDA, so no
+ * driver lock can be ordered against it); the child unlocks its copy and forgets the parent's
+ * allocations. The report locks are not taken here: a report holds them while it calls the
+ * driver, whose own fork handlers may hold the driver's locks. A child forked while another
+ * thread was writing a report gets them re-initialised instead (the writer is not in the child). */
+static void fork_prepare(void)
+{
+    core_lock_for_fork();
+}
+
+static void fork_parent(void)
+{
+    core_unlock_after_fork(false);
+}
+
+static void fork_child(void)
+{
+    core_unlock_after_fork(true);
+    stack_after_fork_child();
+    report_after_fork_child();
+    framework_reset();
+    vw_devinfo_after_fork_child();
+    vw_drv_after_fork_child();
+    vw_status_after_fork_child();
+    vw_depth = 0;
+}
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_body(void)
+{
+    /* A setuid or setgid program (or one that gained capabilities) runs with privileges its
+     * caller does not have: LD_PRELOAD reaching it at all means the loader was told to trust us,
+     * but nothing the caller controls (VRAMWATCH_DIR, the log level) may steer what such a
+     * program writes. Pure pass-through: no variable read, nothing recorded, nothing written. */
+    if (getauxval(AT_SECURE)) {
+        vw_opt.disable = true;
+        return;
+    }
+    options_load();
+    if (!vw_opt.dir[0] && !getcwd(vw_opt.dir, sizeof(vw_opt.dir)))
+        strcpy(vw_opt.dir, ".");
+    if (vw_opt.disable)
+        return;
+    for (int i = 0; i < VW_MAX_DEVICES; i++)
+        if (vw_opt.limit_share[i] > 0) {
+            vw_limits = true;
+            vw_log(VW_LOG_INFO, "device %d behaves as a card of %.1f%% of its memory (%s)", i,
+                   vw_opt.limit_share[i] * 100, vw_opt.observe ? "observe" : "enforce");
+        } else if (vw_opt.limit[i]) {
+            vw_limits = true;
+            vw_log(VW_LOG_INFO, "device %d behaves as a card of %llu bytes (%s)", i,
+                   (unsigned long long)vw_opt.limit[i], vw_opt.observe ? "observe" : "enforce");
+        }
+    stack_init();
+    pyframes_init();
+    if (!core_init()) {
+        vw_warn_once(warned_init, "cannot map memory for the tables; recording is off");
+        return;
+    }
+    vw_status_open();
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    __atomic_store_n(&vw_ready, true, __ATOMIC_RELEASE);
+}
+
+bool vw_init_slow(void)
+{
+    /* Our own calls into CUDA or libc during set-up must not be recorded. */
+    int saved = vw_depth;
+    vw_depth = 1;
+    pthread_once(&init_once, init_body);
+    vw_depth = saved;
+    return __atomic_load_n(&vw_ready, __ATOMIC_ACQUIRE);
+}

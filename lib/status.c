@@ -1,0 +1,116 @@
+/* The status file (VRAMWATCH_STATUS), kept up to date with the peak while the job runs.
+ *
+ * One line, rewritten in place with fixed-width fields, so a watcher (vramwatch fit) can tell
+ * while a trial runs whether its memory still grows:
+ *   vramwatch-status peak_live_bytes=... live_bytes=... time_unix_ns=... oom=0|1
+ * Written when the peak grew, at most every 100 ms, at every out-of-memory failure and at exit:
+ * a pwrite from the hook, no stdio and no allocation.
+ * The path is the user's, and the library often runs as root: its folder is walked like the
+ * report folder, and only a regular file of ours (or a new one, 0600) is ever opened, written or
+ * chmod'ed, never a FIFO (that would hang the job), a device (/dev/null made 0600 for everyone)
+ * or another user's file (safefile.c). Anything else costs the status file, with one warning;
+ * the job runs on. */
+#include "status.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "log.h"
+#include "options.h"
+#include "safefile.h"
+
+int vw_status_fd = -1;
+static uint64_t status_last_ns, status_written_peak, status_written_flushes, status_written_finals;
+static uint64_t status_written_sites;
+static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Plain decimal: a shell reads a zero-padded number as octal. */
+static char *put_field(char *p, const char *key, uint64_t v)
+{
+    size_t k = strlen(key);
+    memcpy(p, key, k);
+    p += k;
+    char digits[20];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = digits[--n];
+    return p;
+}
+
+void vw_status_open(void)
+{
+    if (!vw_opt.status[0])
+        return;
+    char why[256];
+    vw_status_fd = safefile_open_private(vw_opt.status, why, sizeof(why));
+    if (vw_status_fd < 0)
+        vw_log(VW_LOG_WARN, "not writing the status file %s: %s", vw_opt.status, why);
+}
+
+/* Growth that is written at once, whatever the rate limit: a caching allocator asks for all its
+ * segments in the first step and then never again, so a skipped update would never come. */
+static uint64_t step_of(uint64_t written)
+{
+    uint64_t pct = written / 100;
+    return pct > (64ull << 20) ? pct : (64ull << 20);
+}
+
+/* oom=1 once a failure is final (its retry failed, or none came); pressure counts the cache
+ * flushes a retry rescued, which are not failures. The line is padded with spaces to the length
+ * it had, since numbers no longer have a fixed width, and the file is only ever rewritten in
+ * place (a reader may be reading it). */
+void vw_status_update(uint64_t now, bool event, bool force)
+{
+    uint64_t peak = core_peak_any(), finals, flushes;
+    core_pressure(&finals, &flushes);
+    uint64_t sites = core_callsites_count();
+    if (!event && !force && flushes == __atomic_load_n(&status_written_flushes, __ATOMIC_RELAXED) &&
+        finals == __atomic_load_n(&status_written_finals, __ATOMIC_RELAXED) &&
+        ((peak <= status_written_peak &&
+          sites == __atomic_load_n(&status_written_sites, __ATOMIC_RELAXED)) ||
+         (now - status_last_ns < 100000000ull &&
+          peak < status_written_peak + step_of(status_written_peak))))
+        return;
+    if (pthread_mutex_trylock(&status_lock) != 0)
+        return; /* another thread is writing it: its figures are as good */
+    static size_t longest;
+    char line[200], *p = line;
+    memcpy(p, "vramwatch-status", 16);
+    p += 16;
+    p = put_field(p, " peak_live_bytes=", peak);
+    p = put_field(p, " live_bytes=", core_live_total());
+    p = put_field(p, " time_unix_ns=", now);
+    p = put_field(p, " oom=", finals ? 1 : 0);
+    p = put_field(p, " pressure=", flushes);
+    p = put_field(p, " sites=", sites);
+    while ((size_t)(p - line) + 1 < longest && p < line + sizeof(line) - 1)
+        *p++ = ' ';
+    *p++ = '\n';
+    if ((size_t)(p - line) > longest)
+        longest = (size_t)(p - line);
+    ssize_t w = pwrite(vw_status_fd, line, (size_t)(p - line), 0);
+    (void)w;
+    status_written_peak = peak;
+    __atomic_store_n(&status_written_flushes, flushes, __ATOMIC_RELAXED);
+    __atomic_store_n(&status_written_finals, finals, __ATOMIC_RELAXED);
+    __atomic_store_n(&status_written_sites, sites, __ATOMIC_RELAXED);
+    status_last_ns = now;
+    pthread_mutex_unlock(&status_lock);
+}
+
+void vw_status_after_fork_child(void)
+{
+    pthread_mutex_init(&status_lock, NULL);
+    status_written_peak = 0;
+    status_written_flushes = status_written_finals = status_written_sites = 0;
+    if (vw_status_fd >= 0) {
+        close(vw_status_fd); /* the file describes the parent, which keeps writing it */
+        vw_status_fd = -1;
+    }
+}
