@@ -57,12 +57,15 @@ static bool previous_checked; /* a report of an earlier process at our name was 
 static struct report_proc procs_seen[VW_MAX_DEVICES + 1][REPORT_PROCS_MAX];
 static int nprocs_seen[VW_MAX_DEVICES + 1];
 
+static void launcher_after_fork_child(void);
+
 void report_after_fork_child(void)
 {
     pthread_mutex_init(&report_lock, NULL);
     memset(peak_reserved_seen, 0, sizeof(peak_reserved_seen));
     memset(nprocs_seen, 0, sizeof(nprocs_seen));
     previous_checked = false;
+    launcher_after_fork_child();
 }
 
 /* ---------- process facts ---------- */
@@ -110,10 +113,12 @@ static ssize_t read_file(const char *path, char *buf, size_t cap)
     return (ssize_t)off;
 }
 
-static int64_t process_start_ns(void)
+/* When a process started, from its /proc/PID/stat (field 22, clock ticks after boot) and the boot
+ * time in /proc/stat (whole seconds, hence "accurate to about a second"). */
+static int64_t process_start_ns(const char *stat_path)
 {
     char stat[4096], st[8192];
-    ssize_t n = read_file("/proc/self/stat", stat, sizeof(stat) - 1);
+    ssize_t n = read_file(stat_path, stat, sizeof(stat) - 1);
     if (n <= 0)
         return -1;
     stat[n] = 0;
@@ -157,6 +162,104 @@ static void write_int_env(struct jsonw *w, const char *key, const char *const *n
         }
     }
     jw_null(w, key);
+}
+
+/* ---------- the launcher: which job this process is part of ----------
+ *
+ * Read once, when the library is loaded into the process (a constructor: before any hook, so no
+ * getenv or /proc read on the hook path): the ids that torchrun, Slurm and MPI put in the
+ * environment, and the parent process with its start time. Reports of one job carry the same
+ * ids, reports of separate runs do not; `vramwatch report` and `merge` tell jobs apart by them
+ * (docs/multi-process.md). The parent and its start time are read then too, since a parent that
+ * dies before the report would leave only init's pid. */
+#define LAUNCHER_ID_MAX 128
+
+static struct {
+    char torchrun_run_id[LAUNCHER_ID_MAX]; /* empty: not set */
+    char slurm_job_id[LAUNCHER_ID_MAX];
+    char slurm_step_id[LAUNCHER_ID_MAX];
+    char mpi_job_id[LAUNCHER_ID_MAX];
+    int64_t parent_pid;   /* -1: unknown */
+    int64_t parent_start; /* -1: unknown */
+    char parent_name[32]; /* its comm; empty: unknown */
+    int64_t self_start;   /* ours, -1: unknown; becomes a forked child's parent_start */
+    char self_name[32];   /* ours; becomes a forked child's parent_name */
+    int64_t loaded_ns;    /* when the library was loaded (exec), or the fork; 0: unknown */
+} launcher = { .parent_pid = -1, .parent_start = -1, .self_start = -1 };
+
+/* The first of the variables that is set and not empty, cut to fit. */
+static void env_first(char *out, size_t cap, const char *const *names)
+{
+    out[0] = 0;
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        if (v && *v) {
+            snprintf(out, cap, "%s", v);
+            return;
+        }
+    }
+}
+
+/* /proc/PID/comm without its newline; empty when unreadable. */
+static void read_comm(const char *path, char *out, size_t cap)
+{
+    ssize_t n = read_file(path, out, cap - 1);
+    if (n < 0)
+        n = 0;
+    out[n] = 0;
+    out[strcspn(out, "\n")] = 0;
+}
+
+__attribute__((constructor)) static void launcher_capture(void)
+{
+    static const char *const torchrun[] = { "TORCHELASTIC_RUN_ID", NULL };
+    static const char *const slurm_job[] = { "SLURM_JOB_ID", "SLURM_JOBID", NULL };
+    static const char *const slurm_step[] = { "SLURM_STEP_ID", "SLURM_STEPID", NULL };
+    /* Open MPI's own job id (ORTE, then the older name), else the PMIx namespace that Open MPI 5,
+     * PRRTE and Slurm's PMIx plugin give every process of one job. */
+    static const char *const mpi[] = { "OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid",
+                                       "PMIX_NAMESPACE", NULL };
+    char path[64];
+    launcher.loaded_ns = (int64_t)vw_now_ns();
+    env_first(launcher.torchrun_run_id, LAUNCHER_ID_MAX, torchrun);
+    env_first(launcher.slurm_job_id, LAUNCHER_ID_MAX, slurm_job);
+    env_first(launcher.slurm_step_id, LAUNCHER_ID_MAX, slurm_step);
+    env_first(launcher.mpi_job_id, LAUNCHER_ID_MAX, mpi);
+    pid_t ppid = getppid();
+    launcher.parent_pid = ppid;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)ppid);
+    launcher.parent_start = process_start_ns(path);
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)ppid);
+    read_comm(path, launcher.parent_name, sizeof(launcher.parent_name));
+    launcher.self_start = process_start_ns("/proc/self/stat");
+    read_comm("/proc/self/comm", launcher.self_name, sizeof(launcher.self_name));
+}
+
+/* A forked child's launcher is the process it was forked from: its ids stay (the same job), its
+ * parent becomes that process. Only memory and a clock read here: the child of a threaded
+ * parent may not take locks. */
+static void launcher_after_fork_child(void)
+{
+    launcher.parent_pid = getppid();
+    launcher.parent_start = launcher.self_start;
+    memcpy(launcher.parent_name, launcher.self_name, sizeof(launcher.parent_name));
+    launcher.self_start = -1;
+    launcher.self_name[0] = 0;
+    launcher.loaded_ns = (int64_t)vw_now_ns();
+}
+
+static void write_launcher(struct jsonw *w)
+{
+    opt_i64(w, "loaded_unix_ns", launcher.loaded_ns > 0 ? launcher.loaded_ns : -1);
+    jw_obj_begin(w, "launcher");
+    jw_str(w, "torchrun_run_id", launcher.torchrun_run_id[0] ? launcher.torchrun_run_id : NULL);
+    jw_str(w, "slurm_job_id", launcher.slurm_job_id[0] ? launcher.slurm_job_id : NULL);
+    jw_str(w, "slurm_step_id", launcher.slurm_step_id[0] ? launcher.slurm_step_id : NULL);
+    jw_str(w, "mpi_job_id", launcher.mpi_job_id[0] ? launcher.mpi_job_id : NULL);
+    opt_i64(w, "parent_pid", launcher.parent_pid);
+    opt_i64(w, "parent_start_unix_ns", launcher.parent_start);
+    jw_str(w, "parent_name", launcher.parent_name[0] ? launcher.parent_name : NULL);
+    jw_obj_end(w);
 }
 
 static bool env_allowed(const char *e)
@@ -205,7 +308,7 @@ static void write_process(struct jsonw *w)
         jw_null(w, "exe");
     }
     jw_str(w, "cwd", getcwd(buf, sizeof(buf)) ? buf : NULL);
-    int64_t start = process_start_ns();
+    int64_t start = process_start_ns("/proc/self/stat");
     if (start > 0)
         jw_i64(w, "start_unix_ns", start);
     else
@@ -226,6 +329,7 @@ static void write_process(struct jsonw *w)
     write_int_env(w, "rank", rank);
     write_int_env(w, "local_rank", local);
     write_int_env(w, "world_size", world);
+    write_launcher(w);
 
     jw_obj_begin(w, "env");
     for (char **e = environ; e && *e; e++) {
@@ -743,7 +847,7 @@ static void keep_previous(int dirfd, const char *name)
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
         st.st_uid != geteuid())
         return;
-    int64_t start = process_start_ns();
+    int64_t start = process_start_ns("/proc/self/stat");
     int64_t written = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     if (start <= 0 || written >= start - 2000000000LL)
         return;
