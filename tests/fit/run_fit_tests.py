@@ -19,21 +19,38 @@ limits (what each trial runs under, and how its status line is read; no device n
   rescued or not) and with plain numbers and pressure=N (oom=1 only once a failure is final): a
   trial whose failures were all rescued fits, and its line shows the flush count.
 
+live (short train_sim trials: --steps, --step-ms):
+- On a terminal, the running trial is shown and redrawn in place on stderr (its number, the value
+  tried, the time so far, its peak against the limit it runs under); into a pipe, one plain line
+  per finished trial and no carriage returns.
+- SIGINT while the second trial runs (seen on the terminal's progress line) stops that trial's
+  process group, prints the best value found so far and its command, and exits 130; SIGTERM
+  (seen by the trial's status file) likewise, exit 143, and the JSON says it was interrupted. No
+  trial process is left, nor its folder.
+- The JSON names the best command (argv and a shell line), the capacity judged against (card,
+  limit, headroom) and each trial's value, outcome, peak and time.
+
 card (examples/train_sim.py on a simulated 16 GiB card, needs a library that applies shares):
 - fit without --limit and fit --limit 16GiB give the same answer, on the same reduced card.
 
     run_fit_tests.py --vramwatch BUILD/tools/vramwatch/vramwatch --sim BUILD/tools/simgpu
-                     --train-sim examples/train_sim.py [--group search|limits|card]
+                     --train-sim examples/train_sim.py [--group search|limits|live|card]
 """
 import argparse
 import glob
 import json
 import math
 import os
+import pty
+import re
+import select
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 GiB = 1 << 30
 LIMIT = 16 * GiB
@@ -257,6 +274,139 @@ def group_limits(o, env, tmp, vw, need_of, job):
     check("VRAMWATCH_LIMIT=lots" in p.stderr, "the environment's limit is named: %r" % p.stderr)
 
 
+def trial_processes(tmp):
+    """Processes still running with a trial folder of this test's fit runs in their environment."""
+    mark = ("VRAMWATCH_DIR=" + os.path.join(tmp, "vramwatch-fit-")).encode()
+    left = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                if any(v.startswith(mark) for v in f.read().split(b"\0")):
+                    left.append(int(pid))
+        except OSError:
+            pass
+    return left
+
+
+def group_live(o, env, tmp, vw, need_of, job):
+    """Progress while a trial runs, a fit interrupted by SIGINT or SIGTERM, the JSON's fields."""
+    # 6 GiB fixed and 2 GiB per image on a 16 GiB card less 10%: 1 to 3 fit, 4 does not.
+    quick = [o.python, o.train_sim, "--img", "640", "--epochs", "1", "--no-markers",
+             "--static-gib", "6", "--sample-mib", "2048"]
+    usable = int(LIMIT * (1 - HEADROOM))
+
+    # ---- the JSON: best command, capacity, each trial's peak and time ----
+    cmd = quick + ["--steps", "2", "--step-ms", "50", "--batch", "2"]
+    p = vw(["fit", "--json", "--limit", "16GiB", "--"] + cmd, timeout=120)
+    sys.stderr.write(p.stderr)
+    if check(p.returncode == 0, "quick fit --json: exit 0 (exit %d)" % p.returncode):
+        res = json.loads(p.stdout)
+        want = quick + ["--steps", "2", "--step-ms", "50", "--batch", "3"]
+        check(res["best_value"] == 3, "quick fit: best 3, got %r" % res["best_value"])
+        check(res.get("command") == want, "json command is the argv to run: %r" % res.get("command"))
+        line = res.get("command_line")
+        check(isinstance(line, str) and shlex.split(line) == want, "json command_line is that argv, quoted: %r" % line)
+        cap = res.get("capacity") or {}
+        check(cap.get("card_bytes") == LIMIT and cap.get("limit_bytes") == usable
+              and cap.get("headroom_pct") == 10 and cap.get("limit") == str(usable),
+              "json capacity: card, limit, headroom: %r" % cap)
+        check(all(isinstance(t.get("elapsed_s"), (int, float)) and t["elapsed_s"] > 0 for t in res["trials"]),
+              "json trials have their elapsed seconds: %r" % res["trials"])
+        best = [t for t in res["trials"] if t["value"] == 3]
+        check(best and res.get("best_peak_bytes") == best[0]["peak_bytes"] > 0,
+              "json best_peak_bytes is the best trial's peak: %r" % res.get("best_peak_bytes"))
+        check(res.get("interrupted") is None, "json: not interrupted")
+        check("\r" not in p.stderr and "\033" not in p.stderr
+              and len(p.stderr.strip().splitlines()) == len(res["trials"]),
+              "into a pipe: one plain line per finished trial: %r" % p.stderr)
+
+    # ---- on a terminal: live progress; SIGINT during the second trial ----
+    # Trial 1 (batch 1) fits; trial 2 (batch 2) fits too but takes about 2 s.
+    cmd = quick + ["--steps", "8", "--step-ms", "250", "--batch", "1"]
+    master, slave = pty.openpty()
+    start = time.monotonic()
+    proc = subprocess.Popen([o.vramwatch, "fit", "--limit", "16GiB", "--"] + cmd, env=env, cwd=tmp,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    seen = b""
+    sent = False
+    while time.monotonic() - start < 60:
+        r, _, _ = select.select([master], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        # the progress line of trial 2, once it shows a peak
+        if not sent and re.search(rb"trial 2: --batch 2, [0-9.]+ s, peak [0-9.]+ [KMG]?i?B of 14\.40 GiB", seen):
+            proc.send_signal(signal.SIGINT)
+            sent = True
+        if proc.poll() is not None:
+            try:
+                while True:
+                    r, _, _ = select.select([master], [], [], 0.1)
+                    if not r:
+                        break
+                    chunk = os.read(master, 4096)
+                    if not chunk:
+                        break
+                    seen += chunk
+            except OSError:
+                pass
+            break
+    if proc.poll() is None:
+        proc.kill()
+    out = proc.communicate(timeout=30)[0].decode()
+    os.close(master)
+    text = seen.decode(errors="replace")
+    check(sent, "terminal: trial 2's progress line (number, value, time, peak of the limit) seen: %r" % text[-400:])
+    check(b"\r" in seen and b"trial 1: --batch 1, " in seen, "terminal: the progress line is redrawn in place")
+    check(proc.returncode == 130, "SIGINT: exit 130 (exit %r)" % proc.returncode)
+    lines = out.strip().splitlines()
+    check(len(lines) == 2 and lines[0].startswith("best so far: --batch 1 ")
+          and shlex.split(lines[1]) == cmd, "SIGINT: the best so far and its command on stdout: %r" % out)
+    check("interrupted" in text and "--batch 2" in text, "SIGINT: stderr says which trial was stopped: %r" % text[-300:])
+    check(not trial_processes(tmp), "SIGINT: no trial process left: %r" % trial_processes(tmp))
+    check(not glob.glob(os.path.join(tmp, "vramwatch-fit-*")), "SIGINT: trial folders removed")
+
+    # ---- into a pipe, with --json: SIGTERM once the second trial's status file is there ----
+    proc = subprocess.Popen([o.vramwatch, "fit", "--json", "--limit", "16GiB", "--"] + cmd, env=env, cwd=tmp,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    start = time.monotonic()
+    sent = False
+    while time.monotonic() - start < 60 and proc.poll() is None:
+        if glob.glob(os.path.join(tmp, "vramwatch-fit-*", "trial-2-*", "status")):
+            proc.send_signal(signal.SIGTERM)
+            sent = True
+            break
+        time.sleep(0.05)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    sys.stderr.write(err.decode())
+    check(sent, "SIGTERM: sent while trial 2 ran")
+    check(proc.returncode == 143, "SIGTERM: exit 143 (exit %r)" % proc.returncode)
+    try:
+        res = json.loads(out)
+    except ValueError:
+        res = {}
+    check(res.get("best_value") == 1 and res.get("command") == cmd
+          and (res.get("interrupted") or {}).get("signal") == "SIGTERM"
+          and (res.get("interrupted") or {}).get("value") == 2
+          and [t["value"] for t in res.get("trials", [])] == [1],
+          "SIGTERM: the JSON has the best so far, its command, and what was interrupted: %r" % out[:600])
+    check(b"\r" not in err, "SIGTERM: no redraws into a pipe")
+    check(not trial_processes(tmp), "SIGTERM: no trial process left: %r" % trial_processes(tmp))
+    check(not glob.glob(os.path.join(tmp, "vramwatch-fit-*")), "SIGTERM: trial folders removed")
+
+
 def group_card(o, env, tmp, vw, need_of, job):
     """The same answer with and without --limit on a 16 GiB card: both run every trial on the card
     less the headroom, where the caching allocator has to live within it."""
@@ -293,7 +443,7 @@ def group_card(o, env, tmp, vw, need_of, job):
           "one answer, 51, with and without --limit: %r" % answers)
 
 
-GROUPS = {"search": group_search, "limits": group_limits, "card": group_card}
+GROUPS = {"search": group_search, "limits": group_limits, "live": group_live, "card": group_card}
 
 
 def main():

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -54,10 +55,16 @@ static const char usage[] =
         "  --json            print schema vramwatch.fit/1 on stdout instead of the text\n"
         "  --help            this text\n"
         "\n"
-        "One line per trial goes to stderr: its outcome, peak, time, why, and the cache flushes a\n"
-        "retry rescued. CMD runs with stdin from /dev/null; its output goes to a log in the trial's\n"
-        "folder, removed with it.\n"
-        "Exit status: 0 a value fits; 1 none does; 2 bad usage.\n";
+        "On a terminal, the running trial is shown on stderr and redrawn in place: its number, the\n"
+        "value tried, the time so far and its peak against the limit it runs under. Each trial that\n"
+        "ends leaves one line: its outcome, peak, time, why, and the cache flushes a retry rescued\n"
+        "(into a pipe or a file, only those lines). CMD runs with stdin from /dev/null; its output\n"
+        "goes to a log in the trial's folder, removed with it.\n"
+        "Ctrl-C (SIGINT), SIGTERM, SIGHUP or SIGQUIT stops the running trial's process group, prints\n"
+        "the best value found so far and its command (or the JSON), and exits 128 + the signal.\n"
+        "\n"
+        "Exit status: 0 a value fits; 1 none does, or CMD fails at its own value; 2 bad usage or CMD\n"
+        "cannot be started; 130 interrupted by SIGINT, 143 by SIGTERM (128 + the signal).\n";
 
 struct fit_opts {
     const char *limit, *headroom, *flag, *settle;
@@ -72,16 +79,38 @@ static const char *const outcome_names[] = { "fits", "oom", "error" };
 struct trial {
     int64_t value;
     enum outcome outcome;
-    int64_t peak; /* the need the verdict was made on, 0 when unknown */
+    int64_t peak;   /* the need the verdict was made on, 0 when unknown */
+    double elapsed; /* seconds from its start to its verdict */
+    bool settled;   /* stopped after settling rather than run to its end */
+    char *why;      /* the reason its progress line gives */
 };
 
 /* ---- signals: a fit interrupted stops its trial's process group before leaving ---- */
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t signals_seen; /* a second one cuts the grace period short */
 
 static void on_signal(int sig)
 {
-    stop_signal = sig;
+    if (!stop_signal)
+        stop_signal = sig;
+    signals_seen++;
+}
+
+static const char *signal_name(int sig)
+{
+    switch (sig) {
+    case SIGINT:
+        return "SIGINT";
+    case SIGTERM:
+        return "SIGTERM";
+    case SIGHUP:
+        return "SIGHUP";
+    case SIGQUIT:
+        return "SIGQUIT";
+    default:
+        return "a signal";
+    }
 }
 
 static void catch_signals(void)
@@ -210,10 +239,75 @@ struct fit_ctx {
             limit_bytes; /* LIMIT_SIZE: the card; 0 otherwise (then each report's limit_bytes says) */
     char *reduced;       /* the trials' VRAMWATCH_LIMIT: the limit less the headroom */
     double headroom, settle;
-    int64_t capacity_seen; /* the capacity last judged against, for the summary */
+    int64_t capacity_seen;    /* the capacity last judged against, for the summary */
+    const char *limit_source; /* "--limit", "VRAMWATCH_LIMIT" or "card" */
     struct trial trials[MAX_TRIALS];
     size_t n_trials;
+    /* The trial a signal stopped: its value (0: the signal came between trials) and time. */
+    int64_t stopped_value;
+    double stopped_elapsed;
+    /* The live progress line on a terminal (stderr): redrawn in place, its width when drawn. */
+    bool live;
+    size_t live_len;
 };
+
+/* ---- progress: the running trial, redrawn in place on a terminal ---- */
+
+/* The limit a trial runs under, as the progress line states it: the size where it is known. */
+static void add_limit_text(const struct fit_ctx *c, struct strbuf *b)
+{
+    char sz[UTIL_SIZE_LEN];
+    double keep = 1.0 - c->headroom / 100.0;
+    if (c->limit_kind == LIMIT_SIZE)
+        sb_printf(b, "of %s", util_fmt_size(strtoll(c->reduced, NULL, 10), sz));
+    else if (c->limit_kind == LIMIT_SHARE && c->capacity_seen > 0)
+        sb_printf(b, "of %s", util_fmt_size(util_clamp_i64((double)c->capacity_seen * keep), sz));
+    else if (c->limit_kind == LIMIT_SHARE)
+        sb_printf(b, "of %s of the card", c->reduced);
+    else
+        sb_printf(b, "under %s", c->reduced);
+}
+
+static void live_clear(struct fit_ctx *c)
+{
+    if (!c->live || !c->live_len)
+        return;
+    fprintf(stderr, "\r%*s\r", (int)c->live_len, "");
+    fflush(stderr);
+    c->live_len = 0;
+}
+
+/* "fit: trial 2: --batch 48, 3.1 s, peak 10.20 GiB of 14.40 GiB (71%)", cut to the terminal's
+ * width so that a carriage return comes back to its start, and padded over the last one. */
+static void live_draw(struct fit_ctx *c, int64_t value, double secs, const struct live_status *st)
+{
+    if (!c->live)
+        return;
+    struct strbuf b = { 0 };
+    char pk[UTIL_SIZE_LEN];
+    sb_printf(&b, "fit: trial %zu: %s%s%lld, %.1f s, ", c->n_trials + 1, c->flag.name,
+              c->flag.form == CMDLINE_SEPARATE ? " " : "", (long long)value, secs);
+    if (!st->seen) {
+        sb_add(&b, "starting");
+    } else {
+        sb_printf(&b, "peak %s ", util_fmt_size(st->peak, pk));
+        add_limit_text(c, &b);
+        int64_t limit = c->limit_kind == LIMIT_SIZE ? strtoll(c->reduced, NULL, 10) : 0;
+        if (limit > 0)
+            sb_printf(&b, " (%.0f%%)", 100.0 * (double)st->peak / (double)limit);
+    }
+    size_t width = 80;
+    struct winsize ws;
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1)
+        width = ws.ws_col;
+    size_t n = b.len < width - 1 ? b.len : width - 1;
+    fprintf(stderr, "\r%.*s", (int)n, sb_str(&b));
+    if (c->live_len > n)
+        fprintf(stderr, "%*s", (int)(c->live_len - n), "");
+    fflush(stderr);
+    c->live_len = n > c->live_len ? n : c->live_len;
+    sb_free(&b);
+}
 
 /* Whether the program's log says it ran out of memory, for programs that die before a report. */
 static bool log_mentions_oom(const char *path)
@@ -248,17 +342,19 @@ static void log_last_line(const char *path, struct strbuf *out)
     fclose(f);
 }
 
-/* Stops the whole process group: SIGTERM, then SIGKILL after the grace period. Reaps pid. */
+/* Stops the whole process group: SIGTERM, then SIGKILL after the grace period, or at once when
+ * another signal comes to fit meanwhile (a second Ctrl-C). Reaps pid. */
 static int stop_group(pid_t pid)
 {
     int status = 0;
+    sig_atomic_t seen = signals_seen;
     kill(-pid, SIGTERM);
     double until = mono_s() + KILL_GRACE_S;
     for (;;) {
         pid_t r = waitpid(pid, &status, WNOHANG);
         if (r == pid || (r < 0 && errno != EINTR))
             break;
-        if (mono_s() >= until) {
+        if (mono_s() >= until || signals_seen != seen) {
             kill(-pid, SIGKILL);
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                 ;
@@ -501,13 +597,15 @@ static bool run_trial(struct fit_ctx *c, int64_t value, struct trial *t)
             goto out;
         }
         if (stop_signal) {
+            live_clear(c);
+            c->stopped_value = value;
+            c->stopped_elapsed = mono_s() - start;
             stop_group(pid);
-            util_err("fit: interrupted by signal %d; stopped the trial at %lld", (int)stop_signal,
-                     (long long)value);
             goto out;
         }
         read_status(statusp, &st);
         double now = mono_s();
+        live_draw(c, value, now - start, &st);
         if (st.sites > last_sites) {
             if (last_sites >= 0 && now - last_new_site >= c->settle)
                 phase_seen = true;
@@ -528,6 +626,7 @@ static bool run_trial(struct fit_ctx *c, int64_t value, struct trial *t)
         }
         nap_ms(POLL_MS);
     }
+    live_clear(c);
     if (got == (ssize_t)sizeof exec_err) {
         util_err("fit: cannot run %s: %s", argv[0], strerror(exec_err));
         goto out;
@@ -536,12 +635,15 @@ static bool run_trial(struct fit_ctx *c, int64_t value, struct trial *t)
     double secs = mono_s() - start;
     struct strbuf why = { 0 };
     t->value = value;
+    t->elapsed = secs;
+    t->settled = settled;
     judge(c, dir, &st, settled, status, t, &why);
     char pk[UTIL_SIZE_LEN];
     fprintf(stderr, "fit: %s%s%lld: %s, peak %s, %.1f s: %s\n", c->flag.name,
             c->flag.form == CMDLINE_SEPARATE ? " " : "", (long long)value,
             outcome_names[t->outcome], util_fmt_size(t->peak, pk), secs, sb_str(&why));
     fflush(stderr);
+    t->why = util_xstrdup(sb_str(&why));
     sb_free(&why);
     ok = true;
 out:
@@ -569,7 +671,7 @@ static const struct trial *try_value(struct fit_ctx *c, int64_t value)
     const struct trial *known = find_trial(c, value);
     if (known)
         return known;
-    if (c->n_trials == MAX_TRIALS)
+    if (c->n_trials == MAX_TRIALS || stop_signal)
         return NULL;
     struct trial t = { 0 };
     if (!run_trial(c, value, &t))
@@ -812,40 +914,156 @@ static void find_named_flag(const struct fit_opts *o, struct cmdline_flag *f)
 
 /* ---- output ---- */
 
-static void print_json(const struct fit_ctx *c, int64_t best)
+/* The largest value whose trial fitted: the answer, or the best so far of a search cut short. */
+static int64_t best_fitting(const struct fit_ctx *c)
+{
+    int64_t best = 0;
+    for (size_t i = 0; i < c->n_trials; i++)
+        if (c->trials[i].outcome == OUT_FITS && c->trials[i].value > best)
+            best = c->trials[i].value;
+    return best;
+}
+
+/* A number with at most that many decimals ("2.113", "12.5"), as json_print writes a literal it
+ * carries. */
+static cJSON *json_number(double v, int decimals)
+{
+    char lit[64];
+    snprintf(lit, sizeof lit, "%.*f", decimals, v);
+    size_t n = strlen(lit);
+    if (strchr(lit, '.')) {
+        while (n > 1 && lit[n - 1] == '0')
+            n--;
+        if (lit[n - 1] == '.')
+            n--;
+        lit[n] = '\0';
+    }
+    cJSON *num = cJSON_CreateNumber(v);
+    num->valuestring = util_xstrdup(lit);
+    return num;
+}
+
+static cJSON *seconds_json(double secs)
+{
+    return json_number(secs, 3);
+}
+
+/* The card judged against, the limit the trials ran under, the headroom between them. */
+static cJSON *capacity_json(const struct fit_ctx *c)
+{
+    cJSON *cap = cJSON_CreateObject();
+    int64_t card = c->limit_kind == LIMIT_SIZE ? (int64_t)c->limit_bytes : c->capacity_seen;
+    int64_t limit = 0;
+    if (c->limit_kind == LIMIT_SIZE)
+        limit = strtoll(c->reduced, NULL, 10);
+    else if (card > 0)
+        limit = util_clamp_i64((double)card * (1.0 - c->headroom / 100.0));
+    cJSON_AddItemToObject(cap, "card_bytes", card > 0 ? json_new_int(card) : cJSON_CreateNull());
+    cJSON_AddItemToObject(cap, "limit_bytes", limit > 0 ? json_new_int(limit) : cJSON_CreateNull());
+    cJSON_AddStringToObject(cap, "limit", c->reduced);
+    cJSON_AddItemToObject(cap, "headroom_pct", json_number(c->headroom, 6));
+    cJSON_AddStringToObject(cap, "source", c->limit_source);
+    return cap;
+}
+
+static void print_json(const struct fit_ctx *c, int64_t best, int sig)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "schema", "vramwatch.fit/1");
     cJSON_AddStringToObject(root, "flag", c->flag.name);
     cJSON_AddItemToObject(root, "best_value", best > 0 ? json_new_int(best) : cJSON_CreateNull());
+    const struct trial *bt = best > 0 ? find_trial(c, best) : NULL;
+    cJSON_AddItemToObject(root, "best_peak_bytes",
+                          bt ? json_new_int(bt->peak) : cJSON_CreateNull());
+    if (best > 0) {
+        char **argv =
+                cmdline_with_value((const char *const *)c->o->cmd, c->o->ncmd, &c->flag, best);
+        cJSON *cmd = cJSON_AddArrayToObject(root, "command");
+        for (size_t i = 0; i < c->o->ncmd; i++)
+            cJSON_AddItemToArray(cmd, cJSON_CreateString(argv[i]));
+        struct strbuf b = { 0 };
+        util_add_argv(&b, (const char *const *)argv, c->o->ncmd);
+        cJSON_AddStringToObject(root, "command_line", sb_str(&b));
+        sb_free(&b);
+        cmdline_free(argv, c->o->ncmd);
+    } else {
+        cJSON_AddNullToObject(root, "command");
+        cJSON_AddNullToObject(root, "command_line");
+    }
+    cJSON_AddItemToObject(root, "capacity", capacity_json(c));
+    if (sig) {
+        cJSON *in = cJSON_AddObjectToObject(root, "interrupted");
+        cJSON_AddStringToObject(in, "signal", signal_name(sig));
+        cJSON_AddItemToObject(in, "value",
+                              c->stopped_value ? json_new_int(c->stopped_value)
+                                               : cJSON_CreateNull());
+        cJSON_AddItemToObject(in, "elapsed_s", seconds_json(c->stopped_elapsed));
+    } else {
+        cJSON_AddNullToObject(root, "interrupted");
+    }
     cJSON *arr = cJSON_AddArrayToObject(root, "trials");
     for (size_t i = 0; i < c->n_trials; i++) {
-        cJSON *t = cJSON_CreateObject();
-        cJSON_AddItemToObject(t, "value", json_new_int(c->trials[i].value));
-        cJSON_AddStringToObject(t, "outcome", outcome_names[c->trials[i].outcome]);
-        cJSON_AddItemToObject(t, "peak_bytes", json_new_int(c->trials[i].peak));
-        cJSON_AddItemToArray(arr, t);
+        const struct trial *t = &c->trials[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "value", json_new_int(t->value));
+        cJSON_AddStringToObject(o, "outcome", outcome_names[t->outcome]);
+        cJSON_AddItemToObject(o, "peak_bytes", json_new_int(t->peak));
+        cJSON_AddItemToObject(o, "elapsed_s", seconds_json(t->elapsed));
+        cJSON_AddBoolToObject(o, "settled", t->settled);
+        cJSON_AddStringToObject(o, "why", t->why ? t->why : "");
+        cJSON_AddItemToArray(arr, o);
     }
     json_print(stdout, root);
     cJSON_Delete(root);
 }
 
-static void print_text(const struct fit_ctx *c, int64_t best)
+/* "best: --batch 51 (peak ..., 7 trials)" and the command; "best so far" when cut short. */
+static void print_text(const struct fit_ctx *c, int64_t best, bool so_far)
 {
     const struct trial *t = find_trial(c, best);
     char pk[UTIL_SIZE_LEN], cap[UTIL_SIZE_LEN];
-    printf("best: %s%s%lld (peak %s", c->flag.name, c->flag.form == CMDLINE_SEPARATE ? " " : "",
-           (long long)best, util_fmt_size(t ? t->peak : 0, pk));
+    printf("%s: %s%s%lld (peak %s", so_far ? "best so far" : "best", c->flag.name,
+           c->flag.form == CMDLINE_SEPARATE ? " " : "", (long long)best,
+           util_fmt_size(t ? t->peak : 0, pk));
     if (c->capacity_seen > 0)
         printf(" of a %s card with %g%% headroom", util_fmt_size(c->capacity_seen, cap),
                c->headroom);
-    printf(", %zu trials)\n", c->n_trials);
+    printf(", %zu trial%s%s)\n", c->n_trials, c->n_trials == 1 ? "" : "s",
+           so_far ? ", search not finished" : "");
     char **argv = cmdline_with_value((const char *const *)c->o->cmd, c->o->ncmd, &c->flag, best);
     struct strbuf b = { 0 };
     util_add_argv(&b, (const char *const *)argv, c->o->ncmd);
     printf("%s\n", sb_str(&b));
     sb_free(&b);
     cmdline_free(argv, c->o->ncmd);
+}
+
+/* A search cut short by a signal or the trial limit: what is known so far, on stdout as usual,
+ * and on stderr what stopped it. */
+static void print_cut_short(const struct fit_ctx *c, int sig)
+{
+    int64_t best = best_fitting(c);
+    const char *sp = c->flag.form == CMDLINE_SEPARATE ? " " : "";
+    struct strbuf b = { 0 };
+    if (sig && c->stopped_value)
+        sb_printf(&b, "fit: interrupted by %s: stopped the trial at %s%s%lld after %.1f s",
+                  signal_name(sig), c->flag.name, sp, (long long)c->stopped_value,
+                  c->stopped_elapsed);
+    else if (sig)
+        sb_printf(&b, "fit: interrupted by %s between trials", signal_name(sig));
+    else
+        sb_printf(&b, "fit: gave up after %d trials", MAX_TRIALS);
+    if (best > 0)
+        sb_printf(&b, "; the best so far is %s%s%lld, a larger value may fit", c->flag.name, sp,
+                  (long long)best);
+    else
+        sb_add(&b, "; no value has fitted so far");
+    util_err("%s", sb_str(&b));
+    sb_free(&b);
+    if (c->o->json)
+        print_json(c, best, sig);
+    else if (best > 0)
+        print_text(c, best, true);
 }
 
 int cmd_fit(int argc, char **argv)
@@ -874,12 +1092,16 @@ int cmd_fit(int argc, char **argv)
      * real card, as a share the library resolves on each device at its first allocation. */
     const char *limit = o.limit, *limit_from = "--limit ";
     const char *inherited = getenv("VRAMWATCH_LIMIT");
+    c->limit_source = "--limit";
     if (!limit && inherited && *inherited) {
         limit = inherited;
         limit_from = "VRAMWATCH_LIMIT=";
+        c->limit_source = "VRAMWATCH_LIMIT";
     }
-    if (!limit)
+    if (!limit) {
         limit = "100%";
+        c->limit_source = "card";
+    }
     why = NULL;
     if (!reduce_limit(limit, 1.0 - c->headroom / 100.0, &reduced, &why)) {
         util_err("fit: %s%s: %s", limit_from, limit, why ? why : "not a limit");
@@ -939,29 +1161,42 @@ int cmd_fit(int argc, char **argv)
                  strerror(errno));
         goto out;
     }
+    c->live = isatty(STDERR_FILENO);
     catch_signals();
     int64_t best = 0;
     struct strbuf reason = { 0 };
     bool done = search(c, &best, &reason);
     rmdir(c->workdir);
     if (!done) {
-        if (c->n_trials == MAX_TRIALS)
-            util_err("fit: gave up after %d trials", MAX_TRIALS);
-        rc = stop_signal ? 128 + (int)stop_signal : EXIT_USAGE;
+        /* A signal or the trial limit: what was learnt is given. Otherwise fit could not start
+         * a trial, and said why. */
+        if (stop_signal) {
+            print_cut_short(c, (int)stop_signal);
+            rc = 128 + (int)stop_signal;
+        } else if (c->n_trials == MAX_TRIALS) {
+            print_cut_short(c, 0);
+            rc = EXIT_PROBLEM;
+        }
         sb_free(&reason);
         goto out;
     }
     if (o.json)
-        print_json(c, best);
+        print_json(c, best, 0);
     else if (best > 0)
-        print_text(c, best);
+        print_text(c, best, false);
     if (best > 0 && reason.len)
         util_err("fit: %s", sb_str(&reason));
     if (best <= 0)
         util_err("fit: %s", reason.len ? sb_str(&reason) : "nothing fits");
     sb_free(&reason);
     rc = best > 0 ? EXIT_DONE : EXIT_PROBLEM;
+    /* A signal that came as the last trial ended: the answer is whole, but whoever sent it
+     * (Ctrl-C in a shell loop) is told it arrived. */
+    if (stop_signal)
+        rc = 128 + (int)stop_signal;
 out:
+    for (size_t i = 0; i < c->n_trials; i++)
+        free(c->trials[i].why);
     free(pre);
     free(lib);
     free(c->workdir);
