@@ -1,5 +1,4 @@
 /* cmd_report.c: `vramwatch report`: the post-mortem a person reads in ten seconds, or the report JSON back. */
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,188 +43,27 @@ static void add_device_name(struct strbuf *b, model_int ordinal)
         sb_add(b, "an unknown device");
 }
 
-/* Frames of CUDA and of the frameworks around it: a user cannot act on them, so the call site
- * shown is the first frame outside them. */
-static const char *const native_libraries[] = {
-    "libcuda", "libcudart",    "libc10", "libtorch", "libcublas", "libcudnn",
-    "libnccl", "libvramwatch", "libffi", "_ctypes", /* Python's ctypes calling into C */
-};
-/* The Python interpreter: its frames say nothing of the application's code. */
-static const char *const interpreter_modules[] = { "python", "libpython" };
-/* Python code of installed packages, and of the standard library. */
-static const char *const python_packages[] = { "/site-packages/", "/dist-packages/" };
-/* The C runtime under everything: never the interesting frame. */
-static const char *const system_libraries[] = { "libc.so",    "libc-",    "libstdc++",
-                                                "libpthread", "libgcc_s", "ld-linux" };
-
-static bool module_matches(const struct model_frame *f, const char *const *prefixes, size_t n)
-{
-    if (f->python || !f->module)
-        return false;
-    const char *base = util_basename(f->module);
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
-            return true;
-    return false;
-}
-
-#define MODULE_IN(f, list) module_matches(f, list, sizeof list / sizeof list[0])
-
-static bool frame_in_system(const struct model_frame *f)
-{
-    return MODULE_IN(f, system_libraries);
-}
-
-static bool frame_in_interpreter(const struct model_frame *f)
-{
-    return MODULE_IN(f, interpreter_modules);
-}
-
-/* "DIGITS.DIGITS/" at s: the version folder of a standard library (/usr/lib/python3.11/). */
-static bool python_version_folder(const char *s)
-{
-    if (!isdigit((unsigned char)*s))
-        return false;
-    while (isdigit((unsigned char)*s))
-        s++;
-    if (*s++ != '.' || !isdigit((unsigned char)*s))
-        return false;
-    while (isdigit((unsigned char)*s))
-        s++;
-    return *s == '/';
-}
-
-/* Python code the user did not write: installed packages, the standard library, PyTorch itself
- * (also a source checkout, where torch/ is not under site-packages) and code without a file. */
-static bool python_file_is_library(const char *file)
-{
-    if (file[0] == '<') /* <frozen importlib._bootstrap>, <string> */
-        return true;
-    for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++)
-        if (strstr(file, python_packages[i]))
-            return true;
-    for (const char *p = strstr(file, "/lib/python"); p; p = strstr(p + 1, "/lib/python"))
-        if (python_version_folder(p + strlen("/lib/python")))
-            return true;
-    return strncmp(file, "torch/", 6) == 0 || strstr(file, "/torch/") != NULL;
-}
-
-static bool frame_in_library(const struct model_frame *f)
-{
-    if (f->python)
-        return python_file_is_library(f->file);
-    return MODULE_IN(f, native_libraries) || frame_in_system(f) || frame_in_interpreter(f);
-}
-
-/* The innermost Python frame in the user's own files: the line a person edits. NULL if none. */
-static const struct model_frame *user_python_frame(const struct model_callsite *cs)
-{
-    for (size_t i = 0; cs && i < cs->n_frames; i++)
-        if (cs->frames[i].python && !python_file_is_library(cs->frames[i].file))
-            return &cs->frames[i];
-    return NULL;
-}
-
-/* The first frame of the application. Without one, the outermost framework frame below the
- * interpreter and the C runtime says most: the entry of a thread the framework started
- * (torch::autograd::Engine::thread_main: the backward pass), or the binding of the operation
- * Python called when Python frames are off (THPVariable_conv2d). */
-static size_t app_frame(const struct model_callsite *cs)
-{
-    for (size_t i = 0; i < cs->n_frames; i++)
-        if (!frame_in_library(&cs->frames[i]))
-            return i;
-    for (size_t i = cs->n_frames; i-- > 0;)
-        if (!frame_in_system(&cs->frames[i]) && !frame_in_interpreter(&cs->frames[i]))
-            return i;
-    return 0;
-}
-
-/* A Python file as short as it stays clear: relative to the process's folder, or from inside
- * site-packages; else as recorded. */
-static void add_python_file(struct strbuf *b, const char *file, const char *cwd, bool full)
-{
-    size_t n = cwd ? strlen(cwd) : 0;
-    if (!full) {
-        if (n > 1 && strncmp(file, cwd, n) == 0 && file[n] == '/') {
-            util_add_text(b, file + n + 1);
-            return;
-        }
-        for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++) {
-            const char *m = strstr(file, python_packages[i]);
-            if (m) {
-                util_add_text(b, m + strlen(python_packages[i]));
-                return;
-            }
-        }
-    }
-    util_add_text(b, file);
-}
-
-/* A demangled C++ name without its parameter list: "ns::Class::method" of
- * "ns::Class::method(std::shared_ptr<X> const&) const". */
-static void add_short_symbol(struct strbuf *b, const char *sym)
-{
-    size_t len = strlen(sym), end = len, keep = len;
-    if (end > 6 && strcmp(sym + end - 6, " const") == 0)
-        end -= 6;
-    if (end > 0 && sym[end - 1] == ')') {
-        /* Back to the '(' that opens the parameter list; a name must stand before it. */
-        size_t depth = 0;
-        for (size_t i = end; i-- > 0;) {
-            if (sym[i] == ')') {
-                depth++;
-            } else if (sym[i] == '(' && --depth == 0) {
-                if (i > 0)
-                    keep = i;
-                break;
-            }
-        }
-    }
-    char *cut = util_xmalloc(keep + 1);
-    memcpy(cut, sym, keep);
-    cut[keep] = '\0';
-    util_add_text(b, cut);
-    free(cut);
-}
-
-/* "file:line in function" for Python, "symbol (module+0xoffset)" for native code. */
-static void add_frame(struct strbuf *b, const struct model_frame *f, const char *cwd, bool full)
-{
-    if (f->python) {
-        add_python_file(b, f->file, cwd, full);
-        sb_printf(b, ":%" PRId64 " in ", f->line);
-        util_add_text(b, f->function);
-        return;
-    }
-    if (f->symbol) {
-        if (full)
-            util_add_text(b, f->symbol);
-        else
-            add_short_symbol(b, f->symbol);
-        if (full && f->symbol_offset.known)
-            sb_printf(b, "+0x%" PRIx64, (uint64_t)f->symbol_offset.v);
-        sb_add(b, " (");
-    }
-    const char *module = !f->module ? "" : full ? f->module : util_basename(f->module);
-    util_add_text(b, *module ? module : "?");
-    sb_printf(b, "+0x%" PRIx64, (uint64_t)f->offset);
-    if (f->symbol)
-        sb_addc(b, ')');
-}
-
-/* The one line that names a call site. */
+/* The one line that names a call site, as the report's tables write it (model.h: the one rule). */
 static void add_callsite(struct strbuf *b, const struct model_report *r, int64_t id)
 {
-    const struct model_callsite *cs = model_callsite(r, id);
-    if (!cs)
-        sb_printf(b, "call site %" PRId64 " (not listed in the report)", id);
-    else if (cs->n_frames == 0 && cs->id == 0)
-        sb_add(b, "(no call site of its own: the call-site table was full)");
-    else if (cs->n_frames == 0)
-        sb_add(b, "(no stack recorded)");
-    else
-        add_frame(b, &cs->frames[app_frame(cs)], r->process.cwd, false);
+    model_add_callsite(b, r, id, MODEL_NAME_SHORT);
+}
+
+static void add_frame(struct strbuf *b, const struct model_report *r, const struct model_frame *f,
+                      bool full)
+{
+    model_add_frame(b, r, f, full ? MODEL_NAME_FULL : MODEL_NAME_SHORT);
+}
+
+/* Where the stack shown under "called from" starts: the application's innermost frame, which may
+ * be native code of its own (an extension module) below the line that names the call site; the
+ * application frame (model.h) when no frame is the application's. */
+static size_t first_own_frame(const struct model_callsite *cs)
+{
+    for (size_t i = 0; i < cs->n_frames; i++)
+        if (!model_frame_is_library(&cs->frames[i]))
+            return i;
+    return model_app_frame(cs);
 }
 
 static void put_line(FILE *out, const char *indent, struct strbuf *b)
@@ -247,7 +85,7 @@ static void print_full_stack(FILE *out, const struct model_report *r,
     struct strbuf b = { 0 };
     for (size_t i = 0; i < cs->n_frames; i++) {
         sb_printf(&b, "#%zu ", i);
-        add_frame(&b, &cs->frames[i], r->process.cwd, true);
+        add_frame(&b, r, &cs->frames[i], true);
         put_line(out, indent, &b);
     }
     sb_free(&b);
@@ -531,8 +369,8 @@ static void print_framework(FILE *out, const struct model_report *r, const struc
 }
 
 /* The first line after the header: where the program ran out of memory, as the line of the
- * user's own Python code when there is one (the innermost frame outside libraries), else the
- * call site as the table below names it. Nothing when no location is known. */
+ * user's own Python code when there is one, else the call site's application frame (model.h):
+ * the name every view gives it. Nothing when no location is known. */
 static void print_lead(FILE *out, const struct model_report *r, const struct style *st)
 {
     const struct model_failure *f = model_real_oom(r);
@@ -540,10 +378,7 @@ static void print_lead(FILE *out, const struct model_report *r, const struct sty
     char s1[UTIL_SIZE_LEN];
     if (f) {
         const struct model_callsite *cs = model_callsite(r, f->callsite);
-        const struct model_frame *line = user_python_frame(cs);
-        if (line)
-            add_frame(&b, line, r->process.cwd, false);
-        else if (cs && cs->n_frames)
+        if (cs && cs->n_frames)
             add_callsite(&b, r, f->callsite);
         if (b.len)
             fprintf(out, "\n%sOut of memory at%s %s\n", st->red, st->reset, sb_str(&b));
@@ -638,11 +473,11 @@ static void print_failure(FILE *out, const struct model_report *r, const struct 
     } else {
         /* The first application frame and its callers, without the library frames between. */
         fputs("  called from\n", out);
-        size_t app = app_frame(cs), shown = 0;
+        size_t app = first_own_frame(cs), shown = 0;
         for (size_t i = app; i < cs->n_frames && shown < FAILURE_FRAMES; i++) {
-            if (i > app && frame_in_library(&cs->frames[i]))
+            if (i > app && model_frame_is_library(&cs->frames[i]))
                 continue;
-            add_frame(&b, &cs->frames[i], r->process.cwd, false);
+            add_frame(&b, r, &cs->frames[i], false);
             put_line(out, "    ", &b);
             shown++;
         }
@@ -723,7 +558,7 @@ static size_t group_callsites(const struct model_report *r, struct site_group **
     for (size_t i = 0; i < r->n_callsites; i++) {
         const struct model_callsite *cs = &r->callsites[i];
         if (cs->live_bytes > 0)
-            ks[n++] = (struct keyed_site){ user_python_frame(cs), cs };
+            ks[n++] = (struct keyed_site){ model_user_line(cs), cs };
     }
     qsort(ks, n, sizeof *ks, by_line_then_live);
     const struct model_callsite **members = util_xcalloc(n, sizeof *members);
@@ -776,7 +611,7 @@ static void print_callsites(FILE *out, const struct model_report *r, const struc
         }
         double share = total > 0 ? 100.0 * (double)g->live_bytes / (double)total : 0.0;
         if (g->line)
-            add_frame(&b, g->line, r->process.cwd, false);
+            add_frame(&b, r, g->line, false);
         else
             add_callsite(&b, r, g->members[0]->id);
         if (g->n_members > 1)

@@ -46,16 +46,6 @@ static bool has_digit(const char *s)
     return false;
 }
 
-/* The device the run is about: the one with the highest peak (ties: the first listed). */
-static const struct model_device *main_device(const struct model_report *r)
-{
-    const struct model_device *best = NULL;
-    for (size_t i = 0; i < r->n_devices; i++)
-        if (!best || r->devices[i].peak_live_bytes > best->peak_live_bytes)
-            best = &r->devices[i];
-    return best;
-}
-
 static void project(const struct model_report *r, const struct model_device *d,
                     struct leak_finding *f)
 {
@@ -177,7 +167,7 @@ static size_t leaks_from_markers(const struct model_report *r, struct leak_findi
         have = true;
     }
     if (have) {
-        const struct model_device *d = r->n_devices == 1 ? &r->devices[0] : main_device(r);
+        const struct model_device *d = model_main_device(r);
         if (r->n_devices == 1)
             best.device = d->ordinal;
         project(r, d, &best);
@@ -272,9 +262,8 @@ static size_t leaks_from_iterations(const struct model_report *r, struct leak_fi
         have = true;
     }
     if (have) {
-        const struct model_device *d =
-                best.device.known ? model_device(r, best.device.v) : main_device(r);
-        project(r, d ? d : main_device(r), &best);
+        const struct model_device *d = best.device.known ? model_device(r, best.device.v) : NULL;
+        project(r, d ? d : model_main_device(r), &best);
         if (found < max)
             out[found] = best;
         found++;

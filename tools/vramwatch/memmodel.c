@@ -20,16 +20,6 @@ const char *memmodel_basis_name(enum memmodel_basis b)
     return "bound";
 }
 
-/* The device the job peaked highest on: the one whose memory decides. */
-static const struct model_device *main_device(const struct model_report *r)
-{
-    const struct model_device *best = NULL;
-    for (size_t i = 0; i < r->n_devices; i++)
-        if (!best || r->devices[i].peak_reserved_bytes > best->peak_reserved_bytes)
-            best = &r->devices[i];
-    return best;
-}
-
 static bool same_device(model_int a, const struct model_device *d)
 {
     return !a.known || !d->ordinal.known || a.v == d->ordinal.v;
@@ -453,7 +443,7 @@ bool memmodel_observe(const struct model_report *reports, size_t n, struct memmo
         memset(o, 0, sizeof *o);
         o->training_need = -1;
         o->report = r;
-        o->device = main_device(r);
+        o->device = model_main_device(r); /* the one every view speaks of */
         if (!o->device) {
             sb_printf(err, "%s: the report holds no device", r->path);
             return false;

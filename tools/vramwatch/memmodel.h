@@ -19,7 +19,7 @@ enum memmodel_basis {
 /* What one report says about the need at its batch and image size. */
 struct memmodel_obs {
     const struct model_report *report;
-    const struct model_device *device; /* the device that peaked highest; NULL if none */
+    const struct model_device *device; /* model_main_device: the one every view speaks of */
     struct cmdline_flag batch, image;
     double x; /* batch x (image / reference image)^2; the batch alone without an image flag */
     int64_t untracked; /* context and libraries (other processes left out), 0 when unknown */

@@ -740,31 +740,223 @@ int64_t model_flush_largest(const struct model_report *r)
     return most;
 }
 
-void model_callsite_short(struct strbuf *b, const struct model_report *r, int64_t id)
+/* ---- which frame names a call site, and how it is written: one rule for every view ---- */
+
+/* Frames of CUDA and of the frameworks around it: a user cannot act on them. */
+static const char *const native_libraries[] = {
+    "libcuda", "libcudart",    "libc10", "libtorch", "libcublas", "libcudnn",
+    "libnccl", "libvramwatch", "libffi", "_ctypes", /* Python's ctypes calling into C */
+};
+/* The Python interpreter: its frames say nothing of the application's code. */
+static const char *const interpreter_modules[] = { "python", "libpython" };
+/* Python code of installed packages, and of the standard library. */
+static const char *const python_packages[] = { "/site-packages/", "/dist-packages/" };
+/* The C runtime under everything: never the interesting frame. */
+static const char *const system_libraries[] = { "libc.so",    "libc-",    "libstdc++",
+                                                "libpthread", "libgcc_s", "ld-linux" };
+
+static bool module_matches(const struct model_frame *f, const char *const *prefixes, size_t n)
+{
+    if (f->python || !f->module)
+        return false;
+    const char *base = util_basename(f->module);
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    return false;
+}
+
+#define MODULE_IN(f, list) module_matches(f, list, sizeof list / sizeof list[0])
+
+static bool frame_in_system(const struct model_frame *f)
+{
+    return MODULE_IN(f, system_libraries);
+}
+
+static bool frame_in_interpreter(const struct model_frame *f)
+{
+    return MODULE_IN(f, interpreter_modules);
+}
+
+/* "DIGITS.DIGITS/" at s: the version folder of a standard library (/usr/lib/python3.11/). */
+static bool python_version_folder(const char *s)
+{
+    if (*s < '0' || *s > '9')
+        return false;
+    while (*s >= '0' && *s <= '9')
+        s++;
+    if (*s++ != '.' || *s < '0' || *s > '9')
+        return false;
+    while (*s >= '0' && *s <= '9')
+        s++;
+    return *s == '/';
+}
+
+/* Python code the user did not write: installed packages, the standard library, PyTorch itself
+ * (also a source checkout, where torch/ is not under site-packages) and code without a file. */
+static bool python_file_is_library(const char *file)
+{
+    if (file[0] == '<') /* <frozen importlib._bootstrap>, <string> */
+        return true;
+    for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++)
+        if (strstr(file, python_packages[i]))
+            return true;
+    for (const char *p = strstr(file, "/lib/python"); p; p = strstr(p + 1, "/lib/python"))
+        if (python_version_folder(p + strlen("/lib/python")))
+            return true;
+    return strncmp(file, "torch/", 6) == 0 || strstr(file, "/torch/") != NULL;
+}
+
+bool model_frame_is_library(const struct model_frame *f)
+{
+    if (f->python)
+        return python_file_is_library(f->file);
+    return MODULE_IN(f, native_libraries) || frame_in_system(f) || frame_in_interpreter(f);
+}
+
+size_t model_app_frame(const struct model_callsite *cs)
+{
+    if (!cs)
+        return 0;
+    /* The line of the user's own Python code that a person edits, even below native code of
+     * their own (an extension module): Python is where the job is written. */
+    for (size_t i = 0; i < cs->n_frames; i++)
+        if (cs->frames[i].python && !python_file_is_library(cs->frames[i].file))
+            return i;
+    for (size_t i = 0; i < cs->n_frames; i++)
+        if (!model_frame_is_library(&cs->frames[i]))
+            return i;
+    /* Nothing of the application: the outermost framework frame below the interpreter and the C
+     * runtime says most, the entry of a thread the framework started
+     * (torch::autograd::Engine::thread_main: the backward pass), or the binding of the operation
+     * Python called when Python frames are off (THPVariable_conv2d). */
+    for (size_t i = cs->n_frames; i-- > 0;)
+        if (!frame_in_system(&cs->frames[i]) && !frame_in_interpreter(&cs->frames[i]))
+            return i;
+    return 0;
+}
+
+const struct model_frame *model_user_line(const struct model_callsite *cs)
+{
+    if (!cs || cs->n_frames == 0)
+        return NULL;
+    const struct model_frame *f = &cs->frames[model_app_frame(cs)];
+    return f->python && !python_file_is_library(f->file) ? f : NULL;
+}
+
+/* A Python file as short as the form asks and it stays clear: MODEL_NAME_SHORT relative to the
+ * process's folder, or from inside site-packages; MODEL_NAME_BRIEF its base name; else as
+ * recorded. */
+static void add_python_file(struct strbuf *b, const char *file, const char *cwd,
+                            enum model_name_form form)
+{
+    size_t n = cwd ? strlen(cwd) : 0;
+    if (form == MODEL_NAME_BRIEF) {
+        util_add_text(b, util_basename(file));
+        return;
+    }
+    if (form == MODEL_NAME_SHORT) {
+        if (n > 1 && strncmp(file, cwd, n) == 0 && file[n] == '/') {
+            util_add_text(b, file + n + 1);
+            return;
+        }
+        for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++) {
+            const char *m = strstr(file, python_packages[i]);
+            if (m) {
+                util_add_text(b, m + strlen(python_packages[i]));
+                return;
+            }
+        }
+    }
+    util_add_text(b, file);
+}
+
+/* A demangled C++ name without its parameter list: "ns::Class::method" of
+ * "ns::Class::method(std::shared_ptr<X> const&) const". */
+static void add_short_symbol(struct strbuf *b, const char *sym)
+{
+    size_t len = strlen(sym), end = len, keep = len;
+    if (end > 6 && strcmp(sym + end - 6, " const") == 0)
+        end -= 6;
+    if (end > 0 && sym[end - 1] == ')') {
+        /* Back to the '(' that opens the parameter list; a name must stand before it. */
+        size_t depth = 0;
+        for (size_t i = end; i-- > 0;) {
+            if (sym[i] == ')') {
+                depth++;
+            } else if (sym[i] == '(' && --depth == 0) {
+                if (i > 0)
+                    keep = i;
+                break;
+            }
+        }
+    }
+    char *cut = util_xmalloc(keep + 1);
+    memcpy(cut, sym, keep);
+    cut[keep] = '\0';
+    util_add_text(b, cut);
+    free(cut);
+}
+
+void model_add_frame(struct strbuf *b, const struct model_report *r, const struct model_frame *f,
+                     enum model_name_form form)
+{
+    bool full = form == MODEL_NAME_FULL;
+    if (f->python) {
+        add_python_file(b, f->file, r->process.cwd, form);
+        sb_printf(b, ":%" PRId64 " in ", f->line);
+        util_add_text(b, f->function);
+        return;
+    }
+    if (f->symbol) {
+        if (full)
+            util_add_text(b, f->symbol);
+        else
+            add_short_symbol(b, f->symbol);
+        if (full && f->symbol_offset.known)
+            sb_printf(b, "+0x%" PRIx64, (uint64_t)f->symbol_offset.v);
+        sb_add(b, " (");
+    }
+    const char *module = !f->module ? "" : full ? f->module : util_basename(f->module);
+    util_add_text(b, *module ? module : "?");
+    sb_printf(b, "+0x%" PRIx64, (uint64_t)f->offset);
+    if (f->symbol)
+        sb_addc(b, ')');
+}
+
+void model_add_callsite(struct strbuf *b, const struct model_report *r, int64_t id,
+                        enum model_name_form form)
 {
     const struct model_callsite *cs = model_callsite(r, id);
-    for (size_t i = 0; cs && i < cs->n_frames; i++) {
-        const struct model_frame *f = &cs->frames[i];
-        if (f->python) {
-            util_add_text(b, util_basename(f->file));
-            sb_printf(b, ":%" PRId64 " in ", f->line);
-            util_add_text(b, f->function);
-            return;
-        }
+    if (!cs)
+        sb_printf(b, "call site %" PRId64 " (not listed in the report)", id);
+    else if (cs->n_frames == 0 && cs->id == 0)
+        sb_add(b, "(no call site of its own: the call-site table was full)");
+    else if (cs->n_frames == 0)
+        sb_add(b, "(no stack recorded)");
+    else
+        model_add_frame(b, r, &cs->frames[model_app_frame(cs)], form);
+}
+
+void model_callsite_short(struct strbuf *b, const struct model_report *r, int64_t id)
+{
+    model_add_callsite(b, r, id, MODEL_NAME_BRIEF);
+}
+
+const struct model_device *model_main_device(const struct model_report *r)
+{
+    const struct model_failure *f = model_real_oom(r);
+    const struct model_device *best = f && f->device.known ? model_device(r, f->device.v) : NULL;
+    if (best)
+        return best;
+    for (size_t i = 0; i < r->n_devices; i++) {
+        const struct model_device *d = &r->devices[i];
+        if (!best || d->peak_reserved_bytes > best->peak_reserved_bytes ||
+            (d->peak_reserved_bytes == best->peak_reserved_bytes &&
+             d->peak_live_bytes > best->peak_live_bytes))
+            best = d;
     }
-    for (size_t i = 0; cs && i < cs->n_frames; i++) {
-        const struct model_frame *f = &cs->frames[i];
-        if (f->symbol) {
-            util_add_text(b, f->symbol);
-            if (f->module) {
-                sb_add(b, " (");
-                util_add_text(b, util_basename(f->module));
-                sb_addc(b, ')');
-            }
-            return;
-        }
-    }
-    sb_printf(b, "call site %" PRId64, id);
+    return best;
 }
 
 void model_tl_columns(const struct model_tl_device *d, int64_t from, int64_t to, size_t n,

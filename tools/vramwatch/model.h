@@ -226,9 +226,44 @@ bool model_under_pressure(const struct model_report *r);
 int64_t model_flushes(const struct model_report *r);
 /* The most memory one listed cache flush released; -1 when no flush is listed. */
 int64_t model_flush_largest(const struct model_report *r);
-/* A call site in a few words, for annotations: its innermost Python frame "train.py:212 in step",
- * else its first named native frame "symbol (module)", else "call site N". */
+/* ---- Naming a call site: one rule for every view (report, timeline, the Leak: line, advise, the
+ * job view). A call site is named by its application frame: the innermost Python frame in the
+ * user's own files (not installed packages, the standard library, PyTorch or code without a
+ * file); else the innermost native frame outside the known libraries (CUDA, the frameworks, the
+ * interpreter, the C runtime); else the outermost framework frame below the interpreter and the
+ * C runtime (a thread the framework started, an operation's binding); else the innermost frame.
+ * The rule is in docs/report-format.md too. ---- */
+
+/* Whether a frame is code the user did not write: CUDA, the frameworks, ctypes, the interpreter,
+ * the C runtime, installed or standard Python packages, PyTorch. */
+bool model_frame_is_library(const struct model_frame *f);
+/* Index in cs->frames of the application frame (above); 0 for NULL or no frames. */
+size_t model_app_frame(const struct model_callsite *cs);
+/* The application frame when it is a line of the user's Python code, else NULL: call sites that
+ * end in one line are one row of the report's table. */
+const struct model_frame *model_user_line(const struct model_callsite *cs);
+
+/* How long a frame's text is: FULL as recorded (whole paths and symbols, symbol offsets), SHORT
+ * for tables (a Python file from the process's folder or from inside site-packages, a C++ name
+ * without its parameters, a module's base name), BRIEF for annotations (SHORT with a Python
+ * file's base name). All name the same frame. */
+enum model_name_form { MODEL_NAME_SHORT, MODEL_NAME_FULL, MODEL_NAME_BRIEF };
+/* "file:line in function" for Python, "symbol (module+0xoffset)" or "module+0xoffset" for
+ * native code. */
+void model_add_frame(struct strbuf *b, const struct model_report *r, const struct model_frame *f,
+                     enum model_name_form form);
+/* The one line that names a call site: its application frame, or why it has none. */
+void model_add_callsite(struct strbuf *b, const struct model_report *r, int64_t id,
+                        enum model_name_form form);
+/* model_add_callsite in the BRIEF form, for annotations: "train.py:212 in step". */
 void model_callsite_short(struct strbuf *b, const struct model_report *r, int64_t id);
+
+/* The device a report is about, for every view that speaks of one (the leak's projection, the
+ * advice): the one that ran out of memory for good when a failure says which, else the one with
+ * the highest peak reserved memory (what the card had to hold, pools' cache included: live alone
+ * understates a card a caching allocator filled), ties to the higher peak live memory, then to
+ * the first listed. NULL when the report has no device. */
+const struct model_device *model_main_device(const struct model_report *r);
 /* The timeline resampled into n columns over [from, to): per column the most live and reserved
  * memory of the buckets that start in it; a column without a bucket holds the previous bucket's
  * last values (nothing changed then), and columns before the first bucket hold 0. */
