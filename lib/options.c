@@ -6,160 +6,21 @@
  * read in a setuid or setgid program: the library is off there before this runs (interpose.c). */
 #include "options.h"
 
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core.h"
 #include "log.h"
+#include "sizes.h"
+
+/* The grammar's device count is the size of the library's tables. */
+_Static_assert(SIZES_MAX_DEVICES == VW_MAX_DEVICES, "sizes.h and core.h disagree on devices");
 
 struct vw_options vw_opt = {
     .stack_depth = 32,
     .python = true,
     .log_level = VW_LOG_WARN,
 };
-
-static const char *skip_space(const char *s)
-{
-    while (*s == ' ' || *s == '\t')
-        s++;
-    return s;
-}
-
-bool options_parse_size(const char *s, uint64_t *out)
-{
-    if (!s)
-        return false;
-    s = skip_space(s);
-    if (!isdigit((unsigned char)*s))
-        return false;
-    uint64_t v = 0;
-    while (isdigit((unsigned char)*s)) {
-        unsigned d = (unsigned)(*s++ - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    /* Optional fraction: "1.5GiB". */
-    uint64_t frac = 0, frac_div = 1;
-    if (*s == '.') {
-        s++;
-        while (isdigit((unsigned char)*s)) {
-            if (frac_div < 1000000000ull) {
-                frac = frac * 10 + (uint64_t)(*s - '0');
-                frac_div *= 10;
-            }
-            s++;
-        }
-    }
-    s = skip_space(s);
-    uint64_t mult = 1;
-    char u = (char)toupper((unsigned char)*s);
-    if (u) {
-        const char *units = "KMGT";
-        const char *p = strchr(units, u);
-        if (!p)
-            return false;
-        int power = (int)(p - units) + 1;
-        s++;
-        uint64_t base = 1024;
-        if ((s[0] == 'i' || s[0] == 'I') && (s[1] == 'B' || s[1] == 'b')) {
-            s += 2;
-        } else if (s[0] == 'B' || s[0] == 'b') {
-            base = 1000;
-            s++;
-        }
-        for (int i = 0; i < power; i++)
-            mult *= base;
-    }
-    s = skip_space(s);
-    if (*s)
-        return false;
-    if (v > UINT64_MAX / mult)
-        return false;
-    uint64_t total = v * mult;
-    if (frac)
-        total += (uint64_t)((long double)frac * (long double)mult / (long double)frac_div);
-    *out = total;
-    return true;
-}
-
-/* "90%", "12.5 %": a share of the card, more than 0 and at most 100 percent. */
-static bool parse_share(const char *s, double *out)
-{
-    s = skip_space(s);
-    if (!isdigit((unsigned char)*s))
-        return false;
-    /* By hand rather than strtod, whose decimal point follows the host program's locale. */
-    double v = 0, scale = 1;
-    while (isdigit((unsigned char)*s) && v <= 1000)
-        v = v * 10 + (*s++ - '0');
-    if (*s == '.')
-        for (s++; isdigit((unsigned char)*s); s++)
-            if (scale > 1e-9)
-                v += (*s - '0') * (scale /= 10);
-    const char *end = skip_space(s);
-    if (*end != '%' || *skip_space(end + 1) || !(v > 0) || v > 100)
-        return false;
-    *out = v / 100.0;
-    return true;
-}
-
-/* One device's limit: a size or a share. */
-static bool parse_one(const char *s, uint64_t *v, double *share)
-{
-    *v = 0;
-    *share = 0;
-    if (strchr(s, '%'))
-        return parse_share(s, share);
-    return options_parse_size(s, v) && *v > 0;
-}
-
-bool options_parse_limit(const char *s, uint64_t limit[VW_MAX_DEVICES],
-                         double share[VW_MAX_DEVICES])
-{
-    uint64_t tmp[VW_MAX_DEVICES] = { 0 };
-    double tshare[VW_MAX_DEVICES] = { 0 };
-    if (!s || !*s)
-        return false;
-    if (!strchr(s, ':')) {
-        uint64_t v;
-        double sh;
-        if (!parse_one(s, &v, &sh))
-            return false;
-        for (int i = 0; i < VW_MAX_DEVICES; i++) {
-            tmp[i] = v;
-            tshare[i] = sh;
-        }
-    } else {
-        const char *p = s;
-        while (*p) {
-            char item[64];
-            const char *comma = strchr(p, ',');
-            size_t len = comma ? (size_t)(comma - p) : strlen(p);
-            if (len == 0 || len >= sizeof(item))
-                return false;
-            memcpy(item, p, len);
-            item[len] = 0;
-            char *colon = strchr(item, ':');
-            if (!colon)
-                return false;
-            *colon = 0;
-            char *end;
-            long dev = strtol(item, &end, 10);
-            uint64_t v;
-            double sh;
-            if (end == item || *skip_space(end) || dev < 0 || dev >= VW_MAX_DEVICES ||
-                !parse_one(colon + 1, &v, &sh))
-                return false;
-            tmp[dev] = v;
-            tshare[dev] = sh;
-            p = comma ? comma + 1 : p + len;
-        }
-    }
-    memcpy(limit, tmp, sizeof(tmp));
-    memcpy(share, tshare, sizeof(tshare));
-    return true;
-}
 
 static bool parse_bool(const char *v, bool *out)
 {
@@ -212,12 +73,21 @@ void options_load(void)
         else
             strcpy(vw_opt.dir, v);
     }
-    if ((v = getenv("VRAMWATCH_LIMIT")) && *v &&
-        !options_parse_limit(v, vw_opt.limit, vw_opt.limit_share))
-        vw_log(VW_LOG_WARN,
-               "VRAMWATCH_LIMIT=%s is not a size (16GiB, 16000MB), a share of the card "
-               "(90%%) or a list (0:16GiB,1:8GiB); no limit",
-               v);
+    if ((v = getenv("VRAMWATCH_LIMIT")) && *v) {
+        /* The grammar the command line's --limit uses too (sizes.c): what run accepts, this
+         * accepts, and what it refuses never reaches here from it. */
+        struct sizes_limit l;
+        const char *why = NULL;
+        if (sizes_parse_limit(v, &l, &why)) {
+            memcpy(vw_opt.limit, l.bytes, sizeof vw_opt.limit);
+            memcpy(vw_opt.limit_share, l.share, sizeof vw_opt.limit_share);
+        } else {
+            vw_log(VW_LOG_WARN,
+                   "VRAMWATCH_LIMIT=%s: %s; no limit (a size such as 16GiB or 14.4GiB, a share of "
+                   "the card such as 90%%, or a list such as 0:16GiB,1:8GiB)",
+                   v, why);
+        }
+    }
     if ((v = getenv("VRAMWATCH_STATUS")) && *v) {
         if (strlen(v) >= sizeof(vw_opt.status))
             vw_log(VW_LOG_WARN, "VRAMWATCH_STATUS is too long; no status file");

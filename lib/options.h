@@ -6,21 +6,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core.h"
+#include "sizes.h"
 
 enum vw_log_level { VW_LOG_QUIET = 0, VW_LOG_WARN, VW_LOG_INFO, VW_LOG_DEBUG };
 
 struct vw_options {
-    bool disable;                   /* VRAMWATCH_DISABLE=1: pure pass-through */
-    int stack_depth;                /* VRAMWATCH_STACK_DEPTH, 0..VW_MAX_FRAMES */
-    bool python;                    /* VRAMWATCH_PYTHON */
-    int log_level;                  /* VRAMWATCH_LOG */
-    char dir[PATH_MAX];             /* VRAMWATCH_DIR, empty: the working directory at first use */
-    uint64_t limit[VW_MAX_DEVICES]; /* VRAMWATCH_LIMIT per device, 0: none */
-    double limit_share[VW_MAX_DEVICES]; /* VRAMWATCH_LIMIT=90%: a share of the card (0: none),
+    bool disable;       /* VRAMWATCH_DISABLE=1: pure pass-through */
+    int stack_depth;    /* VRAMWATCH_STACK_DEPTH, 0..VW_MAX_FRAMES (core.h) */
+    bool python;        /* VRAMWATCH_PYTHON */
+    int log_level;      /* VRAMWATCH_LOG */
+    char dir[PATH_MAX]; /* VRAMWATCH_DIR, empty: the working directory at first use */
+    uint64_t limit[SIZES_MAX_DEVICES];     /* VRAMWATCH_LIMIT per device, 0: none */
+    double limit_share[SIZES_MAX_DEVICES]; /* VRAMWATCH_LIMIT=90%: a share of the card (0: none),
                                            turned into limit[] at the device's first use */
-    bool observe;                       /* VRAMWATCH_LIMIT_MODE=observe */
-    char status[PATH_MAX];              /* VRAMWATCH_STATUS: a file kept up to date with the peak */
+    bool observe;                          /* VRAMWATCH_LIMIT_MODE=observe */
+    char status[PATH_MAX];    /* VRAMWATCH_STATUS: a file kept up to date with the peak */
     bool cuda_visible_set;    /* CUDA_VISIBLE_DEVICES is set: NVML indices are not CUDA's */
     bool torch_async_backend; /* PyTorch's allocator setting selects backend:cudaMallocAsync */
 };
@@ -29,13 +29,5 @@ extern struct vw_options vw_opt;
 
 /* Read the environment into vw_opt (warns once per bad value and keeps the default). */
 void options_load(void);
-
-/* Parse a size: "16GiB", "16G", "16000MB", "17179869184". K/M/G/T and KiB.. are powers of
- * 1024, KB/MB/GB/TB powers of 1000. Returns false on anything else or on overflow. */
-bool options_parse_size(const char *s, uint64_t *out);
-/* Parse a limit: one size for every device, or "0:16GiB,1:8GiB"; a size may also be a share of
- * the card, "90%" (more than 0, at most 100), which goes to `share` (a fraction) instead. */
-bool options_parse_limit(const char *s, uint64_t limit[VW_MAX_DEVICES],
-                         double share[VW_MAX_DEVICES]);
 
 #endif

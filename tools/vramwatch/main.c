@@ -1,7 +1,9 @@
 /* main.c: the vramwatch command line: finds the command and hands it the arguments. */
+#include <getopt.h>
 #include <string.h>
 
 #include "commands.h"
+#include "util.h"
 
 #ifndef VW_VERSION
 #define VW_VERSION "unknown"
@@ -35,8 +37,10 @@ static void print_help(void)
     for (size_t i = 0; i < N_COMMANDS; i++)
         printf("  %-9s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
-          "  --help     this text; vramwatch COMMAND --help describes a command\n"
-          "  --version  the version\n"
+          "Options:\n"
+          "  -h, --help     this text; vramwatch COMMAND --help (or vramwatch help COMMAND)\n"
+          "                 describes a command\n"
+          "  -V, --version  the version\n"
           "\n"
           "Exit status: 0 done; 1 the command ran but found a problem (for run: the program\n"
           "failed, and its own status is passed through); 2 bad usage or unreadable input.\n",
@@ -45,22 +49,48 @@ static void print_help(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
+    static const struct option longopts[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
+    };
+    /* Options of the top level only, up to the command: what follows it is the command's own. */
+    struct util_args a;
+    util_args_init(&a, "", argc, argv, "hV", longopts, true);
+    for (int c; (c = util_args_next(&a)) != -1;) {
+        switch (c) {
+        case 'h':
+            print_help();
+            return EXIT_DONE;
+        case 'V':
+            puts("vramwatch " VW_VERSION);
+            return EXIT_DONE;
+        default:
+            return EXIT_USAGE;
+        }
+    }
+    if (a.next >= argc) {
         util_err("no command given (see vramwatch --help)");
         return EXIT_USAGE;
     }
-    const char *name = argv[1];
-    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+    const char *name = argv[a.next];
+    /* "vramwatch help" and "vramwatch help COMMAND", as git and meson take them. */
+    bool help = strcmp(name, "help") == 0;
+    if (help && a.next + 1 >= argc) {
         print_help();
         return EXIT_DONE;
     }
-    if (strcmp(name, "--version") == 0) {
-        puts("vramwatch " VW_VERSION);
-        return EXIT_DONE;
+    if (help)
+        name = argv[a.next + 1];
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        if (strcmp(name, commands[i].name) != 0)
+            continue;
+        if (help) {
+            char *help_argv[] = { (char *)commands[i].name, (char *)"--help", NULL };
+            return commands[i].run(2, help_argv);
+        }
+        return commands[i].run(argc - a.next, argv + a.next);
     }
-    for (size_t i = 0; i < N_COMMANDS; i++)
-        if (strcmp(name, commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
     util_err("unknown command %s (see vramwatch --help)", name);
     return EXIT_USAGE;
 }

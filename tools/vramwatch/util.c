@@ -1,15 +1,19 @@
-/* util.c: messages, growable strings, size parsing and formatting, safe text output for the vramwatch tool. */
+/* util.c: messages, growable strings, options (getopt_long and the shared size grammar), formatting, safe text output for the vramwatch tool. */
 #include "util.h"
 
-#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "sizes.h"
 
 void util_err(const char *fmt, ...)
 {
@@ -139,115 +143,185 @@ void sb_free(struct strbuf *b)
     *b = (struct strbuf){ 0 };
 }
 
-static const struct {
-    const char *suffix;
-    uint64_t mult;
-} size_units[] = {
-    { "", 1 },
-    { "K", 1ULL << 10 },
-    { "M", 1ULL << 20 },
-    { "G", 1ULL << 30 },
-    { "T", 1ULL << 40 },
-    { "KiB", 1ULL << 10 },
-    { "MiB", 1ULL << 20 },
-    { "GiB", 1ULL << 30 },
-    { "TiB", 1ULL << 40 },
-    { "KB", 1000ULL },
-    { "MB", 1000ULL * 1000 },
-    { "GB", 1000ULL * 1000 * 1000 },
-    { "TB", 1000ULL * 1000 * 1000 * 1000 },
-};
-
-/* Parses s[0..n): digits then one of the suffixes above, nothing else. */
-static bool parse_size_n(const char *s, size_t n, uint64_t *out, const char **why)
-{
-    size_t i = 0;
-    uint64_t v = 0;
-    while (i < n && s[i] >= '0' && s[i] <= '9') {
-        unsigned d = (unsigned)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10) {
-            *why = "too large";
-            return false;
-        }
-        v = v * 10 + d;
-        i++;
-    }
-    if (i == 0) {
-        *why = "expected a number of bytes, optionally followed by K, M, G, T, KiB, MiB, GiB, TiB, KB, MB, GB or TB";
-        return false;
-    }
-    for (size_t u = 0; u < sizeof size_units / sizeof size_units[0]; u++) {
-        size_t sl = strlen(size_units[u].suffix);
-        if (sl != n - i || memcmp(s + i, size_units[u].suffix, sl) != 0)
-            continue;
-        /* Sizes end up in int64 report fields, so the bound is INT64_MAX, not UINT64_MAX. */
-        if (v > (uint64_t)INT64_MAX / size_units[u].mult) {
-            *why = "too large";
-            return false;
-        }
-        *out = v * size_units[u].mult;
-        return true;
-    }
-    *why = "unknown unit (use K, M, G, T, KiB, MiB, GiB, TiB: powers of 1024; KB, MB, GB, TB: powers of 1000)";
-    return false;
-}
-
 bool util_parse_size(const char *s, uint64_t *out, const char **why)
 {
-    return parse_size_n(s, strlen(s), out, why);
+    return sizes_parse(s, out, why);
 }
 
 bool util_parse_limit(const char *s, const char **why)
 {
+    struct sizes_limit l;
+    return sizes_parse_limit(s, &l, why);
+}
+
+void util_args_init(struct util_args *a, const char *cmd, int argc, char **argv,
+                    const char *shortopts, const struct option *longopts, bool stop_at_operand)
+{
+    memset(a, 0, sizeof *a);
+    a->cmd = cmd;
+    a->argc = argc;
+    a->argv = argv;
+    a->longopts = longopts;
+    /* '+': stop at the first operand; ':': a missing value is told apart from an unknown option.
+     * A command's letters are few; a longer list is a mistake in the command, cut here. */
+    snprintf(a->shortopts, sizeof a->shortopts, "%s:%s", stop_at_operand ? "+" : "", shortopts);
+    /* 0, not 1: glibc starts over completely, as a command may be run twice in one process (the
+     * tests, the fuzzer). */
+    optind = 0;
+    opterr = 0;
+}
+
+/* The long options that `given` (after its "--", up to any '=') begins, and their count. */
+static size_t matching_longopts(const struct option *opts, const char *given, struct strbuf *names)
+{
+    size_t len = strcspn(given, "="), n = 0;
+    for (; opts && opts->name; opts++) {
+        if (strncmp(opts->name, given, len) != 0)
+            continue;
+        sb_printf(names, "%s--%s", n ? ", " : "", opts->name);
+        n++;
+    }
+    return n;
+}
+
+static void set_name(struct util_args *a, int c, int longindex)
+{
+    if (longindex >= 0)
+        snprintf(a->name, sizeof a->name, "--%s", a->longopts[longindex].name);
+    else
+        snprintf(a->name, sizeof a->name, "-%c", c);
+}
+
+/* One line for a command's mistake: "CMD: MESSAGE", and with `see`, where its help is. The top
+ * level (cmd "") has no prefix. */
+static void args_err(const struct util_args *a, bool see, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void args_err(const struct util_args *a, bool see, const char *fmt, ...)
+{
+    struct strbuf b = { 0 };
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(&b, fmt, ap);
+    va_end(ap);
+    const char *sep = *a->cmd ? " " : "";
+    if (see)
+        util_err("%s%s%s (see vramwatch%s%s --help)", a->cmd, *a->cmd ? ": " : "", sb_str(&b), sep,
+                 a->cmd);
+    else
+        util_err("%s%s%s", a->cmd, *a->cmd ? ": " : "", sb_str(&b));
+    sb_free(&b);
+}
+
+int util_args_next(struct util_args *a)
+{
+    int longindex = -1;
+    a->value = NULL;
+    a->name[0] = '\0';
+    int c = getopt_long(a->argc, a->argv, a->shortopts, a->longopts, &longindex);
+    if (c == -1) {
+        a->next = optind;
+        return -1;
+    }
+    if (c != '?' && c != ':') {
+        set_name(a, c, longindex);
+        a->value = optarg;
+        if (optarg && !*optarg) {
+            args_err(a, false, "%s needs a value", a->name);
+            return '?';
+        }
+        return c;
+    }
+    /* glibc leaves the offending argument just before optind, or the letter in optopt. */
+    const char *tok = optind - 1 >= 1 && optind - 1 < a->argc ? a->argv[optind - 1] : "";
+    int namelen = (int)strcspn(tok, "=");
+    bool is_long = strncmp(tok, "--", 2) == 0;
+    if (c == ':') {
+        if (is_long)
+            args_err(a, false, "%.*s needs a value", namelen, tok);
+        else
+            args_err(a, false, "-%c needs a value", optopt);
+    } else if (is_long) {
+        struct strbuf names = { 0 };
+        size_t n = matching_longopts(a->longopts, tok + 2, &names);
+        if (n == 1 && strchr(tok, '='))
+            args_err(a, false, "%.*s takes no value", namelen, tok);
+        else if (n > 1)
+            args_err(a, false, "%.*s is ambiguous: %s", namelen, tok, sb_str(&names));
+        else
+            args_err(a, true, "unknown option %.*s", namelen, tok);
+        sb_free(&names);
+    } else if (optopt) {
+        args_err(a, true, "unknown option -%c", optopt);
+    } else {
+        args_err(a, true, "unknown option %s", tok);
+    }
+    return '?';
+}
+
+static bool bad_value(const struct util_args *a, const char *why)
+{
+    args_err(a, false, "%s %s: %s", a->name, a->value ? a->value : "", why);
+    return false;
+}
+
+bool util_args_size(struct util_args *a, uint64_t *out)
+{
+    const char *why = NULL;
     uint64_t v;
-    if (!strchr(s, ':')) {
-        if (!util_parse_size(s, &v, why))
-            return false;
-        if (v == 0) {
-            *why = "a limit of 0 bytes would fail every allocation";
-            return false;
-        }
-        return true;
+    if (!sizes_parse(a->value, &v, &why))
+        return bad_value(a, why);
+    if (v == 0)
+        return bad_value(a, "expected a size above 0 bytes");
+    *out = v;
+    return true;
+}
+
+bool util_args_percent(struct util_args *a, double *out)
+{
+    const char *why = NULL;
+    double v;
+    if (!sizes_parse_percent(a->value, &v, &why))
+        return bad_value(a, why);
+    if (!(v < 100))
+        return bad_value(a, "expected a percentage from 0 to below 100, e.g. 10 or 12.5%");
+    *out = v;
+    return true;
+}
+
+bool util_args_limit(struct util_args *a, struct sizes_limit *out)
+{
+    const char *why = NULL;
+    if (!sizes_parse_limit(a->value, out, &why))
+        return bad_value(a, why);
+    return true;
+}
+
+bool util_args_number(struct util_args *a, double lo, double hi, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = a->value ? strtod(a->value, &end) : 0;
+    if (!a->value || errno || end == a->value || *end || !isfinite(v) || v < lo || v > hi) {
+        struct strbuf why = { 0 };
+        sb_printf(&why, "expected a number from %g to %g", lo, hi);
+        bad_value(a, sb_str(&why));
+        sb_free(&why);
+        return false;
     }
-    /* Per device: "0:16GiB,1:8GiB". Ordinals are small, so a bit set finds repeats. */
-    uint64_t seen[4] = { 0 };
-    const char *p = s;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        const char *colon = memchr(p, ':', n);
-        if (!colon || colon == p) {
-            *why = "expected DEVICE:SIZE entries separated by commas, e.g. 0:16GiB,1:8GiB";
-            return false;
-        }
-        unsigned ord = 0;
-        for (const char *q = p; q < colon; q++) {
-            if (*q < '0' || *q > '9' || ord >= 256) {
-                *why = "a device must be a number from 0 to 255, e.g. 0:16GiB";
-                return false;
-            }
-            ord = ord * 10 + (unsigned)(*q - '0');
-        }
-        if (ord >= 256) {
-            *why = "a device must be a number from 0 to 255, e.g. 0:16GiB";
-            return false;
-        }
-        if (seen[ord / 64] & (1ULL << (ord % 64))) {
-            *why = "a device is named twice";
-            return false;
-        }
-        seen[ord / 64] |= 1ULL << (ord % 64);
-        size_t rest = n - (size_t)(colon + 1 - p);
-        if (!parse_size_n(colon + 1, rest, &v, why))
-            return false;
-        if (v == 0) {
-            *why = "a limit of 0 bytes would fail every allocation";
-            return false;
-        }
-        if (!comma)
-            return true;
-        p = comma + 1;
-    }
+    *out = v;
+    return true;
+}
+
+int util_usage_error(const struct util_args *a, const char *fmt, ...)
+{
+    struct strbuf b = { 0 };
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(&b, fmt, ap);
+    va_end(ap);
+    args_err(a, true, "%s", sb_str(&b));
+    sb_free(&b);
+    return EXIT_USAGE;
 }
 
 const char *util_fmt_size(int64_t bytes, char buf[UTIL_SIZE_LEN])

@@ -36,22 +36,76 @@ void sb_truncate(struct strbuf *b, size_t len);
 const char *sb_str(const struct strbuf *b); /* "" when nothing was added */
 void sb_free(struct strbuf *b);
 
-/* Sizes as the contract spells them: a bare number is bytes; K M G T KiB MiB GiB TiB are powers
- * of 1024; KB MB GB TB powers of 1000. Returns false with a short reason on anything else. */
+/* Sizes, percentages and limits: the library's own grammar (lib/sizes.h), so that what the
+ * library reads from VRAMWATCH_LIMIT and what the commands take are the same thing. These two are
+ * its CLI spellings, kept while commands move to util_args_* below. */
 bool util_parse_size(const char *s, uint64_t *out, const char **why);
+bool util_parse_limit(const char *s, const char **why);
 
-/* An option that takes a value, spelled "--name VALUE" or "--name=VALUE". */
+/* The options of a command, with getopt_long: "--name VALUE" and "--name=VALUE" both work, a
+ * long name may be shortened while it is unambiguous, and every mistake is one line naming the
+ * command. The pattern:
+ *
+ *     static const struct option longopts[] = {
+ *         { "json", no_argument, NULL, 'j' },
+ *         { "target", required_argument, NULL, 't' },
+ *         { "help", no_argument, NULL, 'h' },
+ *         { NULL, 0, NULL, 0 },
+ *     };
+ *     struct util_args a;
+ *     util_args_init(&a, "advise", argc, argv, "hj", longopts, false);
+ *     for (int c; (c = util_args_next(&a)) != -1;) {
+ *         switch (c) {
+ *         case 'j': json = true; break;
+ *         case 't': if (!util_args_size(&a, &target)) return EXIT_USAGE; break;
+ *         case 'h': fputs(usage, stdout); return EXIT_DONE;
+ *         default: return EXIT_USAGE; // '?': the line is already on stderr
+ *         }
+ *     }
+ *     // the operands: argv[a.next] .. argv[argc - 1]
+ *
+ * Options and operands may come in any order ("report r.json --json"), unless stop_at_operand:
+ * then the first operand ends the options, so that a wrapped command keeps its own ("run --limit
+ * 8G python train.py --batch 4"). A "--" always ends them. */
+struct option;
+struct sizes_limit;
+struct util_args {
+    const char *cmd; /* "advise", for messages */
+    int argc;
+    char **argv;
+    const struct option *longopts;
+    char shortopts[64];
+    const char *value; /* the value of the option just returned, or NULL */
+    char name[48];     /* that option as messages name it: "--target", "-o" */
+    int next;          /* at the end, the first operand */
+};
+void util_args_init(struct util_args *a, const char *cmd, int argc, char **argv,
+                    const char *shortopts, const struct option *longopts, bool stop_at_operand);
+/* The next option's getopt value (its short letter or the val of its struct option), -1 after
+ * the last, or '?' once a one-line error is on stderr (unknown, ambiguous, missing or empty
+ * value, a value given to an option that takes none). */
+int util_args_next(struct util_args *a);
+/* The current option's value read with the shared grammar, or one line "CMD: --NAME VALUE: why"
+ * and false. A size is more than 0 bytes. A percentage is from 0 to below 100 (a headroom: 100%
+ * would leave nothing), '%' optional. A number is a decimal from lo to hi. */
+bool util_args_size(struct util_args *a, uint64_t *out);
+bool util_args_percent(struct util_args *a, double *out);
+bool util_args_limit(struct util_args *a, struct sizes_limit *out);
+bool util_args_number(struct util_args *a, double lo, double hi, double *out);
+/* A one-line usage error "CMD: MESSAGE (see vramwatch CMD --help)" for checks of the caller's
+ * own: a missing operand, options that do not go together. Returns EXIT_USAGE. */
+int util_usage_error(const struct util_args *a, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+/* The hand-written loops' helper, until every command uses util_args_*: if argv[*i] is one of
+ * `opts` (a list ended by a NULL name), "--name VALUE" or "--name=VALUE", stores its value in the
+ * slot and returns 1; 0 when it is none of them; -1 with one line when the value is missing. */
 struct util_valued_option {
     const char *name;
     const char **slot;
 };
-/* If argv[*i] is one of `opts` (a list ended by a NULL name), stores its value in the slot
- * (advancing *i past a separate value) and returns 1; returns 0 when it is none of them, and
- * -1, with one "CMD: NAME needs a value" line, when its value is missing or empty. */
 int util_take_value(const char *cmd, int argc, char **argv, int *i,
                     const struct util_valued_option *opts);
-/* VRAMWATCH_LIMIT: one size, or per device "0:16GiB,1:8GiB". */
-bool util_parse_limit(const char *s, const char **why);
 
 /* Human-readable sizes: "14.50 GiB", "256.00 MiB", "512 B". Negative values are shown as 0. */
 #define UTIL_SIZE_LEN 32
