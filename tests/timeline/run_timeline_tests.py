@@ -12,6 +12,10 @@ GROUP:
   usage   bad usage and bad input: exit 2, one line on stderr; old reports without a timeline.
   long    a three-day run written by the library's own core (long_run): within the timeline's
           bounds, the peak at its time, the leak found, and every view drawn in under a second.
+  trace   `-o X.trace.json` (and --format=trace): a Chrome trace event file for every recorded
+          report and the job, checked against the format's fields and the report
+          (check_trace.py), compared with golden/*.trace.json exactly; the checker itself is
+          shown to refuse broken traces.
   render  the HTML and the SVG opened in headless Chromium (/usr/bin/chromium): the screenshot
           is a real plot (not blank; axis, live line and capacity colours present). Without
           Chromium this FAILS, as it must in CI (.ci/run installs it); set VRAMWATCH_ALLOW_SKIP=1
@@ -35,6 +39,9 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from golden import compare_or_update  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_trace  # noqa: E402
 
 SKIP = 77
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -191,7 +198,11 @@ def group_usage(opts):
     one_line_error(run(opts, ["timeline", "--frobnicate", src]), "unknown option")
     one_line_error(run(opts, ["timeline", "-o"]), "-o without a value")
     line = one_line_error(run(opts, ["timeline", "-o", "/tmp/x.png", src]), "-o .png")
-    check(".svg or .html" in line, "-o .png: %s" % line)
+    check(".svg, .html or .trace.json" in line, "-o .png: %s" % line)
+    line = one_line_error(run(opts, ["timeline", "--format=png", src]), "--format=png")
+    check("svg, html or trace" in line, "--format=png: %s" % line)
+    one_line_error(run(opts, ["timeline", "--format=trace", "-o", "/tmp/x.svg", src]), "--format=trace -o X.svg")
+    one_line_error(run(opts, ["timeline", "--format=", src]), "--format= without a value")
     one_line_error(run(opts, ["timeline", "/nonexistent/report.json"]), "missing file")
     one_line_error(run(opts, ["timeline", "-o", "/nonexistent/dir/x.svg", src]), "unwritable output")
     line = one_line_error(run(opts, ["timeline", old]), "report without a timeline")
@@ -274,6 +285,79 @@ def group_long(opts):
         leaks = [l for l in out.splitlines() if l.startswith("Leak: ")]
         check(len(leaks) == 1 and 'grows 16.00 MiB per "epoch #" (72 phases, 1h00m apart)' in leaks[0],
               "the three-day leak: %s" % leaks)
+    finally:
+        shutil.rmtree(tmp)
+
+
+def trace_ok(path, report_paths, what):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        doc = json.loads(text, parse_constant=check_trace.reject_constant)
+        reports = []
+        for p in report_paths:
+            with open(p, encoding="utf-8") as f:
+                d = json.load(f)
+            reports += [x["report"] for x in d["processes"]] if d.get("schema") == "vramwatch.job/1" else [d]
+        check_trace.check_format(doc)
+        check_trace.check_content(doc, reports)
+    except (check_trace.Bad, ValueError, KeyError, TypeError) as e:
+        raise Failed("%s: %s" % (what, e))
+    return text, doc
+
+
+def group_trace(opts):
+    tmp = tempfile.mkdtemp(prefix="vramwatch-timeline-trace-")
+    try:
+        for name in fixtures(opts):
+            base = name[:-5]
+            src = os.path.join(opts.data, name)
+            out = os.path.join(tmp, base + ".trace.json")
+            r = run(opts, ["timeline", "-o", out, src])
+            check(r.returncode == 0 and r.stdout == b"" and r.stderr == b"",
+                  "%s: trace: exit %d %s" % (name, r.returncode, r.stderr))
+            text, doc = trace_ok(out, [src], name)
+            check(doc.get("displayTimeUnit") == "ms", "%s: displayTimeUnit" % name)
+            compare_golden(opts, base + ".trace.json", text)
+            # --format=trace: the same file, under any name or on standard output
+            r = run(opts, ["timeline", "--format=trace", src])
+            check(r.returncode == 0 and r.stdout.decode("utf-8") == text,
+                  "%s: --format=trace on stdout differs from -o X.trace.json" % name)
+            other = os.path.join(tmp, base + ".json")
+            r = run(opts, ["timeline", "--format", "trace", "-o", other, src])
+            check(r.returncode == 0, "%s: --format trace -o X.json: exit %d" % (name, r.returncode))
+            with open(other, encoding="utf-8") as f:
+                check(f.read() == text, "%s: --format=trace -o X.json differs" % name)
+        ranks = [os.path.join(opts.data, "..", "job", "rank%d.json" % i) for i in (1, 0)]
+        out = os.path.join(tmp, "job.trace.json")
+        r = run(opts, ["timeline", "-o", out] + ranks)
+        check(r.returncode == 0 and r.stderr == b"", "job: trace: exit %d %s" % (r.returncode, r.stderr))
+        text, doc = trace_ok(out, ranks, "job")
+        order = [e["args"]["sort_index"] for e in doc["traceEvents"] if e["name"] == "process_sort_index"]
+        check(order == [0, 1], "job: processes in rank order: %s" % order)
+        compare_golden(opts, "job.trace.json", text)
+        # The checker refuses what the format does not allow.
+        good = json.loads(text)
+
+        def refused(mutate, what):
+            d = json.loads(json.dumps(good))
+            mutate(d)
+            try:
+                check_trace.check_format(d)
+                check_trace.check_content(d, [json.load(open(p, encoding="utf-8")) for p in ranks])
+            except (check_trace.Bad, KeyError, TypeError, ValueError):
+                return
+            raise Failed("the trace checker accepted a trace with " + what)
+
+        refused(lambda d: d.pop("traceEvents"), "no traceEvents")
+        refused(lambda d: d["traceEvents"][-1].update(ts="12"), "a string ts")
+        refused(lambda d: d["traceEvents"][-1].update(ph="Q"), "an unknown phase")
+        refused(lambda d: d["traceEvents"][-1].pop("pid"), "no pid")
+        refused(lambda d: d.update(displayTimeUnit="s"), "displayTimeUnit s")
+        refused(lambda d: [e["args"].update(bytes="1") for e in d["traceEvents"] if e["ph"] == "C"][:1],
+                "a counter value that is a string")
+        refused(lambda d: d["traceEvents"].__setitem__(
+            slice(None), [e for e in d["traceEvents"] if e.get("cat") != "vramwatch.marker"]), "no markers")
     finally:
         shutil.rmtree(tmp)
 
@@ -371,7 +455,8 @@ def group_render(opts):
         shutil.rmtree(tmp)
 
 
-GROUPS = {"golden": group_golden, "usage": group_usage, "long": group_long, "render": group_render}
+GROUPS = {"golden": group_golden, "usage": group_usage, "long": group_long, "trace": group_trace,
+          "render": group_render}
 
 
 def main():

@@ -16,7 +16,7 @@
 #include "timeline.h"
 
 static const char usage[] =
-        "usage: vramwatch timeline [-o FILE.svg|FILE.html] REPORT...\n"
+        "usage: vramwatch timeline [-o FILE.svg|FILE.html|FILE.trace.json] [--format=FORMAT] REPORT...\n"
         "\n"
         "The report's memory over the whole run, per device: live and reserved memory (the band\n"
         "between them is fragmentation), untracked memory, the card's capacity or emulated limit,\n"
@@ -24,9 +24,13 @@ static const char usage[] =
         "Several reports of one job's ranks, or a file written by vramwatch merge, are drawn on one\n"
         "time axis, a panel per rank and device, in rank order.\n"
         "\n"
-        "  -o, --output FILE  write one self-contained picture: FILE.svg, or FILE.html with hover\n"
-        "                     details; without it, the timeline is drawn in the terminal (colour\n"
-        "                     unless NO_COLOR is set or the output is not a terminal)\n"
+        "  -o, --output FILE  write one self-contained file: FILE.svg, FILE.html with hover\n"
+        "                     details, or FILE.trace.json, a Chrome trace event file for Perfetto\n"
+        "                     or chrome://tracing; without it, the timeline is drawn in the\n"
+        "                     terminal (colour unless NO_COLOR is set or the output is not a\n"
+        "                     terminal)\n"
+        "  --format=FORMAT    svg, html or trace, whatever the output's name (without -o, the\n"
+        "                     file is written on standard output)\n"
         "  --help             this text\n"
         "\n"
         "Exit status: 0 done; 2 bad usage, an unreadable report, or a report without a timeline\n"
@@ -48,10 +52,10 @@ static void write_doc(FILE *f, const void *doc)
 
 int cmd_timeline(int argc, char **argv)
 {
-    const char *output = NULL;
-    const struct util_valued_option opts[] = { { "-o", &output },
-                                               { "--output", &output },
-                                               { NULL, NULL } };
+    const char *output = NULL, *format = NULL;
+    const struct util_valued_option opts[] = {
+        { "-o", &output }, { "--output", &output }, { "--format", &format }, { NULL, NULL }
+    };
     bool only_files = false;
     char **paths = util_xcalloc((size_t)argc, sizeof *paths);
     size_t n_paths = 0;
@@ -81,16 +85,41 @@ int cmd_timeline(int argc, char **argv)
     if (!n_paths) {
         free(paths);
         util_err(
-                "timeline: no report file given (usage: vramwatch timeline [-o FILE.svg|FILE.html] REPORT...)");
+                "timeline: no report file given (usage: vramwatch timeline [-o FILE.svg|FILE.html|FILE.trace.json] REPORT...)");
         return EXIT_USAGE;
     }
-    bool html = false;
+    /* What is written: the terminal view, or a file whose kind its name or --format says. */
+    enum { TERMINAL, SVG, HTML, TRACE } kind = TERMINAL, named = TERMINAL;
     if (output) {
         if (ends_with(output, ".html") || ends_with(output, ".htm"))
-            html = true;
-        else if (!ends_with(output, ".svg")) {
+            named = HTML;
+        else if (ends_with(output, ".svg"))
+            named = SVG;
+        else if (ends_with(output, ".trace.json"))
+            named = TRACE;
+    }
+    if (format) {
+        kind = strcmp(format, "svg") == 0     ? SVG
+               : strcmp(format, "html") == 0  ? HTML
+               : strcmp(format, "trace") == 0 ? TRACE
+                                              : TERMINAL;
+        if (kind == TERMINAL) {
             free(paths);
-            util_err("timeline: %s: the output must end in .svg or .html", output);
+            util_err("timeline: --format=%s: expected svg, html or trace", format);
+            return EXIT_USAGE;
+        }
+        if (named != TERMINAL && named != kind) {
+            free(paths);
+            util_err("timeline: %s: the name says one format, --format=%s another", output, format);
+            return EXIT_USAGE;
+        }
+    } else if (output) {
+        kind = named;
+        if (kind == TERMINAL) {
+            free(paths);
+            util_err("timeline: %s: the output must end in .svg, .html or .trace.json (or give "
+                     "--format)",
+                     output);
             return EXIT_USAGE;
         }
     }
@@ -136,19 +165,30 @@ int cmd_timeline(int argc, char **argv)
             util_err(
                     "timeline: no device memory over time to show in these reports (no allocation was recorded)");
             status = EXIT_USAGE;
-        } else if (output) {
+        } else if (kind != TERMINAL) {
             struct strbuf doc = { 0 };
-            timeline_svg(&doc, &v, html);
-            /* Whole or not at all, never through a link; 0666 less the umask, as fopen gave. */
-            struct strbuf why = { 0 };
-            if (!util_replace_file(output, 0666, write_doc, &doc, &why)) {
-                struct strbuf where = { 0 };
-                util_add_text(&where, output);
-                util_err("timeline: cannot write %s: %s", sb_str(&where), sb_str(&why));
-                sb_free(&where);
-                status = EXIT_USAGE;
+            if (kind == TRACE)
+                timeline_trace(&doc, &v);
+            else
+                timeline_svg(&doc, &v, kind == HTML);
+            if (!output) {
+                write_doc(stdout, &doc);
+                if (fflush(stdout) != 0) {
+                    util_err("timeline: cannot write the output");
+                    status = EXIT_USAGE;
+                }
+            } else {
+                /* Whole or not at all, never through a link; 0666 less the umask, as fopen gave. */
+                struct strbuf why = { 0 };
+                if (!util_replace_file(output, 0666, write_doc, &doc, &why)) {
+                    struct strbuf where = { 0 };
+                    util_add_text(&where, output);
+                    util_err("timeline: cannot write %s: %s", sb_str(&where), sb_str(&why));
+                    sb_free(&where);
+                    status = EXIT_USAGE;
+                }
+                sb_free(&why);
             }
-            sb_free(&why);
             sb_free(&doc);
         } else {
             timeline_terminal(stdout, &v, report_want_color());

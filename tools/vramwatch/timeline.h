@@ -39,6 +39,10 @@ struct view {
 void timeline_view_build(struct view *v, const struct model_report **reports, size_t n);
 void timeline_view_free(struct view *v);
 
+/* The end of bucket i of a panel: the next bucket's start or its own width, whichever is first;
+ * the last bucket's values hold until the report. */
+int64_t timeline_bucket_end(const struct panel *p, size_t i);
+
 /* "+1m30s", "+2h", "+250ms", "+1d06h": a time relative to a panel's start. */
 void timeline_add_reltime(struct strbuf *b, int64_t ns);
 /* "1.50 GiB", as every view prints sizes. */
@@ -46,6 +50,9 @@ void timeline_add_size(struct strbuf *b, int64_t bytes);
 
 /* The whole picture: an SVG document, or (html) a page holding it with a tooltip. */
 void timeline_svg(struct strbuf *o, const struct view *v, bool html);
+
+/* The timeline as a Chrome trace event file (timeline_trace.c), for Perfetto and chrome://tracing. */
+void timeline_trace(struct strbuf *o, const struct view *v);
 
 /* The terminal view, in ANSI colour when color. */
 void timeline_terminal(FILE *out, const struct view *v, bool color);

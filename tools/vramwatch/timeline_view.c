@@ -29,6 +29,18 @@ void timeline_add_size(struct strbuf *b, int64_t bytes)
     sb_add(b, util_fmt_size(bytes, buf));
 }
 
+/* The end of bucket i: the next bucket's start or its own width, whichever is first. */
+int64_t timeline_bucket_end(const struct panel *p, size_t i)
+{
+    const struct model_tl_device *d = p->d;
+    int64_t end = d->buckets[i].t + d->bucket_ns;
+    if (i + 1 < d->n_buckets && d->buckets[i + 1].t < end)
+        end = d->buckets[i + 1].t;
+    if (i + 1 == d->n_buckets && end < p->t1)
+        end = p->t1; /* the last values held until the report */
+    return end;
+}
+
 static void panel_setup(const struct model_report *r, const struct model_tl_device *d,
                         struct panel *p)
 {
