@@ -8,6 +8,7 @@
  * triangles) with their call sites, the largest growth steps (small dots), the peak, and leaks
  * (findings.h). Every bucket carries a <title> so hovering shows its figures; the HTML adds a
  * tooltip that follows the pointer. Nothing is fetched from anywhere: no fonts, no scripts. */
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,41 +54,34 @@ static void write_doc(FILE *f, const void *doc)
 int cmd_timeline(int argc, char **argv)
 {
     const char *output = NULL, *format = NULL;
-    const struct util_valued_option opts[] = {
-        { "-o", &output }, { "--output", &output }, { "--format", &format }, { NULL, NULL }
+    enum { OPT_FORMAT = 256 };
+    static const struct option longopts[] = {
+        { "output", required_argument, NULL, 'o' },
+        { "format", required_argument, NULL, OPT_FORMAT },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
-    bool only_files = false;
-    char **paths = util_xcalloc((size_t)argc, sizeof *paths);
-    size_t n_paths = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (only_files || a[0] != '-' || !a[1]) {
-            paths[n_paths++] = argv[i];
-            continue;
-        }
-        if (strcmp(a, "--") == 0) {
-            only_files = true;
-            continue;
-        }
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            free(paths);
+    struct util_args a;
+    util_args_init(&a, "timeline", argc, argv, "ho:", longopts, false);
+    for (int c; (c = util_args_next(&a)) != -1;) {
+        switch (c) {
+        case 'o':
+            output = a.value;
+            break;
+        case OPT_FORMAT:
+            format = a.value;
+            break;
+        case 'h':
             fputs(usage, stdout);
             return EXIT_DONE;
-        }
-        int t = util_take_value("timeline", argc, argv, &i, opts);
-        if (t <= 0) {
-            if (t == 0)
-                util_err("timeline: unknown option %s (see vramwatch timeline --help)", a);
-            free(paths);
+        default:
             return EXIT_USAGE;
         }
     }
-    if (!n_paths) {
-        free(paths);
-        util_err(
-                "timeline: no report file given (usage: vramwatch timeline [-o FILE.svg|FILE.html|FILE.trace.json] REPORT...)");
-        return EXIT_USAGE;
-    }
+    char **paths = argv + a.next;
+    size_t n_paths = (size_t)(argc - a.next);
+    if (!n_paths)
+        return util_usage_error(&a, "no report file given");
     /* What is written: the terminal view, or a file whose kind its name or --format says. */
     enum { TERMINAL, SVG, HTML, TRACE } kind = TERMINAL, named = TERMINAL;
     if (output) {
@@ -104,19 +98,16 @@ int cmd_timeline(int argc, char **argv)
                : strcmp(format, "trace") == 0 ? TRACE
                                               : TERMINAL;
         if (kind == TERMINAL) {
-            free(paths);
             util_err("timeline: --format=%s: expected svg, html or trace", format);
             return EXIT_USAGE;
         }
         if (named != TERMINAL && named != kind) {
-            free(paths);
             util_err("timeline: %s: the name says one format, --format=%s another", output, format);
             return EXIT_USAGE;
         }
     } else if (output) {
         kind = named;
         if (kind == TERMINAL) {
-            free(paths);
             util_err("timeline: %s: the output must end in .svg, .html or .trace.json (or give "
                      "--format)",
                      output);
@@ -202,6 +193,5 @@ int cmd_timeline(int argc, char **argv)
     }
     job_free_reports(reports, n);
     free(order);
-    free(paths);
     return status;
 }
