@@ -5,9 +5,22 @@
 #include <stdio.h>
 #include <unistd.h>
 
+/* VRAMWATCH_LOG, set once by options_load; atomic, as any thread may log while it is set. */
+static int threshold = VW_LOG_WARN;
+
+void vw_log_set_level(int level)
+{
+    __atomic_store_n(&threshold, level, __ATOMIC_RELAXED);
+}
+
+int vw_log_level(void)
+{
+    return __atomic_load_n(&threshold, __ATOMIC_RELAXED);
+}
+
 void vw_log(int level, const char *fmt, ...)
 {
-    if (level > vw_opt.log_level)
+    if (level > vw_log_level())
         return;
     char buf[512] = "vramwatch: ";
     size_t off = sizeof("vramwatch: ") - 1;

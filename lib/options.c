@@ -19,7 +19,6 @@ _Static_assert(SIZES_MAX_DEVICES == VW_MAX_DEVICES, "sizes.h and core.h disagree
 struct vw_options vw_opt = {
     .stack_depth = 32,
     .python = true,
-    .log_level = VW_LOG_WARN,
 };
 
 static bool parse_bool(const char *v, bool *out)
@@ -52,7 +51,7 @@ void options_load(void)
             vw_log(VW_LOG_WARN, "VRAMWATCH_LOG=%s is not quiet, warn, info or debug; using warn",
                    v);
         else
-            vw_opt.log_level = lvl;
+            vw_log_set_level(lvl);
     }
     if ((v = getenv("VRAMWATCH_DISABLE")) && !parse_bool(v, &vw_opt.disable))
         vw_log(VW_LOG_WARN, "VRAMWATCH_DISABLE=%s is not 0 or 1; staying enabled", v);

@@ -8,13 +8,10 @@
 
 #include "sizes.h"
 
-enum vw_log_level { VW_LOG_QUIET = 0, VW_LOG_WARN, VW_LOG_INFO, VW_LOG_DEBUG };
-
 struct vw_options {
     bool disable;       /* VRAMWATCH_DISABLE=1: pure pass-through */
     int stack_depth;    /* VRAMWATCH_STACK_DEPTH, 0..VW_MAX_FRAMES (core.h) */
     bool python;        /* VRAMWATCH_PYTHON */
-    int log_level;      /* VRAMWATCH_LOG */
     char dir[PATH_MAX]; /* VRAMWATCH_DIR, empty: the working directory at first use */
     uint64_t limit[SIZES_MAX_DEVICES];     /* VRAMWATCH_LIMIT per device, 0: none */
     double limit_share[SIZES_MAX_DEVICES]; /* VRAMWATCH_LIMIT=90%: a share of the card (0: none),
@@ -27,7 +24,8 @@ struct vw_options {
 
 extern struct vw_options vw_opt;
 
-/* Read the environment into vw_opt (warns once per bad value and keeps the default). */
+/* Read the environment into vw_opt, and VRAMWATCH_LOG into the log's level (log.h); warns once
+ * per bad value and keeps the default. */
 void options_load(void);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "options.h"
 #include "sizes.h"
 
@@ -247,7 +248,7 @@ Test(options, environment_with_bad_values_keeps_defaults)
     options_load();
     cr_assert_eq(vw_opt.stack_depth, 32);
     cr_assert_eq(vw_opt.disable, false);
-    cr_assert_eq(vw_opt.log_level, VW_LOG_QUIET);
+    cr_assert_eq(vw_log_level(), VW_LOG_QUIET);
     cr_assert_str_eq(vw_opt.dir, "/tmp/vw-test-dir");
     setenv("VRAMWATCH_STACK_DEPTH", "0", 1);
     setenv("VRAMWATCH_DISABLE", "yes", 1);
