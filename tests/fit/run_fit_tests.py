@@ -15,6 +15,8 @@ limits (what each trial runs under, and how its status line is read; no device n
 - Every trial gets an enforced VRAMWATCH_LIMIT of the card less the headroom: --limit SIZE times
   (1 - headroom), each entry of a per-device list or a share likewise, a VRAMWATCH_LIMIT of the
   environment when there is no --limit, and "<100 - headroom>%" of the real card otherwise.
+- Options as every command spells them (getopt_long and the grammar shared with advise and the
+  library): --headroom=5, --headroom 5%, --limit 14.4GiB, --limit=LIST; 100:8GiB refused.
 - Status lines with zero-padded numbers and no pressure= (older libraries: oom=1 at any failure,
   rescued or not) and with plain numbers and pressure=N (oom=1 only once a failure is final): a
   trial whose failures were all rescued fits, and its line shows the flush count.
@@ -236,6 +238,12 @@ def group_limits(o, env, tmp, vw, need_of, job):
          "a per-device --limit, each entry"),
         (["--limit", "80%"], None, "72%", "--limit as a share"),
         ([], {"VRAMWATCH_LIMIT": "8GiB"}, str(int(8 * GiB * keep)), "VRAMWATCH_LIMIT of the environment"),
+        # the grammar advise and the library share: --name=value, a '%' on a headroom, decimals
+        (["--headroom=5"], None, "95%", "--headroom=5"),
+        (["--headroom", "5%"], None, "95%", "--headroom 5%"),
+        (["--limit", "14.4GiB"], None, str(int((144 * GiB // 10) * keep)), "--limit 14.4GiB"),
+        (["--limit=0:14.4GiB,1:90%", "--headroom=10%"], None, "0:%d,1:81%%" % int((144 * GiB // 10) * keep),
+         "--limit=0:14.4GiB,1:90% --headroom=10%"),
         (["--limit", "12GiB"], {"VRAMWATCH_LIMIT": "8GiB"}, str(int(12 * GiB * keep)), "--limit over the environment"),
     ]:
         p, got, best = fit(args, extra=extra)
@@ -263,6 +271,10 @@ def group_limits(o, env, tmp, vw, need_of, job):
         (["--limit", "0%"], None, "a share of 0"),
         (["--limit", "0:16GiB,0:8GiB"], None, "a device named twice"),
         (["--limit", "0:16GiB,1:"], None, "an empty entry"),
+        (["--limit", "100:8GiB"], None, "a device the library cannot name"),
+        (["--headroom", "100%"], None, "a headroom of 100%"),
+        (["--headroom="], None, "an empty headroom"),
+        (["--json=1"], None, "a value to an option that takes none"),
         ([], {"VRAMWATCH_LIMIT": "lots"}, "a bad VRAMWATCH_LIMIT in the environment"),
     ]:
         p = subprocess.run([o.vramwatch, "fit"] + args + ["--flag", "--bs", "--", o.python, fake, "--bs", "16"],

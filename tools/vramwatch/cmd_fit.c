@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "commands.h"
 #include "preload.h"
 #include "json.h"
+#include "sizes.h"
 
 #ifndef VW_LIBDIR
 #define VW_LIBDIR "/usr/local/lib"
@@ -40,11 +42,11 @@ static const char usage[] =
         "It starts at CMD's own value, doubles while trials fit or halves while they do not, then\n"
         "bisects between the largest value that fits and the smallest that does not.\n"
         "\n"
-        "  --limit SIZE      the card to fit: 16GiB, 16G, 16000MB, a share of each card (80%), or per\n"
-        "                    device (0:16GiB,1:8GiB); trials run under SIZE x (1 - headroom). Without\n"
-        "                    it, VRAMWATCH_LIMIT from the environment if set, else the real card:\n"
-        "                    trials run under VRAMWATCH_LIMIT=<100 - headroom>%\n"
-        "  --headroom PCT    share of the capacity to keep free (default 10)\n"
+        "  --limit SIZE      the card to fit: 16GiB, 14.4GiB, 16G, 16000MB, a share of each card\n"
+        "                    (80%), or per device (0:16GiB,1:8GiB); trials run under SIZE x (1 -\n"
+        "                    headroom). Without it, VRAMWATCH_LIMIT from the environment if set,\n"
+        "                    else the real card: trials run under VRAMWATCH_LIMIT=<100 - headroom>%\n"
+        "  --headroom PCT    share of the capacity to keep free: 10, 10% or 12.5% (default 10)\n"
         "  --flag NAME       the batch flag as CMD spells it (--bs, batch=); by default the usual\n"
         "                    spellings (--batch, --batch-size, --per_device_train_batch_size, ...)\n"
         "  --settle SECONDS  a trial still running whose peak has not grown for this long after its\n"
@@ -53,7 +55,9 @@ static const char usage[] =
         "                    commands at most ten times as long), is stopped and judged by the peak\n"
         "                    it reached (default 20)\n"
         "  --json            print schema vramwatch.fit/1 on stdout instead of the text\n"
-        "  --help            this text\n"
+        "  -h, --help        this text\n"
+        "Options end at CMD or at \"--\". Each takes its value after a space or an \"=\", and may\n"
+        "be shortened where that is unambiguous.\n"
         "\n"
         "On a terminal, the running trial is shown on stderr and redrawn in place: its number, the\n"
         "value tried, the time so far and its peak against the limit it runs under. Each trial that\n"
@@ -67,7 +71,10 @@ static const char usage[] =
         "cannot be started; 130 interrupted by SIGINT, 143 by SIGTERM (128 + the signal).\n";
 
 struct fit_opts {
-    const char *limit, *headroom, *flag, *settle;
+    const char *limit; /* --limit as given, NULL without it */
+    struct sizes_limit limit_set;
+    double headroom, settle;
+    const char *flag;
     bool json;
     char **cmd;
     size_t ncmd;
@@ -746,76 +753,60 @@ static bool search(struct fit_ctx *c, int64_t *best, struct strbuf *why)
 
 /* ---- options ---- */
 
-static bool parse_opts(int argc, char **argv, struct fit_opts *o, bool *help)
+enum { OPT_LIMIT = 256, OPT_HEADROOM, OPT_FLAG, OPT_SETTLE, OPT_JSON };
+
+/* fit's options, getopt_long's way with the grammar every command shares ("--headroom=5",
+ * "--headroom 5%", "--limit 14.4GiB"); they end at the first operand, CMD, or at "--", so CMD
+ * keeps its own. -1 to go on, else the exit status (--help, or bad usage already said). */
+static int parse_opts(int argc, char **argv, struct fit_opts *o)
 {
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
+    static const struct option longopts[] = {
+        { "limit", required_argument, NULL, OPT_LIMIT },
+        { "headroom", required_argument, NULL, OPT_HEADROOM },
+        { "flag", required_argument, NULL, OPT_FLAG },
+        { "settle", required_argument, NULL, OPT_SETTLE },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct util_args a;
+    util_args_init(&a, "fit", argc, argv, "h", longopts, true);
+    for (int ch; (ch = util_args_next(&a)) != -1;) {
+        switch (ch) {
+        case OPT_LIMIT:
+            if (!util_args_limit(&a, &o->limit_set))
+                return EXIT_USAGE;
+            o->limit = a.value;
             break;
-        }
-        if (a[0] != '-')
+        case OPT_HEADROOM:
+            if (!util_args_percent(&a, &o->headroom))
+                return EXIT_USAGE;
             break;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            *help = true;
-            return true;
-        }
-        if (strcmp(a, "--json") == 0) {
+        case OPT_FLAG:
+            o->flag = a.value;
+            break;
+        case OPT_SETTLE:
+            if (!util_args_number(&a, 0, 1e9, &o->settle))
+                return EXIT_USAGE;
+            if (!(o->settle > 0))
+                return util_usage_error(&a, "--settle %s: expected a positive number of seconds",
+                                        a.value);
+            break;
+        case OPT_JSON:
             o->json = true;
-            continue;
-        }
-        const struct util_valued_option opts[] = { { "--limit", &o->limit },
-                                                   { "--headroom", &o->headroom },
-                                                   { "--flag", &o->flag },
-                                                   { "--settle", &o->settle },
-                                                   { NULL, NULL } };
-        int took = util_take_value("fit", argc, argv, &i, opts);
-        if (took < 0)
-            return false;
-        if (took == 0) {
-            util_err("fit: unknown option %s (see vramwatch fit --help)", a);
-            return false;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return EXIT_DONE;
+        default:
+            return EXIT_USAGE;
         }
     }
-    if (i >= argc) {
-        util_err(
-                "fit: no command given (usage: vramwatch fit [--limit SIZE] [--headroom PCT] [--flag NAME] -- CMD...)");
-        return false;
-    }
-    o->cmd = argv + i;
-    o->ncmd = (size_t)(argc - i);
-    return true;
-}
-
-static bool parse_number(const char *s, double lo, double hi, bool lo_open, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo || (lo_open && v == lo) || v >= hi)
-        return false;
-    *out = v;
-    return true;
-}
-
-/* A share of the card as VRAMWATCH_LIMIT spells it, "90%" or "12.5%": more than 0, at most 100.
- * Exactly n characters at s. */
-static bool parse_share(const char *s, size_t n, double *out)
-{
-    if (n < 2 || s[n - 1] != '%' || !isdigit((unsigned char)s[0]))
-        return false;
-    double v = 0, scale = 1;
-    size_t i = 0;
-    for (; i < n - 1 && isdigit((unsigned char)s[i]); i++)
-        v = v * 10 + (s[i] - '0');
-    if (i < n - 1 && s[i] == '.')
-        for (i++; i < n - 1 && isdigit((unsigned char)s[i]); i++)
-            v += (s[i] - '0') * (scale /= 10);
-    if (i != n - 1 || !(v > 0) || v > 100)
-        return false;
-    *out = v;
-    return true;
+    if (a.next >= argc)
+        return util_usage_error(&a, "no command given");
+    o->cmd = argv + a.next;
+    o->ncmd = (size_t)(argc - a.next);
+    return -1;
 }
 
 /* A share without trailing zeros ("90%", "87.5%"): the library reads digits and a point only. */
@@ -832,54 +823,25 @@ static void add_share(struct strbuf *b, double pct)
     sb_addc(b, '%');
 }
 
-/* The trials' VRAMWATCH_LIMIT: every size or share of spec (one for all devices, or per device
- * "0:16GiB,1:90%") times keep, so each trial runs on its card less the headroom. Checked as
- * VRAMWATCH_LIMIT is (util_parse_limit, with each share standing in as a valid size); false with
- * the reason when spec is not a limit. */
-static bool reduce_limit(const char *spec, double keep, struct strbuf *out, const char **why)
+/* The trials' VRAMWATCH_LIMIT: every size or share of the limit (one for all devices, or per
+ * device, in the order of the devices) times keep, so each trial runs on its card less the
+ * headroom. */
+static void reduce_limit(const struct sizes_limit *l, double keep, struct strbuf *out)
 {
-    struct strbuf check = { 0 };
-    bool list = strchr(spec, ':') != NULL, ok = true;
-    for (const char *p = spec; ok;) {
-        size_t n = list ? strcspn(p, ",") : strlen(p);
-        const char *v = p;
-        if (list) {
-            const char *colon = memchr(p, ':', n);
-            v = colon ? colon + 1 : p + n;
-            sb_addn(out, p, (size_t)(v - p));
-            sb_addn(&check, p, (size_t)(v - p));
-        }
-        size_t vn = n - (size_t)(v - p);
-        double pct;
-        if (memchr(v, '%', vn)) {
-            ok = parse_share(v, vn, &pct);
-            if (!ok)
-                *why = "a share of the card is a percentage above 0 and at most 100, e.g. 90%";
-            else
-                add_share(out, pct * keep);
-            sb_addc(&check, '1');
+    for (int i = 0; i < SIZES_MAX_DEVICES; i++) {
+        if (!l->bytes[i] && !(l->share[i] > 0))
+            continue;
+        if (!l->every)
+            sb_printf(out, "%s%d:", out->len ? "," : "", i);
+        if (l->share[i] > 0) {
+            add_share(out, l->share[i] * 100.0 * keep);
         } else {
-            char *one = util_xmalloc(vn + 1);
-            memcpy(one, v, vn);
-            one[vn] = '\0';
-            uint64_t bytes;
-            ok = util_parse_size(one, &bytes, why);
-            if (ok) {
-                uint64_t less = (uint64_t)((double)bytes * keep);
-                sb_printf(out, "%llu", (unsigned long long)(less ? less : 1));
-            }
-            sb_addn(&check, v, vn);
-            free(one);
+            uint64_t less = (uint64_t)((double)l->bytes[i] * keep);
+            sb_printf(out, "%llu", (unsigned long long)(less ? less : 1));
         }
-        if (!list || !p[n])
+        if (l->every)
             break;
-        sb_addc(out, ',');
-        sb_addc(&check, ',');
-        p += n + 1;
     }
-    ok = ok && util_parse_limit(sb_str(&check), why);
-    sb_free(&check);
-    return ok;
 }
 
 /* The flag as --flag NAME names it: "NAME V", "NAME=V", or for a NAME ending in '=', "NAMEV". */
@@ -1068,55 +1030,45 @@ static void print_cut_short(const struct fit_ctx *c, int sig)
 
 int cmd_fit(int argc, char **argv)
 {
-    struct fit_opts o = { 0 };
-    bool help = false;
-    if (!parse_opts(argc, argv, &o, &help))
-        return EXIT_USAGE;
-    if (help) {
-        fputs(usage, stdout);
-        return EXIT_DONE;
-    }
+    struct fit_opts o = { .headroom = 10, .settle = 20 };
+    int parsed = parse_opts(argc, argv, &o);
+    if (parsed >= 0)
+        return parsed;
     struct fit_ctx *c = util_xcalloc(1, sizeof *c);
     c->o = &o;
-    c->headroom = 10;
-    c->settle = 20;
+    c->headroom = o.headroom;
+    c->settle = o.settle;
     int rc = EXIT_USAGE;
-    const char *why = NULL;
     char *lib = NULL, *pre = NULL;
     struct strbuf reduced = { 0 };
-    if (o.headroom && !parse_number(o.headroom, 0, 100, false, &c->headroom)) {
-        util_err("fit: --headroom %s: expected a percentage from 0 to below 100", o.headroom);
-        goto out;
-    }
     /* Without --limit, a limit the environment already sets is the card the user means; else the
      * real card, as a share the library resolves on each device at its first allocation. */
-    const char *limit = o.limit, *limit_from = "--limit ";
+    struct sizes_limit set = o.limit_set;
     const char *inherited = getenv("VRAMWATCH_LIMIT");
     c->limit_source = "--limit";
-    if (!limit && inherited && *inherited) {
-        limit = inherited;
-        limit_from = "VRAMWATCH_LIMIT=";
+    if (!o.limit && inherited && *inherited) {
+        const char *why = NULL;
+        if (!sizes_parse_limit(inherited, &set, &why)) {
+            util_err("fit: VRAMWATCH_LIMIT=%s: %s", inherited, why ? why : "not a limit");
+            goto out;
+        }
         c->limit_source = "VRAMWATCH_LIMIT";
-    }
-    if (!limit) {
-        limit = "100%";
+    } else if (!o.limit) {
+        memset(&set, 0, sizeof set);
+        set.every = true;
+        for (int i = 0; i < SIZES_MAX_DEVICES; i++)
+            set.share[i] = 1.0;
         c->limit_source = "card";
     }
-    why = NULL;
-    if (!reduce_limit(limit, 1.0 - c->headroom / 100.0, &reduced, &why)) {
-        util_err("fit: %s%s: %s", limit_from, limit, why ? why : "not a limit");
-        goto out;
-    }
+    reduce_limit(&set, 1.0 - c->headroom / 100.0, &reduced);
     c->reduced = reduced.s;
-    if (strchr(limit, ':'))
+    if (!set.every) {
         c->limit_kind = LIMIT_LIST;
-    else if (strchr(limit, '%'))
+    } else if (set.share[0] > 0) {
         c->limit_kind = LIMIT_SHARE;
-    else if (util_parse_size(limit, &c->limit_bytes, &why))
+    } else {
         c->limit_kind = LIMIT_SIZE;
-    if (o.settle && !parse_number(o.settle, 0, 1e9, true, &c->settle)) {
-        util_err("fit: --settle %s: expected a positive number of seconds", o.settle);
-        goto out;
+        c->limit_bytes = set.bytes[0];
     }
     if (o.flag)
         find_named_flag(&o, &c->flag);
