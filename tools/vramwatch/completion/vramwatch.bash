@@ -1,0 +1,117 @@
+# bash completion for vramwatch: commands, each command's options, and the files they take.
+# Installed as bash-completion/completions/vramwatch; plain bash (compgen), so it also works when
+# sourced without the bash-completion package. Every option a command's --help lists must be
+# here: tests/cli/manpage.py checks it, by completing "vramwatch COMMAND --".
+
+_vramwatch_commands="run report advise timeline fit merge help"
+
+# The options of each command; a trailing '=' marks one that takes a value.
+_vramwatch_options() {
+    case "$1" in
+    run) echo "--dir= --limit= --observe --tensors --no-companion --help" ;;
+    report) echo "--json --full --help" ;;
+    advise) echo "--json --target= --headroom= --help" ;;
+    timeline) echo "-o --output= --format= --help" ;;
+    fit) echo "--limit= --headroom= --flag= --settle= --json --help" ;;
+    merge) echo "-o --output= --help" ;;
+    "") echo "--help --version -h -V" ;;
+    esac
+}
+
+# Completes the value of option $1 (of command $2) from the word $3.
+_vramwatch_value() {
+    local opt="$1" cmd="$2" cur="$3"
+    case "$opt" in
+    --dir)
+        COMPREPLY=($(compgen -d -- "$cur"))
+        ;;
+    -o | --output)
+        COMPREPLY=($(compgen -f -- "$cur"))
+        ;;
+    --format)
+        COMPREPLY=($(compgen -W "svg html trace" -- "$cur"))
+        ;;
+    --limit | --target)
+        COMPREPLY=($(compgen -W "8GiB 16GiB 24GiB 40GiB 80GiB 90%" -- "$cur"))
+        ;;
+    --headroom)
+        COMPREPLY=($(compgen -W "5 10 15 20" -- "$cur"))
+        ;;
+    *)
+        COMPREPLY=()
+        ;;
+    esac
+}
+
+_vramwatch() {
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD - 1]}"
+    local cmd="" i word
+    COMPREPLY=()
+    # The command, and whether a "--" before the cursor hands the rest to the wrapped program.
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        word="${COMP_WORDS[i]}"
+        if [[ -z "$cmd" && "$word" != -* ]]; then
+            cmd="$word"
+        elif [[ -n "$cmd" && "$word" == "--" ]]; then
+            if ((i == COMP_CWORD - 1)); then
+                COMPREPLY=($(compgen -c -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi
+            return 0
+        fi
+    done
+    if [[ -z "$cmd" ]]; then
+        if [[ "$cur" == -* ]]; then
+            COMPREPLY=($(compgen -W "$(_vramwatch_options "")" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -W "$_vramwatch_commands" -- "$cur"))
+        fi
+        return 0
+    fi
+    if [[ "$cmd" == help ]]; then
+        COMPREPLY=($(compgen -W "${_vramwatch_commands% help}" -- "$cur"))
+        return 0
+    fi
+    local opts
+    opts="$(_vramwatch_options "$cmd")"
+    # "--name=VALUE" in one word: bash splits at '=' when it is a word break, or not.
+    if [[ "$cur" == --*=* ]]; then
+        local value="${cur#*=}"
+        _vramwatch_value "${cur%%=*}" "$cmd" "$value"
+        return 0
+    fi
+    if [[ "$cur" == "=" && "$prev" == -* ]]; then
+        _vramwatch_value "$prev" "$cmd" ""
+        return 0
+    fi
+    if [[ "$prev" == "=" && COMP_CWORD -ge 2 ]]; then
+        _vramwatch_value "${COMP_WORDS[COMP_CWORD - 2]}" "$cmd" "$cur"
+        return 0
+    fi
+    # The value of an option given apart: "--limit 8G".
+    local o
+    for o in $opts; do
+        if [[ "$o" == *= && "$prev" == "${o%=}" ]] || [[ "$o" == -o && "$prev" == -o ]]; then
+            _vramwatch_value "$prev" "$cmd" "$cur"
+            return 0
+        fi
+    done
+    if [[ "$cur" == -* ]]; then
+        COMPREPLY=($(compgen -W "${opts//=/}" -- "$cur"))
+        return 0
+    fi
+    case "$cmd" in
+    run | fit)
+        # Before "--": options only; the wrapped command goes after it.
+        COMPREPLY=($(compgen -W "-- ${opts//=/}" -- "$cur"))
+        ;;
+    *)
+        # Reports: JSON files and folders to find them in.
+        COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur"))
+        ;;
+    esac
+    return 0
+}
+
+complete -o filenames -F _vramwatch vramwatch
