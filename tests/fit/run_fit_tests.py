@@ -28,7 +28,8 @@ live (short train_sim trials: --steps, --step-ms):
 - SIGINT while the second trial runs (seen on the terminal's progress line) stops that trial's
   process group, prints the best value found so far and its command, and exits 130; SIGTERM
   (seen by the trial's status file) likewise, exit 143, and the JSON says it was interrupted. No
-  trial process is left, nor its folder.
+  trial process is left, nor its folder. SIGINT before anything fitted prints nothing on stdout;
+  a second SIGINT kills a trial that ignores SIGTERM at once instead of after the grace period.
 - The JSON names the best command (argv and a shell line), the capacity judged against (card,
   limit, headroom) and each trial's value, outcome, peak and time.
 
@@ -100,6 +101,20 @@ os.replace(path + ".tmp", path)
 if over and form == "old":
     print("CUDA out of memory. Tried to allocate 2.00 GiB")
     sys.exit(1)
+'''
+
+# A job that ignores SIGTERM, holds "value" GiB as the status file says, and waits to be killed.
+STUBBORN_JOB = r'''
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+v = int(sys.argv[sys.argv.index("--bs") + 1])
+path = os.environ["VRAMWATCH_STATUS"]
+with open(path + ".tmp", "w") as f:
+    f.write("vramwatch-status peak_live_bytes=%d live_bytes=%d time_unix_ns=%d oom=0 pressure=0\n"
+            % (v << 30, v << 30, time.time_ns()))
+os.replace(path + ".tmp", path)
+while True:
+    time.sleep(0.05)
 '''
 
 SKIP = 77
@@ -417,6 +432,38 @@ def group_live(o, env, tmp, vw, need_of, job):
     check(b"\r" not in err, "SIGTERM: no redraws into a pipe")
     check(not trial_processes(tmp), "SIGTERM: no trial process left: %r" % trial_processes(tmp))
     check(not glob.glob(os.path.join(tmp, "vramwatch-fit-*")), "SIGTERM: trial folders removed")
+
+    # ---- SIGINT during the first trial: nothing fitted yet; a second SIGINT does not wait for
+    # a trial that ignores SIGTERM (the grace period is 5 s) ----
+    stubborn = os.path.join(tmp, "stubborn_job.py")
+    with open(stubborn, "w") as f:
+        f.write(STUBBORN_JOB)
+    proc = subprocess.Popen([o.vramwatch, "fit", "--limit", "16GiB", "--settle", "100", "--flag", "--bs", "--",
+                             o.python, stubborn, "--bs", "4"], env=env, cwd=tmp,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    start = time.monotonic()
+    while time.monotonic() - start < 60 and proc.poll() is None:
+        if glob.glob(os.path.join(tmp, "vramwatch-fit-*", "trial-1-*", "status")):
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    in_grace = proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    second = time.monotonic()
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    took = time.monotonic() - second
+    sys.stderr.write(err.decode())
+    check(in_grace, "stubborn trial: fit waits for it after the first SIGINT")
+    check(proc.returncode == 130 and took < 2.5,
+          "stubborn trial: a second SIGINT kills it at once: exit %r after %.1f s" % (proc.returncode, took))
+    check(out == b"" and b"no value has fitted so far" in err,
+          "SIGINT before anything fitted: nothing on stdout, stderr says so: %r %r" % (out, err))
+    check(not trial_processes(tmp), "stubborn trial: no trial process left: %r" % trial_processes(tmp))
 
 
 def group_card(o, env, tmp, vw, need_of, job):
