@@ -11,8 +11,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "advice.h"
+#include "advice_print.h"
+#include "colour.h"
 #include "commands.h"
 #include "preload.h"
+#include "report_view.h"
 
 #ifndef VW_LIBDIR
 #define VW_LIBDIR "/usr/local/lib"
@@ -561,6 +565,20 @@ static bool wants_advice(const struct model_report *r)
     return false;
 }
 
+/* What vramwatch advise would print for this report, from the report already loaded. */
+static void print_advice(const struct model_report *r)
+{
+    struct advice a;
+    struct advice_opts ao = { .target = 0, .headroom = ADVICE_DEFAULT_HEADROOM };
+    struct strbuf err = { 0 };
+    if (advice_build(&a, r, 1, &ao, &err))
+        advice_print_text(stdout, &a);
+    else
+        util_err("advise: %s", sb_str(&err));
+    sb_free(&err);
+    advice_free(&a);
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o = { 0 };
@@ -629,7 +647,7 @@ int cmd_run(int argc, char **argv)
         util_err("no report: the program made no device allocation");
     } else {
         prefer_child(&f, child);
-        struct report_opts ro = { .color = report_want_color() };
+        struct report_opts ro = { .color = colour_wanted(COLOUR_AUTO) };
         for (size_t i = 0; i < f.n; i++)
             util_err("report: %s", f.v[i].path);
         report_show(stdout, f.v, f.n, &ro);
@@ -639,10 +657,8 @@ int cmd_run(int argc, char **argv)
         for (size_t i = 0; i < f.n; i++) {
             if (!wants_advice(&f.v[i]))
                 continue;
-            char *args[] = { (char *)"advise", (char *)f.v[i].path, NULL };
             fputs("\n", stdout);
-            fflush(stdout);
-            cmd_advise(2, args);
+            print_advice(&f.v[i]);
             fflush(stdout);
         }
     }

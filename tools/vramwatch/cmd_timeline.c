@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "colour.h"
 #include "commands.h"
 #include "job.h"
 #include "timeline.h"
@@ -182,7 +183,7 @@ int cmd_timeline(int argc, char **argv)
             }
             sb_free(&doc);
         } else {
-            timeline_terminal(stdout, &v, report_want_color());
+            timeline_terminal(stdout, &v, colour_wanted(COLOUR_AUTO));
             if (fflush(stdout) != 0) {
                 util_err("timeline: cannot write the output");
                 status = EXIT_USAGE;
