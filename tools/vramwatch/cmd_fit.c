@@ -260,19 +260,15 @@ struct fit_ctx {
 
 /* ---- progress: the running trial, redrawn in place on a terminal ---- */
 
-/* The limit a trial runs under, as the progress line states it: the size where it is known. */
-static void add_limit_text(const struct fit_ctx *c, struct strbuf *b)
+/* The limit a trial runs under in bytes, where it is known before its report: a size, or a
+ * share of a card an earlier trial's report named. 0 otherwise. */
+static int64_t known_limit(const struct fit_ctx *c)
 {
-    char sz[UTIL_SIZE_LEN];
-    double keep = 1.0 - c->headroom / 100.0;
     if (c->limit_kind == LIMIT_SIZE)
-        sb_printf(b, "of %s", util_fmt_size(strtoll(c->reduced, NULL, 10), sz));
-    else if (c->limit_kind == LIMIT_SHARE && c->capacity_seen > 0)
-        sb_printf(b, "of %s", util_fmt_size(util_clamp_i64((double)c->capacity_seen * keep), sz));
-    else if (c->limit_kind == LIMIT_SHARE)
-        sb_printf(b, "of %s of the card", c->reduced);
-    else
-        sb_printf(b, "under %s", c->reduced);
+        return strtoll(c->reduced, NULL, 10);
+    if (c->limit_kind == LIMIT_SHARE && c->capacity_seen > 0)
+        return util_clamp_i64((double)c->capacity_seen * (1.0 - c->headroom / 100.0));
+    return 0;
 }
 
 static void live_clear(struct fit_ctx *c)
@@ -291,17 +287,21 @@ static void live_draw(struct fit_ctx *c, int64_t value, double secs, const struc
     if (!c->live)
         return;
     struct strbuf b = { 0 };
-    char pk[UTIL_SIZE_LEN];
+    char pk[UTIL_SIZE_LEN], lim[UTIL_SIZE_LEN];
     sb_printf(&b, "fit: trial %zu: %s%s%lld, %.1f s, ", c->n_trials + 1, c->flag.name,
               c->flag.form == CMDLINE_SEPARATE ? " " : "", (long long)value, secs);
     if (!st->seen) {
         sb_add(&b, "starting");
     } else {
         sb_printf(&b, "peak %s ", util_fmt_size(st->peak, pk));
-        add_limit_text(c, &b);
-        int64_t limit = c->limit_kind == LIMIT_SIZE ? strtoll(c->reduced, NULL, 10) : 0;
+        int64_t limit = known_limit(c);
         if (limit > 0)
-            sb_printf(&b, " (%.0f%%)", 100.0 * (double)st->peak / (double)limit);
+            sb_printf(&b, "of %s (%.0f%%)", util_fmt_size(limit, lim),
+                      100.0 * (double)st->peak / (double)limit);
+        else if (c->limit_kind == LIMIT_SHARE)
+            sb_printf(&b, "of %s of the card", c->reduced);
+        else
+            sb_printf(&b, "under %s", c->reduced);
     }
     size_t width = 80;
     struct winsize ws;
