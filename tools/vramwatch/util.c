@@ -143,17 +143,6 @@ void sb_free(struct strbuf *b)
     *b = (struct strbuf){ 0 };
 }
 
-bool util_parse_size(const char *s, uint64_t *out, const char **why)
-{
-    return sizes_parse(s, out, why);
-}
-
-bool util_parse_limit(const char *s, const char **why)
-{
-    struct sizes_limit l;
-    return sizes_parse_limit(s, &l, why);
-}
-
 void util_args_init(struct util_args *a, const char *cmd, int argc, char **argv,
                     const char *shortopts, const struct option *longopts, bool stop_at_operand)
 {
@@ -603,24 +592,4 @@ const char *util_basename(const char *path)
 {
     const char *slash = strrchr(path, '/');
     return slash && slash[1] ? slash + 1 : path;
-}
-
-int util_take_value(const char *cmd, int argc, char **argv, int *i,
-                    const struct util_valued_option *opts)
-{
-    const char *a = argv[*i];
-    const char *eq = strchr(a, '=');
-    size_t len = eq ? (size_t)(eq - a) : strlen(a);
-    for (; opts->name; opts++) {
-        if (strlen(opts->name) != len || strncmp(a, opts->name, len) != 0)
-            continue;
-        const char *v = eq ? eq + 1 : *i + 1 < argc ? argv[++*i] : NULL;
-        if (!v || !*v) {
-            util_err("%s: %.*s needs a value", cmd, (int)len, a);
-            return -1;
-        }
-        *opts->slot = v;
-        return 1;
-    }
-    return 0;
 }

@@ -36,11 +36,9 @@ void sb_truncate(struct strbuf *b, size_t len);
 const char *sb_str(const struct strbuf *b); /* "" when nothing was added */
 void sb_free(struct strbuf *b);
 
-/* Sizes, percentages and limits: the library's own grammar (lib/sizes.h), so that what the
- * library reads from VRAMWATCH_LIMIT and what the commands take are the same thing. These two are
- * its CLI spellings, kept while commands move to util_args_* below. */
-bool util_parse_size(const char *s, uint64_t *out, const char **why);
-bool util_parse_limit(const char *s, const char **why);
+/* Sizes, percentages and limits are read with the library's own grammar (lib/sizes.h, built into
+ * both), so that what the library takes from VRAMWATCH_LIMIT and what the commands take are one
+ * thing: through util_args_size, util_args_percent and util_args_limit below, or sizes_parse*. */
 
 /* The options of a command, with getopt_long: "--name VALUE" and "--name=VALUE" both work, a
  * long name may be shortened while it is unambiguous, and every mistake is one line naming the
@@ -96,16 +94,6 @@ bool util_args_number(struct util_args *a, double lo, double hi, double *out);
  * own: a missing operand, options that do not go together. Returns EXIT_USAGE. */
 int util_usage_error(const struct util_args *a, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
-
-/* The hand-written loops' helper, until every command uses util_args_*: if argv[*i] is one of
- * `opts` (a list ended by a NULL name), "--name VALUE" or "--name=VALUE", stores its value in the
- * slot and returns 1; 0 when it is none of them; -1 with one line when the value is missing. */
-struct util_valued_option {
-    const char *name;
-    const char **slot;
-};
-int util_take_value(const char *cmd, int argc, char **argv, int *i,
-                    const struct util_valued_option *opts);
 
 /* Human-readable sizes: "14.50 GiB", "256.00 MiB", "512 B". Negative values are shown as 0. */
 #define UTIL_SIZE_LEN 32
