@@ -1,6 +1,7 @@
 /* cmd_merge.c: `vramwatch merge REPORT... -o FILE`: the reports of one job's processes as one
  * vramwatch.job/1 file, after checking that they are one job. */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,10 @@ static const char usage[] =
         "vramwatch report reads it back. A REPORT may itself be a merged file.\n"
         "\n"
         "The reports must be one job: the same command line (apart from --local_rank), the same\n"
-        "world size, no process twice (host and pid) and no rank twice. Anything else is refused.\n"
+        "world size, the same launcher ids (torchrun run id, Slurm job and step, MPI job), no\n"
+        "process twice (host and pid), no rank twice, one parent per host for processes without\n"
+        "a rank, and lives that overlap in time (docs/multi-process.md: One job or several).\n"
+        "Anything else is refused, with the reason. vramwatch report shows separate runs apart.\n"
         "\n"
         "  -o, --output FILE  where to write (replaced whole, mode 0600: reports hold command lines)\n"
         "  --help             this text\n"
@@ -35,41 +39,29 @@ static void print_doc(FILE *f, const void *doc)
 
 int cmd_merge(int argc, char **argv)
 {
+    static const struct option longopts[] = {
+        { "output", required_argument, NULL, 'o' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
     const char *output = NULL;
-    const struct util_valued_option valued[] = { { "-o", &output },
-                                                 { "--output", &output },
-                                                 { NULL, NULL } };
-    char **paths = util_xcalloc((size_t)argc, sizeof *paths);
-    size_t n = 0;
-    bool only_files = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (only_files || a[0] != '-' || !a[1]) {
-            paths[n++] = argv[i];
-            continue;
-        }
-        if (strcmp(a, "--") == 0) {
-            only_files = true;
-            continue;
-        }
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            free(paths);
+    struct util_args a;
+    util_args_init(&a, "merge", argc, argv, "ho:", longopts, false);
+    for (int c; (c = util_args_next(&a)) != -1;) {
+        switch (c) {
+        case 'o':
+            output = a.value;
+            break;
+        case 'h':
             fputs(usage, stdout);
             return EXIT_DONE;
-        }
-        int taken = util_take_value("merge", argc, argv, &i, valued);
-        if (taken < 0) {
-            free(paths);
-            return EXIT_USAGE;
-        }
-        if (taken == 0) {
-            free(paths);
-            util_err("merge: unknown option %s (see vramwatch merge --help)", a);
+        default: /* the one-line error is on stderr */
             return EXIT_USAGE;
         }
     }
+    char **paths = argv + a.next;
+    size_t n = (size_t)(argc - a.next);
     if (n == 0 || !output) {
-        free(paths);
         util_err("merge: %s (usage: vramwatch merge REPORT... -o FILE)",
                  n == 0 ? "no report file given" : "no output file given with -o");
         return EXIT_USAGE;
@@ -114,7 +106,6 @@ int cmd_merge(int argc, char **argv)
     }
     sb_free(&err);
     job_free_reports(reports, n_reports);
-    free(paths);
     if (fflush(stdout) != 0 && status == EXIT_DONE) {
         util_err("merge: cannot write the output");
         status = EXIT_USAGE;

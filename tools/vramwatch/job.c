@@ -74,16 +74,38 @@ static bool globally_unique(const char *id)
     return strncmp(id, "GPU-", 4) == 0 || strncmp(id, "MIG-", 4) == 0;
 }
 
-static size_t find_gpu(struct job *j, const char *host, const char *id)
+/* FNV-1a over the id, and the host for ids that only name a GPU on their host. */
+static uint64_t gpu_hash(const char *host, const char *id)
 {
-    for (size_t g = 0; g < j->n_gpus; g++)
-        if (strcmp(j->gpus[g].id, id) == 0 &&
-            (globally_unique(id) || strcmp(j->gpus[g].host, host) == 0))
-            return g;
-    return SIZE_MAX;
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *c = id; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    if (!globally_unique(id))
+        for (const char *c = host; *c; c++)
+            h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    return h;
 }
 
-static void add_to_gpu(struct job *j, size_t p, size_t dev)
+/* The GPU index table: open addressing over job.gpus, at most half full. */
+struct gpu_index {
+    size_t *slot; /* index into job.gpus + 1; 0: empty */
+    size_t cap;
+};
+
+static size_t *gpu_slot(struct job *j, struct gpu_index *ix, const char *host, const char *id)
+{
+    size_t k = (size_t)gpu_hash(host, id) & (ix->cap - 1);
+    for (;; k = (k + 1) & (ix->cap - 1)) {
+        size_t g = ix->slot[k];
+        if (g == 0)
+            return &ix->slot[k];
+        const struct job_gpu *gpu = &j->gpus[g - 1];
+        if (strcmp(gpu->id, id) == 0 && (globally_unique(id) || strcmp(gpu->host, host) == 0))
+            return &ix->slot[k];
+    }
+}
+
+static void add_to_gpu(struct job *j, struct gpu_index *ix, size_t p, size_t dev)
 {
     struct job_process *jp = &j->procs[p];
     const struct model_device *d = &jp->r->devices[dev];
@@ -91,11 +113,13 @@ static void add_to_gpu(struct job *j, size_t p, size_t dev)
     jp->gpus[dev] = SIZE_MAX;
     if (!id)
         return;
-    size_t g = find_gpu(j, jp->r->process.host, id);
+    size_t *slot = gpu_slot(j, ix, jp->r->process.host, id);
+    size_t g = *slot ? *slot - 1 : SIZE_MAX;
     if (g == SIZE_MAX) {
         j->gpus = util_xrealloc(j->gpus, (j->n_gpus + 1) * sizeof *j->gpus);
         g = j->n_gpus++;
         j->gpus[g] = (struct job_gpu){ .host = jp->r->process.host, .id = id };
+        *slot = g + 1;
     }
     struct job_gpu *gpu = &j->gpus[g];
     jp->gpus[dev] = g;
@@ -187,6 +211,26 @@ static void find_shared(struct job *j)
 
 /* ---- the job ---- */
 
+static int by_host_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static size_t count_hosts(const struct model_report *const *order, size_t n)
+{
+    if (n == 0)
+        return 0;
+    const char **names = util_xcalloc(n, sizeof *names);
+    for (size_t i = 0; i < n; i++)
+        names[i] = order[i]->process.host;
+    qsort(names, n, sizeof *names, by_host_name);
+    size_t hosts = 1;
+    for (size_t i = 1; i < n; i++)
+        hosts += strcmp(names[i], names[i - 1]) != 0;
+    free(names);
+    return hosts;
+}
+
 void job_build(struct job *j, const struct model_report *reports, size_t n)
 {
     *j = (struct job){ 0 };
@@ -212,10 +256,6 @@ void job_build(struct job *j, const struct model_report *reports, size_t n)
         const model_int *s = &r->process.start_unix_ns;
         if (s->known && (!j->start_unix_ns.known || s->v < j->start_unix_ns.v))
             j->start_unix_ns = *s;
-        bool seen = false;
-        for (size_t k = 0; k < i && !seen; k++)
-            seen = strcmp(r->process.host, order[k]->process.host) == 0;
-        j->hosts += !seen;
 
         const model_int *w = &r->process.world_size;
         if (w->known) {
@@ -235,10 +275,19 @@ void job_build(struct job *j, const struct model_report *reports, size_t n)
     }
     if (!world_agrees)
         j->world_size = (model_int){ 0, false };
+    j->hosts = count_hosts(order, n);
     /* GPUs after all ids exist: they point into the processes' id strings. */
+    size_t devices = 0;
+    for (size_t i = 0; i < n; i++)
+        devices += j->procs[i].r->n_devices;
+    struct gpu_index ix = { NULL, 16 };
+    while (ix.cap < 2 * devices)
+        ix.cap *= 2;
+    ix.slot = util_xcalloc(ix.cap, sizeof *ix.slot);
     for (size_t i = 0; i < n; i++)
         for (size_t d = 0; d < j->procs[i].r->n_devices; d++)
-            add_to_gpu(j, i, d);
+            add_to_gpu(j, &ix, i, d);
+    free(ix.slot);
     j->median_peak_bytes = median_peak(j);
     find_imbalance(j);
     find_shared(j);
@@ -300,6 +349,9 @@ static cJSON *gpu_json(const struct job *j, size_t g)
     return o;
 }
 
+static size_t split(const struct model_report *reports, const struct model_report *const *ptrs,
+                    size_t n, size_t *run_of);
+
 cJSON *job_to_json(const struct job *j)
 {
     cJSON *job = cJSON_CreateObject();
@@ -347,6 +399,24 @@ cJSON *job_to_json(const struct job *j)
     for (size_t g = 0; g < j->n_gpus; g++)
         cJSON_AddItemToArray(gpus, gpu_json(j, g));
     cJSON_AddItemToObject(job, "median_peak_bytes", json_new_int(j->median_peak_bytes));
+    /* Separate runs among the processes (report --json on a folder of many; merge writes one). */
+    const struct model_report **ptrs = util_xcalloc(j->n ? j->n : 1, sizeof *ptrs);
+    size_t *run_of = util_xcalloc(j->n ? j->n : 1, sizeof *run_of);
+    for (size_t i = 0; i < j->n; i++)
+        ptrs[i] = j->procs[i].r;
+    size_t n_runs = split(NULL, ptrs, j->n, run_of);
+    cJSON *runs = cJSON_AddArrayToObject(job, "runs");
+    for (size_t g = 0; g < n_runs; g++) {
+        cJSON *members = cJSON_CreateArray();
+        for (size_t i = 0; i < j->n; i++)
+            if (run_of[i] == g)
+                cJSON_AddItemToArray(members, json_new_int((int64_t)i));
+        cJSON *run = cJSON_CreateObject();
+        cJSON_AddItemToObject(run, "processes", members);
+        cJSON_AddItemToArray(runs, run);
+    }
+    free(run_of);
+    free(ptrs);
     cJSON *fs = cJSON_AddArrayToObject(job, "findings");
     for (size_t i = 0; i < j->n_findings; i++) {
         const struct job_finding *x = &j->findings[i];
@@ -417,32 +487,347 @@ static void add_who(struct strbuf *b, const struct model_report *r)
     sb_addc(b, ')');
 }
 
-bool job_mixed(const struct model_report *reports, size_t n, struct strbuf *why)
+/* What a report says of the job it was part of (process.launcher, process.loaded_unix_ns;
+ * docs/report-format.md), read from the tree: reports of earlier versions have neither. */
+struct ident {
+    const struct model_report *r;
+    const char *torchrun, *slurm_job, *slurm_step, *mpi; /* NULL: unknown */
+    model_int parent_pid, parent_start;
+    model_int begin, end; /* the process's life as far as the report knows it */
+    size_t host;          /* interned: equal numbers, equal host names */
+};
+
+static const char *launcher_str(const cJSON *l, const char *key)
 {
-    for (size_t i = 0; i < n; i++) {
-        const struct model_process *p = &reports[i].process;
-        for (size_t k = 0; k < i; k++) {
-            const struct model_process *q = &reports[k].process;
-            const char *what = NULL;
-            if (p->pid == q->pid && strcmp(p->host, q->host) == 0)
-                what = "the same process twice (same host and pid)";
-            else if (!same_command(p, q))
-                what = "different command lines: not one job";
-            else if (p->world_size.known && q->world_size.known &&
-                     p->world_size.v != q->world_size.v)
-                what = "different world sizes: not one job";
-            else if (p->rank.known && q->rank.known && p->rank.v == q->rank.v)
-                what = "the same rank twice: two runs of the job?";
-            if (!what)
-                continue;
-            add_who(why, &reports[k]);
-            sb_add(why, " and ");
-            add_who(why, &reports[i]);
-            sb_printf(why, ": %s", what);
-            return true;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(l, key);
+    return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
+}
+
+static model_int launcher_int(const cJSON *o, const char *key)
+{
+    int64_t v;
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (x && json_int(x, &v) == JSON_INT_OK && v >= 0)
+        return (model_int){ v, true };
+    return (model_int){ 0, false };
+}
+
+static void read_ident(const struct model_report *r, struct ident *id)
+{
+    *id = (struct ident){ .r = r };
+    const cJSON *proc = r->root ? cJSON_GetObjectItemCaseSensitive(r->root, "process") : NULL;
+    const cJSON *l = proc ? cJSON_GetObjectItemCaseSensitive(proc, "launcher") : NULL;
+    if (cJSON_IsObject(l)) {
+        id->torchrun = launcher_str(l, "torchrun_run_id");
+        /* torchrun's default --rdzv-id: every job without one has it, so it tells none apart. */
+        if (id->torchrun && strcmp(id->torchrun, "none") == 0)
+            id->torchrun = NULL;
+        id->slurm_job = launcher_str(l, "slurm_job_id");
+        id->slurm_step = launcher_str(l, "slurm_step_id");
+        id->mpi = launcher_str(l, "mpi_job_id");
+        id->parent_pid = launcher_int(l, "parent_pid");
+        id->parent_start = launcher_int(l, "parent_start_unix_ns");
+    } else {
+        /* An earlier report: its parent when it was written, without a start time. */
+        id->parent_pid = r->process.ppid;
+    }
+    /* The life: from the library's load (precise) or the process start (to about a second), to
+     * the last report it wrote. */
+    id->begin = proc ? launcher_int(proc, "loaded_unix_ns") : (model_int){ 0, false };
+    if (!id->begin.known)
+        id->begin = r->process.start_unix_ns;
+    id->end = (model_int){ r->time_unix_ns, true };
+}
+
+void job_add_launcher(struct strbuf *b, const struct model_report *r, bool parent_too)
+{
+    struct ident id;
+    read_ident(r, &id);
+    const cJSON *proc = r->root ? cJSON_GetObjectItemCaseSensitive(r->root, "process") : NULL;
+    const cJSON *l = proc ? cJSON_GetObjectItemCaseSensitive(proc, "launcher") : NULL;
+    const char *parent = cJSON_IsObject(l) ? launcher_str(l, "parent_name") : NULL;
+    size_t len = b->len;
+    if (id.torchrun) {
+        sb_add(b, "torchrun run ");
+        util_add_text(b, id.torchrun);
+    }
+    if (id.slurm_job) {
+        sb_add(b, b->len > len ? ", Slurm job " : "Slurm job ");
+        util_add_text(b, id.slurm_job);
+        if (id.slurm_step) {
+            sb_add(b, " step ");
+            util_add_text(b, id.slurm_step);
         }
     }
-    return false;
+    if (id.mpi) {
+        sb_add(b, b->len > len ? ", MPI job " : "MPI job ");
+        util_add_text(b, id.mpi);
+    }
+    if (b->len == len && parent_too && cJSON_IsObject(l) && id.parent_pid.known) {
+        sb_add(b, "started by ");
+        if (parent) {
+            util_add_text(b, parent);
+            sb_add(b, ", ");
+        }
+        sb_printf(b, "pid %" PRId64, id.parent_pid.v);
+    }
+}
+
+static bool differ(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) != 0;
+}
+
+/* An id that the launcher gives every process of one job and no other: both reports have it and
+ * it is the same, so they are one job whatever their parents and times. */
+static bool same_job_id(const struct ident *a, const struct ident *b)
+{
+    return (a->torchrun && b->torchrun && strcmp(a->torchrun, b->torchrun) == 0) ||
+           (a->mpi && b->mpi && strcmp(a->mpi, b->mpi) == 0) ||
+           (a->slurm_job && b->slurm_job && a->slurm_step && b->slurm_step &&
+            strcmp(a->slurm_job, b->slurm_job) == 0 && strcmp(a->slurm_step, b->slurm_step) == 0);
+}
+
+static void add_ids(struct strbuf *b, const char *what, const char *x, const char *y)
+{
+    sb_printf(b, "different %s (", what);
+    util_add_text(b, x);
+    sb_add(b, " and ");
+    util_add_text(b, y);
+    sb_add(b, "): not one job");
+}
+
+static bool same_parent(const struct ident *a, const struct ident *b)
+{
+    if (!a->parent_pid.known || !b->parent_pid.known)
+        return true;
+    if (a->parent_pid.v != b->parent_pid.v)
+        return false;
+    return !a->parent_start.known || !b->parent_start.known ||
+           a->parent_start.v == b->parent_start.v;
+}
+
+/* A job's processes run at the same time; one that ended before the other began is a run of its
+ * own. Unknown times overlap everything. */
+static bool overlap(const struct ident *a, const struct ident *b)
+{
+    return !a->begin.known || !b->begin.known || (b->begin.v < a->end.v && a->begin.v < b->end.v);
+}
+
+static const char *const WHY_TWICE = "the same process twice (same host and pid)";
+static const char *const WHY_RANK = "the same rank twice: two runs of the job?";
+/* One job's processes on one host come from one launcher (torchrun's agent, mpirun's daemon, the
+ * training process for its workers); separate runs from two shells do not. Applied where a
+ * process has no rank: two ranks of one job may be started one by one (a script, a test), and
+ * two jobs' ranks are told apart by their ranks, launcher ids and time. */
+static const char *const WHY_PARENT =
+        "started by different parent processes on one host: separate runs";
+static const char *const WHY_TIME = "one ended before the other began: separate runs";
+
+/* Why two reports cannot be of one job, into why (which must be empty), or false. The order of
+ * the tests is the order of the reasons' weight: the same process, then what the command line
+ * and the launcher say, then the rank, then the parent and the time. */
+static bool conflict(const struct ident *a, const struct ident *b, struct strbuf *why)
+{
+    const struct model_process *p = &a->r->process, *q = &b->r->process;
+    if (p->pid == q->pid && a->host == b->host)
+        sb_add(why, WHY_TWICE);
+    else if (!same_command(p, q))
+        sb_add(why, "different command lines: not one job");
+    else if (p->world_size.known && q->world_size.known && p->world_size.v != q->world_size.v)
+        sb_add(why, "different world sizes: not one job");
+    else if (differ(a->torchrun, b->torchrun))
+        add_ids(why, "torchrun run ids", a->torchrun, b->torchrun);
+    else if (differ(a->slurm_job, b->slurm_job))
+        add_ids(why, "Slurm jobs", a->slurm_job, b->slurm_job);
+    else if (differ(a->slurm_step, b->slurm_step))
+        add_ids(why, "Slurm steps", a->slurm_step, b->slurm_step);
+    else if (differ(a->mpi, b->mpi))
+        add_ids(why, "MPI jobs", a->mpi, b->mpi);
+    else if (p->rank.known && q->rank.known && p->rank.v == q->rank.v)
+        sb_add(why, WHY_RANK);
+    else if (same_job_id(a, b))
+        return false;
+    else if (!(p->rank.known && q->rank.known) && a->host == b->host && !same_parent(a, b))
+        sb_add(why, WHY_PARENT);
+    else if (!overlap(a, b))
+        sb_add(why, WHY_TIME);
+    else
+        return false;
+    return true;
+}
+
+static int by_host_of(const void *x, const void *y)
+{
+    const struct ident *a = *(const struct ident *const *)x, *b = *(const struct ident *const *)y;
+    return strcmp(a->r->process.host, b->r->process.host);
+}
+
+static struct ident *read_idents(const struct model_report *reports,
+                                 const struct model_report *const *ptrs, size_t n)
+{
+    struct ident *ids = util_xcalloc(n ? n : 1, sizeof *ids);
+    struct ident **sorted = util_xcalloc(n ? n : 1, sizeof *sorted);
+    for (size_t i = 0; i < n; i++) {
+        read_ident(ptrs ? ptrs[i] : &reports[i], &ids[i]);
+        sorted[i] = &ids[i];
+    }
+    qsort(sorted, n, sizeof *sorted, by_host_of);
+    size_t host = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i && by_host_of(&sorted[i - 1], &sorted[i]) != 0)
+            host++;
+        sorted[i]->host = host;
+    }
+    free(sorted);
+    return ids;
+}
+
+/* A run being gathered: its members, and the member that began last and the one that ended
+ * first (every member overlaps every other exactly when the last beginning is before the first
+ * end). */
+struct run {
+    size_t *members;
+    size_t n, cap;
+    size_t last_begin, first_end; /* members' report indices; SIZE_MAX: none timed yet */
+};
+
+static void run_add(struct run *g, const struct ident *ids, size_t i)
+{
+    if (g->n == 0)
+        g->last_begin = g->first_end = SIZE_MAX;
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 8;
+        g->members = util_xrealloc(g->members, g->cap * sizeof *g->members);
+    }
+    g->members[g->n++] = i;
+    const struct ident *x = &ids[i];
+    if (!x->begin.known)
+        return;
+    if (g->last_begin == SIZE_MAX || x->begin.v > ids[g->last_begin].begin.v)
+        g->last_begin = i;
+    if (g->first_end == SIZE_MAX || x->end.v < ids[g->first_end].end.v)
+        g->first_end = i;
+}
+
+/* Whether report i fits run g; if not, the reason in why and the member it conflicts with. The
+ * command line, world size and launcher's ids are the same in every member, so the first one
+ * stands for all in those; process, rank and parent are compared with each member as integers,
+ * and the time with the run's span, so a job of thousands of processes is gathered quickly. */
+static bool run_fits(const struct ident *ids, const struct run *g, size_t i, struct strbuf *why,
+                     size_t *with)
+{
+    const struct ident *x = &ids[i];
+    *with = g->members[0];
+    if (conflict(&ids[g->members[0]], x, why))
+        return false;
+    bool pinned = same_job_id(&ids[g->members[0]], x);
+    const model_int *rank = &x->r->process.rank;
+    for (size_t k = 1; k < g->n; k++) {
+        const struct ident *m = &ids[g->members[k]];
+        const char *reason = NULL;
+        if (m->host == x->host && m->r->process.pid == x->r->process.pid)
+            reason = WHY_TWICE;
+        else if (rank->known && m->r->process.rank.known && m->r->process.rank.v == rank->v)
+            reason = WHY_RANK;
+        else if (!pinned && !(rank->known && m->r->process.rank.known) && m->host == x->host &&
+                 !same_parent(m, x))
+            reason = WHY_PARENT;
+        if (reason) {
+            sb_add(why, reason);
+            *with = g->members[k];
+            return false;
+        }
+    }
+    if (!pinned && x->begin.known && g->last_begin != SIZE_MAX) {
+        size_t other = SIZE_MAX;
+        if (ids[g->last_begin].begin.v >= x->end.v)
+            other = g->last_begin;
+        else if (x->begin.v >= ids[g->first_end].end.v)
+            other = g->first_end;
+        if (other != SIZE_MAX) {
+            sb_add(why, WHY_TIME);
+            *with = other;
+            return false;
+        }
+    }
+    return true;
+}
+
+static int by_begin(const void *x, const void *y)
+{
+    const struct ident *a = *(const struct ident *const *)x, *b = *(const struct ident *const *)y;
+    int64_t ta = a->begin.known ? a->begin.v : a->end.v,
+            tb = b->begin.known ? b->begin.v : b->end.v;
+    if (ta != tb)
+        return ta < tb ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+static size_t split(const struct model_report *reports, const struct model_report *const *ptrs,
+                    size_t n, size_t *run_of)
+{
+    if (n == 0)
+        return 0;
+    struct ident *ids = read_idents(reports, ptrs, n);
+    struct ident **order = util_xcalloc(n, sizeof *order);
+    for (size_t i = 0; i < n; i++)
+        order[i] = &ids[i];
+    /* In the order the processes began: runs are numbered as they started. */
+    qsort(order, n, sizeof *order, by_begin);
+    struct run *runs = NULL;
+    size_t n_runs = 0, with;
+    struct strbuf why = { 0 };
+    for (size_t o = 0; o < n; o++) {
+        size_t i = (size_t)(order[o] - ids);
+        size_t g = 0;
+        for (; g < n_runs; g++) {
+            sb_truncate(&why, 0);
+            if (run_fits(ids, &runs[g], i, &why, &with))
+                break;
+        }
+        if (g == n_runs) {
+            runs = util_xrealloc(runs, (n_runs + 1) * sizeof *runs);
+            runs[n_runs++] = (struct run){ 0 };
+        }
+        run_add(&runs[g], ids, i);
+        run_of[i] = g;
+    }
+    for (size_t g = 0; g < n_runs; g++)
+        free(runs[g].members);
+    free(runs);
+    sb_free(&why);
+    free(order);
+    free(ids);
+    return n_runs;
+}
+
+size_t job_split(const struct model_report *reports, size_t n, size_t *run_of)
+{
+    return split(reports, NULL, n, run_of);
+}
+
+bool job_mixed(const struct model_report *reports, size_t n, struct strbuf *why)
+{
+    struct ident *ids = read_idents(reports, NULL, n);
+    struct run all = { 0 };
+    bool mixed = false;
+    struct strbuf reason = { 0 };
+    for (size_t i = 0; i < n && !mixed; i++) {
+        size_t with;
+        if (all.n > 0 && !run_fits(ids, &all, i, &reason, &with)) {
+            add_who(why, &reports[with]);
+            sb_add(why, " and ");
+            add_who(why, &reports[i]);
+            sb_printf(why, ": %s", sb_str(&reason));
+            mixed = true;
+        }
+        run_add(&all, ids, i);
+    }
+    sb_free(&reason);
+    free(all.members);
+    free(ids);
+    return mixed;
 }
 
 int64_t job_world_size(const struct job *j)

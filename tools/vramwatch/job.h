@@ -78,11 +78,23 @@ void job_free(struct job *j);
  * before the reports. */
 cJSON *job_to_json(const struct job *j);
 
-/* Why these reports cannot be one job, in one line, or false. The rule (docs/multi-process.md):
- * the same command line (apart from --local_rank/--local-rank, which DeepSpeed and the old
- * launcher give each rank), the same world size, no process twice (host and pid), no rank
- * twice. */
+/* Why these reports cannot be one job, in one line, or false. The rule (docs/multi-process.md,
+ * "One job or several"): the same command line (apart from --local_rank/--local-rank, which
+ * DeepSpeed and the old launcher give each rank), the same world size, the same launcher ids
+ * (torchrun run id, Slurm job and step, MPI job), no process twice (host and pid), no rank
+ * twice; and without a launcher id that both share, one parent process per host and lives
+ * that overlap in time. */
 bool job_mixed(const struct model_report *reports, size_t n, struct strbuf *why);
+
+/* The separate runs (jobs, or single processes) among these reports, by job_mixed's rule:
+ * run_of[i] (n entries) gets the run of reports[i], runs numbered from 0 in the order they began.
+ * Returns how many runs there are. */
+size_t job_split(const struct model_report *reports, size_t n, size_t *run_of);
+
+/* The launcher a report names, for people: "torchrun run 4c1f", "Slurm job 77 step 0",
+ * "MPI job 1234", else (with parent_too) "started by bash, pid 3001"; nothing when the report
+ * says nothing. */
+void job_add_launcher(struct strbuf *b, const struct model_report *r, bool parent_too);
 
 /* The batch each rank ran: the batch flag of the command line, divided by the world size for
  * the YOLO scripts whose --batch is the total over all GPUs. False when no flag was found. */
