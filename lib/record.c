@@ -6,6 +6,7 @@
 
 #include "driver.h"
 #include "errnames.h"
+#include "live.h"
 #include "status.h"
 
 static bool exit_registered;
@@ -18,6 +19,7 @@ static void on_exit_report(void)
         vw_status_update(vw_now_ns(), false, true); /* the last figures, whatever the rate limit */
     if (vw_ready && !vw_opt.disable && core_touched())
         vw_write_report("exit");
+    vw_live_remove(); /* the process is gone for vramwatch top */
 }
 
 static void register_exit(void)

@@ -16,6 +16,7 @@
  * child inherits the handler but not the thread: there it puts the old disposition back and
  * raises the signal again at once, as if we were not there. */
 #include "interpose.h"
+#include "live.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -89,12 +90,23 @@ static void on_stop(int sig, siginfo_t *info, void *uctx)
     errno = saved;
 }
 
+/* Also keeps the live-state file up to date (live.c): at once, then every VW_LIVE_INTERVAL_MS
+ * while no signal comes. */
 static void *watcher(void *arg)
 {
     (void)arg;
+    vw_live_tick();
     for (;;) {
+        struct pollfd pf = { .fd = pipe_fd[0], .events = POLLIN };
+        int ready = poll(&pf, 1, VW_LIVE_INTERVAL_MS);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready == 0) {
+            vw_live_tick();
+            continue;
+        }
         unsigned char b;
-        ssize_t n = read(pipe_fd[0], &b, 1);
+        ssize_t n = ready < 0 ? -1 : read(pipe_fd[0], &b, 1);
         if (n < 0 && errno == EINTR)
             continue;
         if (n != 1)

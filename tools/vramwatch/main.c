@@ -23,6 +23,7 @@ static const struct {
     { "fit", cmd_fit, "rerun a command at other batch sizes and find the largest that fits" },
     { "merge", cmd_merge,
       "one view of the reports of many processes (ranks): a vramwatch.job/1 file" },
+    { "top", cmd_top, "the processes running under vramwatch now: their memory and call sites" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -1,0 +1,371 @@
+/* The live-state file (layout and rules in livefile.h): a small fixed-size file each process
+ * keeps up to date from the library's own thread, for `vramwatch top`.
+ *
+ * Cost: nothing on the hook path. The watcher thread (signals.c) calls vw_live_tick once a
+ * second: a copy of the core's counters (core_snapshot) and, when anything was allocated or
+ * freed since, of its call sites to rank them; the copy of the call sites is spaced so that it
+ * takes at most 1% of the thread's time (a run with tens of thousands of call sites refreshes
+ * them less often). The file is created at the first tick, so a process that never made an
+ * allocation call has none, and removed at exit. */
+#include "live.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "driver.h"
+#include "interpose.h"
+#include "livefile.h"
+#include "log.h"
+#include "pyframes.h"
+#include "safefile.h"
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vw_live_file *map;  /* under live_lock */
+static struct vw_live_file stage; /* under live_lock: the next content, copied in at once */
+static struct core_snapshot snap; /* under live_lock */
+static bool failed, gone;
+static pid_t owner;
+static int dirfd_live = -1;
+static char name[sizeof(VW_LIVE_PREFIX) + 64 + 24];
+/* The call sites' copy, kept between ticks and grown as the run makes more sites. */
+static struct core_callsite *sites;
+static uint64_t *frames;
+static uint32_t sites_cap, frames_cap;
+static uint64_t sites_due_ns, sites_seen_calls;
+static int64_t total_of[VW_MAX_DEVICES];
+
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+/* A path that does not fit keeps its end, where the file's name is. */
+static void put_tail(char *out, size_t cap, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n < cap) {
+        memcpy(out, s ? s : "", n + 1);
+        return;
+    }
+    memcpy(out, "...", 3);
+    memcpy(out + 3, s + n - (cap - 4), cap - 4);
+    out[cap - 1] = 0;
+}
+
+static void put_head(char *out, size_t cap, const char *s)
+{
+    snprintf(out, cap, "%s", s ? s : "");
+}
+
+/* Host names end up in file names: keep them to a safe alphabet, as report.c does. */
+static void host_name(char *out, size_t n)
+{
+    if (gethostname(out, n) != 0)
+        snprintf(out, n, "unknown");
+    out[n - 1] = 0;
+    for (char *p = out; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '-' || *p == '_'))
+            *p = '_';
+}
+
+/* The first of `names` set to a number, as report.c reads the launchers' rank variables. */
+static int64_t env_int(const char *const *names)
+{
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        char *end;
+        if (!v || !*v)
+            continue;
+        long long x = strtoll(v, &end, 10);
+        if (*end == 0 && x >= 0)
+            return x;
+    }
+    return -1;
+}
+
+static void read_argv(char *out, size_t cap)
+{
+    out[0] = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, out, cap - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    out[n] = 0;
+    for (ssize_t i = 0; i + 1 < n; i++)
+        if (!out[i])
+            out[i] = ' ';
+}
+
+static void fill_process(struct vw_live_file *f)
+{
+    static const char *const rank[] = { "RANK",         "OMPI_COMM_WORLD_RANK",
+                                        "PMI_RANK",     "MV2_COMM_WORLD_RANK",
+                                        "SLURM_PROCID", NULL };
+    static const char *const local[] = { "LOCAL_RANK",      "OMPI_COMM_WORLD_LOCAL_RANK",
+                                         "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
+                                         "SLURM_LOCALID",   NULL };
+    static const char *const world[] = { "WORLD_SIZE",          "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                         "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS",         NULL };
+    memcpy(f->magic, VW_LIVE_MAGIC, 8);
+    f->version = VW_LIVE_VERSION;
+    f->size = (uint32_t)sizeof(*f);
+    f->pid = getpid();
+    f->ppid = getppid();
+    f->rank = env_int(rank);
+    f->local_rank = env_int(local);
+    f->world_size = env_int(world);
+    f->start_unix_ns = vw_now_ns();
+    f->interval_ms = VW_LIVE_INTERVAL_MS;
+    host_name(f->host, sizeof(f->host));
+    char cwd[PATH_MAX];
+    put_tail(f->cwd, sizeof(f->cwd), getcwd(cwd, sizeof(cwd)) ? cwd : "");
+    read_argv(f->argv, sizeof(f->argv));
+}
+
+/* The live view is an extra: a folder it cannot use is said at VRAMWATCH_LOG=info only (the
+ * report's own warning, when there is one, says what matters). Called once: `failed` stops it. */
+#define info_once(...) vw_log(VW_LOG_INFO, __VA_ARGS__)
+
+/* Under live_lock. One message and no live file for the process's life when it cannot be made. */
+static bool create(void)
+{
+    char why[512];
+    fill_process(&stage);
+    snprintf(name, sizeof(name), VW_LIVE_PREFIX "%s.%d", stage.host, (int)stage.pid);
+    dirfd_live = safefile_open_dir(vw_opt.dir, true, why, sizeof(why));
+    if (dirfd_live < 0) {
+        info_once("no live-state file in %s: %s", vw_opt.dir, why);
+        return false;
+    }
+    /* O_EXCL | O_NOFOLLOW: never written through a name planted in advance. A file already at our
+     * name is an earlier process's whose pid came back (a restarted container): ours now. */
+    int fd = openat(dirfd_live, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST && unlinkat(dirfd_live, name, 0) == 0)
+        fd = openat(dirfd_live, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        info_once("no live-state file in %s: %s", vw_opt.dir, strerror(errno));
+        close(dirfd_live);
+        dirfd_live = -1;
+        return false;
+    }
+    (void)fchmod(fd, 0600); /* whatever the umask */
+    void *p = MAP_FAILED;
+    if (ftruncate(fd, (off_t)sizeof(*map)) == 0)
+        p = mmap(NULL, sizeof(*map), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int err = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        info_once("no live-state file in %s: %s", vw_opt.dir, strerror(err));
+        unlinkat(dirfd_live, name, 0);
+        close(dirfd_live);
+        dirfd_live = -1;
+        return false;
+    }
+    map = p;
+    __atomic_store_n(&owner, (pid_t)stage.pid, __ATOMIC_RELEASE);
+    return true;
+}
+
+static void describe_native(struct vw_live_frame *o, uint64_t ip, demangle_fn demangle)
+{
+    /* Return addresses point after the call: the byte before is inside the caller. */
+    uint64_t at = ip ? ip - 1 : 0;
+    Dl_info di;
+    struct link_map *lm = NULL;
+    o->python = 0;
+    o->symbol_offset = -1;
+    o->line_or_offset = (int64_t)at;
+    if (!dladdr1((void *)(uintptr_t)at, &di, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+        return;
+    put_tail(o->file_or_module, sizeof(o->file_or_module), di.dli_fname);
+    o->line_or_offset = (int64_t)(at - (uint64_t)lm->l_addr);
+    if (!di.dli_sname)
+        return;
+    o->symbol_offset = (int64_t)(at - (uint64_t)(uintptr_t)di.dli_saddr);
+    int status = -1;
+    char *d = NULL;
+    if (demangle && di.dli_sname[0] == '_' && di.dli_sname[1] == 'Z')
+        d = demangle(di.dli_sname, NULL, NULL, &status);
+    put_head(o->function_or_symbol, sizeof(o->function_or_symbol),
+             d && status == 0 ? d : di.dli_sname);
+    free(d);
+}
+
+/* A call site's frames into the file: its Python frames and, in the room left, its innermost
+ * native frames, in their order (innermost first), so that the command line's rule for the
+ * application frame (model.c) finds the same frame when the chain is longer than the room. */
+static void fill_site(struct vw_live_site *o, uint32_t id, const struct core_callsite *cs,
+                      demangle_fn demangle)
+{
+    const uint64_t *fr = &frames[cs->frames_off];
+    uint32_t n = cs->nframes, py = 0;
+    for (uint32_t i = 0; i < n; i++)
+        py += pyframes_is_python(fr[i]);
+    uint32_t native_room = py >= VW_LIVE_FRAMES ? 0 : VW_LIVE_FRAMES - py, native = 0;
+    memset(o, 0, sizeof(*o));
+    o->id = id;
+    o->live_bytes = cs->live_bytes;
+    o->live_count = cs->live_count;
+    o->alloc_calls = cs->alloc_calls;
+    o->frames_total = n;
+    for (uint32_t i = 0; i < n && o->nframes < VW_LIVE_FRAMES; i++) {
+        struct vw_live_frame *f = &o->frames[o->nframes];
+        if (pyframes_is_python(fr[i])) {
+            const char *file, *function;
+            int line;
+            pyframes_describe(fr[i], &file, &function, &line);
+            f->python = 1;
+            f->line_or_offset = line;
+            f->symbol_offset = -1;
+            put_tail(f->file_or_module, sizeof(f->file_or_module), file ? file : "?");
+            put_head(f->function_or_symbol, sizeof(f->function_or_symbol),
+                     function ? function : "?");
+            o->nframes++;
+        } else if (native < native_room) {
+            describe_native(f, fr[i], demangle);
+            native++;
+            o->nframes++;
+        }
+    }
+}
+
+static bool grow(void **p, uint32_t *cap, uint32_t want, size_t each)
+{
+    if (want <= *cap)
+        return true;
+    uint32_t n = *cap ? *cap : 256;
+    while (n < want)
+        n = n > UINT32_MAX / 2 ? want : n * 2;
+    void *q = realloc(*p, (size_t)n * each);
+    if (!q)
+        return false;
+    *p = q;
+    *cap = n;
+    return true;
+}
+
+/* The call sites holding the most live memory, largest first, into stage. */
+static void rank_sites(uint64_t now)
+{
+    uint32_t n = snap.ncallsites;
+    int depth = vw_opt.stack_depth > 0 ? vw_opt.stack_depth : 1;
+    /* Room for every site's chain, up to 8 MiB of frames: beyond that, the sites made last keep
+     * fewer frames here (the report has them all). */
+    uint64_t want = (uint64_t)n * (uint64_t)(depth + VW_PY_DEFAULT_DEPTH);
+    uint32_t want_frames = want > (1u << 20) ? (1u << 20) : (uint32_t)want;
+    if (!n || !grow((void **)&sites, &sites_cap, n, sizeof(*sites)) ||
+        !grow((void **)&frames, &frames_cap, want_frames, sizeof(*frames)))
+        return;
+    core_copy_callsites(sites, n, frames, frames_cap);
+    uint32_t top[VW_LIVE_SITES], k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t v = sites[i].live_bytes;
+        if (!v || (k == VW_LIVE_SITES && v <= sites[top[k - 1]].live_bytes))
+            continue;
+        uint32_t j = k < VW_LIVE_SITES ? k++ : VW_LIVE_SITES - 1;
+        for (; j > 0 && sites[top[j - 1]].live_bytes < v; j--)
+            top[j] = top[j - 1];
+        top[j] = i;
+    }
+    void *dm = vw_real_dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    demangle_fn demangle;
+    memcpy(&demangle, &dm, sizeof(demangle));
+    for (uint32_t j = 0; j < k; j++)
+        fill_site(&stage.sites[j], top[j], &sites[top[j]], demangle);
+    stage.nsites = k;
+    /* At most 1% of the time: the next copy waits a hundred times what this one took. */
+    uint64_t took = vw_now_ns() - now;
+    sites_due_ns = vw_now_ns() + took * 100;
+}
+
+static void fill_devices(void)
+{
+    uint32_t k = 0;
+    for (int i = 0; i < VW_MAX_DEVICES && k < VW_LIVE_DEVICES; i++) {
+        const struct core_device *d = &snap.devices[i];
+        if (!d->active)
+            continue;
+        struct vw_live_device *o = &stage.devices[k++];
+        memset(o, 0, sizeof(*o));
+        o->ordinal = i;
+        o->live_bytes = (int64_t)d->live_bytes;
+        o->peak_live_bytes = (int64_t)d->peak_live_bytes;
+        int64_t extra = 0, high = 0;
+        o->reserved_bytes = (int64_t)d->live_bytes;
+        if (d->pool_used && vw_drv_pools(i, d, &extra, &high))
+            o->reserved_bytes += extra;
+        uint64_t lim = vw_limit_of(i);
+        o->limit_bytes = lim ? (int64_t)lim : -1;
+        if (!total_of[i]) {
+            size_t t;
+            total_of[i] = vw_drv_total_mem(i, &t) ? (int64_t)t : -1;
+        }
+        o->total_bytes = total_of[i];
+        o->alloc_calls = d->alloc_calls;
+        o->free_calls = d->free_calls;
+        o->failed_calls = d->failed_calls;
+    }
+    stage.ndevices = k;
+}
+
+void vw_live_tick(void)
+{
+    pthread_mutex_lock(&live_lock);
+    if (!failed && !gone && !map)
+        failed = !create();
+    if (failed || gone) {
+        pthread_mutex_unlock(&live_lock);
+        return;
+    }
+    uint64_t now = vw_now_ns();
+    core_snapshot(&snap);
+    fill_devices();
+    uint64_t calls = 0;
+    for (int i = 0; i <= VW_MAX_DEVICES; i++)
+        calls += snap.devices[i].alloc_calls + snap.devices[i].free_calls;
+    if (calls != sites_seen_calls && now >= sites_due_ns) {
+        sites_seen_calls = calls;
+        rank_sites(now);
+    }
+    uint64_t finals, flushes;
+    core_pressure(&finals, &flushes);
+    stage.oom = (uint32_t)finals;
+    stage.update_unix_ns = vw_now_ns();
+    /* The seqlock: odd while the content changes, even again when it is whole. */
+    uint64_t seq = __atomic_load_n(&map->seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&map->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    size_t at = offsetof(struct vw_live_file, seq), head = at + sizeof(map->seq);
+    memcpy(map, &stage, at);
+    memcpy((char *)map + head, (const char *)&stage + head, sizeof(stage) - head);
+    __atomic_store_n(&map->seq, seq + 2, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&live_lock);
+}
+
+void vw_live_remove(void)
+{
+    /* A forked child has no file of its own (and the lock may have been held across fork). */
+    pid_t o = __atomic_load_n(&owner, __ATOMIC_ACQUIRE);
+    if (!o || getpid() != o)
+        return;
+    pthread_mutex_lock(&live_lock);
+    if (map) {
+        munmap(map, sizeof(*map));
+        map = NULL;
+        unlinkat(dirfd_live, name, 0);
+    }
+    gone = true;
+    pthread_mutex_unlock(&live_lock);
+}

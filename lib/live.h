@@ -1,0 +1,14 @@
+/* The live-state file that `vramwatch top` reads (layout: livefile.h). */
+#ifndef VW_LIVE_H
+#define VW_LIVE_H
+
+#include <stdbool.h>
+
+/* From the watcher thread (signals.c), once at its start and then every VW_LIVE_INTERVAL_MS:
+ * creates the file at the first call, then brings it up to date. Never on the hook path. */
+#define VW_LIVE_INTERVAL_MS 1000
+void vw_live_tick(void);
+/* At exit: the file goes (only the process that made it removes it). */
+void vw_live_remove(void);
+
+#endif
