@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "commands.h"
 #include "preload.h"
 #include "report_view.h"
+#include "sizes.h"
 
 #ifndef VW_LIBDIR
 #define VW_LIBDIR "/usr/local/lib"
@@ -31,7 +33,8 @@
 #define START_SLACK_NS NS_PER_S
 
 static const char usage[] =
-        "usage: vramwatch run [--dir D] [--limit SIZE [--observe]] [--tensors] [--no-companion] -- CMD...\n"
+        "usage: vramwatch run [--dir D] [--limit SIZE [--observe]] [--tensors] [--no-companion]\n"
+        "                     [--color=WHEN] [--] CMD...\n"
         "\n"
         "Runs CMD with libvramwatch.so preloaded. When it ends, prints the post-mortem of the\n"
         "report(s) it left (as `vramwatch report` does) and exits with CMD's own status\n"
@@ -39,9 +42,11 @@ static const char usage[] =
         "\n"
         "  --dir D        write reports into folder D (VRAMWATCH_DIR; default: $VRAMWATCH_DIR, else\n"
         "                 the current folder)\n"
-        "  --limit SIZE   emulate a smaller card (VRAMWATCH_LIMIT): 16GiB, 16G, 16000MB, 17179869184,\n"
-        "                 or per device 0:16GiB,1:8GiB. K M G T KiB MiB GiB TiB are powers of 1024,\n"
-        "                 KB MB GB TB powers of 1000. Allocations past it fail as out of memory.\n"
+        "  --limit SIZE   emulate a smaller card (VRAMWATCH_LIMIT): 16GiB, 14.4GiB, 16G, 16000MB,\n"
+        "                 17179869184, a share of the card (90%), or per device 0:16GiB,1:8GiB.\n"
+        "                 K M G T KiB MiB GiB TiB are powers of 1024, KB MB GB TB powers of 1000;\n"
+        "                 the library reads it with the same grammar. Allocations past it fail as\n"
+        "                 out of memory.\n"
         "  --observe      with --limit: allocations past the limit still succeed when the card has\n"
         "                 room; the first crossing per device is recorded, so the run shows its need\n"
         "  --tensors      add backend:cudaMallocAsync to PYTORCH_CUDA_ALLOC_CONF, so each PyTorch\n"
@@ -50,8 +55,11 @@ static const char usage[] =
         "                 or a script whose #! line names one) run puts the companion first on\n"
         "                 PYTHONPATH; in a PyTorch job it marks each switch between model.train() and\n"
         "                 model.eval() (epoch 0 train, epoch 0 val, ...) for the advice's phases\n"
+        "  --color=WHEN   colour the post-mortem: auto (the default: on a terminal, unless NO_COLOR\n"
+        "                 is set to a non-empty value or TERM is dumb), always, or never\n"
         "  --help         this text\n"
         "\n"
+        "Options come before CMD, whose own options stay its own; -- may end them.\n"
         "The library is found next to this program, in the build tree, or in " VW_LIBDIR ";\n"
         "VRAMWATCH_LIB=PATH overrides. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to vramwatch are\n"
         "passed on to CMD.\n"
@@ -60,6 +68,7 @@ static const char usage[] =
 struct run_opts {
     const char *dir, *limit;
     bool observe, tensors, no_companion;
+    enum colour_mode colour;
     char **cmd;
 };
 
@@ -471,51 +480,58 @@ static void prefer_child(struct found *f, pid_t child)
 
 /* ---- the command ---- */
 
+/* The options up to CMD, which keeps its own ("run --limit 8G python train.py --batch 4"). */
 static bool parse(int argc, char **argv, struct run_opts *o, bool *help)
 {
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
+    static const struct option longopts[] = {
+        { "dir", required_argument, NULL, 'd' },    { "limit", required_argument, NULL, 'l' },
+        { "observe", no_argument, NULL, 'O' },      { "tensors", no_argument, NULL, 'T' },
+        { "no-companion", no_argument, NULL, 'N' }, { "color", required_argument, NULL, 'C' },
+        { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
+    };
+    struct sizes_limit limit;
+    struct util_args a;
+    util_args_init(&a, "run", argc, argv, "h", longopts, true);
+    for (int c; (c = util_args_next(&a)) != -1;) {
+        switch (c) {
+        case 'd':
+            o->dir = a.value;
             break;
-        }
-        if (a[0] != '-')
+        case 'l':
+            /* checked with the library's own grammar, and handed to it as written */
+            if (!util_args_limit(&a, &limit))
+                return false;
+            o->limit = a.value;
             break;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        case 'O':
+            o->observe = true;
+            break;
+        case 'T':
+            o->tensors = true;
+            break;
+        case 'N':
+            o->no_companion = true;
+            break;
+        case 'C':
+            if (!colour_option(&a, &o->colour))
+                return false;
+            break;
+        case 'h':
             *help = true;
             return true;
-        }
-        if (strcmp(a, "--observe") == 0) {
-            o->observe = true;
-            continue;
-        }
-        if (strcmp(a, "--tensors") == 0) {
-            o->tensors = true;
-            continue;
-        }
-        if (strcmp(a, "--no-companion") == 0) {
-            o->no_companion = true;
-            continue;
-        }
-        const struct util_valued_option opts[] = { { "--dir", &o->dir },
-                                                   { "--limit", &o->limit },
-                                                   { NULL, NULL } };
-        int took = util_take_value("run", argc, argv, &i, opts);
-        if (took < 0)
-            return false;
-        if (took == 0) {
-            util_err("run: unknown option %s (see vramwatch run --help)", a);
+        default:
             return false;
         }
     }
-    if (i >= argc) {
-        util_err(
-                "run: no command given (usage: vramwatch run [--dir D] [--limit SIZE [--observe]] [--tensors] "
-                "[--no-companion] -- CMD...)");
+    if (a.next >= argc) {
+        util_usage_error(&a, "no command given");
         return false;
     }
-    o->cmd = argv + i;
+    if (o->observe && !o->limit) {
+        util_usage_error(&a, "--observe needs --limit SIZE");
+        return false;
+    }
+    o->cmd = argv + a.next;
     return true;
 }
 
@@ -553,18 +569,6 @@ static bool prepare_env(const struct run_opts *o, const char *lib, const char *d
     return ok;
 }
 
-/* A report worth advice: one that ran out of memory (a failure that no retry overcame), or an
- * observe-mode run that crossed the emulated limit. */
-static bool wants_advice(const struct model_report *r)
-{
-    if (r->n_crossings > 0)
-        return true;
-    for (size_t i = 0; i < r->n_failures; i++)
-        if (r->failures[i].oom && r->failures[i].retried != RETRIED_SUCCEEDED)
-            return true;
-    return false;
-}
-
 /* What vramwatch advise would print for this report, from the report already loaded. */
 static void print_advice(const struct model_report *r)
 {
@@ -588,15 +592,6 @@ int cmd_run(int argc, char **argv)
     if (help) {
         fputs(usage, stdout);
         return EXIT_DONE;
-    }
-    const char *why;
-    if (o.observe && !o.limit) {
-        util_err("run: --observe needs --limit SIZE");
-        return EXIT_USAGE;
-    }
-    if (o.limit && !util_parse_limit(o.limit, &why)) {
-        util_err("run: --limit %s: %s", o.limit, why);
-        return EXIT_USAGE;
     }
     struct strbuf lwhy = { 0 };
     char *lib = preload_find_library(&lwhy);
@@ -647,7 +642,7 @@ int cmd_run(int argc, char **argv)
         util_err("no report: the program made no device allocation");
     } else {
         prefer_child(&f, child);
-        struct report_opts ro = { .color = colour_wanted(COLOUR_AUTO) };
+        struct report_opts ro = { .color = colour_wanted(o.colour) };
         for (size_t i = 0; i < f.n; i++)
             util_err("report: %s", f.v[i].path);
         report_show(stdout, f.v, f.n, &ro);
@@ -655,7 +650,7 @@ int cmd_run(int argc, char **argv)
         /* After an out-of-memory, or an observe-mode run that went over the limit: what to
          * change, from the same report. */
         for (size_t i = 0; i < f.n; i++) {
-            if (!wants_advice(&f.v[i]))
+            if (!model_did_not_fit(&f.v[i]))
                 continue;
             fputs("\n", stdout);
             print_advice(&f.v[i]);

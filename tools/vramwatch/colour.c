@@ -20,6 +20,15 @@ bool colour_parse(const char *s, enum colour_mode *mode)
     return false;
 }
 
+bool colour_option(const struct util_args *a, enum colour_mode *mode)
+{
+    if (a->value && colour_parse(a->value, mode))
+        return true;
+    util_err("%s: %s %s: expected auto, always or never", a->cmd, a->name,
+             a->value ? a->value : "");
+    return false;
+}
+
 bool colour_wanted(enum colour_mode mode)
 {
     if (mode != COLOUR_AUTO)

@@ -5,10 +5,16 @@
 
 #include <stdbool.h>
 
+#include "util.h"
+
 enum colour_mode { COLOUR_AUTO, COLOUR_ALWAYS, COLOUR_NEVER };
 
 /* The value of --color: "auto", "always" or "never"; false for anything else. */
 bool colour_parse(const char *s, enum colour_mode *mode);
+
+/* The value of the option util_args just returned (--color=WHEN), or one line "CMD: --color
+ * WHEN: expected auto, always or never" and false. */
+bool colour_option(const struct util_args *a, enum colour_mode *mode);
 
 /* always: yes; never: no; auto: only when standard output is a terminal, NO_COLOR is unset or
  * empty (no-color.org: a set, non-empty value turns colour off) and TERM is set and not
@@ -21,9 +27,9 @@ struct colour_style {
 };
 const struct colour_style *colour_style(bool on);
 
-/* The help text's line for --color, the same in every command. */
-#define COLOUR_HELP                                                                       \
-    "  --color=WHEN  colour: auto (the default: on a terminal, without NO_COLOR set to\n" \
-    "                a non-empty value, TERM not dumb), always, never\n"
+/* The help text's lines for --color, in a 16-column option list. */
+#define COLOUR_HELP                                                                           \
+    "  --color=WHEN  colour: auto (the default: on a terminal, unless NO_COLOR is set to a\n" \
+    "                non-empty value or TERM is dumb), always, or never\n"
 
 #endif

@@ -716,6 +716,11 @@ bool model_under_pressure(const struct model_report *r)
     return r->n_failures > 0;
 }
 
+bool model_did_not_fit(const struct model_report *r)
+{
+    return model_real_oom(r) || r->framework.known || r->n_crossings > 0;
+}
+
 int64_t model_flushes(const struct model_report *r)
 {
     int64_t n = (int64_t)r->n_pressure, devices = 0, rescued = 0;

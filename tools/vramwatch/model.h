@@ -221,6 +221,11 @@ bool model_report_failure_is_real_oom(const struct model_report *r, const struct
 /* A run under memory pressure: failures that cache flushes rescued, none final, and no
  * out-of-memory error raised by the framework either. Such a run fitted. */
 bool model_under_pressure(const struct model_report *r);
+/* A run that did not fit its card: an allocation ran out of memory for good, PyTorch raised its
+ * out-of-memory error, or in observe mode an allocation went over the emulated limit (it would
+ * have failed there). What makes report and advise exit 1, and run print the advice. A run under
+ * pressure (flushes its retries rescued) fitted. */
+bool model_did_not_fit(const struct model_report *r);
 /* Cache flushes rescued by a retry, by the largest count the report gives of them (its pressure
  * events, the devices' cache_flushes, the failures retried with success); 0 when none. */
 int64_t model_flushes(const struct model_report *r);
