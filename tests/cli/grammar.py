@@ -2,15 +2,22 @@
 """The command line's grammar: sizes and limits as the library reads them, options as every
 command takes them.
 
-Usage: grammar.py --vramwatch EXE --child EXE --stub SO --spellings FILE GROUP
+Usage: grammar.py --vramwatch EXE --child EXE --stub SO --spellings FILE --data DIR GROUP
 
 GROUP limits: every line of the shared table of limit spellings (tests/unit/limit-spellings.txt,
 also read by the library's unit test) is accepted or refused by `vramwatch run --limit`, spelled
 "--limit V" and "--limit=V", exactly as the table says: a refusal is one line and exit 2, and the
 command never runs.
+
+GROUP options: every command `vramwatch --help` lists takes its options alike (getopt_long): its
+--help prints its usage; an unknown option, a value given to an option that takes none, a value
+missing ("--opt" last, or "--opt=") are each one line naming the option, and exit 2; and every
+option that takes a value does the same with "--opt VALUE" as with "--opt=VALUE". The options
+are read from each command's own --help, so a new one is checked without a change here.
 """
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -96,7 +103,93 @@ def group_limits(opts):
         shutil.rmtree(work)
 
 
-GROUPS = {"limits": group_limits}
+def help_options(text):
+    """(name, takes_value) for each option line of a --help ("  -o, --output FILE", "  --json")."""
+    found = []
+    for line in text.splitlines():
+        m = re.match(r"^ {2,4}(?:-[A-Za-z], )?(--[a-z][a-z0-9-]*)([ =][A-Z]|\b)", line)
+        if m:
+            found.append((m.group(1), m.group(2).strip("= ") != ""))
+    return found
+
+
+def commands(opts):
+    r = run(opts, ["--help"])
+    out, inside, cmds = r.stdout.decode(), False, []
+    for line in out.splitlines():
+        if line.strip() == "Commands:":
+            inside = True
+        elif inside and not line.strip():
+            break
+        elif inside:
+            cmds.append(line.split()[0])
+    return cmds
+
+
+def group_options(opts):
+    check(opts.data, "the options group needs --data")
+    work = tempfile.mkdtemp(prefix="vramwatch-options-")
+    try:
+        env = base_env({"VRAMWATCH_LIB": os.path.realpath(opts.stub)})
+        report = os.path.join(opts.data, "oom-pytorch.json")
+        cmds = commands(opts)
+        check(len(cmds) >= 6, "vramwatch --help lists %r" % cmds)
+        wrong, checked = [], 0
+
+        def expect_line(args, what, words):
+            nonlocal checked
+            checked += 1
+            r = run(opts, args, env=env, cwd=work)
+            try:
+                line = one_line_error(r, what)
+                for w in words:
+                    check(w in line, "%s: the line does not say %r: %s" % (what, w, line))
+            except Failed as e:
+                wrong.append(str(e))
+
+        for cmd in cmds:
+            r = run(opts, [cmd, "--help"], env=env, cwd=work)
+            text = r.stdout.decode()
+            if r.returncode != 0 or not text.startswith("usage: vramwatch " + cmd):
+                wrong.append("%s --help: exit %d, %r" % (cmd, r.returncode, text[:80]))
+                continue
+            listed = help_options(text)
+            if ("--help", False) not in listed:
+                wrong.append("%s --help does not list --help as an option line" % cmd)
+            # What follows the options: a wrapped command, or a report.
+            tail = ["--", opts.child, "exit", "0"] if cmd in ("run", "fit") else [report]
+            if cmd == "merge":
+                tail = [report, "-o", os.path.join(work, "merged.json")]
+            expect_line([cmd, "--no-such-option"] + tail, "%s --no-such-option" % cmd,
+                        [cmd + ":", "--no-such-option"])
+            for name, valued in listed:
+                if name == "--help":
+                    continue
+                if not valued:
+                    expect_line([cmd, name + "=1"] + tail, "%s %s=1" % (cmd, name), [name])
+                    continue
+                expect_line([cmd] + tail[:1] + [name] if cmd not in ("run", "fit") else [cmd, name],
+                            "%s %s without its value" % (cmd, name), [name, "needs a value"])
+                expect_line([cmd, name + "="] + tail, "%s %s= (empty)" % (cmd, name),
+                            [name, "needs a value"])
+                # The two spellings of one value: the same outcome, the same words.
+                outcomes = []
+                for form in ([name, "1x2y"], [name + "=1x2y"]):
+                    for leftover in os.listdir(work):
+                        p = os.path.join(work, leftover)
+                        shutil.rmtree(p) if os.path.isdir(p) else os.unlink(p)
+                    r = run(opts, [cmd] + form + tail, env=env, cwd=work)
+                    outcomes.append((r.returncode, r.stderr.decode().replace(name + "=1x2y", name + " 1x2y")))
+                checked += 1
+                if outcomes[0] != outcomes[1]:
+                    wrong.append("%s: '%s 1x2y' and '%s=1x2y' differ: %r" % (cmd, name, name, outcomes))
+        check(not wrong, "%d of %d checks failed:\n  %s" % (len(wrong), checked, "\n  ".join(wrong)))
+        print("%d commands, %d checks of their options" % (len(cmds), checked))
+    finally:
+        shutil.rmtree(work)
+
+
+GROUPS = {"limits": group_limits, "options": group_options}
 
 
 def main():
@@ -105,6 +198,7 @@ def main():
     ap.add_argument("--child", required=True)
     ap.add_argument("--stub", required=True)
     ap.add_argument("--spellings", required=True)
+    ap.add_argument("--data", help="the recorded reports (tests/cli/data), for the options group")
     ap.add_argument("group", choices=sorted(GROUPS))
     opts = ap.parse_args()
     opts.vramwatch = os.path.abspath(opts.vramwatch)

@@ -3,16 +3,17 @@
 # sourced without the bash-completion package. Every option a command's --help lists must be
 # here: tests/cli/manpage.py checks it, by completing "vramwatch COMMAND --".
 
-_vramwatch_commands="run report advise timeline fit merge help"
+_vramwatch_commands="run report advise timeline fit merge top help"
 
 # The options of each command; a trailing '=' marks one that takes a value.
 _vramwatch_options() {
     case "$1" in
-    run) echo "--dir= --limit= --observe --tensors --no-companion --help" ;;
-    report) echo "--json --full --help" ;;
+    run) echo "--dir= --limit= --observe --tensors --no-companion --color= --help" ;;
+    report) echo "--json --full --color= --help" ;;
     advise) echo "--json --target= --headroom= --help" ;;
     timeline) echo "-o --output= --format= --help" ;;
-    fit) echo "--limit= --headroom= --flag= --settle= --json --help" ;;
+    fit) echo "--limit= --headroom= --flag= --settle= --json -h --help" ;;
+    top) echo "--once --interval= --help" ;;
     merge) echo "-o --output= --help" ;;
     "") echo "--help --version -h -V" ;;
     esac
@@ -30,6 +31,9 @@ _vramwatch_value() {
         ;;
     --format)
         COMPREPLY=($(compgen -W "svg html trace" -- "$cur"))
+        ;;
+    --color)
+        COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
         ;;
     --limit | --target)
         COMPREPLY=($(compgen -W "8GiB 16GiB 24GiB 40GiB 80GiB 90%" -- "$cur"))
@@ -105,6 +109,10 @@ _vramwatch() {
     run | fit)
         # Before "--": options only; the wrapped command goes after it.
         COMPREPLY=($(compgen -W "-- ${opts//=/}" -- "$cur"))
+        ;;
+    top)
+        # The folder the processes keep their files in.
+        COMPREPLY=($(compgen -d -- "$cur"))
         ;;
     *)
         # Reports: JSON files and folders to find them in.
