@@ -131,6 +131,11 @@ def group_runs(opts, m, tmp):
         check("=== run %d of 6 ===" % (k + 1) in out, "runs: run %d shown apart" % (k + 1))
     check("vramwatch job:" not in out, "runs: six runs read as one job")
     check("peaks add up" not in out, "runs: their peaks added as if one job")
+    # --json: one document, whose runs say which processes go together.
+    r = vw(opts, ["report", "--json"] + names, tmp)
+    doc = json.loads(r.stdout)
+    check([x["processes"] for x in doc.get("runs", [])] == [[k] for k in range(6)],
+          "runs: --json runs: %r" % doc.get("runs"))
     # merge keeps one job only: it refuses them, naming why.
     r = vw(opts, ["merge"] + names + ["-o", "job.json"], tmp)
     err = r.stderr.decode()

@@ -618,17 +618,19 @@ static void print_one_job(FILE *out, const struct model_report *reports, size_t 
     job_free(&j);
 }
 
-/* The command line, cut to about max characters. */
+/* The command line, its arguments up to about max characters, then "...". Cut between
+ * arguments, never inside one (nor inside the escapes util_add_text writes). */
 static void add_command(struct strbuf *b, const struct model_report *r, size_t max)
 {
     size_t start = b->len;
     for (size_t a = 0; a < r->process.argc; a++) {
+        size_t before = b->len;
         if (a)
             sb_addc(b, ' ');
         util_add_text(b, r->process.argv[a]);
-        if (b->len - start > max) {
-            sb_truncate(b, start + max);
-            sb_add(b, "...");
+        if (a && b->len - start > max) {
+            sb_truncate(b, before);
+            sb_add(b, " ...");
             return;
         }
     }
@@ -695,24 +697,20 @@ void jobview_print(FILE *out, struct model_report *reports, size_t n, const stru
             sb_printf(&b, ", began %s", util_fmt_abstime(began, t));
         sb_printf(&b, ", peak %s%s, ", util_fmt_size(peak, s1),
                   v->n > 1 ? " (highest process)" : "");
-        if (failed)
-            if (v->n > 1)
-                sb_printf(&b, "%zu out of memory", failed);
-            else
-                sb_add(&b, "out of memory");
-        else
+        if (!failed)
             sb_add(&b, "no out of memory");
+        else if (v->n == 1)
+            sb_add(&b, "out of memory");
+        else
+            sb_printf(&b, "%zu out of memory", failed);
         put_line(out, "  ", &b);
+        /* The command, then the launcher: "python3 train.py  (torchrun run 4c1f)". */
         add_command(&b, first, 72);
-        size_t cmd = b.len;
-        job_add_launcher(&b, first, true);
-        if (b.len > cmd) {
-            /* "python3 train.py; torchrun run 4c1f": the command, then the launcher */
-            char *l = util_xstrdup(sb_str(&b) + cmd);
-            sb_truncate(&b, cmd);
-            sb_printf(&b, "  (%s)", l);
-            free(l);
-        }
+        struct strbuf launcher = { 0 };
+        job_add_launcher(&launcher, first, true);
+        if (launcher.len)
+            sb_printf(&b, "  (%s)", sb_str(&launcher));
+        sb_free(&launcher);
         put_line(out, "    ", &b);
     }
     for (size_t g = 0; g < n_runs; g++) {
