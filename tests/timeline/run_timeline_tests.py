@@ -16,18 +16,24 @@ GROUP:
           report and the job, checked against the format's fields and the report
           (check_trace.py), compared with golden/*.trace.json exactly; the checker itself is
           shown to refuse broken traces.
-  render  the HTML and the SVG opened in headless Chromium (/usr/bin/chromium): the screenshot
-          is a real plot (not blank; axis, live line and capacity colours present). Without
-          Chromium this FAILS, as it must in CI (.ci/run installs it); set VRAMWATCH_ALLOW_SKIP=1
-          to let it skip on a machine without Chromium.
+  render  the HTML and the SVG opened in headless Chromium (/usr/bin/chromium) at two window
+          sizes: each screenshot is a real plot (not blank; axis, live line and capacity colours
+          present), kept under --shots; for every recorded report, the browser's own text boxes
+          (read back from the DOM) show no label over another, over the capacity line, over a
+          marker line or off the picture, and hovering anywhere on a plot shows time, live,
+          reserved, untracked and the nearest event with its call chain. Without Chromium this
+          FAILS, as it must in CI (.ci/run and tools/install-deps.sh --tests install it); set
+          VRAMWATCH_ALLOW_SKIP=1 to let it skip on a machine without Chromium.
 
 Every command runs with LC_ALL=C.UTF-8 TERM=dumb NO_COLOR=1 COLUMNS=100. A check that cannot run
 here (the schema without the python3 jsonschema module) is named on stderr and its group exits
 77, skipped, after everything else in it has run: never a pass for a check that did not run.
 """
 import argparse
+import html as html_lib
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -160,7 +166,8 @@ def group_golden(opts):
             check("\033[" not in term, "%s: colour with NO_COLOR set" % name)
             compare_golden(opts, base + ".term.txt", term)
             r = run(opts, ["report", src])
-            check(r.returncode == 0, "%s: report: exit %d" % (name, r.returncode))
+            # 1: printed, for a run that did not fit (README; exact codes: tests/cli/run_conventions.py)
+            check(r.returncode in (0, 1) and r.stdout, "%s: report: exit %d" % (name, r.returncode))
             compare_golden(opts, base + ".report.txt", r.stdout.decode("utf-8"))
         # a job: its ranks' reports, or the file merge writes of them, on one time axis
         ranks = [os.path.join(opts.data, "..", "job", "rank%d.json" % i) for i in (1, 0)]
@@ -209,7 +216,8 @@ def group_usage(opts):
     check("has no timeline" in line, "old report: %s" % line)
     # Old reports still load everywhere else.
     r = run(opts, ["report", old])
-    check(r.returncode == 0 and b"Live memory over the run" not in r.stdout, "old report: report exit %d" % r.returncode)
+    check(r.returncode in (0, 1) and r.stdout and b"Live memory over the run" not in r.stdout,
+          "old report: report exit %d" % r.returncode)
     # Damaged timelines: one line naming the place.
     with open(src, encoding="utf-8") as f:
         doc = json.load(f)
@@ -423,34 +431,144 @@ def colour_counts(path):
     return w * h, counts
 
 
-def group_render(opts):
+CHECK_JS = r"""<script>
+window.addEventListener('load', function () {
+  var out = {overlaps: [], outside: [], capacity: [], marker_lines: [], hover: [], texts: 0};
+  var svg = document.querySelector('svg.vramwatch-timeline'), sr = svg.getBoundingClientRect();
+  function R(e) { var r = e.getBoundingClientRect(); return {x0: r.left, y0: r.top, x1: r.right, y1: r.bottom}; }
+  function meet(a, b) { return Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0) > 0.5 &&
+                               Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0) > 0.5; }
+  var boxes = [].slice.call(svg.querySelectorAll('text')).map(function (t) {
+    return {t: t.textContent, r: R(t), inplot: !!t.closest('g.failure,g.peak,g.capacity,g.fragmentation-pytorch')};
+  }).filter(function (b) { return b.r.x1 > b.r.x0; });
+  out.texts = boxes.length;
+  for (var i = 0; i < boxes.length; i++) {
+    var a = boxes[i];
+    if (a.r.x0 < sr.left - 0.5 || a.r.x1 > sr.right + 0.5 || a.r.y0 < sr.top - 0.5 || a.r.y1 > sr.bottom + 0.5)
+      out.outside.push(a.t);
+    for (var j = i + 1; j < boxes.length; j++)
+      if (meet(a.r, boxes[j].r)) out.overlaps.push([a.t, boxes[j].t]);
+  }
+  function lines(sel, pad) { return [].slice.call(svg.querySelectorAll(sel)).map(function (l) {
+    var r = R(l); return {x0: r.x0 - pad, y0: r.y0 - pad, x1: r.x1 + pad, y1: r.y1 + pad}; }); }
+  var caps = lines('g.panel g.capacity line', 1), marks = lines('g.panel g.marker line', 0.5);
+  boxes.forEach(function (b) {
+    if (!b.inplot) return;
+    caps.forEach(function (c) { if (meet(b.r, c)) out.capacity.push(b.t); });
+    marks.forEach(function (m) { if (meet(b.r, m)) out.marker_lines.push(b.t); });
+  });
+  var dn = document.getElementById('vw-data'), data = dn ? JSON.parse(dn.textContent).panels : [];
+  [].slice.call(svg.querySelectorAll('g.panel')).forEach(function (pg) {
+    if (!data.length) return;
+    var P = data[+pg.getAttribute('data-panel')];
+    pg.scrollIntoView({block: 'center'});  // the browser finds what is under a point on screen only
+    [0.37, 0.5, 0.91].forEach(function (f) {
+      var pt = svg.createSVGPoint(); pt.x = P.x0 + f * (P.x1 - P.x0); pt.y = P.y0 + 0.5 * (P.y1 - P.y0);
+      var q = pt.matrixTransform(pg.getScreenCTM());
+      out.hover.push(window.vramwatchHover(q.x, q.y));
+    });
+  });
+  var pre = document.createElement('pre'); pre.id = 'vw-check'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>
+"""
+
+SIZES = ((1400, 1000), (820, 620))
+
+
+def chromium_path(opts):
     chromium = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
+    if chromium:
+        return chromium
+    if os.environ.get("VRAMWATCH_ALLOW_SKIP") == "1":
+        return None
+    raise Failed("chromium is not installed (Debian: apt-get install chromium; tools/install-deps.sh --tests "
+                 "installs it). Set VRAMWATCH_ALLOW_SKIP=1 to skip this test on a machine without it.")
+
+
+def chromium_cmd(chromium, tmp, size):
+    return [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+            "--user-data-dir=" + os.path.join(tmp, "profile"), "--window-size=%d,%d" % size]
+
+
+def dom_check(opts, chromium, tmp, page, size, what):
+    """The page with CHECK_JS added, loaded in Chromium: the browser's own text boxes, and what
+    hovering shows, read back from the DOM it dumps."""
+    with open(page, encoding="utf-8") as f:
+        html = f.read()
+    checked = page[:-5] + ".check.html"
+    with open(checked, "w", encoding="utf-8") as f:
+        f.write(html.replace("</body>", CHECK_JS + "</body>"))
+    p = subprocess.run(chromium_cmd(chromium, tmp, size) + ["--virtual-time-budget=3000", "--dump-dom",
+                                                            "file://" + checked],
+                       capture_output=True, timeout=120, env=dict(env(), HOME=tmp))
+    dom = p.stdout.decode("utf-8", "replace")
+    m = re.search(r'<pre id="vw-check">(.*?)</pre>', dom, re.S)
+    check(p.returncode == 0 and m, "%s: chromium gave no result (exit %d): %s" %
+          (what, p.returncode, p.stderr.decode("utf-8", "replace")[-1500:]))
+    return json.loads(html_lib.unescape(m.group(1)))
+
+
+def group_render(opts):
+    chromium = chromium_path(opts)
     if not chromium:
-        if os.environ.get("VRAMWATCH_ALLOW_SKIP") == "1":
-            print("cannot run: no chromium (skipped, VRAMWATCH_ALLOW_SKIP=1)", file=sys.stderr)
-            return SKIP
-        raise Failed("chromium is not installed (Debian: apt-get install chromium; .ci/run installs it). "
-                     "Set VRAMWATCH_ALLOW_SKIP=1 to skip this test on a machine without it.")
+        print("cannot run: no chromium (skipped, VRAMWATCH_ALLOW_SKIP=1)", file=sys.stderr)
+        return SKIP
     tmp = tempfile.mkdtemp(prefix="vramwatch-timeline-render-")
+    shots = opts.shots or tmp
+    os.makedirs(shots, exist_ok=True)
     try:
+        # Screenshots at two sizes: a real plot each time (not blank; axis, live line, capacity).
         src = os.path.join(opts.data, "leak-markers.json")
         for ext in ("svg", "html"):
             pic = os.path.join(tmp, "t." + ext)
             r = run(opts, ["timeline", "-o", pic, src])
             check(r.returncode == 0, "%s: exit %d" % (ext, r.returncode))
-            png = os.path.join(tmp, ext + ".png")
-            cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-                   "--user-data-dir=" + os.path.join(tmp, "profile"), "--window-size=1110,480",
-                   "--screenshot=" + png, "file://" + pic]
-            p = subprocess.run(cmd, capture_output=True, timeout=120, env=dict(env(), HOME=tmp))
-            check(p.returncode == 0 and os.path.exists(png),
-                  "chromium failed on the %s (exit %d): %s" % (ext, p.returncode, p.stderr.decode("utf-8", "replace")[-2000:]))
-            total, c = colour_counts(png)
-            print("%s: %d pixels, %s" % (ext, total, c))
-            check(c["nonwhite"] > total * 0.10, "%s: the screenshot is nearly blank: %s" % (ext, c))
-            check(c["dark"] > 2000, "%s: no axes or labels drawn: %s" % (ext, c))
-            check(c["live"] > 300, "%s: no live-memory line drawn: %s" % (ext, c))
-            check(c["red"] > 300, "%s: no capacity line drawn: %s" % (ext, c))
+            for size in SIZES:
+                png = os.path.join(shots, "leak-markers-%s-%dx%d.png" % (ext, size[0], size[1]))
+                p = subprocess.run(chromium_cmd(chromium, tmp, size) + ["--screenshot=" + png, "file://" + pic],
+                                   capture_output=True, timeout=120, env=dict(env(), HOME=tmp))
+                check(p.returncode == 0 and os.path.exists(png),
+                      "chromium failed on the %s (exit %d): %s" % (ext, p.returncode, p.stderr.decode("utf-8", "replace")[-2000:]))
+                total, c = colour_counts(png)
+                print("%s %dx%d: %d pixels, %s" % (ext, size[0], size[1], total, c))
+                check(c["nonwhite"] > total * 0.10, "%s: the screenshot is nearly blank: %s" % (ext, c))
+                check(c["dark"] > 2000, "%s: no axes or labels drawn: %s" % (ext, c))
+                check(c["live"] > 300, "%s: no live-memory line drawn: %s" % (ext, c))
+                check(c["red"] > 300, "%s: no capacity line drawn: %s" % (ext, c))
+        # Every recorded report and the job, as HTML, at both sizes: no text over another, over the
+        # capacity line (or, where the plot leaves room, a marker line) or off the picture; hover
+        # anywhere on a plot shows the figures and the nearest event.
+        cases = [(name[:-5], [os.path.join(opts.data, name)]) for name in fixtures(opts)]
+        cases.append(("job", [os.path.join(opts.data, "..", "job", "rank%d.json" % i) for i in (0, 1)]))
+        for base, srcs in cases:
+            page = os.path.join(tmp, base + ".html")
+            r = run(opts, ["timeline", "-o", page] + srcs)
+            check(r.returncode == 0, "%s: exit %d %s" % (base, r.returncode, r.stderr))
+            for size in SIZES:
+                what = "%s at %dx%d" % (base, size[0], size[1])
+                png = os.path.join(shots, "%s-%dx%d.png" % (base, size[0], size[1]))
+                subprocess.run(chromium_cmd(chromium, tmp, size) + ["--screenshot=" + png, "file://" + page],
+                               capture_output=True, timeout=120, env=dict(env(), HOME=tmp))
+                out = dom_check(opts, chromium, tmp, page, size, what)
+                check(out["texts"] > 10, "%s: only %d texts drawn" % (what, out["texts"]))
+                check(not out["overlaps"], "%s: labels overlap: %s" % (what, out["overlaps"][:5]))
+                check(not out["outside"], "%s: labels off the picture: %s" % (what, out["outside"][:5]))
+                check(not out["capacity"], "%s: labels over the capacity line: %s" % (what, out["capacity"]))
+                if base != "crowded-markers":  # 37 markers leave no gap wide enough for every label
+                    check(not out["marker_lines"], "%s: labels over a marker line: %s" % (what, out["marker_lines"]))
+                check(out["hover"], "%s: no plot to hover" % what)
+                for tip in out["hover"]:
+                    check(tip and all(k in tip for k in ("live ", "reserved ", "untracked ")),
+                          "%s: hovering the plot shows %r" % (what, tip))
+                    check("nearest event, at " in tip, "%s: hover without the nearest event: %r" % (what, tip))
+                if base.startswith("oom-"):
+                    check(any("\n    " in tip and "train_sim.py:" in tip for tip in out["hover"]),
+                          "%s: hover without the event's call chain: %r" % (what, out["hover"]))
+            print("%s: labels clear at %s, hover: %r" % (base, " and ".join("%dx%d" % s for s in SIZES),
+                                                          out["hover"][0].split("\n")[:5]))
+        print("screenshots in %s" % shots)
     finally:
         shutil.rmtree(tmp)
 
@@ -466,6 +584,7 @@ def main():
     ap.add_argument("--golden", required=True)
     ap.add_argument("--long-run", required=True)
     ap.add_argument("--validator", required=True)
+    ap.add_argument("--shots", help="where the render group leaves its screenshots (default: nowhere kept)")
     ap.add_argument("group", choices=sorted(GROUPS))
     opts = ap.parse_args()
     opts.not_checked = []

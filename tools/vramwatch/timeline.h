@@ -48,6 +48,10 @@ void timeline_add_reltime(struct strbuf *b, int64_t ns);
 /* "1.50 GiB", as every view prints sizes. */
 void timeline_add_size(struct strbuf *b, int64_t bytes);
 
+/* A JSON string: UTF-8 kept, control characters escaped, a byte that is not UTF-8 as U+FFFD;
+ * in_html: < > & escaped too, so it can stand inside an HTML <script> element. */
+void timeline_add_json(struct strbuf *b, const char *s, bool in_html);
+
 /* The whole picture: an SVG document, or (html) a page holding it with a tooltip. */
 void timeline_svg(struct strbuf *o, const struct view *v, bool html);
 

@@ -26,36 +26,9 @@
 #include "findings.h"
 #include "timeline.h"
 
-/* A JSON string: UTF-8 kept, control characters escaped, a byte that is not UTF-8 as U+FFFD. */
 static void add_str(struct strbuf *b, const char *s)
 {
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    size_t n = strlen((const char *)p);
-    sb_addc(b, '"');
-    while (n > 0) {
-        if (*p == '"' || *p == '\\') {
-            sb_addc(b, '\\');
-            sb_addc(b, (char)*p);
-        } else if (*p < 0x20) {
-            sb_printf(b, "\\u%04x", *p);
-        } else if (*p < 0x80) {
-            sb_addc(b, (char)*p);
-        } else {
-            size_t l = util_utf8_len(p, n);
-            if (l == 0) {
-                sb_add(b, "\\ufffd");
-                l = 1;
-            } else {
-                sb_addn(b, (const char *)p, l);
-            }
-            p += l;
-            n -= l;
-            continue;
-        }
-        p++;
-        n--;
-    }
-    sb_addc(b, '"');
+    timeline_add_json(b, s, false);
 }
 
 /* Microseconds since the base, exact to the nanosecond. */

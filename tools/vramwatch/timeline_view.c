@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "timeline.h"
 
@@ -122,4 +123,36 @@ void timeline_view_free(struct view *v)
     free(v->who);
     free(v->panels);
     free(v->owner);
+}
+
+/* A JSON string: UTF-8 kept, control characters escaped, a byte that is not UTF-8 as U+FFFD. */
+void timeline_add_json(struct strbuf *b, const char *s, bool in_html)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    size_t n = strlen((const char *)p);
+    sb_addc(b, '"');
+    while (n > 0) {
+        if (*p == '"' || *p == '\\') {
+            sb_addc(b, '\\');
+            sb_addc(b, (char)*p);
+        } else if (*p < 0x20 || (in_html && (*p == '<' || *p == '>' || *p == '&'))) {
+            sb_printf(b, "\\u%04x", *p);
+        } else if (*p < 0x80) {
+            sb_addc(b, (char)*p);
+        } else {
+            size_t l = util_utf8_len(p, n);
+            if (l == 0) {
+                sb_add(b, "\\ufffd");
+                l = 1;
+            } else {
+                sb_addn(b, (const char *)p, l);
+            }
+            p += l;
+            n -= l;
+            continue;
+        }
+        p++;
+        n--;
+    }
+    sb_addc(b, '"');
 }
