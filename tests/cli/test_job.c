@@ -1,9 +1,11 @@
-/* test_job.c: the job analysis of job.h on the recorded four-rank job, and its edges. */
+/* test_job.c: the job analysis of job.h on the recorded four-rank job, and its edges: findings,
+ * per-rank batch, and which reports are one job (job_split, job_mixed). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "job.h"
+#include "json.h"
 
 static int failures;
 
@@ -48,6 +50,118 @@ static struct model_report *by_rank(struct model_report *reports, size_t n, int6
         if (reports[i].process.rank.v == rank)
             return &reports[i];
     return NULL;
+}
+
+static cJSON *launcher_of(struct model_report *r)
+{
+    cJSON *proc = cJSON_GetObjectItemCaseSensitive(r->root, "process");
+    cJSON *l = cJSON_GetObjectItemCaseSensitive(proc, "launcher");
+    if (!l)
+        l = cJSON_AddObjectToObject(proc, "launcher");
+    return l;
+}
+
+/* process.launcher.KEY of the report's tree (what job.c reads), a string or null. */
+static void set_launcher(struct model_report *r, const char *key, const char *value)
+{
+    cJSON *l = launcher_of(r);
+    cJSON_DeleteItemFromObjectCaseSensitive(l, key);
+    if (value)
+        cJSON_AddStringToObject(l, key, value);
+    else
+        cJSON_AddNullToObject(l, key);
+}
+
+static void set_launcher_int(struct model_report *r, const char *key, int64_t v)
+{
+    cJSON *l = launcher_of(r);
+    cJSON_DeleteItemFromObjectCaseSensitive(l, key);
+    cJSON_AddItemToObject(l, key, json_new_int(v)); /* exact, as a parsed report's */
+}
+
+static void set_loaded(struct model_report *r, int64_t t)
+{
+    cJSON *proc = cJSON_GetObjectItemCaseSensitive(r->root, "process");
+    cJSON_DeleteItemFromObjectCaseSensitive(proc, "loaded_unix_ns");
+    cJSON_AddItemToObject(proc, "loaded_unix_ns", json_new_int(t));
+}
+
+static size_t runs(const struct model_report *reports, size_t n, size_t *run_of)
+{
+    return job_split(reports, n, run_of);
+}
+
+/* Which reports are one job: the launcher's ids, the parent, the time (docs/multi-process.md). */
+static void check_split(struct model_report *reports, size_t n)
+{
+    size_t run_of[4];
+    struct strbuf why = { 0 };
+    /* Earlier reports without a launcher: one job, as before. */
+    CHECK(runs(reports, n, run_of) == 1);
+    /* torchrun's default run id "none" tells nothing apart. */
+    for (size_t i = 0; i < n; i++)
+        set_launcher(&reports[i], "torchrun_run_id", "none");
+    CHECK(runs(reports, n, run_of) == 1);
+    /* Two Slurm jobs: two runs, and merge's reason names them. */
+    for (size_t i = 0; i < n; i++)
+        set_launcher(&reports[i], "slurm_job_id", reports[i].process.rank.v < 2 ? "77" : "78");
+    CHECK(runs(reports, n, run_of) == 2 &&
+          run_of[by_rank(reports, n, 0) - reports] == run_of[by_rank(reports, n, 1) - reports] &&
+          run_of[by_rank(reports, n, 0) - reports] != run_of[by_rank(reports, n, 2) - reports]);
+    CHECK(job_mixed(reports, n, &why) &&
+          strstr(sb_str(&why), "different Slurm jobs (78 and 77): not one job"));
+    sb_truncate(&why, 0);
+    for (size_t i = 0; i < n; i++)
+        set_launcher(&reports[i], "slurm_job_id", NULL);
+
+    /* One rank began after another ended: a run of its own... */
+    struct model_report *late = by_rank(reports, n, 3);
+    set_loaded(late, by_rank(reports, n, 0)->time_unix_ns + 1000);
+    for (size_t i = 0; i < n; i++)
+        if (&reports[i] != late)
+            set_loaded(&reports[i], reports[i].process.start_unix_ns.v);
+    late->time_unix_ns = by_rank(reports, n, 0)->time_unix_ns + 5000000000LL;
+    CHECK(runs(reports, n, run_of) == 2);
+    CHECK(job_mixed(reports, n, &why) && strstr(sb_str(&why), "one ended before the other began"));
+    sb_truncate(&why, 0);
+    /* ...unless an id that names one job says they are one (an elastic restart of a rank). */
+    for (size_t i = 0; i < n; i++)
+        set_launcher(&reports[i], "torchrun_run_id", "4c1f");
+    CHECK(runs(reports, n, run_of) == 1 && !job_mixed(reports, n, &why));
+    for (size_t i = 0; i < n; i++)
+        set_launcher(&reports[i], "torchrun_run_id", NULL);
+    set_loaded(late, late->process.start_unix_ns.v);
+
+    /* Two parents on one host: ranks stay one job; processes without a rank are two runs. */
+    set_launcher_int(by_rank(reports, n, 0), "parent_pid", 100);
+    set_launcher_int(by_rank(reports, n, 1), "parent_pid", 200);
+    CHECK(runs(reports, n, run_of) == 1);
+    model_int saved[4];
+    for (size_t i = 0; i < n; i++) {
+        saved[i] = reports[i].process.rank;
+        reports[i].process.rank.known = false;
+    }
+    CHECK(runs(reports, n, run_of) == 2);
+    CHECK(job_mixed(reports, n, &why) && strstr(sb_str(&why), "different parent processes"));
+    sb_truncate(&why, 0);
+    for (size_t i = 0; i < n; i++)
+        reports[i].process.rank = saved[i];
+
+    /* The launcher in words. */
+    struct model_report *r0 = by_rank(reports, n, 0);
+    set_launcher(r0, "slurm_job_id", "77");
+    set_launcher(r0, "slurm_step_id", "0");
+    set_launcher(r0, "parent_name", "srun");
+    job_add_launcher(&why, r0, true);
+    CHECK(strcmp(sb_str(&why), "Slurm job 77 step 0") == 0);
+    sb_truncate(&why, 0);
+    set_launcher(r0, "slurm_job_id", NULL);
+    job_add_launcher(&why, r0, true);
+    CHECK(strcmp(sb_str(&why), "started by srun, pid 100") == 0);
+    sb_truncate(&why, 0);
+    job_add_launcher(&why, r0, false);
+    CHECK(why.len == 0);
+    sb_free(&why);
 }
 
 int main(int argc, char **argv)
@@ -121,6 +235,8 @@ int main(int argc, char **argv)
     job_build(&j, reports, n);
     CHECK(j.n_findings == 2);
     job_free(&j);
+
+    check_split(reports, n);
 
     /* A rank twice is two runs mixed; the same process twice is refused too. */
     reports[1].process.rank = reports[0].process.rank;
