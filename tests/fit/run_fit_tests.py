@@ -33,11 +33,14 @@ live (short train_sim trials: --steps, --step-ms):
 - The JSON names the best command (argv and a shell line), the capacity judged against (card,
   limit, headroom) and each trial's value, outcome, peak and time.
 
+schema (needs the Python module jsonschema, else exit 77): fit --json validates against
+docs/fit.schema.json, a finished search and one a signal cut short before anything fitted.
+
 card (examples/train_sim.py on a simulated 16 GiB card, needs a library that applies shares):
 - fit without --limit and fit --limit 16GiB give the same answer, on the same reduced card.
 
     run_fit_tests.py --vramwatch BUILD/tools/vramwatch/vramwatch --sim BUILD/tools/simgpu
-                     --train-sim examples/train_sim.py [--group search|limits|live|card]
+                     --train-sim examples/train_sim.py [--group search|limits|live|schema|card]
 """
 import argparse
 import glob
@@ -466,6 +469,55 @@ def group_live(o, env, tmp, vw, need_of, job):
     check(not trial_processes(tmp), "stubborn trial: no trial process left: %r" % trial_processes(tmp))
 
 
+def group_schema(o, env, tmp, vw, need_of, job):
+    """fit --json against docs/fit.schema.json: a finished search and an interrupted one."""
+    try:
+        import jsonschema
+    except ImportError:
+        print("cannot run: the Python module jsonschema is not installed (Debian: python3-jsonschema)",
+              file=sys.stderr)
+        return SKIP
+    with open(o.schema) as f:
+        sch = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(sch)
+    validator = jsonschema.Draft202012Validator(sch)
+
+    def valid(doc, what):
+        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+        check(not errors, "%s: valid vramwatch.fit/1%s" % (
+            what, "".join("\n      %s: %s" % (list(e.path), e.message) for e in errors[:5])))
+
+    quick = [o.python, o.train_sim, "--img", "640", "--epochs", "1", "--no-markers", "--static-gib", "6",
+             "--sample-mib", "2048", "--steps", "2", "--step-ms", "50", "--batch", "2"]
+    p = vw(["fit", "--json", "--limit", "16GiB", "--"] + quick, timeout=120)
+    if check(p.returncode == 0, "finished search: exit 0 (exit %d)" % p.returncode):
+        valid(json.loads(p.stdout), "finished search")
+    # nothing fitted yet, a signal between reads of the status file: best and command null
+    fake = os.path.join(tmp, "fake_job.py")
+    with open(fake, "w") as f:
+        f.write(FAKE_JOB)
+    proc = subprocess.Popen([o.vramwatch, "fit", "--json", "--settle", "100", "--flag", "--bs", "--", o.python,
+                             fake, "--bs", "4"], env=env, cwd=tmp, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    start = time.monotonic()
+    while time.monotonic() - start < 60 and proc.poll() is None:
+        if glob.glob(os.path.join(tmp, "vramwatch-fit-*", "trial-1-*", "status")):
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    if check(proc.returncode == 143, "interrupted search: exit 143 (exit %r): %r" % (proc.returncode, err)):
+        doc = json.loads(out)
+        valid(doc, "interrupted search")
+        check(doc["best_value"] is None and doc["command"] is None and doc["interrupted"]["value"] == 4
+              and doc["capacity"]["source"] == "card" and doc["capacity"]["limit"] == "90%",
+              "interrupted search: nothing fitted, the real card less 10%%: %r" % doc)
+
+
 def group_card(o, env, tmp, vw, need_of, job):
     """The same answer with and without --limit on a 16 GiB card: both run every trial on the card
     less the headroom, where the caching allocator has to live within it."""
@@ -502,7 +554,8 @@ def group_card(o, env, tmp, vw, need_of, job):
           "one answer, 51, with and without --limit: %r" % answers)
 
 
-GROUPS = {"search": group_search, "limits": group_limits, "live": group_live, "card": group_card}
+GROUPS = {"search": group_search, "limits": group_limits, "live": group_live, "schema": group_schema,
+          "card": group_card}
 
 
 def main():
@@ -511,6 +564,7 @@ def main():
     ap.add_argument("--sim", required=True)
     ap.add_argument("--train-sim", required=True)
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--schema", help="docs/fit.schema.json, for --group schema")
     ap.add_argument("--group", choices=sorted(GROUPS), default="search")
     o = ap.parse_args()
     o.vramwatch = os.path.abspath(o.vramwatch)
