@@ -288,6 +288,8 @@ static void rank_sites(uint64_t now)
     /* At most 1% of the time: the next copy waits a hundred times what this one took. */
     uint64_t took = vw_now_ns() - now;
     sites_due_ns = vw_now_ns() + took * 100;
+    vw_log(VW_LOG_DEBUG, "live-state file: %u call sites ranked in %llu us", n,
+           (unsigned long long)(took / 1000));
 }
 
 static void fill_devices(void)
@@ -346,7 +348,7 @@ void vw_live_tick(void)
     /* The seqlock: odd while the content changes, even again when it is whole. */
     uint64_t seq = __atomic_load_n(&map->seq, __ATOMIC_RELAXED);
     __atomic_store_n(&map->seq, seq + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
+    VW_LIVE_FENCE_RELEASE();
     size_t at = offsetof(struct vw_live_file, seq), head = at + sizeof(map->seq);
     memcpy(map, &stage, at);
     memcpy((char *)map + head, (const char *)&stage + head, sizeof(stage) - head);

@@ -67,7 +67,7 @@ static bool read_live(int dirfd, const char *name, struct vw_live_file *out)
             continue;
         }
         memcpy(out, m, sizeof(*out));
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        VW_LIVE_FENCE_ACQUIRE();
         ok = __atomic_load_n(&m->seq, __ATOMIC_RELAXED) == s1;
     }
     munmap((void *)m, sizeof(*out));
