@@ -12,6 +12,9 @@ GROUP:
   usage   bad usage and bad input: exit 2, one line on stderr; old reports without a timeline.
   long    a three-day run written by the library's own core (long_run): within the timeline's
           bounds, the peak at its time, the leak found, and every view drawn in under a second.
+  terminal the terminal view as wide as the terminal (a pty's own size, $COLUMNS, else 80), the
+          list of markers and the key wrapped at that width, untracked memory, cache flushes and
+          failures a retry overcame drawn and named, PyTorch's reserved-but-unallocated figure.
   trace   `-o X.trace.json` (and --format=trace): a Chrome trace event file for every recorded
           report and the job, checked against the format's fields and the report
           (check_trace.py), compared with golden/*.trace.json exactly; the checker itself is
@@ -30,6 +33,7 @@ here (the schema without the python3 jsonschema module) is named on stderr and i
 77, skipped, after everything else in it has run: never a pass for a check that did not run.
 """
 import argparse
+import fcntl
 import html as html_lib
 import json
 import os
@@ -39,6 +43,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 import xml.etree.ElementTree as ET
 import zlib
@@ -210,6 +215,11 @@ def group_usage(opts):
     check("svg, html or trace" in line, "--format=png: %s" % line)
     one_line_error(run(opts, ["timeline", "--format=trace", "-o", "/tmp/x.svg", src]), "--format=trace -o X.svg")
     one_line_error(run(opts, ["timeline", "--format=", src]), "--format= without a value")
+    r = run(opts, ["timeline", "--color=always", src])
+    check(r.returncode == 0 and b"\033[" in r.stdout, "--color=always: no colour into a pipe")
+    r = run(opts, ["timeline", "--color=never", src])
+    check(r.returncode == 0 and b"\033[" not in r.stdout, "--color=never: colour")
+    one_line_error(run(opts, ["timeline", "--color=sometimes", src]), "--color=sometimes")
     one_line_error(run(opts, ["timeline", "/nonexistent/report.json"]), "missing file")
     one_line_error(run(opts, ["timeline", "-o", "/nonexistent/dir/x.svg", src]), "unwritable output")
     line = one_line_error(run(opts, ["timeline", old]), "report without a timeline")
@@ -251,6 +261,85 @@ def group_usage(opts):
         one_line_error(run(opts, ["timeline", p]), "no devices")
     finally:
         shutil.rmtree(tmp)
+
+
+def term_lines(out):
+    return out.decode("utf-8").splitlines()
+
+
+def group_terminal(opts):
+    """The terminal view: as wide as the terminal (its TIOCGWINSZ size, else $COLUMNS, else 80),
+    markers wrapped at that width, untracked memory, failures a retry overcame and cache flushes
+    drawn and named."""
+    def plot_rows(lines):
+        return [l for l in lines if l[12:13] in ("\u2524", "\u2502", "\u2514")]
+
+    for name in fixtures(opts) + ["../job/rank0.json"]:
+        src = os.path.join(opts.data, name)
+        srcs = [src] if not name.startswith("../job") else [src, src.replace("rank0", "rank1")]
+        for width in (60, 100, 157):
+            e = dict(env(), COLUMNS=str(width))
+            r = subprocess.run([opts.vramwatch, "timeline"] + srcs, capture_output=True, env=e, timeout=60)
+            check(r.returncode == 0, "%s: exit %d %s" % (name, r.returncode, r.stderr))
+            lines = term_lines(r.stdout)
+            rows = plot_rows(lines)
+            check(rows and all(len(l) == width - 1 for l in rows),
+                  "%s at %d columns: plot rows of %s columns" % (name, width, sorted({len(l) for l in rows})))
+            # the list of markers and the key wrap at the width (an item longer than the width alone
+            # on its line)
+            for l in lines:
+                listing = "arkers (|):" in l or l.startswith("   +") or l.startswith(" " * 13 + "\u2588") or \
+                    (l.startswith(" " * 13) and l[13:14] in "\u2500\u2592\u2591|fxX" and l[14:15] == " ")
+                if listing and len(l) > width:
+                    check(not re.search(r", \+\d", l) and "  " not in l.strip(),
+                          "%s at %d columns: a line of %d: %r" % (name, width, len(l), l))
+    # The terminal's own width wins over $COLUMNS; without either, 80.
+    src = os.path.join(opts.data, "leak-markers.json")
+    master, slave = os.openpty()
+    try:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 133, 0, 0))
+        p = subprocess.Popen([opts.vramwatch, "timeline", src], stdout=slave, stderr=subprocess.PIPE,
+                             env=dict(env(), COLUMNS="100"))
+        os.close(slave)
+        slave = -1
+        chunks = []
+        while True:
+            try:
+                c = os.read(master, 65536)
+            except OSError:
+                break
+            if not c:
+                break
+            chunks.append(c)
+        p.wait(timeout=60)
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    rows = plot_rows(term_lines(b"".join(chunks).replace(b"\r\n", b"\n")))
+    check(rows and all(len(l) == 132 for l in rows),
+          "on a terminal of 133 columns (COLUMNS=100): plot rows of %s" % sorted({len(l) for l in rows}))
+    e = env()
+    e.pop("COLUMNS")
+    r = subprocess.run([opts.vramwatch, "timeline", src], capture_output=True, env=e, timeout=60)
+    rows = plot_rows(term_lines(r.stdout))
+    check(rows and all(len(l) == 79 for l in rows), "without a terminal or COLUMNS: %s" % sorted({len(l) for l in rows}))
+    # What the help promises: untracked memory, cache flushes, failures a retry overcame.
+    r = run(opts, ["timeline", os.path.join(opts.data, "limit-observe.json")])
+    out = r.stdout.decode("utf-8")
+    check("\u2591" in out and "\u2591 untracked" in out, "limit-observe: no untracked memory drawn")
+    r = run(opts, ["timeline", os.path.join(opts.data, "flushes.json")])
+    out = r.stdout.decode("utf-8")
+    marks = [l for l in out.splitlines() if l.startswith(" " * 13) and ("f" in l or "x" in l) and set(l.strip()) <= set("|fxX ")]
+    # a flush falls in the column of the failure it rescued: the x shows both
+    check(marks and marks[0].count("x") == 2, "flushes: no x marks under the axis: %r" % marks)
+    check("x failure a retry overcame" in out and "f cache flush" not in out,
+          "flushes: the key names what is not drawn, or lacks the x")
+    check("2 cache flushes (f, or the x of the failure it rescued):" in out and "freed in 5 frees to fit 2.00 GiB, from train_sim.py:68" in out,
+          "flushes: the cache flushes are not named with their call sites")
+    check("2 failures a retry overcame (x):" in out, "flushes: the retried failures are not named")
+    r = run(opts, ["timeline", os.path.join(opts.data, "oom-fragmented.json")])
+    check(b"3.64 GiB reserved but unallocated" in r.stdout, "oom-fragmented: PyTorch's figure not shown")
 
 
 def group_long(opts):
@@ -574,6 +663,7 @@ def group_render(opts):
 
 
 GROUPS = {"golden": group_golden, "usage": group_usage, "long": group_long, "trace": group_trace,
+          "terminal": group_terminal,
           "render": group_render}
 
 

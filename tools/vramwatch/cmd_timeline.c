@@ -18,7 +18,8 @@
 #include "timeline.h"
 
 static const char usage[] =
-        "usage: vramwatch timeline [-o FILE.svg|FILE.html|FILE.trace.json] [--format=FORMAT] REPORT...\n"
+        "usage: vramwatch timeline [-o FILE.svg|FILE.html|FILE.trace.json] [--format=FORMAT] [--color=WHEN]\n"
+        "                          REPORT...\n"
         "\n"
         "The report's memory over the whole run, per device: live and reserved memory (the band\n"
         "between them is fragmentation), untracked memory, the card's capacity or emulated limit,\n"
@@ -29,10 +30,12 @@ static const char usage[] =
         "  -o, --output FILE  write one self-contained file: FILE.svg, FILE.html with hover\n"
         "                     details, or FILE.trace.json, a Chrome trace event file for Perfetto\n"
         "                     or chrome://tracing; without it, the timeline is drawn in the\n"
-        "                     terminal (colour unless NO_COLOR is set or the output is not a\n"
-        "                     terminal)\n"
+        "                     terminal, as wide as the terminal (else $COLUMNS, else 80)\n"
         "  --format=FORMAT    svg, html or trace, whatever the output's name (without -o, the\n"
         "                     file is written on standard output)\n"
+        "  --color=WHEN       the terminal view's colour: auto (the default: on a terminal,\n"
+        "                     unless NO_COLOR is set to a non-empty value or TERM is dumb),\n"
+        "                     always, or never\n"
         "  --help             this text\n"
         "\n"
         "Exit status: 0 done; 2 bad usage, an unreadable report, or a report without a timeline\n"
@@ -55,10 +58,12 @@ static void write_doc(FILE *f, const void *doc)
 int cmd_timeline(int argc, char **argv)
 {
     const char *output = NULL, *format = NULL;
-    enum { OPT_FORMAT = 256 };
+    enum colour_mode colour = COLOUR_AUTO;
+    enum { OPT_FORMAT = 256, OPT_COLOR };
     static const struct option longopts[] = {
         { "output", required_argument, NULL, 'o' },
         { "format", required_argument, NULL, OPT_FORMAT },
+        { "color", required_argument, NULL, OPT_COLOR },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -68,6 +73,10 @@ int cmd_timeline(int argc, char **argv)
         switch (c) {
         case 'o':
             output = a.value;
+            break;
+        case OPT_COLOR:
+            if (!colour_option(&a, &colour))
+                return EXIT_USAGE;
             break;
         case OPT_FORMAT:
             format = a.value;
@@ -183,7 +192,7 @@ int cmd_timeline(int argc, char **argv)
             }
             sb_free(&doc);
         } else {
-            timeline_terminal(stdout, &v, colour_wanted(COLOUR_AUTO));
+            timeline_terminal(stdout, &v, colour_wanted(colour));
             if (fflush(stdout) != 0) {
                 util_err("timeline: cannot write the output");
                 status = EXIT_USAGE;
