@@ -75,7 +75,7 @@ def main():
         # in the data folder, as the golden tests: a script named relative to it is read there
         p = subprocess.run([os.path.abspath(o.vramwatch), "advise", "--json", name], cwd=o.data,
                            capture_output=True, text=True, timeout=60)
-        if p.returncode != 0:
+        if p.returncode not in (0, 1):  # 1: advice for a run that did not fit
             print(f"FAIL {name}: advise exited {p.returncode}: {p.stderr.strip()}")
             failed += 1
             continue

@@ -93,6 +93,33 @@ def one_line_error(r, what, code=2):
     return lines[0]
 
 
+def did_not_fit(doc):
+    """The rule of report's and advise's exit status 1 (README), told from the JSON alone: a run
+    out of memory for good (in a report written at a rescued retry, only a retry known to have
+    failed), PyTorch's out-of-memory error, or observe mode over the emulated limit."""
+    if doc.get("schema") == "vramwatch.job/1":
+        return any(did_not_fit(p["report"]) for p in doc["processes"])
+    if doc.get("framework") or doc.get("limit_crossings"):
+        return True
+    pressure = doc.get("reason") == "pressure"
+    return any(f.get("oom") and (f.get("retried") == "failed" if pressure else f.get("retried") != "succeeded")
+               for f in doc.get("failures", []))
+
+
+def status_of(opts, args, cwd=None):
+    """The exit status report or advise must give for these arguments when they print: 1 when a
+    report named shows a run that did not fit, else 0."""
+    for a in args[1:]:
+        if a.startswith("-"):
+            continue
+        path = a if os.path.isabs(a) else os.path.join(cwd or opts.data, a)
+        if os.path.isfile(path):
+            with open(path) as f:
+                if did_not_fit(json.load(f)):
+                    return 1
+    return 0
+
+
 def compare_golden(opts, name, actual):
     msg = compare_or_update(os.path.join(opts.golden, name), actual, "golden/" + name)
     if msg:
@@ -112,7 +139,8 @@ def not_checked(opts, why):
 def group_golden(opts):
     for name, args in GOLDEN:
         r = run(opts, args)
-        check(r.returncode == 0, "%s: exit %d: %s" % (name, r.returncode, r.stderr.decode()))
+        want = status_of(opts, args)
+        check(r.returncode == want, "%s: exit %d, expected %d: %s" % (name, r.returncode, want, r.stderr.decode()))
         check(r.stderr == b"", "%s: stderr: %s" % (name, r.stderr.decode()))
         compare_golden(opts, name, r.stdout)
     group_golden_variants(opts)
@@ -121,13 +149,18 @@ def group_golden(opts):
 
 
 def report_of(opts, doc):
-    """vramwatch report on a changed copy of a fixture: (exit status, stdout, stderr)."""
+    """vramwatch report on a changed copy of a fixture: (exit status, stdout, stderr); the status
+    checked against the rule (did_not_fit), and given as 0 when it follows it."""
     tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
     try:
         json.dump(doc, tmp)
         tmp.close()
         r = run(opts, ["report", tmp.name])
-        return r.returncode, r.stdout.decode(), r.stderr.decode()
+        code = r.returncode
+        if code in (0, 1):
+            check(code == int(did_not_fit(doc)), "report: exit %d against the rule" % code)
+            code = 0
+        return code, r.stdout.decode(), r.stderr.decode()
     finally:
         os.unlink(tmp.name)
 
@@ -176,7 +209,11 @@ def advise_of(opts, doc, json_out=False):
         json.dump(doc, tmp)
         tmp.close()
         r = run(opts, ["advise"] + (["--json"] if json_out else []) + [tmp.name])
-        return r.returncode, r.stdout.decode(), r.stderr.decode()
+        code = r.returncode
+        if code in (0, 1):
+            check(code == int(did_not_fit(doc)), "advise: exit %d against the rule" % code)
+            code = 0
+        return code, r.stdout.decode(), r.stderr.decode()
     finally:
         os.unlink(tmp.name)
 
@@ -231,7 +268,8 @@ def group_golden_capacity(opts):
     seen = []
     for order in (pair, pair[::-1]):
         r = run(opts, ["advise", "--json"] + order)
-        check(r.returncode == 0, "advise %s: exit %d %s" % (order, r.returncode, r.stderr.decode()))
+        want = status_of(opts, ["advise"] + order)
+        check(r.returncode == want, "advise %s: exit %d %s" % (order, r.returncode, r.stderr.decode()))
         a = json.loads(r.stdout)
         batch = [x for x in a["recommendations"] if x["kind"] == "batch"]
         seen.append((a["device"]["capacity_bytes"], batch[0]["value"] if batch else None))
@@ -254,7 +292,8 @@ def group_golden_capacity(opts):
             write_json(paths[-1], doc)
         for order in (paths, paths[::-1]):
             r = run(opts, ["advise", "--json"] + order)
-            check(r.returncode == 0 and json.loads(r.stdout)["device"]["capacity_bytes"] == 24 << 30,
+            check(r.returncode == status_of(opts, ["advise"] + order) and
+                  json.loads(r.stdout)["device"]["capacity_bytes"] == 24 << 30,
                   "without limits, the smallest card, in either order: %s" % r.stdout.decode()[:300])
     finally:
         shutil.rmtree(tmp)
@@ -365,8 +404,8 @@ def group_malformed(opts):
                     f.write(case)
                 for args in (["report", path], ["report", "--full", path], ["report", "--json", path]):
                     r = run(opts, args)
-                    if r.returncode == 0:
-                        check(r.stderr == b"", "%s: exit 0 with stderr %r" % (path, r.stderr[:300]))
+                    if r.returncode in (0, 1):  # 1: printed, for a run that did not fit
+                        check(r.stderr == b"", "%s: exit %d with stderr %r" % (path, r.returncode, r.stderr[:300]))
                     else:
                         one_line_error(r, "%s (%s)" % (path, case[:200]))
         shutil.rmtree(tmp)
@@ -380,7 +419,8 @@ def group_json(opts):
         with open(os.path.join(opts.data, name), "rb") as f:
             original = json.loads(f.read())
         r = run(opts, ["report", "--json", name])
-        check(r.returncode == 0 and r.stderr == b"", "%s --json: exit %d %s" % (name, r.returncode, r.stderr))
+        check(r.returncode == status_of(opts, ["report", name]) and r.stderr == b"",
+              "%s --json: exit %d %s" % (name, r.returncode, r.stderr))
         # Python reads integers exactly: nanosecond times beyond 2**53 must survive.
         check(json.loads(r.stdout) == original, "%s: --json does not give the same report back" % name)
         tmp = tempfile.NamedTemporaryFile(suffix=".json", delete=False)
@@ -392,7 +432,8 @@ def group_json(opts):
         finally:
             os.unlink(tmp.name)
     r = run(opts, ["report", "--json", "two-devices.json", "rank0-oom.json"])
-    check(r.returncode == 0, "job --json: exit %d" % r.returncode)
+    check(r.returncode == status_of(opts, ["report", "two-devices.json", "rank0-oom.json"]),
+          "job --json: exit %d" % r.returncode)
     job = json.loads(r.stdout)
     check(job["schema"] == "vramwatch.job/1", "job schema")
     check([p["rank"] for p in job["processes"]] == [0, 1], "job processes in rank order")
@@ -440,7 +481,7 @@ def group_usage(opts):
     one_line_error(run(opts, ["report"]), "report without a file")
     one_line_error(run(opts, ["report", "--bogus", "oom-pytorch.json"]), "report with an unknown option")
     r = run(opts, ["report", "oom-pytorch.json", "--json"])
-    check(r.returncode == 0 and r.stdout.startswith(b"{"), "options after the file")
+    check(r.returncode == 1 and r.stdout.startswith(b"{"), "options after the file")
 
     # Colour: a terminal, unless NO_COLOR is set or TERM is dumb.
     env = base_env()
@@ -661,7 +702,8 @@ def group_schema(opts):
             r = subprocess.run([py, opts.validator, tmp.name], capture_output=True)
             check(r.returncode == 0, "docs example: %s" % r.stdout.decode())
             r = run(opts, ["report", tmp.name])
-            check(r.returncode == 0, "docs example: vramwatch report exit %d" % r.returncode)
+            check(r.returncode == status_of(opts, ["report", tmp.name]),
+                  "docs example: vramwatch report exit %d" % r.returncode)
             check(r.stdout.decode().startswith(blocks[1][1]),
                   "docs: the output shown differs from:\n" + r.stdout.decode()[:len(blocks[1][1])])
         finally:
@@ -703,9 +745,11 @@ def group_merge(opts):
         # report reads a merged file back: the same view and the same document as from the reports.
         r = run(opts, ["report", "job.json"], cwd=tmp)
         with open(os.path.join(opts.golden, "job.txt"), "rb") as f:
-            check(r.returncode == 0 and r.stdout == f.read(), "report of the merged file: %s" % r.stderr.decode())
+            check(r.returncode == status_of(opts, ["report", "job.json"], tmp) and r.stdout == f.read(),
+                  "report of the merged file: %s" % r.stderr.decode())
         r = run(opts, ["report", "--json", "job.json"], cwd=tmp)
-        check(r.returncode == 0 and r.stdout == merged, "report --json of the merged file")
+        check(r.returncode == status_of(opts, ["report", "job.json"], tmp) and r.stdout == merged,
+              "report --json of the merged file")
         # A merged file merges again, and with more reports; the four-rank job gives its golden view.
         r = run(opts, ["merge", "job4-rank0.json", "job4-rank1.json", "-o", "half.json"], cwd=tmp)
         check(r.returncode == 0, "merge of two ranks: %s" % r.stderr.decode())
@@ -713,7 +757,8 @@ def group_merge(opts):
         check(r.returncode == 0, "merge of a merged file: %s" % r.stderr.decode())
         r = run(opts, ["report", "all.json"], cwd=tmp)
         with open(os.path.join(opts.golden, "job4.txt"), "rb") as f:
-            check(r.returncode == 0 and r.stdout == f.read(), "report of a merge of a merge: %s" % r.stderr.decode())
+            check(r.returncode == status_of(opts, ["report", "all.json"], tmp) and r.stdout == f.read(),
+                  "report of a merge of a merge: %s" % r.stderr.decode())
         with open(os.path.join(tmp, "all.json")) as f:
             job = json.load(f)
         check([p["rank"] for p in job["processes"]] == [0, 1, 2, 3], "job4: rank order")

@@ -307,7 +307,8 @@ def check_advice(ctx):
     files = sorted(glob.glob(os.path.join(ctx.reports_dir, "oom_default-vramwatch-*.json")))
     if files:
         p = ctx.run([ctx.cli, "advise", "--json", files[-1]], name="advise-bound")
-        expect(p.returncode == 0, f"advise on oom_default exited {p.returncode}")
+        # 1: the advice is for a run that ran out of memory (README, exit status)
+        expect(p.returncode == 1, f"advise on oom_default exited {p.returncode}")
         a = json.loads(p.stdout)
         recs = a["recommendations"]
         expect(recs and all(r["fits"] is not True for r in recs if a["model"]["basis"] == "bound"),
@@ -321,7 +322,8 @@ def check_advice(ctx):
     expect(p.returncode == 0 and len(reps) == 1, f"observe run: exit {p.returncode}, {len(reps)} reports")
     shutil.copy(reps[0], os.path.join(ctx.reports_dir, "advice_observe-" + os.path.basename(reps[0])))
     p = ctx.run([ctx.cli, "advise", "--json", reps[0]], name="advise-observe")
-    expect(p.returncode == 0, f"advise exited {p.returncode}")
+    # 1 when the observe-mode run went over the emulated limit (it did not fit there)
+    expect(p.returncode in (0, 1), f"advise exited {p.returncode}")
     advice = json.loads(p.stdout)
     first = advice["recommendations"][0] if advice["recommendations"] else None
     expect(first and first["command"], f"no command to run first: {advice['recommendations']}")

@@ -30,7 +30,9 @@ static const char usage[] =
         "A value follows its option as --target 16GiB or --target=16GiB; sizes take decimals\n"
         "(14.4GiB) and the units K M G T, KiB MiB GiB TiB (powers of 1024), KB MB GB TB (of 1000).\n"
         "Options and report files may come in any order; -- ends the options.\n"
-        "Exit status: 0 advice printed; 2 bad usage, unreadable reports, or reports of different jobs.\n";
+        "Exit status: 0 advice printed; 1 advice printed for a run that did not fit (an allocation\n"
+        "out of memory for good, PyTorch's out-of-memory error, or in observe mode the emulated\n"
+        "limit crossed); 2 bad usage, unreadable reports, or reports of different jobs.\n";
 
 int cmd_advise(int argc, char **argv)
 {
@@ -90,6 +92,10 @@ int cmd_advise(int argc, char **argv)
                 advice_print_json(stdout, &a);
             else
                 advice_print_text(stdout, &a);
+            /* The problem advice is for: a run that did not fit (README, exit status). */
+            for (size_t i = 0; i < loaded; i++)
+                if (model_did_not_fit(&reports[i]))
+                    status = EXIT_PROBLEM;
         }
         sb_free(&err);
         advice_free(&a);

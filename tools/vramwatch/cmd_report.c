@@ -25,7 +25,9 @@ static const char usage[] =
         "  --help        this text\n"
         "\n"
         "Options and report files may come in any order; -- ends the options.\n"
-        "Exit status: 0 printed; 2 bad usage or a file that is not a readable vramwatch report.\n";
+        "Exit status: 0 printed; 1 printed, and a report shows a run that did not fit (an\n"
+        "allocation out of memory for good, PyTorch's out-of-memory error, or in observe mode the\n"
+        "emulated limit crossed); 2 bad usage or a file that is not a readable vramwatch report.\n";
 
 int cmd_report(int argc, char **argv)
 {
@@ -70,6 +72,10 @@ int cmd_report(int argc, char **argv)
     int status = job_load_files(NULL, paths, n, &reports, &n_reports) ? EXIT_DONE : EXIT_USAGE;
     if (status == EXIT_DONE) {
         report_show(stdout, reports, n_reports, &o);
+        /* The problem a report reports: a run that did not fit (README, exit status). */
+        for (size_t i = 0; i < n_reports; i++)
+            if (model_did_not_fit(&reports[i]))
+                status = EXIT_PROBLEM;
     }
     job_free_reports(reports, n_reports);
     if (fflush(stdout) != 0 && status != EXIT_USAGE) {
