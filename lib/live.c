@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,7 +30,7 @@
 #include "safefile.h"
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct vw_live_file *map;  /* under live_lock */
+static int fd_live = -1;          /* under live_lock */
 static struct vw_live_file stage; /* under live_lock: the next content, copied in at once */
 static struct core_snapshot snap; /* under live_lock */
 static bool failed, gone;
@@ -161,19 +160,21 @@ static bool create(void)
         return false;
     }
     (void)fchmod(fd, 0600); /* whatever the umask */
-    void *p = MAP_FAILED;
-    if (ftruncate(fd, (off_t)sizeof(*map)) == 0)
-        p = mmap(NULL, sizeof(*map), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int err = errno;
-    close(fd);
-    if (p == MAP_FAILED) {
+    /* Written whole at once, "being written" (odd) until the first tick: every block the file
+     * needs is allocated here, where a full disk is an error, and the file is only ever written
+     * with pwrite, never through a shared mapping, whose stores on a full file system would kill
+     * the process with SIGBUS. */
+    stage.seq = 1;
+    if (pwrite(fd, &stage, sizeof(stage), 0) != (ssize_t)sizeof(stage)) {
+        int err = errno ? errno : ENOSPC;
         info_once("no live-state file in %s: %s", vw_opt.dir, strerror(err));
+        close(fd);
         unlinkat(dirfd_live, name, 0);
         close(dirfd_live);
         dirfd_live = -1;
         return false;
     }
-    map = p;
+    fd_live = fd;
     __atomic_store_n(&owner, (pid_t)stage.pid, __ATOMIC_RELEASE);
     return true;
 }
@@ -325,7 +326,7 @@ static void fill_devices(void)
 void vw_live_tick(void)
 {
     pthread_mutex_lock(&live_lock);
-    if (!failed && !gone && !map)
+    if (!failed && !gone && fd_live < 0)
         failed = !create();
     if (failed || gone) {
         pthread_mutex_unlock(&live_lock);
@@ -345,14 +346,16 @@ void vw_live_tick(void)
     core_pressure(&finals, &flushes);
     stage.oom = (uint32_t)finals;
     stage.update_unix_ns = vw_now_ns();
-    /* The seqlock: odd while the content changes, even again when it is whole. */
-    uint64_t seq = __atomic_load_n(&map->seq, __ATOMIC_RELAXED);
-    __atomic_store_n(&map->seq, seq + 1, __ATOMIC_RELAXED);
-    VW_LIVE_FENCE_RELEASE();
-    size_t at = offsetof(struct vw_live_file, seq), head = at + sizeof(map->seq);
-    memcpy(map, &stage, at);
-    memcpy((char *)map + head, (const char *)&stage + head, sizeof(stage) - head);
-    __atomic_store_n(&map->seq, seq + 2, __ATOMIC_RELEASE);
+    /* The sequence lock, in three writes: seq odd, the content (seq still odd in it), seq even.
+     * A write that fails (a copy-on-write file system that is full) leaves seq odd: readers skip
+     * the file until a later tick gets through. */
+    uint64_t odd = (stage.seq | 1) + 2, even = odd + 1;
+    off_t at = (off_t)offsetof(struct vw_live_file, seq);
+    stage.seq = odd;
+    if (pwrite(fd_live, &odd, sizeof(odd), at) == (ssize_t)sizeof(odd) &&
+        pwrite(fd_live, &stage, sizeof(stage), 0) == (ssize_t)sizeof(stage) &&
+        pwrite(fd_live, &even, sizeof(even), at) == (ssize_t)sizeof(even))
+        stage.seq = even;
     pthread_mutex_unlock(&live_lock);
 }
 
@@ -363,9 +366,9 @@ void vw_live_remove(void)
     if (!o || getpid() != o)
         return;
     pthread_mutex_lock(&live_lock);
-    if (map) {
-        munmap(map, sizeof(*map));
-        map = NULL;
+    if (fd_live >= 0) {
+        close(fd_live);
+        fd_live = -1;
         unlinkat(dirfd_live, name, 0);
     }
     gone = true;

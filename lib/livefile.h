@@ -1,8 +1,9 @@
 /* The live-state file, VRAMWATCH_DIR/vramwatch-live.<host>.<pid>: its layout, shared by the
  * writer (lib/live.c) and the reader (`vramwatch top`, tools/vramwatch/cmd_top.c).
  *
- * One fixed-size file per process under the library, mapped MAP_SHARED by its writer and read
- * by anyone with `read` + the sequence check below; docs/top.md describes it for other readers.
+ * One fixed-size file per process under the library, written with pwrite by its writer (never
+ * through a shared mapping: on a full file system its stores would raise SIGBUS) and read with
+ * read + the sequence check below; docs/top.md describes it for other readers.
  *
  *   offset  size   field
  *   0       8      magic "vwlive1\n"
@@ -10,8 +11,9 @@
  *   16      8      seq: odd while the writer is changing the file, even when it is whole
  *   24      ...    struct vw_live_file below (native byte order and alignment, x86-64 / aarch64)
  *
- * A reader copies the file, then reads seq again: a copy is consistent when seq was even and
- * the same before and after (a seqlock). Sizes are bytes; times nanoseconds since the epoch;
+ * The writer writes seq odd, then the whole file (seq odd in it), then seq even. A reader reads
+ * the whole file, then seq again: the copy is consistent when its seq is even and the same as
+ * the one read after it (a sequence lock); otherwise it reads again. Sizes are bytes; times nanoseconds since the epoch;
  * -1 where a figure is unknown. */
 #ifndef VW_LIVEFILE_H
 #define VW_LIVEFILE_H
@@ -68,17 +70,5 @@ struct vw_live_file {
     struct vw_live_device devices[VW_LIVE_DEVICES];
     struct vw_live_site sites[VW_LIVE_SITES];
 };
-
-/* The sequence lock's fences. ThreadSanitizer does not model fences (GCC refuses them under
- * -fsanitize=thread) and sees nothing of another process anyway; its builds run on x86-64, where
- * the processor keeps stores in order and loads in order, so a compiler barrier does there what
- * the fence does. */
-#if defined(__SANITIZE_THREAD__)
-#define VW_LIVE_FENCE_RELEASE() __asm__ __volatile__("" ::: "memory")
-#define VW_LIVE_FENCE_ACQUIRE() __asm__ __volatile__("" ::: "memory")
-#else
-#define VW_LIVE_FENCE_RELEASE() __atomic_thread_fence(__ATOMIC_RELEASE)
-#define VW_LIVE_FENCE_ACQUIRE() __atomic_thread_fence(__ATOMIC_ACQUIRE)
-#endif
 
 #endif

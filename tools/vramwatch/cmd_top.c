@@ -6,10 +6,10 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,23 +54,22 @@ static bool read_live(int dirfd, const char *name, struct vw_live_file *out)
         close(fd);
         return false;
     }
-    const struct vw_live_file *m = mmap(NULL, sizeof(*out), PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED)
-        return false;
+    /* read, not a mapping: a file cut short meanwhile is a short read here, not SIGBUS. */
     bool ok = false;
-    for (int tries = 0; tries < 1000 && !ok; tries++) {
-        uint64_t s1 = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
-        if (s1 & 1) {
+    for (int tries = 0; tries < 200 && !ok; tries++) {
+        uint64_t s2;
+        if (pread(fd, out, sizeof(*out), 0) != (ssize_t)sizeof(*out))
+            break;
+        if (out->seq & 1) {
             struct timespec ts = { 0, 100000 };
             nanosleep(&ts, NULL);
             continue;
         }
-        memcpy(out, m, sizeof(*out));
-        VW_LIVE_FENCE_ACQUIRE();
-        ok = __atomic_load_n(&m->seq, __ATOMIC_RELAXED) == s1;
+        ok = pread(fd, &s2, sizeof(s2), (off_t)offsetof(struct vw_live_file, seq)) ==
+                     (ssize_t)sizeof(s2) &&
+             s2 == out->seq;
     }
-    munmap((void *)m, sizeof(*out));
+    close(fd);
     if (!ok || memcmp(out->magic, VW_LIVE_MAGIC, 8) != 0 || out->version != VW_LIVE_VERSION ||
         out->size != sizeof(*out))
         return false;
