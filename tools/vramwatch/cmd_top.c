@@ -265,14 +265,33 @@ static void render(struct strbuf *b, const char *dir, const struct proc *procs, 
             }
             sb_addc(b, '\n');
         }
+        /* Call chains that end in the same line (one line reached along different paths) are
+         * one row, as in the report's table; the file lists them largest first. */
+        struct strbuf names[VW_LIVE_SITES] = { { 0 } };
+        uint64_t bytes[VW_LIVE_SITES], blocks[VW_LIVE_SITES];
+        uint32_t rows_used = 0;
         for (uint32_t j = 0; j < f->nsites; j++) {
-            const struct vw_live_site *s = &f->sites[j];
+            struct strbuf nm = { 0 };
+            add_site(&nm, f, &f->sites[j]);
+            uint32_t k = 0;
+            while (k < rows_used && strcmp(sb_str(&names[k]), sb_str(&nm)) != 0)
+                k++;
+            if (k == rows_used) {
+                names[rows_used] = nm;
+                bytes[rows_used] = blocks[rows_used] = 0;
+                rows_used++;
+            } else {
+                sb_free(&nm);
+            }
+            bytes[k] += f->sites[j].live_bytes;
+            blocks[k] += f->sites[j].live_count;
+        }
+        for (uint32_t k = 0; k < rows_used; k++) {
             char sz[UTIL_SIZE_LEN];
-            sb_printf(b, "%14s %10s in %" PRIu64 " block%s  ", "",
-                      util_fmt_size((int64_t)s->live_bytes, sz), s->live_count,
-                      s->live_count == 1 ? "" : "s");
-            add_site(b, f, s);
-            sb_addc(b, '\n');
+            sb_printf(b, "%14s %10s in %" PRIu64 " block%s  %s\n", "",
+                      util_fmt_size((int64_t)bytes[k], sz), blocks[k], blocks[k] == 1 ? "" : "s",
+                      sb_str(&names[k]));
+            sb_free(&names[k]);
         }
     }
 }
