@@ -31,13 +31,31 @@ static char report[4096];
 
 /* One leaf for both stages, so the live allocations reuse the stacks interned before. The
  * low bit of the argument says whether to free at once; the rest is the size. */
-static void leaf(void *arg)
+static __attribute__((noinline)) void leaf(void *arg)
 {
     void *p;
     uintptr_t a = (uintptr_t)arg;
     CHECK(cudaMalloc(&p, a & ~(uintptr_t)1) == cudaSuccess, 10);
     if (a & 1)
         CHECK(cudaFree(p) == cudaSuccess, 11);
+}
+
+/* What leaf gets at allocation i of a stage: out of line, so that the stage loop below has one
+ * call into the chain of sites rather than one per kind of argument. */
+static __attribute__((noinline)) uintptr_t stage_arg(int stage, int i)
+{
+    return stage < 2 ? 4096 | 1 : 512 * (1 + (uintptr_t)(i % 16));
+}
+
+/* One stage's allocations, from one call instruction whatever the stage: kept out of line (and
+ * leaf too), for an optimiser that peels, unrolls or unswitches the stage loop, or copies leaf
+ * into its callers, would otherwise give each copy its own return address, and stage 2 would
+ * intern new stacks instead of reusing stage 1's. */
+static __attribute__((noinline)) void run_stage(int stage, int from, int to, int sites)
+{
+    for (int i = from; i < to; i++)
+        site_call((unsigned)(i % sites), leaf, (void *)stage_arg(stage, i));
+    __asm__ volatile("" ::: "memory"); /* no tail call */
 }
 
 static double now_ms(void)
@@ -84,14 +102,15 @@ int main(int argc, char **argv)
 
     /* Stage 0: one stack; 1: every other stack interned, nothing left live (the difference
      * is the stacks alone); 2: LIVE allocations spread over those stacks (the difference is the
-     * allocation table). One loop, so every stage calls from the same instruction and the
-     * stacks of stage 2 are those of stage 1. */
+     * allocation table). One function for every stage (run_stage), so every stage calls from
+     * the same instruction and the stacks of stage 2 are those of stage 1. */
     long long tb[3];
-    for (int stage = 0; stage < 3; stage++) {
+    /* The count of stages read from a volatile: a loop of a known three turns is unrolled at -O2
+     * and up, and each copy would call run_stage from its own instruction. */
+    static volatile int stages = 3;
+    for (int stage = 0; stage < stages; stage++) {
         int from = stage == 1 ? 1 : 0, to = stage == 0 ? 1 : stage == 1 ? sites : live;
-        for (int i = from; i < to; i++)
-            site_call((unsigned)(i % sites), leaf,
-                      (void *)(uintptr_t)(stage < 2 ? 4096 | 1 : 512 * (1 + i % 16)));
+        run_stage(stage, from, to, sites);
         tb[stage] = dump_tables(NULL);
     }
 
