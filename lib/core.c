@@ -2,11 +2,24 @@
  *
  * Memory: every table is an anonymous mapping made here (never malloc), so the core can run
  * inside any hook, including ones reached from a malloc replacement. The allocation tables
- * start small and double under the lock; the call-site arrays are reserved once with
- * MAP_NORESERVE and filled front to back, so only the pages in use cost memory. */
+ * start small and double under their lock; the call-site arrays are reserved once with
+ * MAP_NORESERVE and filled front to back, so only the pages in use cost memory.
+ *
+ * Locks, so that threads on different devices neither wait for each other nor share a cache
+ * line on the way (docs/performance.md):
+ * - each device slot (and pinned host memory) has one lock for its table of live allocations,
+ *   its counters, its timeline and its call sites' counters: a device's live bytes and its peak
+ *   are one exact sequence, so they need one lock, and the device's table behind the same lock
+ *   costs no second one. A free names no device: the thread's last device is tried first, then
+ *   the other devices in use;
+ * - `glock` guards what is rare: failures, pressure events, markers, crossings;
+ * - `site_lock` guards adding a call site (finding one seen before takes no lock).
+ * Order, whenever more than one is held: device slots in ascending order, then glock, then
+ * site_lock. None is held while unwinding, calling the driver or writing files. */
 #include "core.h"
 #include "util.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -14,14 +27,87 @@
 #include <unistd.h>
 
 #define FIRST_KEPT 64 /* failures and events: the first ones stay, the rest is a ring */
-#define TABLE_MIN 4096u
+#define TABLE_MIN 512u
 #define FRAME_ARENA (8u << 20) /* frames in all interned stacks: 64 MiB of address space */
 #define INDEX_CAP (2u * VW_MAX_CALLSITES)
+#define HOST_SLOT (VW_MAX_DEVICES + 1) /* after the device slots and the unknown device's */
+#define NSLOTS (VW_MAX_DEVICES + 2)
+#define LINE 64
+
+/* ---------- locks ---------- */
+
+/* A three-state futex lock (0 free, 1 held, 2 held with waiters): taking and releasing a free
+ * one is one atomic instruction each, where a pthread mutex also checks its kind and owner; a
+ * waiter spins briefly (the sections are a few dozen instructions), then sleeps in the kernel. */
+typedef int vlock;
+
+static void vl_lock_slow(vlock *l)
+{
+    for (int i = 0; i < 16; i++) {
+        int c = 0;
+        if (__atomic_load_n(l, __ATOMIC_RELAXED) == 0 &&
+            __atomic_compare_exchange_n(l, &c, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            return;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    while (__atomic_exchange_n(l, 2, __ATOMIC_ACQUIRE) != 0)
+        syscall(SYS_futex, l, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+}
+
+static inline void vl_lock(vlock *l)
+{
+    int c = 0;
+    if (VW_UNLIKELY(
+                !__atomic_compare_exchange_n(l, &c, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+        vl_lock_slow(l);
+}
+
+static inline void vl_unlock(vlock *l)
+{
+    if (VW_UNLIKELY(__atomic_exchange_n(l, 0, __ATOMIC_RELEASE) == 2))
+        syscall(SYS_futex, l, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* ---------- state ---------- */
 
 struct table {
     struct core_alloc *slots;
     uint32_t cap; /* power of two, 0 before first use */
     uint32_t count;
+};
+
+/* A call site's counters on one device slot, written on every allocation and free (under the
+ * slot's lock), apart from the site's read-mostly record. `at_peak` is the site's live bytes at
+ * the slot's latest peak when `epoch` equals the slot's epoch (the site changed since that
+ * peak); otherwise the site has not changed since, and its live bytes are the figure. So the
+ * figure at the peak is kept exactly, at the cost of one compare per allocation and free. */
+struct site_ctr {
+    uint64_t live_bytes, alloc_bytes_total, alloc_calls, at_peak;
+    uint32_t live_count, epoch;
+};
+
+struct slot {
+    vlock lock;
+    uint32_t epoch; /* times the peak rose (wraps after 2^32: see docs/report-format.md) */
+    struct core_device c;
+    struct table ptrs;    /* keyed by address: device, pool, managed or pinned host memory */
+    struct table vmm;     /* keyed by cuMemCreate handle */
+    uint64_t phase_peak;  /* the most live since the previous marker */
+    struct site_ctr *ctr; /* [VW_MAX_CALLSITES], mapped at the slot's first allocation */
+} __attribute__((aligned(LINE)));
+
+/* A call site's record: what identifies it, and where the run stood at its first device
+ * allocation. Written once (the first fields when it is added, the others at that first
+ * allocation), then only read. */
+struct site {
+    uint64_t hash;
+    uint64_t first_time_ns; /* 0: no device allocation yet; published last (release) */
+    uint64_t first_live_before, first_peak_before;
+    uint32_t frames_off; /* index into the frame arena */
+    uint16_t nframes;
+    uint16_t pad;
 };
 
 /* A failure on this thread waiting to see whether the same request is retried. */
@@ -35,31 +121,31 @@ struct pending {
     bool counted;  /* it retried a failure and failed too: already counted as final */
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool ready;
 static bool touched;
 
-static struct table ptrs; /* keyed by address: device, pool, managed and pinned host memory */
-static struct table vmm;  /* keyed by cuMemCreate handle */
+static struct slot slots[NSLOTS];
+/* Device slots that ever recorded a call, for the lock-free sums (bit i of word i / 64). */
+static uint64_t active_mask[2];
 
-static struct core_callsite *sites; /* [VW_MAX_CALLSITES], id 0 is the overflow site */
+static vlock site_lock;
+static struct site *sites; /* [VW_MAX_CALLSITES], id 0 is the overflow site */
 static uint32_t nsites;
 static uint64_t *frames; /* [FRAME_ARENA] */
 static uint32_t nframes;
 static uint32_t *site_index; /* [INDEX_CAP] open addressing over ids, 0 = empty */
-static uint64_t callsites_dropped, allocs_untracked;
+static uint32_t empty_site;  /* the chain with no frames, once interned (0: not yet) */
+static uint64_t callsites_dropped, allocs_untracked; /* atomic */
+static uint64_t peak_any;                            /* max over devices of peak_live_bytes */
 
-static struct core_device devices[VW_MAX_DEVICES + 1];
-static struct core_host host;
+static vlock glock;
 static struct core_failure failures[VW_FAILURES_KEPT];
 static uint64_t failures_total;
 static struct core_event events[VW_EVENTS_KEPT];
 static uint64_t events_total;
 static struct core_marker markers[VW_EVENTS_KEPT];
 static uint64_t markers_total;
-static uint64_t total_live, phase_peak; /* all devices: for the markers' phase figures */
-static uint64_t peak_any;               /* max over devices of peak_live_bytes */
 static struct core_crossing crossings[VW_MAX_DEVICES + 1];
 static int ncrossings;
 static bool crossed[VW_MAX_DEVICES + 1];
@@ -70,8 +156,15 @@ static bool any_oom_report;
 static uint64_t ooms_final, flushes_total;
 /* A report on disk describes a failure that a retry has since rescued. */
 static bool report_stale;
+/* The call sites' live bytes on the device of the latest out-of-memory failure, at it: copied
+ * then (bounded by the number of call sites; failures are rare). */
+static uint64_t *fail_live; /* [VW_MAX_CALLSITES] */
+static uint32_t fail_nsites;
+static bool fail_any;
 
 static VW_TLS struct pending pending;
+static VW_TLS int last_slot; /* where this thread last allocated: its frees are looked for there */
+static VW_TLS uint32_t last_site; /* the call site this thread last interned a chain for */
 
 /* The whole-run timeline, one per device slot: mapped once, so its memory never grows. */
 static struct tl_device *tl;
@@ -103,6 +196,18 @@ bool core_init(void)
     return ready;
 }
 
+static void lock_slots(void)
+{
+    for (int i = 0; i < NSLOTS; i++)
+        vl_lock(&slots[i].lock);
+}
+
+static void unlock_slots(void)
+{
+    for (int i = NSLOTS - 1; i >= 0; i--)
+        vl_unlock(&slots[i].lock);
+}
+
 static void table_drop(struct table *t)
 {
     if (t->slots)
@@ -110,50 +215,87 @@ static void table_drop(struct table *t)
     memset(t, 0, sizeof(*t));
 }
 
-void core_reset(void)
+static void lock_all(void)
 {
-    pthread_mutex_lock(&lock);
-    table_drop(&ptrs);
-    table_drop(&vmm);
+    lock_slots();
+    vl_lock(&glock);
+    vl_lock(&site_lock);
+}
+
+static void unlock_all(void)
+{
+    vl_unlock(&site_lock);
+    vl_unlock(&glock);
+    unlock_slots();
+}
+
+/* With every lock held. */
+static void reset_locked(void)
+{
+    uint32_t n = __atomic_load_n(&nsites, __ATOMIC_RELAXED);
+    for (int i = 0; i < NSLOTS; i++) {
+        struct slot *s = &slots[i];
+        table_drop(&s->ptrs);
+        table_drop(&s->vmm);
+        if (s->ctr)
+            munmap(s->ctr, sizeof(*s->ctr) * VW_MAX_CALLSITES);
+        memset(&s->c, 0, sizeof(s->c));
+        s->ctr = NULL;
+        s->epoch = 0;
+        s->phase_peak = 0;
+    }
     if (ready) {
-        memset(sites, 0, sizeof(*sites) * nsites);
+        memset(sites, 0, sizeof(*sites) * n);
         memset(site_index, 0, sizeof(*site_index) * INDEX_CAP);
     }
-    nsites = 1;
+    __atomic_store_n(&nsites, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&empty_site, 0, __ATOMIC_RELAXED);
     nframes = 0;
-    callsites_dropped = allocs_untracked = 0;
-    memset(devices, 0, sizeof(devices));
-    memset(&host, 0, sizeof(host));
+    __atomic_store_n(&callsites_dropped, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&allocs_untracked, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&active_mask[0], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&active_mask[1], 0, __ATOMIC_RELAXED);
     failures_total = events_total = markers_total = 0;
     ncrossings = 0;
-    total_live = phase_peak = 0;
-    peak_any = 0;
+    __atomic_store_n(&peak_any, 0, __ATOMIC_RELAXED);
     memset(crossed, 0, sizeof(crossed));
     last_oom_report_ns = 0;
     any_oom_report = false;
-    ooms_final = flushes_total = 0;
-    report_stale = false;
-    touched = false;
+    __atomic_store_n(&ooms_final, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&flushes_total, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&report_stale, false, __ATOMIC_RELAXED);
+    __atomic_store_n(&touched, false, __ATOMIC_RELAXED);
+    if (fail_live)
+        munmap(fail_live, sizeof(*fail_live) * VW_MAX_CALLSITES);
+    fail_live = NULL;
+    fail_nsites = 0;
+    fail_any = false;
     memset(&pending, 0, sizeof(pending));
     if (tl)
         for (int i = 0; i <= VW_MAX_DEVICES; i++)
             tl[i].started = false; /* cleared at its next first event: untouched pages stay so */
-    pthread_mutex_unlock(&lock);
+}
+
+void core_reset(void)
+{
+    lock_all();
+    reset_locked();
+    unlock_all();
 }
 
 void core_lock_for_fork(void)
 {
-    pthread_mutex_lock(&lock);
+    lock_all();
 }
 
 void core_unlock_after_fork(bool child)
 {
-    pthread_mutex_unlock(&lock);
     /* The child has one thread; whatever other threads were doing is gone. It forgets the
      * parent's memory: it must never report the parent's allocations as its own, and writes
      * nothing unless it allocates itself. */
     if (child)
-        core_reset();
+        reset_locked();
+    unlock_all();
 }
 
 bool core_touched(void)
@@ -194,6 +336,14 @@ static uint64_t hash_frames(const uint64_t *f, int n)
 
 /* ---------- allocation tables: linear probing, backward-shift deletion ---------- */
 
+/* The slot hash of an address or handle: one multiply, and the high half folded into the low
+ * (allocations are aligned, so their low bits alone would all be the same). */
+static inline uint64_t key_hash(uint64_t key)
+{
+    uint64_t x = key * 0x9e3779b97f4a7c15ull;
+    return x ^ (x >> 32);
+}
+
 static bool table_grow(struct table *t)
 {
     uint32_t ncap = t->cap ? t->cap * 2 : TABLE_MIN;
@@ -205,7 +355,7 @@ static bool table_grow(struct table *t)
     for (uint32_t i = 0; i < t->cap; i++) {
         if (!t->slots[i].used)
             continue;
-        uint32_t j = (uint32_t)mix64(t->slots[i].key) & (ncap - 1);
+        uint32_t j = (uint32_t)key_hash(t->slots[i].key) & (ncap - 1);
         while (ns[j].used)
             j = (j + 1) & (ncap - 1);
         ns[j] = t->slots[i];
@@ -217,12 +367,12 @@ static bool table_grow(struct table *t)
     return true;
 }
 
-static struct core_alloc *table_find(struct table *t, uint64_t key)
+static struct core_alloc *table_find(struct table *t, uint64_t key, uint64_t h)
 {
     if (!t->cap)
         return NULL;
     uint32_t m = t->cap - 1;
-    for (uint32_t j = (uint32_t)mix64(key) & m;; j = (j + 1) & m) {
+    for (uint32_t j = (uint32_t)h & m;; j = (j + 1) & m) {
         if (!t->slots[j].used)
             return NULL;
         if (t->slots[j].key == key)
@@ -231,13 +381,13 @@ static struct core_alloc *table_find(struct table *t, uint64_t key)
 }
 
 /* Inserts, or returns the existing record for the key (the caller decides what that means). */
-static struct core_alloc *table_insert(struct table *t, uint64_t key, bool *existed)
+static struct core_alloc *table_insert(struct table *t, uint64_t key, uint64_t h, bool *existed)
 {
     *existed = false;
     if ((uint64_t)(t->count + 1) * 10 > (uint64_t)t->cap * 7 && !table_grow(t))
         return NULL;
     uint32_t m = t->cap - 1;
-    uint32_t j = (uint32_t)mix64(key) & m;
+    uint32_t j = (uint32_t)h & m;
     for (; t->slots[j].used; j = (j + 1) & m) {
         if (t->slots[j].key == key) {
             *existed = true;
@@ -256,7 +406,7 @@ static void table_remove(struct table *t, struct core_alloc *slot)
     uint32_t i = (uint32_t)(slot - t->slots);
     /* Shift later members of the probe run back so lookups never meet a hole too early. */
     for (uint32_t j = (i + 1) & m; t->slots[j].used; j = (j + 1) & m) {
-        uint32_t home = (uint32_t)mix64(t->slots[j].key) & m;
+        uint32_t home = (uint32_t)key_hash(t->slots[j].key) & m;
         bool movable = (i <= j) ? (home <= i || home > j) : (home <= i && home > j);
         if (movable) {
             t->slots[i] = t->slots[j];
@@ -267,28 +417,22 @@ static void table_remove(struct table *t, struct core_alloc *slot)
     t->count--;
 }
 
-static struct table *table_for(enum core_kind kind)
+static struct table *table_for(struct slot *d, enum core_kind kind)
 {
-    return kind == CORE_VMM ? &vmm : &ptrs;
+    return kind == CORE_VMM ? &d->vmm : &d->ptrs;
 }
 
 /* ---------- call sites ---------- */
 
 static bool same_site(uint32_t c, uint64_t h, const uint64_t *f, int n)
 {
-    const struct core_callsite *s = &sites[c];
+    const struct site *s = &sites[c];
     return s->hash == h && s->nframes == n &&
            memcmp(&frames[s->frames_off], f, sizeof(*f) * (size_t)n) == 0;
 }
 
-uint32_t core_callsite(const uint64_t *f, int n)
+static uint32_t intern(const uint64_t *f, int n)
 {
-    if (!ready)
-        return 0;
-    if (n < 0)
-        n = 0;
-    if (n > VW_MAX_FRAMES)
-        n = VW_MAX_FRAMES;
     uint64_t h = hash_frames(f, n);
     uint32_t m = INDEX_CAP - 1;
     /* Lock-free first: a site's record and frames are written before its index slot is
@@ -302,7 +446,7 @@ uint32_t core_callsite(const uint64_t *f, int n)
             return c;
     }
     uint32_t id = 0;
-    pthread_mutex_lock(&lock);
+    vl_lock(&site_lock);
     uint32_t j = (uint32_t)h & m;
     for (;; j = (j + 1) & m) {
         uint32_t c = site_index[j];
@@ -313,21 +457,49 @@ uint32_t core_callsite(const uint64_t *f, int n)
             goto out;
         }
     }
-    if (nsites >= VW_MAX_CALLSITES || nframes + (uint32_t)n > FRAME_ARENA) {
-        callsites_dropped++;
+    uint32_t ns = __atomic_load_n(&nsites, __ATOMIC_RELAXED);
+    if (ns >= VW_MAX_CALLSITES || nframes + (uint32_t)n > FRAME_ARENA) {
+        __atomic_fetch_add(&callsites_dropped, 1, __ATOMIC_RELAXED);
         goto out; /* the overflow site */
     }
-    id = nsites;
+    id = ns;
     sites[id].hash = h;
     sites[id].nframes = (uint16_t)n;
     sites[id].frames_off = nframes;
     memcpy(&frames[nframes], f, sizeof(*f) * (size_t)n);
     nframes += (uint32_t)n;
-    __atomic_store_n(&nsites, nsites + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&nsites, ns + 1, __ATOMIC_RELEASE);
     __atomic_store_n(&site_index[j], id, __ATOMIC_RELEASE);
 out:
-    pthread_mutex_unlock(&lock);
+    vl_unlock(&site_lock);
     return id;
+}
+
+uint32_t core_callsite(const uint64_t *f, int n)
+{
+    if (!ready)
+        return 0;
+    if (n <= 0) {
+        /* Stacks off: every allocation has this chain, found once and remembered. */
+        uint32_t e = __atomic_load_n(&empty_site, __ATOMIC_RELAXED);
+        if (VW_LIKELY(e))
+            return e;
+        e = intern(f, 0);
+        if (e)
+            __atomic_store_n(&empty_site, e, __ATOMIC_RELAXED);
+        return e;
+    }
+    if (n > VW_MAX_FRAMES)
+        n = VW_MAX_FRAMES;
+    /* A thread allocating in a loop asks for the same chain again and again: compared with the
+     * last one it got, it needs neither the hash nor the index. */
+    uint32_t last = last_site;
+    if (last && last < __atomic_load_n(&nsites, __ATOMIC_ACQUIRE) && sites[last].nframes == n &&
+        memcmp(&frames[sites[last].frames_off], f, sizeof(*f) * (size_t)n) == 0)
+        return last;
+    last = intern(f, n);
+    last_site = last;
+    return last;
 }
 
 /* ---------- events ---------- */
@@ -344,10 +516,16 @@ static struct core_failure *failure_by_seq(uint64_t seq)
     return (seq < failures_total && f->seq == seq) ? f : NULL;
 }
 
-/* Called with the lock held, for every allocation outcome on this thread. Returns 1 when this
- * request retried a pending failure and succeeded, 2 when it retried and failed. A pending
- * failure that this request does not retry was final: the application got the error. */
-static int match_retry(int device, uint64_t size, bool ok, uint64_t now)
+static inline struct slot *slot_of_device(int device)
+{
+    return &slots[core_dev_slot(device)];
+}
+
+/* Called with `device`'s slot lock and glock held, for every allocation outcome on this
+ * thread. Returns 1 when this request retried a pending failure and succeeded, 2 when it
+ * retried and failed. A pending failure that this request does not retry was final: the
+ * application got the error. */
+static int match_retry(struct slot *d, int device, uint64_t size, bool ok, uint64_t now)
 {
     if (!pending.active)
         return 0;
@@ -355,7 +533,7 @@ static int match_retry(int device, uint64_t size, bool ok, uint64_t now)
     if (pending.size != size || pending.device != device ||
         now - pending.time_ns > VW_RETRY_WINDOW_NS) {
         if (pending.seq != UINT64_MAX && !pending.counted)
-            __atomic_store_n(&ooms_final, ooms_final + 1, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&ooms_final, 1, __ATOMIC_RELAXED);
         return 0;
     }
     struct core_failure *f = failure_by_seq(pending.seq);
@@ -365,13 +543,13 @@ static int match_retry(int device, uint64_t size, bool ok, uint64_t now)
         /* PyTorch gives up after one retry: final at once, so a watcher need not wait for the
          * exit. CuPy tries a third time; should that succeed, the count is taken back. */
         if (!pending.counted)
-            __atomic_store_n(&ooms_final, ooms_final + 1, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&ooms_final, 1, __ATOMIC_RELAXED);
         return 2;
     }
     if (pending.counted)
-        __atomic_store_n(&ooms_final, ooms_final - 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&ooms_final, 1, __ATOMIC_RELAXED);
     if (pending.reported)
-        report_stale = true;
+        __atomic_store_n(&report_stale, true, __ATOMIC_RELAXED);
     struct core_event *e = &events[ring_slot(events_total, VW_EVENTS_KEPT)];
     events_total++;
     e->time_ns = pending.time_ns;
@@ -381,9 +559,19 @@ static int match_retry(int device, uint64_t size, bool ok, uint64_t now)
     e->api = pending.api;
     e->device = device;
     e->callsite = pending.callsite;
-    devices[core_dev_slot(device)].cache_flushes++;
-    __atomic_store_n(&flushes_total, flushes_total + 1, __ATOMIC_RELAXED);
+    d->c.cache_flushes++;
+    __atomic_fetch_add(&flushes_total, 1, __ATOMIC_RELAXED);
     return 1;
+}
+
+/* With the slot's lock held: a call was recorded for this device. */
+static inline void set_active(struct slot *d)
+{
+    if (VW_LIKELY(d->c.active))
+        return;
+    d->c.active = true;
+    unsigned i = (unsigned)(d - slots);
+    __atomic_fetch_or(&active_mask[i / 64], 1ull << (i % 64), __ATOMIC_RELAXED);
 }
 
 void core_observe_refusal(int device, uint64_t size, const char *api, uint32_t callsite,
@@ -392,9 +580,11 @@ void core_observe_refusal(int device, uint64_t size, const char *api, uint32_t c
     if (!ready)
         return;
     touch();
-    pthread_mutex_lock(&lock);
-    match_retry(device, size, false, now_ns);
-    devices[core_dev_slot(device)].active = true;
+    struct slot *d = slot_of_device(device);
+    vl_lock(&d->lock);
+    vl_lock(&glock);
+    match_retry(d, device, size, false, now_ns);
+    set_active(d);
     /* No failure record and no report: the emulated card's answer, which the retry decides.
      * seq UINT64_MAX finds no failure, and an unmatched refusal is not a final failure. */
     pending = (struct pending){ .active = true,
@@ -403,8 +593,11 @@ void core_observe_refusal(int device, uint64_t size, const char *api, uint32_t c
                                 .time_ns = now_ns,
                                 .seq = UINT64_MAX,
                                 .api = api,
-                                .callsite = callsite < nsites ? callsite : 0 };
-    pthread_mutex_unlock(&lock);
+                                .callsite = callsite < __atomic_load_n(&nsites, __ATOMIC_ACQUIRE)
+                                                    ? callsite
+                                                    : 0 };
+    vl_unlock(&glock);
+    vl_unlock(&d->lock);
 }
 
 bool core_observe_is_retry(int device, uint64_t size, uint64_t now_ns)
@@ -424,23 +617,17 @@ bool core_take_report_stale(void)
 {
     if (!ready || !__atomic_load_n(&report_stale, __ATOMIC_RELAXED))
         return false;
-    pthread_mutex_lock(&lock);
-    bool was = report_stale;
-    report_stale = false;
-    pthread_mutex_unlock(&lock);
-    return was;
+    return __atomic_exchange_n(&report_stale, false, __ATOMIC_RELAXED);
 }
 
 void core_end_pending(void)
 {
-    /* At exit: a failure still waiting for its retry never got one. */
+    /* At exit: a failure still waiting for its retry never got one. Only this thread's. */
     if (!ready)
         return;
-    pthread_mutex_lock(&lock);
     if (pending.active && pending.seq != UINT64_MAX && !pending.counted)
-        __atomic_store_n(&ooms_final, ooms_final + 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&ooms_final, 1, __ATOMIC_RELAXED);
     pending.active = false;
-    pthread_mutex_unlock(&lock);
 }
 
 /* ---------- allocations ---------- */
@@ -454,78 +641,122 @@ static inline uint64_t reserved_estimate(const struct core_device *d)
            (d->pool_hold_bytes > d->pool_live_bytes ? d->pool_hold_bytes - d->pool_live_bytes : 0);
 }
 
-/* `fresh`: a new allocation (not one put back after a failed free), a candidate growth step. */
-static void account_add(const struct core_alloc *a, uint64_t now, bool fresh)
+/* The slot's counters for call site `id`, NULL for the overflow site or when they cannot be
+ * mapped. With the slot's lock held. */
+static inline struct site_ctr *ctr_of(struct slot *d, uint32_t id)
 {
-    if (a->callsite < nsites) {
-        struct core_callsite *s = &sites[a->callsite];
-        if (!s->first_time_ns && a->kind != CORE_HOST) {
-            /* Where the run stood when this call chain first asked for memory: the start of
-             * its phase, for runs without markers (a training step, validation). */
-            const struct core_device *d = &devices[core_dev_slot(a->device)];
-            s->first_time_ns = a->time_ns ? a->time_ns : 1;
-            s->first_live_before = d->live_bytes;
-            s->first_peak_before = d->peak_live_bytes;
-        }
-        s->live_bytes += a->size;
-        s->live_count++;
-        s->alloc_calls++;
-        s->alloc_bytes_total += a->size;
+    if (VW_UNLIKELY(!d->ctr)) {
+        d->ctr = map(sizeof(*d->ctr) * VW_MAX_CALLSITES);
+        if (!d->ctr)
+            return NULL;
     }
-    if (a->kind == CORE_HOST) {
-        host.alloc_calls++;
-        host.live_bytes += a->size;
-        if (host.live_bytes > host.peak_live_bytes)
-            host.peak_live_bytes = host.live_bytes;
-        return;
-    }
-    struct core_device *d = &devices[core_dev_slot(a->device)];
-    d->active = true;
-    d->alloc_calls++;
-    d->live_bytes += a->size;
-    d->live_count++;
-    __atomic_store_n(&total_live, total_live + a->size, __ATOMIC_RELAXED);
-    if (total_live > phase_peak)
-        phase_peak = total_live;
-    if (a->kind == CORE_POOL) {
-        d->pool_live_bytes += a->size;
-        d->pool_used = true;
-        if (d->pool_live_bytes > d->pool_hold_bytes)
-            d->pool_hold_bytes = d->pool_live_bytes;
-    }
-    if (d->live_bytes > d->peak_live_bytes) {
-        d->peak_live_bytes = d->live_bytes;
-        d->peak_time_ns = a->time_ns;
-        if (d->peak_live_bytes > peak_any)
-            __atomic_store_n(&peak_any, d->peak_live_bytes, __ATOMIC_RELAXED);
-    }
-    if (VW_LIKELY(tl && tl_on)) {
-        struct tl_device *t = &tl[core_dev_slot(a->device)];
-        tl_record(t, now, d->live_bytes, reserved_estimate(d));
-        if (fresh)
-            tl_step(t, now, a->size, d->live_bytes, a->api, a->callsite);
+    return &d->ctr[id];
+}
+
+/* Before a site's live bytes on this slot change: keep what they were at the latest peak. */
+static inline void ctr_touch(const struct slot *d, struct site_ctr *c)
+{
+    if (c->epoch != d->epoch) {
+        c->at_peak = c->live_bytes;
+        c->epoch = d->epoch;
     }
 }
 
-static void account_sub(const struct core_alloc *a, uint64_t now)
+/* The site's first device allocation: where the run stood just before it (the start of its
+ * phase, for runs without markers: a training step, validation). Once per site. */
+static void first_alloc(struct slot *d, uint32_t id, uint64_t time_ns)
 {
-    if (a->callsite < nsites) {
-        struct core_callsite *s = &sites[a->callsite];
-        s->live_bytes -= a->size;
-        s->live_count--;
+    vl_lock(&site_lock);
+    struct site *s = &sites[id];
+    if (!s->first_time_ns) {
+        s->first_live_before = d->c.live_bytes;
+        s->first_peak_before = d->c.peak_live_bytes;
+        __atomic_store_n(&s->first_time_ns, time_ns ? time_ns : 1, __ATOMIC_RELEASE);
     }
-    if (a->kind == CORE_HOST) {
-        host.live_bytes -= a->size;
-        return;
+    vl_unlock(&site_lock);
+}
+
+static inline void atomic_max(uint64_t *p, uint64_t v)
+{
+    uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > cur &&
+           !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+/* With the slot's lock held (`d`, the allocation's). `fresh`: a new allocation (not
+ * one put back after a failed free), a candidate growth step. */
+static inline __attribute__((always_inline)) void account_add(struct slot *d,
+                                                              const struct core_alloc *a,
+                                                              uint64_t now, bool fresh)
+{
+    if (a->callsite) {
+        if (a->kind != CORE_HOST &&
+            VW_UNLIKELY(!__atomic_load_n(&sites[a->callsite].first_time_ns, __ATOMIC_ACQUIRE)))
+            first_alloc(d, a->callsite, a->time_ns);
+        struct site_ctr *c = ctr_of(d, a->callsite);
+        if (VW_LIKELY(c)) {
+            ctr_touch(d, c);
+            c->live_bytes += a->size;
+            c->live_count++;
+            c->alloc_calls++;
+            c->alloc_bytes_total += a->size;
+        }
     }
-    struct core_device *d = &devices[core_dev_slot(a->device)];
-    d->live_bytes -= a->size;
-    d->live_count--;
-    __atomic_store_n(&total_live, total_live - a->size, __ATOMIC_RELAXED);
+    struct core_device *dc = &d->c;
+    set_active(d);
+    dc->alloc_calls++;
+    dc->live_count++;
+    uint64_t live = dc->live_bytes + a->size;
+    __atomic_store_n(&dc->live_bytes, live, __ATOMIC_RELAXED);
+    if (live > d->phase_peak)
+        d->phase_peak = live;
+    if (a->kind == CORE_POOL) {
+        dc->pool_live_bytes += a->size;
+        dc->pool_used = true;
+        if (dc->pool_live_bytes > dc->pool_hold_bytes)
+            dc->pool_hold_bytes = dc->pool_live_bytes;
+    }
+    if (live > dc->peak_live_bytes) {
+        dc->peak_live_bytes = live;
+        dc->peak_time_ns = a->time_ns;
+        d->epoch++; /* this state is the peak now: every site's live bytes are its figure */
+        if (a->kind != CORE_HOST)
+            atomic_max(&peak_any, live);
+    }
+    if (a->kind != CORE_HOST && VW_LIKELY(tl && __atomic_load_n(&tl_on, __ATOMIC_RELAXED))) {
+        struct tl_device *t = &tl[d - slots];
+        tl_record(t, now, live, reserved_estimate(dc));
+        if (fresh)
+            tl_step(t, now, a->size, live, a->api, a->callsite);
+    }
+}
+
+static inline __attribute__((always_inline)) void account_sub(struct slot *d,
+                                                              const struct core_alloc *a,
+                                                              uint64_t now)
+{
+    if (a->callsite) {
+        struct site_ctr *c = ctr_of(d, a->callsite);
+        if (VW_LIKELY(c)) {
+            ctr_touch(d, c);
+            c->live_bytes -= a->size;
+            c->live_count--;
+        }
+    }
+    struct core_device *dc = &d->c;
+    dc->live_count--;
+    uint64_t live = dc->live_bytes - a->size;
+    __atomic_store_n(&dc->live_bytes, live, __ATOMIC_RELAXED);
     if (a->kind == CORE_POOL)
-        d->pool_live_bytes -= a->size;
-    if (VW_LIKELY(tl && tl_on))
-        tl_record(&tl[core_dev_slot(a->device)], now, d->live_bytes, reserved_estimate(d));
+        dc->pool_live_bytes -= a->size;
+    if (a->kind != CORE_HOST && VW_LIKELY(tl && __atomic_load_n(&tl_on, __ATOMIC_RELAXED)))
+        tl_record(&tl[d - slots], now, live, reserved_estimate(dc));
+}
+
+static inline struct slot *slot_of_alloc(const struct core_alloc *a)
+{
+    return a->kind == CORE_HOST ? &slots[HOST_SLOT] : &slots[core_dev_slot(a->device)];
 }
 
 bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, const char *api,
@@ -535,33 +766,38 @@ bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, co
         return false;
     touch();
     bool tracked = false, existed;
-    pthread_mutex_lock(&lock);
-    if (kind != CORE_HOST)
-        match_retry(device, size, true, now_ns);
-    struct table *t = table_for(kind);
-    struct core_alloc *a = table_insert(t, key, &existed);
+    uint64_t h = key_hash(key);
+    if (callsite >= __atomic_load_n(&nsites, __ATOMIC_ACQUIRE))
+        callsite = 0;
+    struct slot *d = kind == CORE_HOST ? &slots[HOST_SLOT] : slot_of_device(device);
+    last_slot = (int)(d - slots);
+    vl_lock(&d->lock);
+    if (kind != CORE_HOST && VW_UNLIKELY(pending.active)) {
+        vl_lock(&glock);
+        match_retry(d, device, size, true, now_ns);
+        vl_unlock(&glock);
+    }
+    struct core_alloc *a = table_insert(table_for(d, kind), key, h, &existed);
     if (a) {
         if (existed) {
             /* The same address again: its free went past us (an untracked path, or a free
              * racing with this allocation). The old one cannot still be live. */
-            account_sub(a, now_ns);
+            account_sub(d, a, now_ns);
         }
         a->size = size;
         a->time_ns = now_ns;
         a->api = api;
-        a->callsite = callsite < nsites ? callsite : 0;
+        a->callsite = callsite;
         a->device = (int16_t)(device >= 0 && device < VW_MAX_DEVICES ? device : VW_DEV_UNKNOWN);
         a->kind = (uint8_t)kind;
-        account_add(a, now_ns, true);
+        account_add(d, a, now_ns, true);
         tracked = true;
     } else {
-        allocs_untracked++;
-        if (kind == CORE_HOST)
-            host.alloc_calls++;
-        else
-            devices[core_dev_slot(device)].alloc_calls++;
+        __atomic_fetch_add(&allocs_untracked, 1, __ATOMIC_RELAXED);
+        set_active(d);
+        d->c.alloc_calls++;
     }
-    pthread_mutex_unlock(&lock);
+    vl_unlock(&d->lock);
     return tracked;
 }
 
@@ -573,62 +809,108 @@ static bool kind_matches(enum core_kind want, enum core_kind have)
     return have == CORE_DEVICE || have == CORE_POOL || have == CORE_MANAGED;
 }
 
+/* Take `key` out of slot `i` if it is there. */
+static inline __attribute__((always_inline)) bool take_from(int i, enum core_kind kind,
+                                                            uint64_t key, uint64_t h,
+                                                            struct core_alloc *out, uint64_t now_ns)
+{
+    struct slot *d = &slots[i];
+    bool found = false;
+    vl_lock(&d->lock);
+    struct table *t = table_for(d, kind);
+    struct core_alloc *a = table_find(t, key, h);
+    if (a && kind_matches(kind, (enum core_kind)a->kind)) {
+        *out = *a;
+        account_sub(d, a, now_ns);
+        /* Counted as freed now, in the same locked section; core_untake takes it back. */
+        d->c.free_calls++;
+        table_remove(t, a);
+        found = true;
+    }
+    vl_unlock(&d->lock);
+    return found;
+}
+
+/* The devices in use other than `first`, in order. */
+static __attribute__((noinline)) bool take_elsewhere(int first, enum core_kind kind, uint64_t key,
+                                                     uint64_t h, struct core_alloc *out,
+                                                     uint64_t now_ns)
+{
+    for (int w = 0; w < 2; w++) {
+        uint64_t m = __atomic_load_n(&active_mask[w], __ATOMIC_RELAXED);
+        while (m) {
+            int i = w * 64 + __builtin_ctzll(m);
+            m &= m - 1;
+            if (i != first && i != HOST_SLOT && take_from(i, kind, key, h, out, now_ns))
+                return true;
+        }
+    }
+    return false;
+}
+
 bool core_take(enum core_kind kind, uint64_t key, struct core_alloc *out, uint64_t now_ns)
 {
     if (!ready)
         return false;
-    bool found = false;
-    pthread_mutex_lock(&lock);
-    struct table *t = table_for(kind);
-    struct core_alloc *a = table_find(t, key);
-    if (a && kind_matches(kind, (enum core_kind)a->kind)) {
-        *out = *a;
-        account_sub(a, now_ns);
-        table_remove(t, a);
-        found = true;
-        /* Counted as freed now, in the same locked section; core_untake takes it back. */
-        if (out->kind == CORE_HOST) {
-            host.free_calls++;
-        } else {
-            devices[core_dev_slot(out->device)].free_calls++;
-            if (pending.active) {
-                pending.freed_bytes += out->size;
-                pending.freed_count++;
-            }
-        }
+    uint64_t h = key_hash(key);
+    bool found;
+    if (kind == CORE_HOST) {
+        found = take_from(HOST_SLOT, kind, key, h, out, now_ns);
+    } else {
+        /* This thread's device first (almost always the one), then the other devices in use. */
+        int first = last_slot;
+        found = first != HOST_SLOT && take_from(first, kind, key, h, out, now_ns);
+        if (VW_UNLIKELY(!found))
+            found = take_elsewhere(first, kind, key, h, out, now_ns);
     }
-    pthread_mutex_unlock(&lock);
+    if (found && out->kind != CORE_HOST && pending.active) {
+        pending.freed_bytes += out->size;
+        pending.freed_count++;
+    }
     return found;
 }
 
 void core_untake(const struct core_alloc *a)
 {
-    bool existed;
-    pthread_mutex_lock(&lock);
-    struct table *t = table_for((enum core_kind)a->kind);
-    struct core_alloc *slot = table_insert(t, a->key, &existed);
+    bool existed, back = false;
+    struct slot *d = slot_of_alloc(a);
+    vl_lock(&d->lock);
+    struct core_alloc *slot =
+            table_insert(table_for(d, (enum core_kind)a->kind), a->key, key_hash(a->key), &existed);
     if (slot && !existed) {
         *slot = *a;
         slot->used = 1;
         /* Put the counts back without counting a second allocation call. */
-        account_add(slot, slot->time_ns, false);
-        if (slot->callsite < nsites) {
-            sites[slot->callsite].alloc_calls--;
-            sites[slot->callsite].alloc_bytes_total -= slot->size;
+        account_add(d, slot, slot->time_ns, false);
+        if (slot->callsite && d->ctr) {
+            d->ctr[slot->callsite].alloc_calls--;
+            d->ctr[slot->callsite].alloc_bytes_total -= slot->size;
         }
-        if (slot->kind == CORE_HOST) {
-            host.alloc_calls--;
-            host.free_calls--;
-        } else {
-            devices[core_dev_slot(slot->device)].alloc_calls--;
-            devices[core_dev_slot(slot->device)].free_calls--;
-            if (pending.active) {
-                pending.freed_bytes -= slot->size;
-                pending.freed_count--;
-            }
-        }
+        d->c.alloc_calls--;
+        d->c.free_calls--;
+        back = true;
     }
-    pthread_mutex_unlock(&lock);
+    vl_unlock(&d->lock);
+    if (back && a->kind != CORE_HOST && pending.active) {
+        pending.freed_bytes -= a->size;
+        pending.freed_count--;
+    }
+}
+
+/* With the failing device's slot lock and glock held: its call sites' live bytes now. */
+static void keep_failure_sites(struct slot *d)
+{
+    if (!fail_live)
+        fail_live = map(sizeof(*fail_live) * VW_MAX_CALLSITES);
+    if (!fail_live)
+        return;
+    uint32_t n = __atomic_load_n(&nsites, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++)
+        fail_live[i] = d->ctr ? d->ctr[i].live_bytes : 0;
+    for (uint32_t i = n; i < fail_nsites; i++)
+        fail_live[i] = 0;
+    fail_nsites = n;
+    fail_any = true;
 }
 
 enum core_failure_verdict core_failure(enum core_kind kind, int device, uint64_t size,
@@ -640,16 +922,19 @@ enum core_failure_verdict core_failure(enum core_kind kind, int device, uint64_t
         return CORE_FAIL_QUIET;
     touch();
     enum core_failure_verdict v = CORE_FAIL_QUIET;
-    pthread_mutex_lock(&lock);
     if (kind == CORE_HOST) {
-        host.failed_calls++;
-        pthread_mutex_unlock(&lock);
+        struct slot *hs = &slots[HOST_SLOT];
+        vl_lock(&hs->lock);
+        hs->c.failed_calls++;
+        vl_unlock(&hs->lock);
         return CORE_FAIL_QUIET; /* pinned host memory is not what this tool reports on */
     }
-    int retry = match_retry(device, size, false, now_ns);
-    struct core_device *d = &devices[core_dev_slot(device)];
-    d->active = true;
-    d->failed_calls++;
+    struct slot *d = slot_of_device(device);
+    vl_lock(&d->lock);
+    vl_lock(&glock);
+    int retry = match_retry(d, device, size, false, now_ns);
+    set_active(d);
+    d->c.failed_calls++;
     struct core_failure *f = &failures[ring_slot(failures_total, VW_FAILURES_KEPT)];
     f->seq = failures_total++;
     f->time_ns = now_ns;
@@ -658,14 +943,15 @@ enum core_failure_verdict core_failure(enum core_kind kind, int device, uint64_t
     f->error_name = error_name;
     f->error_code = error_code;
     f->device = device;
-    f->callsite = callsite < nsites ? callsite : 0;
+    f->callsite = callsite < __atomic_load_n(&nsites, __ATOMIC_ACQUIRE) ? callsite : 0;
     f->tid = (int)syscall(SYS_gettid);
     f->oom = oom;
     f->retried = 0;
-    f->live_at = d->live_bytes;
-    f->reserved_at = d->live_bytes + pool_extra;
+    f->live_at = d->c.live_bytes;
+    f->reserved_at = d->c.live_bytes + pool_extra;
     f->free_at = free_bytes;
     if (oom) {
+        keep_failure_sites(d);
         pending = (struct pending){ .active = true,
                                     .device = device,
                                     .size = size,
@@ -684,7 +970,8 @@ enum core_failure_verdict core_failure(enum core_kind kind, int device, uint64_t
             last_oom_report_ns = now_ns;
         }
     }
-    pthread_mutex_unlock(&lock);
+    vl_unlock(&glock);
+    vl_unlock(&d->lock);
     return v;
 }
 
@@ -692,15 +979,15 @@ void core_note_pool(int device, uint64_t pool)
 {
     if (!ready)
         return;
-    pthread_mutex_lock(&lock);
-    struct core_device *d = &devices[core_dev_slot(device)];
-    d->pool_used = true;
+    struct slot *d = slot_of_device(device);
+    vl_lock(&d->lock);
+    d->c.pool_used = true;
     bool known = false;
-    for (int i = 0; i < d->npools; i++)
-        known |= d->pools[i] == pool;
-    if (!known && d->npools < VW_POOLS_PER_DEVICE)
-        d->pools[d->npools++] = pool;
-    pthread_mutex_unlock(&lock);
+    for (int i = 0; i < d->c.npools; i++)
+        known |= d->c.pools[i] == pool;
+    if (!known && d->c.npools < VW_POOLS_PER_DEVICE)
+        d->c.pools[d->c.npools++] = pool;
+    vl_unlock(&d->lock);
 }
 
 void core_limit_crossing(int device, const char *api, uint64_t size, uint32_t callsite,
@@ -709,18 +996,22 @@ void core_limit_crossing(int device, const char *api, uint64_t size, uint32_t ca
     if (!ready)
         return;
     int slot = core_dev_slot(device);
-    pthread_mutex_lock(&lock);
+    struct slot *d = &slots[slot];
+    vl_lock(&d->lock);
+    vl_lock(&glock);
     if (!crossed[slot]) {
         crossed[slot] = true;
-        crossings[ncrossings++] =
-                (struct core_crossing){ .time_ns = now_ns,
-                                        .size = size,
-                                        .live_at = devices[slot].live_bytes,
-                                        .api = api,
-                                        .device = device,
-                                        .callsite = callsite < nsites ? callsite : 0 };
+        crossings[ncrossings++] = (struct core_crossing){
+            .time_ns = now_ns,
+            .size = size,
+            .live_at = d->c.live_bytes,
+            .api = api,
+            .device = device,
+            .callsite = callsite < __atomic_load_n(&nsites, __ATOMIC_ACQUIRE) ? callsite : 0
+        };
     }
-    pthread_mutex_unlock(&lock);
+    vl_unlock(&glock);
+    vl_unlock(&d->lock);
 }
 
 void core_mark(const char *label, uint64_t now_ns)
@@ -734,27 +1025,38 @@ void core_mark(const char *label, uint64_t now_ns)
         while (n > 0 && ((unsigned char)label[n] & 0xc0) == 0x80)
             n--;
     }
-    pthread_mutex_lock(&lock);
+    /* Every device at one moment: all their locks (markers are rare). The phase's peak is the
+     * sum of each device's most since the previous marker: exact with one device, and with
+     * several an upper bound (their peaks need not have come at the same moment). */
+    lock_slots();
+    vl_lock(&glock);
+    uint64_t live = 0, peak = 0;
+    for (int i = 0; i <= VW_MAX_DEVICES; i++) {
+        live += slots[i].c.live_bytes;
+        peak += slots[i].phase_peak;
+        slots[i].phase_peak = slots[i].c.live_bytes;
+    }
     struct core_marker *m = &markers[ring_slot(markers_total, VW_EVENTS_KEPT)];
     markers_total++;
     m->time_ns = now_ns;
-    m->live_bytes = total_live;
-    m->phase_peak_bytes = phase_peak;
-    phase_peak = total_live;
+    m->live_bytes = live;
+    m->phase_peak_bytes = peak;
     memcpy(m->label, label, n);
     m->label[n] = 0;
-    pthread_mutex_unlock(&lock);
+    vl_unlock(&glock);
+    unlock_slots();
 }
 
 void core_measure(int device, int64_t used, int64_t pool_extra, uint64_t now_ns)
 {
     if (!ready || device < 0)
         return;
-    pthread_mutex_lock(&lock);
-    struct core_device *d = &devices[core_dev_slot(device)];
+    struct slot *s = slot_of_device(device);
+    vl_lock(&s->lock);
+    struct core_device *d = &s->c;
     if (pool_extra >= 0)
         d->pool_hold_bytes = d->pool_live_bytes + (uint64_t)pool_extra;
-    if (tl && tl_on && d->active) {
+    if (tl && __atomic_load_n(&tl_on, __ATOMIC_RELAXED) && d->active) {
         struct tl_device *t = &tl[core_dev_slot(device)];
         uint64_t reserved = reserved_estimate(d);
         if (pool_extra >= 0)
@@ -762,17 +1064,17 @@ void core_measure(int device, int64_t used, int64_t pool_extra, uint64_t now_ns)
         if (used >= 0)
             tl_untracked(t, now_ns, used - (int64_t)reserved);
     }
-    pthread_mutex_unlock(&lock);
+    vl_unlock(&s->lock);
 }
 
 void core_va_reserve(int device, int64_t delta)
 {
     if (!ready)
         return;
-    pthread_mutex_lock(&lock);
-    struct core_device *d = &devices[core_dev_slot(device)];
-    d->va_reserved_bytes += (uint64_t)delta;
-    pthread_mutex_unlock(&lock);
+    struct slot *d = slot_of_device(device);
+    vl_lock(&d->lock);
+    d->c.va_reserved_bytes += (uint64_t)delta;
+    vl_unlock(&d->lock);
 }
 
 /* ---------- snapshots ---------- */
@@ -796,9 +1098,17 @@ void core_snapshot(struct core_snapshot *s)
     memset(s, 0, sizeof(*s));
     if (!ready)
         return;
-    pthread_mutex_lock(&lock);
-    memcpy(s->devices, devices, sizeof(devices));
-    s->host = host;
+    /* Every device slot, then the rare state: one moment for all the counters. */
+    lock_slots();
+    vl_lock(&glock);
+    for (int i = 0; i <= VW_MAX_DEVICES; i++)
+        s->devices[i] = slots[i].c;
+    const struct core_device *h = &slots[HOST_SLOT].c;
+    s->host = (struct core_host){ .live_bytes = h->live_bytes,
+                                  .peak_live_bytes = h->peak_live_bytes,
+                                  .alloc_calls = h->alloc_calls,
+                                  .free_calls = h->free_calls,
+                                  .failed_calls = h->failed_calls };
     s->nfailures =
             copy_ring(s->failures, failures, sizeof(*failures), failures_total, VW_FAILURES_KEPT);
     s->failures_total = failures_total;
@@ -808,10 +1118,11 @@ void core_snapshot(struct core_snapshot *s)
     s->markers_total = markers_total;
     memcpy(s->crossings, crossings, sizeof(crossings));
     s->ncrossings = ncrossings;
-    s->ncallsites = nsites;
-    s->callsites_dropped = callsites_dropped;
-    s->allocs_untracked = allocs_untracked;
-    pthread_mutex_unlock(&lock);
+    s->ncallsites = __atomic_load_n(&nsites, __ATOMIC_ACQUIRE);
+    s->callsites_dropped = __atomic_load_n(&callsites_dropped, __ATOMIC_RELAXED);
+    s->allocs_untracked = __atomic_load_n(&allocs_untracked, __ATOMIC_RELAXED);
+    vl_unlock(&glock);
+    unlock_slots();
 }
 
 uint32_t core_copy_callsites(struct core_callsite *out, uint32_t n, uint64_t *fout, uint32_t fcap)
@@ -819,20 +1130,45 @@ uint32_t core_copy_callsites(struct core_callsite *out, uint32_t n, uint64_t *fo
     uint32_t used = 0;
     if (!ready)
         return 0;
-    pthread_mutex_lock(&lock);
-    if (n > nsites)
-        n = nsites;
+    lock_slots();
+    vl_lock(&glock);
+    uint32_t ns = __atomic_load_n(&nsites, __ATOMIC_ACQUIRE);
+    if (n > ns)
+        n = ns;
     for (uint32_t i = 0; i < n; i++) {
-        out[i] = sites[i];
-        uint32_t k = sites[i].nframes;
+        const struct site *r = &sites[i];
+        struct core_callsite *o = &out[i];
+        memset(o, 0, sizeof(*o));
+        o->hash = r->hash;
+        o->first_time_ns = __atomic_load_n(&r->first_time_ns, __ATOMIC_ACQUIRE);
+        if (o->first_time_ns) {
+            o->first_live_before = r->first_live_before;
+            o->first_peak_before = r->first_peak_before;
+        }
+        for (int k = 0; k < NSLOTS; k++) {
+            const struct slot *d = &slots[k];
+            if (!d->ctr)
+                continue;
+            const struct site_ctr *c = &d->ctr[i];
+            o->live_bytes += c->live_bytes;
+            o->live_count += c->live_count;
+            o->alloc_calls += c->alloc_calls;
+            o->alloc_bytes_total += c->alloc_bytes_total;
+            if (k != HOST_SLOT)
+                o->live_bytes_at_peak += c->epoch == d->epoch ? c->at_peak : c->live_bytes;
+        }
+        o->has_failure = fail_any;
+        o->live_bytes_at_failure = fail_any && i < fail_nsites ? fail_live[i] : 0;
+        uint32_t k = r->nframes;
         if (used + k > fcap)
             k = fcap - used;
-        memcpy(&fout[used], &frames[sites[i].frames_off], sizeof(*fout) * k);
-        out[i].frames_off = used;
-        out[i].nframes = (uint16_t)k;
+        memcpy(&fout[used], &frames[r->frames_off], sizeof(*fout) * k);
+        o->frames_off = used;
+        o->nframes = (uint16_t)k;
         used += k;
     }
-    pthread_mutex_unlock(&lock);
+    vl_unlock(&glock);
+    unlock_slots();
     return used;
 }
 
@@ -862,26 +1198,29 @@ int core_largest_live(struct core_alloc *out, int max, uint64_t *total)
         *total = 0;
         return 0;
     }
-    pthread_mutex_lock(&lock);
-    struct table *ts[2] = { &ptrs, &vmm };
-    for (int t = 0; t < 2; t++) {
-        for (uint32_t i = 0; i < ts[t]->cap; i++) {
-            const struct core_alloc *a = &ts[t]->slots[i];
-            if (!a->used || a->kind == CORE_HOST)
-                continue;
-            count++;
-            if (n < max) {
-                out[n++] = *a;
-                if (n == max)
-                    for (int k = n / 2 - 1; k >= 0; k--)
-                        heap_sift_down(out, n, k);
-            } else if (a->size > out[0].size) {
-                out[0] = *a;
-                heap_sift_down(out, n, 0);
+    /* Every slot at once, so the list is one moment's. */
+    lock_slots();
+    for (int s = 0; s < NSLOTS; s++) {
+        struct table *ts[2] = { &slots[s].ptrs, &slots[s].vmm };
+        for (int t = 0; t < 2; t++) {
+            for (uint32_t i = 0; i < ts[t]->cap; i++) {
+                const struct core_alloc *a = &ts[t]->slots[i];
+                if (!a->used || a->kind == CORE_HOST)
+                    continue;
+                count++;
+                if (n < max) {
+                    out[n++] = *a;
+                    if (n == max)
+                        for (int k = n / 2 - 1; k >= 0; k--)
+                            heap_sift_down(out, n, k);
+                } else if (a->size > out[0].size) {
+                    out[0] = *a;
+                    heap_sift_down(out, n, 0);
+                }
             }
         }
     }
-    pthread_mutex_unlock(&lock);
+    unlock_slots();
     /* Largest first: heap-sort the min-heap in place (it is already a heap when n == max). */
     if (n < max)
         for (int k = n / 2 - 1; k >= 0; k--)
@@ -908,7 +1247,19 @@ uint32_t core_callsites_count(void)
 
 uint64_t core_live_total(void)
 {
-    return __atomic_load_n(&total_live, __ATOMIC_RELAXED);
+    /* The devices that ever allocated, each read on its own (no lock): a figure for the status
+     * file, which a concurrent allocation may leave one event behind. */
+    uint64_t sum = 0;
+    for (int w = 0; w < 2; w++) {
+        uint64_t m = __atomic_load_n(&active_mask[w], __ATOMIC_RELAXED);
+        while (m) {
+            int i = w * 64 + __builtin_ctzll(m);
+            m &= m - 1;
+            if (i <= VW_MAX_DEVICES)
+                sum += __atomic_load_n(&slots[i].c.live_bytes, __ATOMIC_RELAXED);
+        }
+    }
+    return sum;
 }
 
 bool core_copy_timeline(int slot, struct tl_device *out)
@@ -916,20 +1267,18 @@ bool core_copy_timeline(int slot, struct tl_device *out)
     bool have = false;
     if (!ready || !tl || slot < 0 || slot > VW_MAX_DEVICES)
         return false;
-    pthread_mutex_lock(&lock);
+    vl_lock(&slots[slot].lock);
     if (tl[slot].started) {
         *out = tl[slot];
         have = true;
     }
-    pthread_mutex_unlock(&lock);
+    vl_unlock(&slots[slot].lock);
     return have;
 }
 
 void core_timeline_enable(bool on)
 {
-    pthread_mutex_lock(&lock);
-    tl_on = on;
-    pthread_mutex_unlock(&lock);
+    __atomic_store_n(&tl_on, on, __ATOMIC_RELAXED);
 }
 
 size_t core_timeline_bytes(void)
@@ -940,9 +1289,17 @@ size_t core_timeline_bytes(void)
 size_t core_mapped_bytes(void)
 {
     size_t b = 0;
-    pthread_mutex_lock(&lock);
-    b += sizeof(*ptrs.slots) * ptrs.cap + sizeof(*vmm.slots) * vmm.cap;
-    b += sizeof(*sites) * nsites + sizeof(*frames) * nframes + sizeof(*site_index) * INDEX_CAP;
-    pthread_mutex_unlock(&lock);
+    uint32_t n = __atomic_load_n(&nsites, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < NSLOTS; i++) {
+        struct slot *d = &slots[i];
+        vl_lock(&d->lock);
+        b += sizeof(struct core_alloc) * (d->ptrs.cap + d->vmm.cap);
+        if (d->ctr)
+            b += sizeof(struct site_ctr) * n; /* the pages in use: filled front to back */
+        vl_unlock(&d->lock);
+    }
+    vl_lock(&site_lock);
+    b += sizeof(*sites) * n + sizeof(*frames) * nframes + sizeof(*site_index) * INDEX_CAP;
+    vl_unlock(&site_lock);
     return b;
 }

@@ -2,8 +2,9 @@
  *
  * It knows nothing of CUDA or of how calls were intercepted: the shims turn each CUDA call
  * into one of the calls below, and the unit tests call them directly. All state lives in
- * memory mapped by the core itself (no malloc), behind one mutex that is never held while
- * unwinding, calling the driver or writing files. */
+ * memory mapped by the core itself (no malloc), behind locks split by concern (allocation
+ * tables in shards by address, one lock per device slot, one for rare events; core.c says
+ * which), none of them held while unwinding, calling the driver or writing files. */
 #ifndef VW_CORE_H
 #define VW_CORE_H
 
@@ -108,6 +109,12 @@ struct core_callsite {
     uint32_t frames_off; /* index into the frame arena */
     uint16_t nframes;
     uint16_t pad;
+    /* Filled by core_copy_callsites: its live bytes when each device last reached its peak,
+     * summed over the devices (pinned host memory left out); and on the device of the latest
+     * out-of-memory failure, at that failure (has_failure false: there was none). */
+    uint64_t live_bytes_at_peak;
+    uint64_t live_bytes_at_failure;
+    bool has_failure;
 };
 
 /* Result of recording a failure: what the caller should do about the report. */
@@ -121,7 +128,7 @@ enum core_failure_verdict {
 bool core_init(void);
 /* Forget everything (the child side of fork, and the unit tests). */
 void core_reset(void);
-/* Lock helpers for fork: the parent holds the lock across fork() so the child's copy is sane. */
+/* Lock helpers for fork: the parent holds every lock across fork() so the child's copy is sane. */
 void core_lock_for_fork(void);
 void core_unlock_after_fork(bool child);
 

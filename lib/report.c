@@ -605,6 +605,9 @@ static int by_live(const void *a, const void *b)
     const struct core_callsite *y = &sort_sites[*(const uint32_t *)b];
     if (x->live_bytes != y->live_bytes)
         return x->live_bytes < y->live_bytes ? 1 : -1;
+    /* Then what was live at the peak: for a run that fits, the sites people ask about. */
+    if (x->live_bytes_at_peak != y->live_bytes_at_peak)
+        return x->live_bytes_at_peak < y->live_bytes_at_peak ? 1 : -1;
     if (x->alloc_bytes_total != y->alloc_bytes_total)
         return x->alloc_bytes_total < y->alloc_bytes_total ? 1 : -1;
     return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
@@ -678,6 +681,13 @@ static int write_callsites(struct jsonw *w, int nlive)
         jw_u64(w, "live_count", cs[i].live_count);
         jw_u64(w, "alloc_calls", cs[i].alloc_calls);
         jw_u64(w, "alloc_bytes_total", cs[i].alloc_bytes_total);
+        /* The same site at each device's peak and at the latest out-of-memory failure
+         * (docs/report-format.md, "What was live at the peak"). */
+        jw_u64(w, "live_bytes_at_peak", cs[i].live_bytes_at_peak);
+        if (cs[i].has_failure)
+            jw_u64(w, "live_bytes_at_failure", cs[i].live_bytes_at_failure);
+        else
+            jw_null(w, "live_bytes_at_failure");
         /* Where its phase began, for runs without markers (docs/advice.md). */
         if (cs[i].first_time_ns) {
             jw_u64(w, "first_alloc_unix_ns", cs[i].first_time_ns);

@@ -1,8 +1,9 @@
 /* Native stack capture for call sites.
  *
  * unw_backtrace walks with libunwind's cached fast path (no malloc, no lock of ours). Frames
- * that belong to libvramwatch itself (the shim, this function) are dropped so a call site
- * starts at the application's call into CUDA.
+ * that belong to libvramwatch itself (the shim, this file's functions) lead every walk and are
+ * dropped so a call site starts at the application's call into CUDA; the walk asks for only as
+ * many frames beyond those kept as there are of ours.
  *
  * libunwind (and the liblzma it needs) is loaded at the first CUDA call, not linked: a process
  * that never touches CUDA (a shell-out, a compiler, a DataLoader worker) then maps only this
@@ -20,6 +21,7 @@
 #include "core.h"
 #include "log.h"
 #include "pyframes.h"
+#include "util.h"
 
 static uintptr_t self_lo, self_hi;
 #ifndef __SANITIZE_THREAD__
@@ -71,14 +73,14 @@ void stack_after_fork_child(void)
     native_off = true;
 }
 
-int stack_capture(uint64_t *out, int max)
+/* How many frames inside libvramwatch lead every walk (the shim, this file's functions): learned
+ * at the first walk and corrected when a walk shows more, so a walk asks for only that many
+ * frames beyond what is kept. Until known, 8. */
+static int own_frames = 8;
+_Static_assert(sizeof(void *) == sizeof(uint64_t), "return addresses are copied as they are");
+
+static inline __attribute__((always_inline)) int walk(void **ips, int want)
 {
-    if (max <= 0 || native_off)
-        return 0;
-    /* A few extra slots for our own frames, which are dropped below. */
-    void *ips[VW_MAX_FRAMES + 8];
-    int want = max + 8 > (int)(sizeof(ips) / sizeof(ips[0])) ? (int)(sizeof(ips) / sizeof(ips[0]))
-                                                             : max + 8;
 #ifdef __SANITIZE_THREAD__
     /* Under ThreadSanitizer: unw_backtrace keeps a per-thread cache whose destructor takes a
      * mutex after the sanitizer has retired the exiting thread, which crashes its runtime.
@@ -94,26 +96,54 @@ int stack_capture(uint64_t *out, int max)
             ips[n++] = (void *)(uintptr_t)ip;
         }
     }
+    return n;
 #else
     int (*bt)(void **, int) = __atomic_load_n(&backtrace_fn, __ATOMIC_RELAXED);
-    int n = bt ? bt(ips, want) : 0;
+    return bt ? bt(ips, want) : 0;
 #endif
-    int k = 0;
-    for (int i = 0; i < n && k < max; i++) {
-        uintptr_t ip = (uintptr_t)ips[i];
-        if (ip >= self_lo && ip < self_hi)
-            continue;
-        out[k++] = (uint64_t)ip;
+}
+
+/* Inlined into both callers, so that it is not one more frame of ours to walk. */
+static inline __attribute__((always_inline)) int capture(uint64_t *out, int max)
+{
+    if (max <= 0 || native_off)
+        return 0;
+    void *ips[VW_MAX_FRAMES + 8];
+    const int cap = (int)(sizeof(ips) / sizeof(ips[0]));
+    int skip = __atomic_load_n(&own_frames, __ATOMIC_RELAXED);
+    int want = max + skip > cap ? cap : max + skip;
+    int n = walk(ips, want);
+    /* Our own frames come first, and only first: the library calls no application code while a
+     * hook is capturing, so no frame of ours lies further out. They are dropped once, here. */
+    int lead = 0;
+    while (lead < n && (uintptr_t)ips[lead] - self_lo < self_hi - self_lo)
+        lead++;
+    if (VW_UNLIKELY(lead != skip)) {
+        __atomic_store_n(&own_frames, lead, __ATOMIC_RELAXED);
+        if (lead > skip && n == want) {
+            /* More of ours than expected: this walk stopped short of `max` kept frames. */
+            want = max + lead > cap ? cap : max + lead;
+            n = walk(ips, want);
+        }
     }
+    int k = n - lead < max ? n - lead : max;
+    if (k <= 0)
+        return 0;
+    memcpy(out, &ips[lead], sizeof(*out) * (size_t)k);
     return k;
+}
+
+int stack_capture(uint64_t *out, int max)
+{
+    return capture(out, max);
 }
 
 int stack_capture_all(uint64_t *out, int native_max)
 {
     if (!pyframes_enabled())
-        return stack_capture(out, native_max);
+        return capture(out, native_max);
     uint64_t nat[VW_MAX_FRAMES];
-    int nn = stack_capture(nat, native_max);
+    int nn = capture(nat, native_max);
     return pyframes_merge(nat, nn, out, VW_MAX_FRAMES,
                           native_max > 0 ? native_max : VW_PY_DEFAULT_DEPTH);
 }

@@ -1,6 +1,9 @@
 /* Concurrency stress of the core without a test framework, so it can run under
- * ThreadSanitizer (Criterion's sandbox does not start under it): 8 threads allocate, free and
- * intern stacks at once; the totals must be exact. Exit status 0 when they are. */
+ * ThreadSanitizer (Criterion's sandbox does not start under it): 8 threads on two devices
+ * allocate, free and intern stacks at once; the totals must be exact, and the call sites' live
+ * bytes at the peak must add up to the devices' peaks. Then each thread frees what another left
+ * live, on the other device (a free is looked for beyond the thread's own device), and nothing
+ * may be left. Exit status 0 when all holds. */
 #include <pthread.h>
 #include <stdio.h>
 
@@ -8,6 +11,8 @@
 
 #define THREADS 8
 #define PAIRS 20000
+
+static pthread_barrier_t phase;
 
 static void *worker(void *arg)
 {
@@ -27,17 +32,42 @@ static void *worker(void *arg)
             core_snapshot(s);
         }
     }
+    pthread_barrier_wait(&phase); /* main checks the totals */
+    pthread_barrier_wait(&phase);
+    /* The next thread's leftovers: its device is the other one. */
+    uint64_t other = id % THREADS + 1;
+    for (uint64_t i = 3; i < PAIRS; i += 4) {
+        struct core_alloc a;
+        if (!core_take(CORE_DEVICE, (other << 40) | (i << 9), &a, 0) || a.size != 512)
+            return (void *)1;
+    }
     return NULL;
 }
+
+static struct core_callsite cs[1 + THREADS * 64];
+static uint64_t fr[3 * (1 + THREADS * 64)];
 
 int main(void)
 {
     if (!core_init())
         return 1;
     pthread_t t[THREADS];
+    pthread_barrier_init(&phase, NULL, THREADS + 1);
     for (uintptr_t i = 0; i < THREADS; i++)
         pthread_create(&t[i], NULL, worker, (void *)(i + 1));
-    int bad = 0;
+    pthread_barrier_wait(&phase);
+    static struct core_snapshot s1;
+    core_snapshot(&s1);
+    uint32_t n = core_copy_callsites(cs, s1.ncallsites, fr, sizeof(fr) / sizeof(fr[0]));
+    uint64_t at_peak = 0;
+    for (uint32_t i = 0; i < s1.ncallsites; i++)
+        at_peak += cs[i].live_bytes_at_peak;
+    uint64_t peaks = s1.devices[0].peak_live_bytes + s1.devices[1].peak_live_bytes;
+    pthread_barrier_wait(&phase);
+    int bad = n != 3 * (s1.ncallsites - 1) || at_peak != peaks || peaks < 2 * 512;
+    if (bad)
+        fprintf(stderr, "stress_core: sites at the peak %llu, devices' peaks %llu, frames %u\n",
+                (unsigned long long)at_peak, (unsigned long long)peaks, n);
     for (int i = 0; i < THREADS; i++) {
         void *r;
         pthread_join(t[i], &r);
@@ -45,17 +75,22 @@ int main(void)
     }
     static struct core_snapshot s;
     core_snapshot(&s);
-    uint64_t live = s.devices[0].live_bytes + s.devices[1].live_bytes;
+    uint64_t live = s1.devices[0].live_bytes + s1.devices[1].live_bytes;
     uint64_t allocs = s.devices[0].alloc_calls + s.devices[1].alloc_calls;
-    uint64_t frees = s.devices[0].free_calls + s.devices[1].free_calls;
+    uint64_t frees = s1.devices[0].free_calls + s1.devices[1].free_calls;
     uint64_t want_live = (uint64_t)THREADS * (PAIRS / 4) * 512;
+    uint64_t left = s.devices[0].live_bytes + s.devices[1].live_bytes;
     if (bad || live != want_live || allocs != (uint64_t)THREADS * PAIRS ||
-        frees != (uint64_t)THREADS * PAIRS * 3 / 4 || s.ncallsites != 1 + THREADS * 64) {
+        frees != (uint64_t)THREADS * PAIRS * 3 / 4 || s.ncallsites != 1 + THREADS * 64 ||
+        left != 0 || s.devices[0].live_count + s.devices[1].live_count != 0 ||
+        s.devices[0].free_calls + s.devices[1].free_calls != (uint64_t)THREADS * PAIRS) {
         fprintf(stderr, "stress_core: live %llu (want %llu), allocs %llu, frees %llu, sites %u\n",
                 (unsigned long long)live, (unsigned long long)want_live, (unsigned long long)allocs,
                 (unsigned long long)frees, s.ncallsites);
         return 1;
     }
-    printf("stress_core: %d threads x %d pairs exact\n", THREADS, PAIRS);
+    printf("stress_core: %d threads x %d pairs exact, sites at the peak add up, frees found across "
+           "devices\n",
+           THREADS, PAIRS);
     return 0;
 }

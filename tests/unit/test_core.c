@@ -262,3 +262,57 @@ Test(core, threads_keep_exact_totals)
     cr_assert_eq(s.devices[0].alloc_calls + s.devices[1].alloc_calls, 8 * 20000);
     cr_assert_eq(s.devices[0].free_calls + s.devices[1].free_calls, 8 * 15000);
 }
+
+/* The call sites' live bytes at the device's peak follow a known sequence exactly: the state
+ * at the latest peak is kept, later allocations that do not pass it change nothing, frees after
+ * it change nothing, and each device's peak counts for its own allocations. */
+Test(core, live_at_the_peak_per_call_site)
+{
+    uint32_t a = core_callsite(stack_a, 3), b = core_callsite(stack_b, 3);
+    struct core_alloc x;
+    struct core_callsite cs[8];
+    uint64_t fr[64];
+    cr_assert(core_alloc(CORE_DEVICE, 0x1000, 100, 0, "cudaMalloc", a, 1));
+    cr_assert(core_alloc(CORE_DEVICE, 0x2000, 200, 0, "cudaMalloc", b, 2)); /* peak 300 */
+    cr_assert(core_take(CORE_DEVICE, 0x1000, &x, 3));
+    core_copy_callsites(cs, 3, fr, 64);
+    cr_assert_eq(cs[a].live_bytes_at_peak, 100);
+    cr_assert_eq(cs[b].live_bytes_at_peak, 200);
+    cr_assert_eq(cs[a].live_bytes, 0);
+    cr_assert(core_alloc(CORE_DEVICE, 0x3000, 50, 0, "cudaMalloc", a, 4));
+    cr_assert(core_alloc(CORE_DEVICE, 0x4000, 100, 0, "cudaMalloc", b, 5)); /* peak 350 */
+    cr_assert(core_take(CORE_DEVICE, 0x2000, &x, 6));
+    core_copy_callsites(cs, 3, fr, 64);
+    cr_assert_eq(cs[a].live_bytes_at_peak, 50);
+    cr_assert_eq(cs[b].live_bytes_at_peak, 300);
+    cr_assert(core_take(CORE_DEVICE, 0x3000, &x, 7));
+    cr_assert(core_alloc(CORE_DEVICE, 0x5000, 400, 0, "cudaMalloc", a, 8)); /* peak 500 */
+    cr_assert(core_take(CORE_DEVICE, 0x5000, &x, 9));
+    cr_assert(core_alloc(CORE_DEVICE, 0x6000, 300, 0, "cudaMalloc", b, 10)); /* 400: no peak */
+    cr_assert(core_alloc(CORE_HOST, 0x7000, 999, -1, "cudaMallocHost", a, 11));
+    cr_assert(core_alloc(CORE_DEVICE, 0x8000, 70, 1, "cudaMalloc", a, 12)); /* device 1 */
+    cr_assert(core_take(CORE_DEVICE, 0x8000, &x, 13));
+    core_copy_callsites(cs, 3, fr, 64);
+    cr_assert_eq(cs[a].live_bytes_at_peak, 400 + 70, "device 0's peak and device 1's");
+    cr_assert_eq(cs[b].live_bytes_at_peak, 100);
+    cr_assert_eq(cs[a].live_bytes, 999);
+    cr_assert_eq(cs[b].live_bytes, 400);
+    cr_assert(!cs[a].has_failure);
+    struct core_snapshot s;
+    core_snapshot(&s);
+    cr_assert_eq(s.devices[0].peak_live_bytes, 500);
+    uint64_t sum = 0;
+    for (int i = 0; i < 3; i++)
+        sum += cs[i].live_bytes_at_peak;
+    cr_assert_eq(sum, 500 + 70, "the sites' figures add up to the devices' peaks");
+
+    /* At an out-of-memory failure: the failing device's sites as they were then. */
+    core_failure(CORE_DEVICE, 0, 1 << 30, "cudaMalloc", 2, "cudaErrorMemoryAllocation", true, b, -1,
+                 0, 14);
+    cr_assert(core_take(CORE_DEVICE, 0x6000, &x, 15));
+    core_copy_callsites(cs, 3, fr, 64);
+    cr_assert(cs[b].has_failure);
+    cr_assert_eq(cs[b].live_bytes_at_failure, 400);
+    cr_assert_eq(cs[a].live_bytes_at_failure, 0, "host memory is not the device's");
+    cr_assert_eq(cs[b].live_bytes, 100, "what is live after the failure is not the figure at it");
+}
