@@ -46,6 +46,8 @@ GOLDEN = [
     ("job4.txt", ["report", "job4-rank3.json", "job4-rank1.json", "job4-rank0.json", "job4-rank2.json"]),
     # written when a cache flush and its retry rescued the first failure: pressure, not an OOM
     ("pressure.txt", ["report", "pressure.json"]),
+    # a run that fitted, whose report gives what was live at the peak: the table is of the peak
+    ("fit-at-peak.txt", ["report", "fit-at-peak.json"]),
 ]
 JOB4 = ["job4-rank%d.json" % i for i in range(4)]
 # unknowns.json holds a device whose ordinal is null, as libraries before 2026-12-01 wrote for
@@ -146,6 +148,27 @@ def group_golden(opts):
     group_golden_variants(opts)
     group_golden_pressure(opts)
     group_golden_capacity(opts)
+    group_golden_peak(opts)
+
+
+def group_golden_peak(opts):
+    """Call sites at the peak stand in only for a run that fitted: a report of an out-of-memory
+    keeps the sites live at the failure, and a report without the field reads as before."""
+    with open(os.path.join(opts.data, "oom-pytorch.json")) as f:
+        oom = json.load(f)
+    plain = report_of(opts, oom)[1]
+    for cs in oom["callsites"]:
+        cs["live_bytes_at_peak"] = 2 * cs["live_bytes"] + 1
+    code, out, err = report_of(opts, oom)
+    check(code == 0 and out == plain and "at the peak" not in out,
+          "an out-of-memory with live_bytes_at_peak: the table changed:\n" + out)
+    with open(os.path.join(opts.data, "fit-at-peak.json")) as f:
+        fit = json.load(f)
+    for cs in fit["callsites"]:
+        del cs["live_bytes_at_peak"]
+    code, out, err = report_of(opts, fit)
+    check(code == 0 and "Top call sites by live bytes: nothing was live" in out,
+          "a report without live_bytes_at_peak:\n" + out)
 
 
 def report_of(opts, doc):

@@ -250,7 +250,9 @@ static bool load_callsite(struct vctx *c, const cJSON *o, void *slot)
            req_int(c, o, "live_bytes", 0, &cs->live_bytes) &&
            req_int(c, o, "live_count", 0, &cs->live_count) &&
            req_int(c, o, "alloc_calls", 0, &cs->alloc_calls) &&
-           req_int(c, o, "alloc_bytes_total", 0, &cs->alloc_bytes_total);
+           req_int(c, o, "alloc_bytes_total", 0, &cs->alloc_bytes_total) &&
+           get_int(c, o, "live_bytes_at_peak", F_OPT, 0, &cs->live_bytes_at_peak) &&
+           get_int(c, o, "live_bytes_at_failure", F_OPT, 0, &cs->live_bytes_at_failure);
 }
 
 static bool load_proc(struct vctx *c, const cJSON *o, void *slot)
@@ -714,6 +716,14 @@ bool model_under_pressure(const struct model_report *r)
         if (!r->failures[i].oom || r->failures[i].retried != RETRIED_SUCCEEDED)
             return false;
     return r->n_failures > 0;
+}
+
+bool model_has_peak_sites(const struct model_report *r)
+{
+    for (size_t i = 0; i < r->n_callsites; i++)
+        if (r->callsites[i].live_bytes_at_peak.known)
+            return true;
+    return false;
 }
 
 bool model_did_not_fit(const struct model_report *r)

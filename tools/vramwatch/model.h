@@ -36,6 +36,10 @@ struct model_callsite {
     struct model_frame *frames; /* innermost first */
     size_t n_frames;
     int64_t live_bytes, live_count, alloc_calls, alloc_bytes_total;
+    /* beyond the contract, unknown in reports of earlier versions: live bytes from here when
+     * each device last reached its peak (summed over the devices), and at the latest
+     * out-of-memory failure (unknown also when there was none) */
+    model_int live_bytes_at_peak, live_bytes_at_failure;
 };
 
 /* Another process holding memory on the device when the card ran out (NVML). */
@@ -221,6 +225,8 @@ bool model_report_failure_is_real_oom(const struct model_report *r, const struct
 /* A run under memory pressure: failures that cache flushes rescued, none final, and no
  * out-of-memory error raised by the framework either. Such a run fitted. */
 bool model_under_pressure(const struct model_report *r);
+/* Whether the report gives the call sites' live bytes at the peak (live_bytes_at_peak). */
+bool model_has_peak_sites(const struct model_report *r);
 /* A run that did not fit its card: an allocation ran out of memory for good, PyTorch raised its
  * out-of-memory error, or in observe mode an allocation went over the emulated limit (it would
  * have failed there). What makes report and advise exit 1, and run print the advice. A run under

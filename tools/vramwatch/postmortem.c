@@ -476,15 +476,6 @@ static void print_failure(FILE *out, const struct model_report *r, const struct 
     sb_free(&b);
 }
 
-static int by_live_desc(const void *a, const void *b)
-{
-    const struct model_callsite *x = *(const struct model_callsite *const *)a;
-    const struct model_callsite *y = *(const struct model_callsite *const *)b;
-    if (x->live_bytes != y->live_bytes)
-        return x->live_bytes > y->live_bytes ? -1 : 1;
-    return (x->id > y->id) - (x->id < y->id);
-}
-
 /* Call sites that end in the same line of the user's Python code are one row: PyTorch reaches
  * CUDA from one line through several native paths (a convolution, its batch norm, autograd's
  * buffers), and the line is what a person changes. Call sites without such a line stay rows of
@@ -500,7 +491,16 @@ struct site_group {
 struct keyed_site {
     const struct model_frame *line;
     const struct model_callsite *cs;
+    int64_t bytes; /* live now, or at the peak (site_bytes) */
 };
+
+/* What the table counts of a call site: its live bytes when the report was written, or for a
+ * run that fitted, when the report says, those at the devices' peaks (the allocations that made
+ * the peak, not those still held at exit). */
+static int64_t site_bytes(const struct model_callsite *cs, bool at_peak)
+{
+    return at_peak ? cs->live_bytes_at_peak.v : cs->live_bytes;
+}
 
 static int compare_lines(const struct model_frame *a, const struct model_frame *b)
 {
@@ -523,7 +523,9 @@ static int by_line_then_live(const void *a, const void *b)
         if (c)
             return c;
     }
-    return by_live_desc(&x->cs, &y->cs);
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return (x->cs->id > y->cs->id) - (x->cs->id < y->cs->id);
 }
 
 static int group_by_live_desc(const void *a, const void *b)
@@ -535,15 +537,16 @@ static int group_by_live_desc(const void *a, const void *b)
 }
 
 /* The call sites holding live memory, grouped; returns the number of groups. */
-static size_t group_callsites(const struct model_report *r, struct site_group **groups_out,
+static size_t group_callsites(const struct model_report *r, bool at_peak,
+                              struct site_group **groups_out,
                               const struct model_callsite ***members_out)
 {
     struct keyed_site *ks = util_xcalloc(r->n_callsites, sizeof *ks);
     size_t n = 0;
     for (size_t i = 0; i < r->n_callsites; i++) {
         const struct model_callsite *cs = &r->callsites[i];
-        if (cs->live_bytes > 0)
-            ks[n++] = (struct keyed_site){ model_user_line(cs), cs };
+        if (site_bytes(cs, at_peak) > 0)
+            ks[n++] = (struct keyed_site){ model_user_line(cs), cs, site_bytes(cs, at_peak) };
     }
     qsort(ks, n, sizeof *ks, by_line_then_live);
     const struct model_callsite **members = util_xcalloc(n, sizeof *members);
@@ -557,7 +560,7 @@ static size_t group_callsites(const struct model_report *r, struct site_group **
             groups[g++] = (struct site_group){ ks[i].line, &members[i], 0, 0, 0, ks[i].cs->id };
         struct site_group *grp = &groups[g - 1];
         grp->n_members++;
-        grp->live_bytes = util_sat_add(grp->live_bytes, ks[i].cs->live_bytes);
+        grp->live_bytes = util_sat_add(grp->live_bytes, ks[i].bytes);
         grp->live_count = util_sat_add(grp->live_count, ks[i].cs->live_count);
         if (ks[i].cs->id < grp->first_id)
             grp->first_id = ks[i].cs->id;
@@ -569,16 +572,37 @@ static size_t group_callsites(const struct model_report *r, struct site_group **
     return g;
 }
 
+static int64_t group_live_now(const struct site_group *g)
+{
+    int64_t sum = 0;
+    for (size_t k = 0; k < g->n_members; k++)
+        sum = util_sat_add(sum, g->members[k]->live_bytes);
+    return sum;
+}
+
 static void print_callsites(FILE *out, const struct model_report *r, const struct report_opts *o,
                             const struct colour_style *st)
 {
-    int64_t total = model_total_live(r);
-    char s1[UTIL_SIZE_LEN];
+    /* A run that fitted is asked about its peak: what was live then, not at exit. */
+    bool at_peak = !model_did_not_fit(r) && model_has_peak_sites(r);
+    int64_t total = model_total_live(r), at_exit = total;
+    char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN];
+    if (at_peak) {
+        total = 0; /* the sites' figures add up to the devices' peaks (docs/report-format.md) */
+        for (size_t i = 0; i < r->n_devices; i++)
+            total = util_sat_add(total, r->devices[i].peak_live_bytes);
+    }
     struct site_group *groups;
     const struct model_callsite **members;
-    size_t n = group_callsites(r, &groups, &members);
+    size_t n = group_callsites(r, at_peak, &groups, &members);
     if (n == 0) {
-        fprintf(out, "%sTop call sites by live bytes:%s nothing was live\n", st->bold, st->reset);
+        fprintf(out, "%sTop call sites by live bytes%s:%s nothing was live\n", st->bold,
+                at_peak ? " at the peak" : "", st->reset);
+    } else if (at_peak) {
+        fprintf(out,
+                "%sTop call sites by live bytes at the peak%s (of %s live at the peak, %s when written)\n",
+                st->bold, st->reset, util_fmt_size(total, s1), util_fmt_size(at_exit, s2));
+        fprintf(out, "  %12s  %6s  %12s  %s\n", "at the peak", "share", "live now", "where");
     } else {
         fprintf(out, "%sTop call sites by live bytes%s (of %s live)\n", st->bold, st->reset,
                 util_fmt_size(total, s1));
@@ -601,8 +625,12 @@ static void print_callsites(FILE *out, const struct model_report *r, const struc
             add_callsite(&b, r, g->members[0]->id);
         if (g->n_members > 1)
             sb_printf(&b, " (%zu call sites)", g->n_members);
-        fprintf(out, "  %12s  %5.1f%%  %7" PRId64 "  %s\n", util_fmt_size(g->live_bytes, s1), share,
-                g->live_count, sb_str(&b));
+        if (at_peak) /* the count at the peak is not known; what the row's sites hold now is */
+            fprintf(out, "  %12s  %5.1f%%  %12s  %s\n", util_fmt_size(g->live_bytes, s1), share,
+                    util_fmt_size(group_live_now(g), s2), sb_str(&b));
+        else
+            fprintf(out, "  %12s  %5.1f%%  %7" PRId64 "  %s\n", util_fmt_size(g->live_bytes, s1),
+                    share, g->live_count, sb_str(&b));
         sb_truncate(&b, 0);
         if (!o->full)
             continue;
@@ -613,8 +641,11 @@ static void print_callsites(FILE *out, const struct model_report *r, const struc
         }
         for (size_t k = 0; k < g->n_members; k++) {
             const struct model_callsite *cs = g->members[k];
-            fprintf(out, "        call site %" PRId64 ": %s live in ", cs->id,
-                    util_fmt_size(cs->live_bytes, s1));
+            fprintf(out, "        call site %" PRId64 ": %s live%s", cs->id,
+                    util_fmt_size(site_bytes(cs, at_peak), s1),
+                    at_peak ? " at the peak; now " : " in ");
+            if (at_peak)
+                sb_printf(&b, "%s in ", util_fmt_size(cs->live_bytes, s2));
             add_plural(&b, cs->live_count, "allocation", "allocations");
             put_line(out, "", &b);
             print_full_stack(out, r, cs, "          ");
