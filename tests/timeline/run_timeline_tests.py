@@ -138,6 +138,44 @@ def fixtures(opts):
     return sorted(f for f in os.listdir(opts.data) if f.endswith(".json"))
 
 
+def check_flames(name, html_text):
+    """The HTML's flame graphs: one per moment the report keeps (at the peak, at the failure, when
+    it was written; moments with the same figures share one), each frame within its parent, the
+    outermost frames filling the graph, the call chains' Python and native frames named."""
+    sections = re.findall(r'<section class="flame" data-moment="([a-z ]+)">\n<h2>(.*?)</h2>\n'
+                          r'<div class="graph"[^>]*>\n(.*?)</div>\n</section>', html_text, re.S)
+    check(sections, "%s: no flame graph in the HTML" % name)
+    moments = [m for m, _, _ in sections]
+    for m, h2, body in sections:
+        frames = re.findall(r'<div class="frame (py|native)" style="left:([0-9.]+)%;width:([0-9.]+)%;'
+                            r'top:([0-9]+)px;[^"]*" data-tip="([^"]*)">', body)
+        check(frames, "%s: flame graph %s without frames" % (name, m))
+        top = [f for f in frames if f[3] == "0"]
+        check(abs(sum(float(f[2]) for f in top) - 100) < 0.5,
+              "%s: the outermost frames of %s fill %.1f%%" % (name, m, sum(float(f[2]) for f in top)))
+        rows = {}
+        for f in frames:
+            rows.setdefault(int(f[3]), []).append((float(f[1]), float(f[1]) + float(f[2])))
+        for y, spans in rows.items():
+            spans.sort()
+            check(all(a[1] <= b[0] + 0.01 for a, b in zip(spans, spans[1:])), "%s: frames overlap in %s" % (name, m))
+            if y > 0:
+                above = rows.get(y - 18, [])
+                check(all(any(p0 - 0.01 <= x0 and x1 <= p1 + 0.01 for p0, p1 in above) for x0, x1 in spans),
+                      "%s: a frame of %s is not under its caller" % (name, m))
+        check(any(f[0] == "py" for f in frames) and any(f[0] == "native" for f in frames),
+              "%s: %s lacks Python or native frames" % (name, m))
+        check(all("% of the graph" in f[4] for f in frames), "%s: a frame without its share on hover" % name)
+    if name == "peak-sites.json":
+        check(moments == ["peak", "report"] and sections[0][1].endswith("at the peak: 3.00 GiB") and
+              sections[1][1].endswith("at exit: 1.00 GiB"), "peak-sites: graphs %r" % [h for _, h, _ in sections])
+        check("pool_workload.py:31 in &lt;module&gt;" in sections[0][2] and
+              "pool_workload.py:31 in" not in sections[1][2], "peak-sites: the peak's call site is not the peak's graph")
+    if name == "oom-fragmented.json":
+        check(moments == ["peak failure report"] and "at the peak, at the out-of-memory failure and at exit" in
+              sections[0][1], "oom-fragmented: graphs %r" % [h for _, h, _ in sections])
+
+
 def group_golden(opts):
     tmp = tempfile.mkdtemp(prefix="vramwatch-timeline-")
     try:
@@ -163,6 +201,7 @@ def group_golden(opts):
             self_contained(html_text, base + ".html")
             check(html_text.startswith("<!DOCTYPE html>") and html_text.count("<svg") == 1 and
                   html_text.count("<script>") == 1, "%s: the HTML is not one page with one SVG and one inline script" % name)
+            check_flames(name, html_text)
             inner = html_text[html_text.index("<svg"):html_text.index("</svg>") + 6]
             check(svg_structure(inner) == structure, "%s: the HTML's picture differs from the SVG" % name)
             r = run(opts, ["timeline", src])
@@ -557,6 +596,9 @@ window.addEventListener('load', function () {
       out.hover.push(window.vramwatchHover(q.x, q.y));
     });
   });
+  var fr = document.querySelector('.flame .frame');
+  if (fr) { fr.scrollIntoView({block: 'center'}); var b = fr.getBoundingClientRect();
+            out.flame = window.vramwatchHover(b.left + 2, b.top + b.height / 2); }
   var pre = document.createElement('pre'); pre.id = 'vw-check'; pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
 });
@@ -652,6 +694,8 @@ def group_render(opts):
                     check(tip and all(k in tip for k in ("live ", "reserved ", "untracked ")),
                           "%s: hovering the plot shows %r" % (what, tip))
                     check("nearest event, at " in tip, "%s: hover without the nearest event: %r" % (what, tip))
+                check(out.get("flame") and "% of the graph" in out["flame"],
+                      "%s: hovering a flame graph's frame shows %r" % (what, out.get("flame")))
                 if base.startswith("oom-"):
                     check(any("\n    " in tip and "train_sim.py:" in tip for tip in out["hover"]),
                           "%s: hover without the event's call chain: %r" % (what, out["hover"]))

@@ -52,8 +52,14 @@ void timeline_add_size(struct strbuf *b, int64_t bytes);
  * in_html: < > & escaped too, so it can stand inside an HTML <script> element. */
 void timeline_add_json(struct strbuf *b, const char *s, bool in_html);
 
+/* Text from the report, made safe for XML (and for one line). */
+void timeline_add_xml(struct strbuf *b, const char *s);
+
 /* The whole picture: an SVG document, or (html) a page holding it with a tooltip. */
 void timeline_svg(struct strbuf *o, const struct view *v, bool html);
+
+/* The HTML's flame graphs of live memory by call chain (timeline_flame.c). */
+void timeline_flame_html(struct strbuf *o, const struct view *v);
 
 /* The timeline as a Chrome trace event file (timeline_trace.c), for Perfetto and chrome://tracing. */
 void timeline_trace(struct strbuf *o, const struct view *v);

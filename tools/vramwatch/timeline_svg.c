@@ -207,30 +207,9 @@ static char *cut_to_width(const char *s, double w, double size, bool bold)
     return NULL;
 }
 
-/* Text from the report, made safe for XML (and for one line). */
 static void add_xml(struct strbuf *b, const char *s)
 {
-    struct strbuf t = { 0 };
-    util_add_text(&t, s ? s : "");
-    for (const char *c = sb_str(&t); *c; c++) {
-        switch (*c) {
-        case '<':
-            sb_add(b, "&lt;");
-            break;
-        case '>':
-            sb_add(b, "&gt;");
-            break;
-        case '&':
-            sb_add(b, "&amp;");
-            break;
-        case '"':
-            sb_add(b, "&quot;");
-            break;
-        default:
-            sb_addc(b, *c);
-        }
-    }
-    sb_free(&t);
+    timeline_add_xml(b, s);
 }
 
 static void add_site_xml(struct strbuf *b, const struct model_report *r, int64_t id)
@@ -1135,7 +1114,12 @@ static const char html_head[] =
         "<style>body{margin:16px;background:#fff;font-family:DejaVu Sans,Arial,sans-serif}"
         "svg.vramwatch-timeline{max-width:100%;height:auto}"
         "#tip{position:fixed;display:none;pointer-events:none;background:#ffffe8;border:1px solid #888;"
-        "padding:4px 6px;font-size:12px;max-width:640px;white-space:pre-line}</style>\n</head>\n<body>\n";
+        "padding:4px 6px;font-size:12px;max-width:640px;white-space:pre-line}"
+        ".flame{max-width:1102px;margin-top:18px}.flame h2{font-size:15px;margin:6px 0}"
+        ".flame .graph{position:relative;border-top:1px solid #888}"
+        ".flame .frame{position:absolute;height:17px;box-sizing:border-box;border:1px solid #fff;"
+        "font-size:11px;line-height:15px;padding:0 3px;overflow:hidden;white-space:nowrap;"
+        "text-overflow:ellipsis;color:#111}</style>\n</head>\n<body>\n";
 
 /* The tooltip: over a symbol, its <title>; anywhere on a plot (over a symbol too), the time under
  * the pointer, the bucket's live, reserved and untracked memory, and the nearest event with its
@@ -1179,6 +1163,7 @@ void timeline_svg(struct strbuf *o, const struct view *v, bool html)
         sb_add(o, html_head);
     svg_document(o, v, html);
     if (html) {
+        timeline_flame_html(o, v);
         hover_data(o, v);
         sb_add(o, html_tail);
     }

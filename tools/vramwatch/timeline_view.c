@@ -156,3 +156,29 @@ void timeline_add_json(struct strbuf *b, const char *s, bool in_html)
     }
     sb_addc(b, '"');
 }
+
+/* Text from the report, made safe for XML (and for one line). */
+void timeline_add_xml(struct strbuf *b, const char *s)
+{
+    struct strbuf t = { 0 };
+    util_add_text(&t, s ? s : "");
+    for (const char *c = sb_str(&t); *c; c++) {
+        switch (*c) {
+        case '<':
+            sb_add(b, "&lt;");
+            break;
+        case '>':
+            sb_add(b, "&gt;");
+            break;
+        case '&':
+            sb_add(b, "&amp;");
+            break;
+        case '"':
+            sb_add(b, "&quot;");
+            break;
+        default:
+            sb_addc(b, *c);
+        }
+    }
+    sb_free(&t);
+}
