@@ -447,17 +447,26 @@ int pyframes_merge(const uint64_t *nat, int nn, uint64_t *out, int cap, int py_m
     int k = 0, pi = 0;
     for (int i = 0; i < nn && k < cap; i++) {
         if (pi < np && nat[i] - 1 - lo < hi - lo) {
-            /* This run of the evaluation loop was executing these Python frames. */
-            do
-                out[k++] = pyt[pi];
-            while (!group_end[pi++] && pi < np && k < cap);
+            /* This run of the evaluation loop was executing these Python frames: up to and
+             * including the next group end, copied at once (a deep Python stack is one long
+             * run, and this runs on every allocation). */
+            const bool *e = memchr(&group_end[pi], true, (size_t)(np - pi));
+            int run = (e ? (int)(e - group_end) + 1 : np) - pi;
+            if (run > cap - k)
+                run = cap - k;
+            memcpy(&out[k], &pyt[pi], sizeof(*out) * (size_t)run);
+            k += run;
+            pi += run;
         } else {
             out[k++] = nat[i];
         }
     }
     /* Native stacks off, or cut short by their depth: the rest of the Python chain follows. */
-    while (pi < np && k < cap)
-        out[k++] = pyt[pi++];
+    if (pi < np && k < cap) {
+        int run = np - pi < cap - k ? np - pi : cap - k;
+        memcpy(&out[k], &pyt[pi], sizeof(*out) * (size_t)run);
+        k += run;
+    }
     return k;
 }
 
