@@ -770,7 +770,8 @@ bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, co
     if (callsite >= __atomic_load_n(&nsites, __ATOMIC_ACQUIRE))
         callsite = 0;
     struct slot *d = kind == CORE_HOST ? &slots[HOST_SLOT] : slot_of_device(device);
-    last_slot = (int)(d - slots);
+    if (kind != CORE_HOST)
+        last_slot = (int)(d - slots); /* pinned host memory has its own free calls */
     vl_lock(&d->lock);
     if (kind != CORE_HOST && VW_UNLIKELY(pending.active)) {
         vl_lock(&glock);
@@ -781,7 +782,10 @@ bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, co
     if (a) {
         if (existed) {
             /* The same address again: its free went past us (an untracked path, or a free
-             * racing with this allocation). The old one cannot still be live. */
+             * racing with this allocation). The old one cannot still be live. Only this
+             * device's table is asked: a device's addresses are its own (unified addressing
+             * gives each device its own range), so a stale record on another is not looked
+             * for on every allocation. */
             account_sub(d, a, now_ns);
         }
         a->size = size;
