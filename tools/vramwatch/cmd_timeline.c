@@ -1,13 +1,9 @@
 /* cmd_timeline.c: `vramwatch timeline`: the report's whole-run timeline as one self-contained SVG
- * or HTML picture, or in the terminal with Unicode blocks.
- *
- * The picture, per device panel: live memory (blue area), reserved memory above it (the orange
- * band between them is memory held but not handed out: fragmentation), untracked memory above
- * that when the driver was asked (grey), the card's capacity or emulated limit (red dashes),
- * markers (vertical lines with their labels), failures (red crosses) and cache flushes (orange
- * triangles) with their call sites, the largest growth steps (small dots), the peak, and leaks
- * (findings.h). Every bucket carries a <title> so hovering shows its figures; the HTML adds a
- * tooltip that follows the pointer. Nothing is fetched from anywhere: no fonts, no scripts. */
+ * or HTML picture (timeline_svg.c; the HTML adds hover details and flame graphs of live memory by
+ * call chain, timeline_flame.c), a Chrome trace event file for Perfetto and chrome://tracing
+ * (timeline_trace.c), or in the terminal with Unicode blocks (timeline_term.c). What every
+ * drawing shows, a panel per device of each report, is built in timeline_view.c. This file reads
+ * the options, loads the reports and writes the result. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
