@@ -59,8 +59,7 @@ static double py(const struct panel *p, double bytes)
 /* ---- where labels go: none over another, over the capacity line or off the picture ----
  *
  * Every label is given a box from an estimate of its width in the fonts the style names
- * (DejaVu Sans, the widest of them; advance widths per character class, a little over the
- * real ones), and placed at the first of its candidate spots whose box is inside the picture
+ * (DejaVu Sans, the widest of them: its own advance widths, a little over), and placed at the first of its candidate spots whose box is inside the picture
  * and meets no box placed before it. The capacity line and the symbols labels point at are
  * boxes too. tests/timeline checks the result with the browser's own text boxes (getBBox). */
 
@@ -91,7 +90,7 @@ static double text_width(const char *s, double size, bool bold)
         if ((*c & 0xc0) == 0x80)
             continue; /* a UTF-8 continuation byte: counted with its first byte */
         if (*c >= 32 && *c < 127)
-            em += (bold ? advance_bold : advance_regular)[*c - 32] / 1000.0;
+            em += (bold ? advance_bold[*c - 32] : advance_regular[*c - 32]) / 1000.0;
         else
             em += 1.0;
     }
