@@ -7,8 +7,6 @@
 #include <stdio.h>
 
 #include "model.h"
-/* The post-mortem's options and printer, which the job view (jobview.c) takes from here. */
-#include "postmortem.h"
 
 /* argv[0] is the command's name; the return value is the process exit status. */
 int cmd_run(int argc, char **argv);
