@@ -71,15 +71,14 @@ static bool site_bytes(const struct model_report *r, int which, int64_t *out, si
     const char *key = which == 1 ? "live_bytes_at_peak" : "live_bytes_at_failure";
     const cJSON *sites = cJSON_GetObjectItemCaseSensitive(r->root, "callsites");
     bool any = false;
-    for (size_t i = 0; i < n; i++) {
+    const cJSON *s = sites ? sites->child : NULL; /* walked along: cJSON's index lookup is linear */
+    for (size_t i = 0; i < n; i++, s = s ? s->next : NULL) {
         out[i] = 0;
-        const cJSON *s = cJSON_GetArrayItem(sites, (int)i), *v = NULL;
-        int64_t id = -1;
+        int64_t id = -1, b;
         const cJSON *idn = s ? cJSON_GetObjectItemCaseSensitive(s, "id") : NULL;
         if (!idn || json_int(idn, &id) != JSON_INT_OK || id != r->callsites[i].id)
             return false; /* not the model's order: read nothing rather than mix sites up */
-        v = cJSON_GetObjectItemCaseSensitive(s, key);
-        int64_t b;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
         if (v && cJSON_IsNumber(v) && json_int(v, &b) == JSON_INT_OK) {
             out[i] = b > 0 ? b : 0;
             any = true;
