@@ -34,7 +34,6 @@ static int fd_live = -1;          /* under live_lock */
 static struct vw_live_file stage; /* under live_lock: the next content, copied in at once */
 static struct core_snapshot snap; /* under live_lock */
 static bool failed, gone;
-static pid_t owner;
 static int dirfd_live = -1;
 static char name[sizeof(VW_LIVE_PREFIX) + 64 + 24];
 /* The call sites' copy, kept between ticks and grown as the run makes more sites. */
@@ -175,7 +174,6 @@ static bool create(void)
         return false;
     }
     fd_live = fd;
-    __atomic_store_n(&owner, (pid_t)stage.pid, __ATOMIC_RELEASE);
     return true;
 }
 
@@ -361,10 +359,7 @@ void vw_live_tick(void)
 
 void vw_live_remove(void)
 {
-    /* A forked child has no file of its own (and the lock may have been held across fork). */
-    pid_t o = __atomic_load_n(&owner, __ATOMIC_ACQUIRE);
-    if (!o || getpid() != o)
-        return;
+    /* Also when the thread has not made the file yet: it must not make it after this. */
     pthread_mutex_lock(&live_lock);
     if (fd_live >= 0) {
         close(fd_live);
@@ -373,4 +368,15 @@ void vw_live_remove(void)
     }
     gone = true;
     pthread_mutex_unlock(&live_lock);
+}
+
+void vw_live_after_fork_child(void)
+{
+    /* The parent's thread may have held the lock across fork, and the file is the parent's: the
+     * child has neither thread nor file, and leaves the parent's alone. */
+    pthread_mutex_init(&live_lock, NULL);
+    if (fd_live >= 0)
+        close(fd_live);
+    fd_live = -1;
+    gone = true;
 }

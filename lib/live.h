@@ -8,7 +8,9 @@
  * creates the file at the first call, then brings it up to date. Never on the hook path. */
 #define VW_LIVE_INTERVAL_MS 1000
 void vw_live_tick(void);
-/* At exit: the file goes (only the process that made it removes it). */
+/* At exit: the file goes, and none is made after. */
 void vw_live_remove(void);
+/* In a forked child: no file of its own, and the parent's is not touched. */
+void vw_live_after_fork_child(void);
 
 #endif

@@ -10,6 +10,7 @@
 #include "devinfo.h"
 #include "driver.h"
 #include "framework.h"
+#include "live.h"
 #include "log.h"
 #include "pyframes.h"
 #include "report.h"
@@ -44,6 +45,7 @@ static void fork_child(void)
     vw_devinfo_after_fork_child();
     vw_drv_after_fork_child();
     vw_status_after_fork_child();
+    vw_live_after_fork_child();
     vw_depth = 0;
 }
 

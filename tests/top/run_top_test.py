@@ -31,6 +31,7 @@ def main():
     ap.add_argument("--sim", required=True)
     ap.add_argument("--train-sim", required=True)
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--paths", required=True, help="tests/integration/paths, a C program of calls")
     o = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="vw-top-")
@@ -146,6 +147,18 @@ def run(o, tmp):
     subprocess.run([o.python, "-c", probe],
                    env=preload_env(o, quiet), capture_output=True, timeout=60)
     check(os.listdir(quiet) == [], "CUDA queried but nothing allocated: no file (%s)" % os.listdir(quiet))
+
+    # Processes that allocate once and exit at once: the thread that makes the file may come
+    # after the exit handler; no file may be left behind.
+    brief = os.path.join(tmp, "brief")
+    os.mkdir(brief)
+    quick = [subprocess.Popen([o.paths, "rt_malloc"], env=preload_env(o, brief),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(12)]
+    for q in quick:
+        q.wait(timeout=60)
+    left = sorted(f for f in os.listdir(brief) if f.startswith("vramwatch-live."))
+    check(left == [] and len(glob.glob(os.path.join(brief, "vramwatch-*.json"))) == 12,
+          "12 processes that allocate and exit at once: 12 reports, no live file left (%s)" % left)
 
     # Bad usage: one line, exit 2.
     for args, what in ((["--interval", "0"], "an interval of 0"), (["--bogus"], "an unknown option")):
