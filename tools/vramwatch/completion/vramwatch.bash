@@ -11,7 +11,7 @@ _vramwatch_options() {
     run) echo "--dir= --limit= --observe --tensors --no-companion --color= --help" ;;
     report) echo "--json --full --color= --help" ;;
     advise) echo "--json --target= --headroom= --help" ;;
-    timeline) echo "-o --output= --format= --help" ;;
+    timeline) echo "-o --output= --format= --color= --help" ;;
     fit) echo "--limit= --headroom= --flag= --settle= --json -h --help" ;;
     top) echo "--once --interval= --help" ;;
     merge) echo "-o --output= --help" ;;
