@@ -56,6 +56,12 @@ _vramwatch() {
         word="${COMP_WORDS[i]}"
         if [[ -z "$cmd" && "$word" != -* ]]; then
             cmd="$word"
+        elif [[ "$cmd" == run && "$word" != -* && "$word" != "=" &&
+            " $(_vramwatch_options run) " != *" ${COMP_WORDS[i - 1]}= "* &&
+            "${COMP_WORDS[i - 1]}" != "=" ]]; then
+            # run's "--" may be left out: its first operand is the program, the rest its own.
+            COMPREPLY=($(compgen -f -- "$cur"))
+            return 0
         elif [[ -n "$cmd" && "$word" == "--" ]]; then
             if ((i == COMP_CWORD - 1)); then
                 COMPREPLY=($(compgen -c -- "$cur"))
@@ -106,7 +112,11 @@ _vramwatch() {
         return 0
     fi
     case "$cmd" in
-    run | fit)
+    run)
+        # The program to run ("--" before it is optional).
+        COMPREPLY=($(compgen -c -- "$cur"))
+        ;;
+    fit)
         # Before "--": options only; the wrapped command goes after it.
         COMPREPLY=($(compgen -W "-- ${opts//=/}" -- "$cur"))
         ;;
