@@ -114,13 +114,21 @@ static void check_split(struct model_report *reports, size_t n)
     for (size_t i = 0; i < n; i++)
         set_launcher(&reports[i], "slurm_job_id", NULL);
 
-    /* One rank began after another ended: a run of its own... */
+    /* One rank began a moment after another ended: still one job (a rank that failed while
+     * starting)... */
     struct model_report *late = by_rank(reports, n, 3);
     set_loaded(late, by_rank(reports, n, 0)->time_unix_ns + 1000);
     for (size_t i = 0; i < n; i++)
         if (&reports[i] != late)
             set_loaded(&reports[i], reports[i].process.start_unix_ns.v);
     late->time_unix_ns = by_rank(reports, n, 0)->time_unix_ns + 5000000000LL;
+    CHECK(runs(reports, n, run_of) == 1 && !job_mixed(reports, n, &why));
+    /* ...but one that began a minute after another ended is a run of its own... */
+    set_loaded(late, by_rank(reports, n, 0)->time_unix_ns + 60000000000LL);
+    late->time_unix_ns = by_rank(reports, n, 0)->time_unix_ns + 65000000000LL;
+    for (size_t i = 0; i < n; i++)
+        if (&reports[i] != late)
+            set_loaded(&reports[i], reports[i].process.start_unix_ns.v);
     CHECK(runs(reports, n, run_of) == 2);
     CHECK(job_mixed(reports, n, &why) && strstr(sb_str(&why), "one ended before the other began"));
     sb_truncate(&why, 0);

@@ -607,11 +607,25 @@ static bool same_parent(const struct ident *a, const struct ident *b)
            a->parent_start.v == b->parent_start.v;
 }
 
+/* Ranks of one job started without a launcher's id (by hand, by a script) begin within seconds
+ * of each other, and a rank that fails while starting (an out-of-memory error loading the model)
+ * can end before a slower one has even loaded the library. So between two ranked processes a
+ * gap shorter than this is still one job; a second run of the same ranks is told apart by the
+ * rank rule, which comes first. */
+#define RANK_GAP_NS (30 * 1000000000LL)
+
+static int64_t gap_allowed(const struct ident *a, const struct ident *b)
+{
+    return a->r->process.rank.known && b->r->process.rank.known ? RANK_GAP_NS : 0;
+}
+
 /* A job's processes run at the same time; one that ended before the other began is a run of its
  * own. Unknown times overlap everything. */
 static bool overlap(const struct ident *a, const struct ident *b)
 {
-    return !a->begin.known || !b->begin.known || (b->begin.v < a->end.v && a->begin.v < b->end.v);
+    int64_t gap = gap_allowed(a, b);
+    return !a->begin.known || !b->begin.known ||
+           (b->begin.v < a->end.v + gap && a->begin.v < b->end.v + gap);
 }
 
 static const char *const WHY_TWICE = "the same process twice (same host and pid)";
@@ -741,9 +755,10 @@ static bool run_fits(const struct ident *ids, const struct run *g, size_t i, str
     }
     if (!pinned && x->begin.known && g->last_begin != SIZE_MAX) {
         size_t other = SIZE_MAX;
-        if (ids[g->last_begin].begin.v >= x->end.v)
+        int64_t gap = gap_allowed(&ids[g->members[0]], x);
+        if (ids[g->last_begin].begin.v >= x->end.v + gap)
             other = g->last_begin;
-        else if (x->begin.v >= ids[g->first_end].end.v)
+        else if (x->begin.v >= ids[g->first_end].end.v + gap)
             other = g->first_end;
         if (other != SIZE_MAX) {
             sb_add(why, WHY_TIME);
