@@ -37,21 +37,14 @@
 /* ---------- locks ---------- */
 
 /* A three-state futex lock (0 free, 1 held, 2 held with waiters): taking and releasing a free
- * one is one atomic instruction each, where a pthread mutex also checks its kind and owner; a
- * waiter spins briefly (the sections are a few dozen instructions), then sleeps in the kernel. */
+ * one is one atomic instruction each, where a pthread mutex also checks its kind and owner. A
+ * waiter sleeps in the kernel at once: spinning first was measured (bench_threads, threads on
+ * one device) to cost more than it saved, as the spinners pull the lock's line away from the
+ * holder. */
 typedef int vlock;
 
 static void vl_lock_slow(vlock *l)
 {
-    for (int i = 0; i < 16; i++) {
-        int c = 0;
-        if (__atomic_load_n(l, __ATOMIC_RELAXED) == 0 &&
-            __atomic_compare_exchange_n(l, &c, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-            return;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
     while (__atomic_exchange_n(l, 2, __ATOMIC_ACQUIRE) != 0)
         syscall(SYS_futex, l, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
 }
