@@ -9,6 +9,9 @@ also read by the library's unit test) is accepted or refused by `vramwatch run -
 "--limit V" and "--limit=V", exactly as the table says: a refusal is one line and exit 2, and the
 command never runs.
 
+GROUP percent: advise and fit take the same --headroom spellings ("5", "5%", "12.5%") and refuse
+the same ones, in both forms.
+
 GROUP options: every command `vramwatch --help` lists takes its options alike (getopt_long): its
 --help prints its usage; an unknown option, a value given to an option that takes none, a value
 missing ("--opt" last, or "--opt=") are each one line naming the option, and exit 2; and every
@@ -189,7 +192,40 @@ def group_options(opts):
         shutil.rmtree(work)
 
 
-GROUPS = {"limits": group_limits, "options": group_options}
+# Headroom spellings: advise and fit must decide each alike (they once differed on "5%" and on
+# "--headroom=5").
+HEADROOMS = [(True, v) for v in ("0", "5", "5%", "12.5", "12.5%", "99.9", "10 %")] + \
+            [(False, v) for v in ("100", "100%", "101", "-5", "5%%", "abc", "1e1", "5.%", ".5", "5GiB")]
+
+
+def group_percent(opts):
+    check(opts.data, "the percent group needs --data")
+    work = tempfile.mkdtemp(prefix="vramwatch-percent-")
+    try:
+        env = base_env({"VRAMWATCH_LIB": os.path.realpath(opts.stub)})
+        report = os.path.join(opts.data, "oom-pytorch.json")
+        wrong = []
+        for accept, value in HEADROOMS:
+            for form in (["--headroom", value], ["--headroom=" + value]):
+                for cmd, tail in (("advise", [report]), ("fit", ["--", opts.child, "exit", "0"])):
+                    r = run(opts, [cmd] + form + tail, env=env, cwd=work)
+                    err = r.stderr.decode()
+                    refused = r.returncode == 2 and "--headroom" in err
+                    if refused != (not accept):
+                        wrong.append("%s %r: %s (exit %d: %s)" % (cmd, form, "refused" if refused else "accepted",
+                                                                 r.returncode, err.strip()[:200]))
+                    elif refused:
+                        try:
+                            one_line_error(r, "%s %r" % (cmd, form))
+                        except Failed as e:
+                            wrong.append(str(e))
+        check(not wrong, "%d headroom decisions wrong:\n  %s" % (len(wrong), "\n  ".join(wrong)))
+        print("%d headroom spellings, both forms, decided alike by advise and fit" % len(HEADROOMS))
+    finally:
+        shutil.rmtree(work)
+
+
+GROUPS = {"limits": group_limits, "options": group_options, "percent": group_percent}
 
 
 def main():
