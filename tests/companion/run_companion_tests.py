@@ -234,7 +234,9 @@ def case_installed(case):
     p = subprocess.run(["meson", "install", "-C", case.args.build, "--no-rebuild", "--destdir", dest],
                        capture_output=True, text=True)
     eq(p.returncode, 0, "meson install: " + p.stderr)
-    clis = [os.path.join(d, f) for d, _, fs in os.walk(dest) for f in fs if f == "vramwatch"]
+    # The program is bin/vramwatch; the bash completion is also a file named vramwatch.
+    clis = [os.path.join(d, f) for d, _, fs in os.walk(dest) for f in fs
+            if f == "vramwatch" and os.path.basename(d) == "bin"]
     mods = [os.path.join(d, f) for d, _, fs in os.walk(dest) for f in fs if f == "vramwatch_companion.py"]
     eq(len(clis), 1, "installed vramwatch")
     eq(len(mods), 1, "installed companion")
