@@ -27,6 +27,7 @@
 #include "livefile.h"
 #include "log.h"
 #include "pyframes.h"
+#include "ranks.h"
 #include "safefile.h"
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -75,21 +76,6 @@ static void host_name(char *out, size_t n)
             *p = '_';
 }
 
-/* The first of `names` set to a number, as report.c reads the launchers' rank variables. */
-static int64_t env_int(const char *const *names)
-{
-    for (; *names; names++) {
-        const char *v = getenv(*names);
-        char *end;
-        if (!v || !*v)
-            continue;
-        long long x = strtoll(v, &end, 10);
-        if (*end == 0 && x >= 0)
-            return x;
-    }
-    return -1;
-}
-
 static void read_argv(char *out, size_t cap)
 {
     out[0] = 0;
@@ -108,22 +94,14 @@ static void read_argv(char *out, size_t cap)
 
 static void fill_process(struct vw_live_file *f)
 {
-    static const char *const rank[] = { "RANK",         "OMPI_COMM_WORLD_RANK",
-                                        "PMI_RANK",     "MV2_COMM_WORLD_RANK",
-                                        "SLURM_PROCID", NULL };
-    static const char *const local[] = { "LOCAL_RANK",      "OMPI_COMM_WORLD_LOCAL_RANK",
-                                         "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
-                                         "SLURM_LOCALID",   NULL };
-    static const char *const world[] = { "WORLD_SIZE",          "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-                                         "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS",         NULL };
     memcpy(f->magic, VW_LIVE_MAGIC, 8);
     f->version = VW_LIVE_VERSION;
     f->size = (uint32_t)sizeof(*f);
     f->pid = getpid();
     f->ppid = getppid();
-    f->rank = env_int(rank);
-    f->local_rank = env_int(local);
-    f->world_size = env_int(world);
+    f->rank = vw_rank_from_env(VW_RANK);
+    f->local_rank = vw_rank_from_env(VW_LOCAL_RANK);
+    f->world_size = vw_rank_from_env(VW_WORLD_SIZE);
     f->start_unix_ns = vw_now_ns();
     f->interval_ms = VW_LIVE_INTERVAL_MS;
     host_name(f->host, sizeof(f->host));

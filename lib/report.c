@@ -32,6 +32,7 @@
 #include "log.h"
 #include "options.h"
 #include "pyframes.h"
+#include "ranks.h"
 #include "redact.h"
 #include "safefile.h"
 #include "util.h"
@@ -148,20 +149,13 @@ static int64_t process_start_ns(const char *stat_path)
            (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
 }
 
-static void write_int_env(struct jsonw *w, const char *key, const char *const *names)
+static void write_rank(struct jsonw *w, const char *key, enum vw_rank_kind kind)
 {
-    for (; *names; names++) {
-        const char *v = getenv(*names);
-        char *end;
-        if (!v || !*v)
-            continue;
-        long long x = strtoll(v, &end, 10);
-        if (*end == 0 && x >= 0) {
-            jw_i64(w, key, x);
-            return;
-        }
-    }
-    jw_null(w, key);
+    int64_t x = vw_rank_from_env(kind);
+    if (x >= 0)
+        jw_i64(w, key, x);
+    else
+        jw_null(w, key);
 }
 
 /* ---------- the launcher: which job this process is part of ----------
@@ -314,21 +308,10 @@ static void write_process(struct jsonw *w)
     else
         jw_null(w, "start_unix_ns");
 
-    /* MPI before Slurm: mpirun inside an allocation inherits SLURM_PROCID. */
-    /* MVAPICH's MV2_COMM_WORLD_* (DeepSpeed's mvapich launcher) sit with the other MPI names;
-     * DeepSpeed's own launcher and torchrun set RANK/LOCAL_RANK/WORLD_SIZE. Each field takes the
-     * first name set, so a launcher that sets only some of them still fills what it can. */
-    static const char *rank[] = { "RANK",         "OMPI_COMM_WORLD_RANK",
-                                  "PMI_RANK",     "MV2_COMM_WORLD_RANK",
-                                  "SLURM_PROCID", NULL };
-    static const char *local[] = { "LOCAL_RANK",      "OMPI_COMM_WORLD_LOCAL_RANK",
-                                   "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
-                                   "SLURM_LOCALID",   NULL };
-    static const char *world[] = { "WORLD_SIZE",          "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-                                   "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS",         NULL };
-    write_int_env(w, "rank", rank);
-    write_int_env(w, "local_rank", local);
-    write_int_env(w, "world_size", world);
+    /* The launchers' variables: lib/ranks.c. */
+    write_rank(w, "rank", VW_RANK);
+    write_rank(w, "local_rank", VW_LOCAL_RANK);
+    write_rank(w, "world_size", VW_WORLD_SIZE);
     write_launcher(w);
 
     jw_obj_begin(w, "env");
