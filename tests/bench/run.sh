@@ -3,10 +3,12 @@
 # time (median of 5 runs, each 200 000 pairs) and instructions (callgrind, 20 000 pairs),
 # without the preload, and with it at stack depth 0 and 32; then what recording into the
 # whole-run timeline adds per allocation event (bench_timeline).
-# usage: tests/bench/run.sh [BUILD_DIR]   (default: build)
+# usage: tests/bench/run.sh [BUILD_DIR [instructions]]   (default: build)
+# With `instructions`, only the callgrind lines (native pairs, then Python pairs): about a minute.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 b=$(cd "${1:-build}" && pwd)
+only=${2:-}
 exe=$b/tests/bench/bench_alloc
 lib=$b/lib/libvramwatch.so
 export LD_LIBRARY_PATH=$b/tools/simgpu
@@ -24,11 +26,13 @@ instr() {
   rm -f "$out" "$out".*
 }
 
-base_ns=$(timed "$exe")
-d0_ns=$(timed env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=0 "$exe")
-d32_ns=$(timed env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 "$exe")
 calc() { awk "BEGIN { printf \"%.0f\", $1 }"; }
-echo "ns per pair: without $base_ns, depth 0 $d0_ns (+$(calc "$d0_ns - $base_ns")), depth 32 $d32_ns (+$(calc "$d32_ns - $base_ns"))"
+if [ -z "$only" ]; then
+  base_ns=$(timed "$exe")
+  d0_ns=$(timed env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=0 "$exe")
+  d32_ns=$(timed env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 "$exe")
+  echo "ns per pair: without $base_ns, depth 0 $d0_ns (+$(calc "$d0_ns - $base_ns")), depth 32 $d32_ns (+$(calc "$d32_ns - $base_ns"))"
+fi
 if command -v valgrind >/dev/null; then
   base_i=$(instr "$exe")
   d0_i=$(instr env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=0 "$exe")
@@ -36,23 +40,25 @@ if command -v valgrind >/dev/null; then
   echo "instructions per pair (callgrind, start-up amortised over 20000 pairs): without $(calc "$base_i / 20000"), depth 0 +$(calc "($d0_i - $base_i) / 20000"), depth 32 +$(calc "($d32_i - $base_i) / 20000")"
 fi
 
-# The timeline's share: recording into it, per allocation event, in the core.
-"$b/tests/bench/bench_timeline"
+if [ -z "$only" ]; then
+  # The timeline's share: recording into it, per allocation event, in the core.
+  "$b/tests/bench/bench_timeline"
 
-# Python frames: the same pairs from Python (ctypes), 40 Python frames deep, with Python frames
-# on and off at stack depths 8 and 32; the difference is the cost of capturing them.
-for py in "$HOME"/.pyenv/versions/3.8*/bin/python3 "$HOME"/.pyenv/versions/3.11*/bin/python3 \
-          "$HOME"/.pyenv/versions/3.13*/bin/python3 /usr/bin/python3; do
-  [ -x "$py" ] || continue
-  ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-  line="python $ver ns per pair:"
-  for depth in 8 32; do
-    off=$(for i in 1 2 3; do LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=$depth VRAMWATCH_PYTHON=0 "$py" tests/bench/bench_python.py; done | median)
-    on=$(for i in 1 2 3; do LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=$depth "$py" tests/bench/bench_python.py; done | median)
-    line="$line depth $depth: frames off $off, on $on (+$(calc "$on - $off"))"
+  # Python frames: the same pairs from Python (ctypes), 40 Python frames deep, with Python frames
+  # on and off at stack depths 8 and 32; the difference is the cost of capturing them.
+  for py in "$HOME"/.pyenv/versions/3.8*/bin/python3 "$HOME"/.pyenv/versions/3.11*/bin/python3 \
+            "$HOME"/.pyenv/versions/3.13*/bin/python3 /usr/bin/python3; do
+    [ -x "$py" ] || continue
+    ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    line="python $ver ns per pair:"
+    for depth in 8 32; do
+      off=$(for i in 1 2 3; do LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=$depth VRAMWATCH_PYTHON=0 "$py" tests/bench/bench_python.py; done | median)
+      on=$(for i in 1 2 3; do LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=$depth "$py" tests/bench/bench_python.py; done | median)
+      line="$line depth $depth: frames off $off, on $on (+$(calc "$on - $off"))"
+    done
+    echo "$line"
   done
-  echo "$line"
-done
+fi
 
 # The same Python pairs as instructions (Debian's python3, callgrind, 20 000 pairs x 5 rounds):
 # without the preload, native 32 frames only, native 32 + Python frames; side by side with the
@@ -64,6 +70,8 @@ if command -v valgrind >/dev/null && [ -x /usr/bin/python3 ]; then
   pp=$(instr env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 "${py[@]}")
   echo "python $(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])') instructions per pair (callgrind, 100000 pairs from 40 Python frames, start-up amortised): without $(calc "$pb / 100000"), native 32 +$(calc "($pn - $pb) / 100000"), native 32 + Python +$(calc "($pp - $pb) / 100000")"
 fi
+
+[ -z "$only" ] || exit 0
 
 # Reports, memory, the CLI and processes that never touch CUDA: the gauntlet's cost attack
 # (report writing with 100 000 live allocations and 10 000 call sites, bytes per stack and per

@@ -120,6 +120,7 @@ static struct {
     size_t nresv, cap_resv;
     struct va_mapping *maps;
     size_t nmaps, cap_maps;
+    int ctx_device_counted; /* a SIMGPU_FAIL rule names cuCtxGetDevice(_v2): no lock-free path */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -143,6 +144,10 @@ static void load_once(void)
 {
     simgpu_config_load(&g.cfg, is_driver_function);
     simgpu_config_visible(&g.cfg);
+    for (int i = 0; i < g.cfg.nfail; i++)
+        if (strcmp(g.cfg.fail[i].func, "cuCtxGetDevice") == 0 ||
+            strcmp(g.cfg.fail[i].func, "cuCtxGetDevice_v2") == 0)
+            __atomic_store_n(&g.ctx_device_counted, 1, __ATOMIC_RELAXED);
     /* A child forked while another thread held the lock would otherwise deadlock on first use. */
     pthread_atfork(atfork_prepare, atfork_release, atfork_release);
 }
@@ -868,13 +873,31 @@ static CUresult do_ctx_device(CUdevice *device, CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
+/* The current context's device, as the real driver answers it: from the thread's own state,
+ * without the process-wide lock. A thread's current context was made current under the lock
+ * (which also ran the set-up), its device never changes and a context never dies here, so
+ * nothing the lock guards is needed. A SIMGPU_FAIL rule naming the function still counts every
+ * call: then the call takes the lock as every other does. */
+static int ctx_device_fast(CUdevice *device)
+{
+    struct CUctx_st *ctx = tls_ctx;
+    if (!ctx || !device || __atomic_load_n(&g.ctx_device_counted, __ATOMIC_RELAXED))
+        return 0;
+    *device = ctx->device;
+    return 1;
+}
+
 EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 {
+    if (ctx_device_fast(device))
+        return CUDA_SUCCESS;
     API(1, do_ctx_device(device, NULL));
 }
 
 EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
+    if (!ctx && ctx_device_fast(device))
+        return CUDA_SUCCESS;
     API(1, do_ctx_device(device, ctx));
 }
 
