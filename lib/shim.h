@@ -5,14 +5,19 @@
 
 #include "interpose.h"
 
+#define VW_UNPAREN(...) __VA_ARGS__
+
+/* A hooked call nested inside another on this thread (a runtime call reaching the driver shim,
+ * our own queries while writing a report) goes straight to the real function: the depth is the
+ * first thing tested, before the options, and the recording path is a function of its own, so
+ * the nested path sets up no frame for it (the exported function jumps to it as a tail call). */
+
 /* An allocation: forward, then record the outcome; `key` and `size` are read after the real
  * call returns, and may use `ok`. */
 #define VW_SHIM_ALLOC(ret, success, missing, runtime, name, kind, params, args, key, size)       \
-    VW_EXPORT ret name params                                                                    \
+    static __attribute__((noinline))                                                             \
+    ret vw_rec_##name(__typeof__(vw_real.name) real, VW_UNPAREN params)                          \
     {                                                                                            \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                           \
-        if (VW_UNLIKELY(!real))                                                                  \
-            return missing;                                                                      \
         struct vw_call c;                                                                        \
         if (!vw_enter(&c, true))                                                                 \
             return real args;                                                                    \
@@ -27,6 +32,15 @@
         vw_record_alloc(&c, #name, kind, ok, (int)r, runtime, ok ? (key) : 0, (size), dev,       \
                         ok &&lim == VW_LIMIT_CROSS);                                             \
         return r;                                                                                \
+    }                                                                                            \
+    VW_EXPORT ret name params                                                                    \
+    {                                                                                            \
+        __typeof__(vw_real.name) real = VW_REAL(name);                                           \
+        if (VW_UNLIKELY(!real))                                                                  \
+            return missing;                                                                      \
+        if (vw_depth)                                                                            \
+            return real args;                                                                    \
+        return vw_rec_##name(real, VW_UNPAREN args);                                             \
     }
 
 /* An allocation from an explicit stream-ordered pool: the pool is remembered, so reports can
@@ -57,16 +71,17 @@
     }
 
 /* A free: the allocation leaves the tables before the real free, so an address the driver
- * hands out again at once cannot be confused with it; a failed free puts it back. */
+ * hands out again at once cannot be confused with it; a failed free puts it back. A free keeps
+ * no stack, so it enters without a call record. */
 #define VW_SHIM_FREE(ret, success, missing, name, kind, params, args, key) \
     VW_EXPORT ret name params                                              \
     {                                                                      \
         __typeof__(vw_real.name) real = VW_REAL(name);                     \
         if (VW_UNLIKELY(!real))                                            \
             return missing;                                                \
-        struct vw_call c;                                                  \
-        if (!(key) || !vw_enter(&c, false))                                \
+        if (vw_depth || !(key) || !vw_active())                            \
             return real args;                                              \
+        vw_depth = 1;                                                      \
         struct core_alloc a;                                               \
         bool tracked = vw_free_begin(kind, (key), &a);                     \
         ret r = real args;                                                 \
