@@ -53,8 +53,10 @@ const struct py_layout *pyframes_layout(int major, int minor)
 
 /* ---------- the process's Python ---------- */
 
+/* Python frames are collected (read inline by pyframes_enabled on every hooked allocation). */
+bool pyframes_on;
+
 static struct {
-    bool enabled;
     struct py_walk_env env;
     void *(*this_thread_state)(void);
     uintptr_t eval_lo, eval_hi;
@@ -414,7 +416,7 @@ int pyframes_walk(const struct py_walk_env *env, const void *tstate, uint64_t *t
 
 int pyframes_capture(uint64_t *tokens, bool *group_end, int max)
 {
-    if (!__atomic_load_n(&py.enabled, __ATOMIC_ACQUIRE))
+    if (!__atomic_load_n(&pyframes_on, __ATOMIC_ACQUIRE))
         return 0;
     /* PyGILState_GetThisThreadState: this thread's state, or NULL for a thread Python never
      * saw. No lock, no GIL, and unlike the "current thread state" getters it is right while
@@ -422,7 +424,7 @@ int pyframes_capture(uint64_t *tokens, bool *group_end, int max)
     const void *ts = py.this_thread_state();
     int n = pyframes_walk(&py.env, ts, tokens, group_end, max);
     if (n < 0) {
-        __atomic_store_n(&py.enabled, false, __ATOMIC_RELEASE);
+        __atomic_store_n(&pyframes_on, false, __ATOMIC_RELEASE);
         vw_warn_once(warned_off, "the Python frames of this process do not look as expected; "
                                  "Python frames are off from here on");
         return 0;
@@ -468,11 +470,6 @@ int pyframes_merge(const uint64_t *nat, int nn, uint64_t *out, int cap, int py_m
         k += run;
     }
     return k;
-}
-
-bool pyframes_enabled(void)
-{
-    return __atomic_load_n(&py.enabled, __ATOMIC_ACQUIRE);
 }
 
 /* ---------- detection ---------- */
@@ -562,7 +559,7 @@ bool pyframes_init(void)
     py.env.str_type = str_type;
     memcpy(&py.this_thread_state, &tsfn, sizeof(tsfn));
     key_ready = pthread_key_create(&thread_key, thread_gone) == 0;
-    __atomic_store_n(&py.enabled, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&pyframes_on, true, __ATOMIC_RELEASE);
     vw_log(VW_LOG_INFO, "Python %d.%d: Python frames on", major, minor);
     return true;
 }

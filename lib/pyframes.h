@@ -39,7 +39,11 @@ const struct py_layout *pyframes_layout(int major, int minor);
 /* Detect CPython in this process (once, at the library's set-up). Returns true when Python
  * frames will be collected; anything unknown or unsafe turns them off with one info line. */
 bool pyframes_init(void);
-bool pyframes_enabled(void);
+extern bool pyframes_on; /* written by pyframes.c only */
+static inline bool pyframes_enabled(void)
+{
+    return __atomic_load_n(&pyframes_on, __ATOMIC_ACQUIRE);
+}
 
 /* The calling thread's Python frames, innermost first, as tokens, at most `max`. `group_end`
  * receives, for each token, whether it is the last frame of one run of the interpreter's C

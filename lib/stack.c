@@ -138,12 +138,27 @@ int stack_capture(uint64_t *out, int max)
     return capture(out, max);
 }
 
-int stack_capture_all(uint64_t *out, int native_max)
+/* Native frames merged with the Python frames, and native frames alone: functions of their own,
+ * so that stack_capture_all sets up no frame for their arrays and jumps to them (a tail call). */
+static __attribute__((noinline)) int capture_with_python(uint64_t *out, int native_max)
 {
-    if (!pyframes_enabled())
-        return capture(out, native_max);
     uint64_t nat[VW_MAX_FRAMES];
     int nn = capture(nat, native_max);
     return pyframes_merge(nat, nn, out, VW_MAX_FRAMES,
                           native_max > 0 ? native_max : VW_PY_DEFAULT_DEPTH);
+}
+
+static __attribute__((noinline)) int capture_native(uint64_t *out, int native_max)
+{
+    return capture(out, native_max);
+}
+
+/* Only a choice, and a jump: no frame of its own, so not one more frame of ours to walk. */
+int stack_capture_all(uint64_t *out, int native_max)
+{
+    if (VW_UNLIKELY(pyframes_enabled()))
+        return capture_with_python(out, native_max);
+    if (native_max <= 0)
+        return 0; /* stacks off: nothing to walk */
+    return capture_native(out, native_max);
 }
