@@ -374,7 +374,10 @@ static struct core_alloc *table_find(struct table *t, uint64_t key, uint64_t h)
 }
 
 /* Inserts, or returns the existing record for the key (the caller decides what that means). */
-static struct core_alloc *table_insert(struct table *t, uint64_t key, uint64_t h, bool *existed)
+static inline __attribute__((always_inline)) struct core_alloc *table_insert(struct table *t,
+                                                                             uint64_t key,
+                                                                             uint64_t h,
+                                                                             bool *existed)
 {
     *existed = false;
     if ((uint64_t)(t->count + 1) * 10 > (uint64_t)t->cap * 7 && !table_grow(t))
@@ -393,7 +396,8 @@ static struct core_alloc *table_insert(struct table *t, uint64_t key, uint64_t h
     return &t->slots[j];
 }
 
-static void table_remove(struct table *t, struct core_alloc *slot)
+static inline __attribute__((always_inline)) void table_remove(struct table *t,
+                                                               struct core_alloc *slot)
 {
     uint32_t m = t->cap - 1;
     uint32_t i = (uint32_t)(slot - t->slots);
