@@ -128,7 +128,7 @@ static uint32_t nsites;
 static uint64_t *frames; /* [FRAME_ARENA] */
 static uint32_t nframes;
 static uint32_t *site_index; /* [INDEX_CAP] open addressing over ids, 0 = empty */
-static uint32_t empty_site;  /* the chain with no frames, once interned (0: not yet) */
+uint32_t core_empty_site;    /* the chain with no frames, once interned (0: not yet) */
 static uint64_t callsites_dropped, allocs_untracked; /* atomic */
 static uint64_t peak_any;                            /* max over devices of peak_live_bytes */
 
@@ -148,7 +148,7 @@ static bool any_oom_report;
  * retry, on all threads: read without the lock by the status file. */
 static uint64_t ooms_final, flushes_total;
 /* A report on disk describes a failure that a retry has since rescued. */
-static bool report_stale;
+bool core_report_stale;
 /* The call sites' live bytes on the device of the latest out-of-memory failure, at it: copied
  * then (bounded by the number of call sites; failures are rare). */
 static uint64_t *fail_live; /* [VW_MAX_CALLSITES] */
@@ -242,7 +242,7 @@ static void reset_locked(void)
         memset(site_index, 0, sizeof(*site_index) * INDEX_CAP);
     }
     __atomic_store_n(&nsites, 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&empty_site, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&core_empty_site, 0, __ATOMIC_RELAXED);
     nframes = 0;
     __atomic_store_n(&callsites_dropped, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&allocs_untracked, 0, __ATOMIC_RELAXED);
@@ -256,7 +256,7 @@ static void reset_locked(void)
     any_oom_report = false;
     __atomic_store_n(&ooms_final, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&flushes_total, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&report_stale, false, __ATOMIC_RELAXED);
+    __atomic_store_n(&core_report_stale, false, __ATOMIC_RELAXED);
     __atomic_store_n(&touched, false, __ATOMIC_RELAXED);
     if (fail_live)
         munmap(fail_live, sizeof(*fail_live) * VW_MAX_CALLSITES);
@@ -472,18 +472,18 @@ out:
     return id;
 }
 
-uint32_t core_callsite(const uint64_t *f, int n)
+uint32_t core_callsite_intern(const uint64_t *f, int n)
 {
     if (!ready)
         return 0;
     if (n <= 0) {
         /* Stacks off: every allocation has this chain, found once and remembered. */
-        uint32_t e = __atomic_load_n(&empty_site, __ATOMIC_RELAXED);
+        uint32_t e = __atomic_load_n(&core_empty_site, __ATOMIC_RELAXED);
         if (VW_LIKELY(e))
             return e;
         e = intern(f, 0);
         if (e)
-            __atomic_store_n(&empty_site, e, __ATOMIC_RELAXED);
+            __atomic_store_n(&core_empty_site, e, __ATOMIC_RELAXED);
         return e;
     }
     if (n > VW_MAX_FRAMES)
@@ -546,7 +546,7 @@ static int match_retry(struct slot *d, int device, uint64_t size, bool ok, uint6
     if (pending.counted)
         __atomic_fetch_sub(&ooms_final, 1, __ATOMIC_RELAXED);
     if (pending.reported)
-        __atomic_store_n(&report_stale, true, __ATOMIC_RELAXED);
+        __atomic_store_n(&core_report_stale, true, __ATOMIC_RELAXED);
     struct core_event *e = &events[ring_slot(events_total, VW_EVENTS_KEPT)];
     events_total++;
     e->time_ns = pending.time_ns;
@@ -608,13 +608,6 @@ void core_pressure(uint64_t *final_ooms, uint64_t *flushes)
 {
     *final_ooms = __atomic_load_n(&ooms_final, __ATOMIC_RELAXED);
     *flushes = __atomic_load_n(&flushes_total, __ATOMIC_RELAXED);
-}
-
-bool core_take_report_stale(void)
-{
-    if (!ready || !__atomic_load_n(&report_stale, __ATOMIC_RELAXED))
-        return false;
-    return __atomic_exchange_n(&report_stale, false, __ATOMIC_RELAXED);
 }
 
 void core_end_pending(void)

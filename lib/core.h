@@ -132,8 +132,17 @@ void core_reset(void);
 void core_lock_for_fork(void);
 void core_unlock_after_fork(bool child);
 
-/* Intern a stack (innermost first); returns its call-site id (0: the overflow site). */
-uint32_t core_callsite(const uint64_t *frames, int n);
+/* Intern a stack (innermost first); returns its call-site id (0: the overflow site). With
+ * stacks off every allocation has the empty chain: its id, once interned, is read inline. */
+extern uint32_t core_empty_site; /* written by core.c only; 0: not interned yet */
+uint32_t core_callsite_intern(const uint64_t *frames, int n);
+static inline uint32_t core_callsite(const uint64_t *frames, int n)
+{
+    uint32_t e;
+    if (n <= 0 && (e = __atomic_load_n(&core_empty_site, __ATOMIC_RELAXED)) != 0)
+        return e;
+    return core_callsite_intern(frames, n);
+}
 
 /* Record a successful allocation. Returns false if it could not be tracked (table full).
  * core_alloc and core_failure also recognise a retry: the same thread asking again for the
@@ -169,8 +178,14 @@ bool core_observe_is_retry(int device, uint64_t size, uint64_t now_ns);
  * rescued by a retry, over the whole process; read without the lock. */
 void core_pressure(uint64_t *final_ooms, uint64_t *flushes);
 /* True once after a retry rescued a failure for which an out-of-memory report was written: that
- * report no longer tells the truth and must be rewritten. */
-bool core_take_report_stale(void);
+ * report no longer tells the truth and must be rewritten. Read inline on every allocation. */
+extern bool core_report_stale; /* written by core.c only */
+static inline bool core_take_report_stale(void)
+{
+    if (__builtin_expect(!__atomic_load_n(&core_report_stale, __ATOMIC_RELAXED), 1))
+        return false;
+    return __atomic_exchange_n(&core_report_stale, false, __ATOMIC_RELAXED);
+}
 /* At exit: a failure still waiting for its retry is final. */
 void core_end_pending(void);
 /* Observe mode: record the first crossing of the emulated limit on a device (later ones on the
