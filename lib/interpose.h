@@ -153,10 +153,6 @@ void vw_signals_exiting(void);
 bool vw_allocator_retries(void);
 /* vramwatch_allocator_retries(): the process says so itself. */
 void vw_allocator_declare(int retries);
-/* Take an allocation out before the real free; then report the free's outcome (record.c). */
-bool vw_free_begin(enum core_kind kind, uint64_t key, struct core_alloc *taken);
-void vw_free_end(bool was_tracked, const struct core_alloc *taken, bool ok);
-
 /* Wrap a driver function pointer returned by a lookup (cuGetProcAddress, cudaGetDriverEntryPoint):
  * returns our shim when `p` is a hooked libcuda function, else `p` unchanged (resolve.c). */
 void *vw_wrap_proc(const char *symbol, int version, uint64_t flags, void *p);

@@ -112,15 +112,3 @@ int vw_limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint6
     }
     return lim;
 }
-
-bool vw_free_begin(enum core_kind kind, uint64_t key, struct core_alloc *taken)
-{
-    return core_take(kind, key, taken, vw_now_coarse_ns());
-}
-
-void vw_free_end(bool was_tracked, const struct core_alloc *taken, bool ok)
-{
-    if (was_tracked && !ok)
-        core_untake(taken);
-    vw_leave();
-}

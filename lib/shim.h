@@ -83,9 +83,11 @@
             return real args;                                              \
         vw_depth = 1;                                                      \
         struct core_alloc a;                                               \
-        bool tracked = vw_free_begin(kind, (key), &a);                     \
+        bool tracked = core_take(kind, (key), &a, vw_now_coarse_ns());     \
         ret r = real args;                                                 \
-        vw_free_end(tracked, &a, r == success);                            \
+        if (VW_UNLIKELY(tracked && r != success))                          \
+            core_untake(&a);                                               \
+        vw_leave();                                                        \
         return r;                                                          \
     }
 
