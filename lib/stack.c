@@ -3,7 +3,8 @@
  * unw_backtrace walks with libunwind's cached fast path (no malloc, no lock of ours). Frames
  * that belong to libvramwatch itself (the shim, this file's functions) lead every walk and are
  * dropped so a call site starts at the application's call into CUDA; the walk asks for only as
- * many frames beyond those kept as there are of ours.
+ * many frames beyond those kept as there are of ours. The hooks' capture is inlined into them
+ * (stack.h), so the walk starts in the hook's own frame.
  *
  * libunwind (and the liblzma it needs) is loaded at the first CUDA call, not linked: a process
  * that never touches CUDA (a shell-out, a compiler, a DataLoader worker) then maps only this
@@ -23,9 +24,14 @@
 #include "pyframes.h"
 #include "util.h"
 
-static uintptr_t self_lo, self_hi;
-#ifndef __SANITIZE_THREAD__
-static int (*backtrace_fn)(void **, int);
+#ifdef __SANITIZE_THREAD__
+static struct {
+    uintptr_t self_lo, self_hi;
+    int own_frames;
+    bool native_off;
+} stack_walker = { .own_frames = 8 };
+#else
+struct stack_walker stack_walker = { .own_frames = 8 };
 static int warned_unwind;
 #endif
 
@@ -38,8 +44,8 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
             continue;
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
         if (probe >= lo && probe < hi) {
-            self_lo = lo;
-            self_hi = hi;
+            stack_walker.self_lo = lo;
+            stack_walker.self_hi = hi;
             return 1;
         }
     }
@@ -55,8 +61,8 @@ void stack_init(void)
     if (!h)
         h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
     if (h)
-        *(void **)&backtrace_fn = dlsym(h, "unw_backtrace");
-    if (!backtrace_fn)
+        *(void **)&stack_walker.backtrace_fn = dlsym(h, "unw_backtrace");
+    if (!stack_walker.backtrace_fn)
         vw_warn_once(warned_unwind, "libunwind not found; native call stacks are off");
 #endif
 }
@@ -66,17 +72,18 @@ void stack_init(void)
  * a parent thread that was inside a walk when another forked leaves that lock held in the
  * child, where nothing will ever release it: the child's first walk would hang. A child keeps
  * its Python frames and records no native ones. */
-static bool native_off;
-
 void stack_after_fork_child(void)
 {
-    native_off = true;
+    stack_walker.native_off = true;
 }
 
-/* How many frames inside libvramwatch lead every walk (the shim, this file's functions): learned
- * at the first walk and corrected when a walk shows more, so a walk asks for only that many
- * frames beyond what is kept. Until known, 8. */
-static int own_frames = 8;
+/* stack_walker.own_frames: how many frames inside libvramwatch lead every walk (the shim, this
+ * file's functions): learned at the first walk and corrected when a walk shows more, so a walk
+ * asks for only that many frames beyond what is kept. Until known, 8. */
+void stack_own_frames_seen(int lead)
+{
+    __atomic_store_n(&stack_walker.own_frames, lead, __ATOMIC_RELAXED);
+}
 _Static_assert(sizeof(void *) == sizeof(uint64_t), "return addresses are copied as they are");
 
 static inline __attribute__((always_inline)) int walk(void **ips, int want)
@@ -98,7 +105,7 @@ static inline __attribute__((always_inline)) int walk(void **ips, int want)
     }
     return n;
 #else
-    int (*bt)(void **, int) = __atomic_load_n(&backtrace_fn, __ATOMIC_RELAXED);
+    int (*bt)(void **, int) = __atomic_load_n(&stack_walker.backtrace_fn, __ATOMIC_RELAXED);
     return bt ? bt(ips, want) : 0;
 #endif
 }
@@ -106,20 +113,21 @@ static inline __attribute__((always_inline)) int walk(void **ips, int want)
 /* Inlined into both callers, so that it is not one more frame of ours to walk. */
 static inline __attribute__((always_inline)) int capture(uint64_t *out, int max)
 {
-    if (max <= 0 || native_off)
+    if (max <= 0 || stack_walker.native_off)
         return 0;
     void *ips[VW_MAX_FRAMES + 8];
     const int cap = (int)(sizeof(ips) / sizeof(ips[0]));
-    int skip = __atomic_load_n(&own_frames, __ATOMIC_RELAXED);
+    int skip = __atomic_load_n(&stack_walker.own_frames, __ATOMIC_RELAXED);
     int want = max + skip > cap ? cap : max + skip;
     int n = walk(ips, want);
     /* Our own frames come first, and only first: the library calls no application code while a
      * hook is capturing, so no frame of ours lies further out. They are dropped once, here. */
     int lead = 0;
-    while (lead < n && (uintptr_t)ips[lead] - self_lo < self_hi - self_lo)
+    while (lead < n && (uintptr_t)ips[lead] - stack_walker.self_lo <
+                               stack_walker.self_hi - stack_walker.self_lo)
         lead++;
     if (VW_UNLIKELY(lead != skip)) {
-        __atomic_store_n(&own_frames, lead, __ATOMIC_RELAXED);
+        stack_own_frames_seen(lead);
         if (lead > skip && n == want) {
             /* More of ours than expected: this walk stopped short of `max` kept frames. */
             want = max + lead > cap ? cap : max + lead;
@@ -138,27 +146,15 @@ int stack_capture(uint64_t *out, int max)
     return capture(out, max);
 }
 
-/* Native frames merged with the Python frames, and native frames alone: functions of their own,
- * so that stack_capture_all sets up no frame for their arrays and jumps to them (a tail call). */
-static __attribute__((noinline)) int capture_with_python(uint64_t *out, int native_max)
+#ifdef __SANITIZE_THREAD__
+/* Elsewhere the capture is inlined into the hook (stack.h). */
+int stack_capture_all(uint64_t *out, int native_max)
 {
+    if (!pyframes_enabled())
+        return capture(out, native_max);
     uint64_t nat[VW_MAX_FRAMES];
     int nn = capture(nat, native_max);
     return pyframes_merge(nat, nn, out, VW_MAX_FRAMES,
                           native_max > 0 ? native_max : VW_PY_DEFAULT_DEPTH);
 }
-
-static __attribute__((noinline)) int capture_native(uint64_t *out, int native_max)
-{
-    return capture(out, native_max);
-}
-
-/* Only a choice, and a jump: no frame of its own, so not one more frame of ours to walk. */
-int stack_capture_all(uint64_t *out, int native_max)
-{
-    if (VW_UNLIKELY(pyframes_enabled()))
-        return capture_with_python(out, native_max);
-    if (native_max <= 0)
-        return 0; /* stacks off: nothing to walk */
-    return capture_native(out, native_max);
-}
+#endif

@@ -11,9 +11,77 @@ void stack_after_fork_child(void);
 /* Fill `out` with up to `max` return addresses of the caller's stack, innermost first,
  * leaving out frames inside libvramwatch. Returns the count (0 when max is 0). */
 int stack_capture(uint64_t *out, int max);
-/* One call chain: native frames (at most `native_max`) with the interpreter's evaluation-loop
- * frames replaced by the Python frames they were running, innermost first; with native stacks
- * off, the Python frames alone. `out` holds VW_MAX_FRAMES entries. */
+/* A walk found `lead` frames of ours leading (not the number expected): remember it. */
+void stack_own_frames_seen(int lead);
+/* stack_capture_all(out, native_max): one call chain: native frames (at most `native_max`) with
+ * the interpreter's evaluation-loop frames replaced by the Python frames they were running,
+ * innermost first; with native stacks off, the Python frames alone. `out` holds VW_MAX_FRAMES
+ * entries. */
+#ifdef __SANITIZE_THREAD__
 int stack_capture_all(uint64_t *out, int native_max);
+#else
+#include <stdbool.h>
+#include <string.h>
+
+#include "core.h"
+#include "pyframes.h"
+
+/* What the walk needs, set by stack.c; read here so that the capture is inlined into the hook
+ * itself: the walk then starts in the hook's frame, and there is one frame of ours fewer to walk
+ * (about 85 instructions each). `own_frames`: how many frames inside libvramwatch lead every
+ * walk, learned at the first walk and corrected when a walk shows more (8 until known). */
+struct stack_walker {
+    uintptr_t self_lo, self_hi;
+    int (*backtrace_fn)(void **, int);
+    int own_frames;
+    bool native_off; /* in a forked child */
+};
+extern struct stack_walker stack_walker;
+
+static inline __attribute__((always_inline)) int stack_walk_inline(uint64_t *out, int max)
+{
+    if (max <= 0 || stack_walker.native_off)
+        return 0;
+    int (*bt)(void **, int) = __atomic_load_n(&stack_walker.backtrace_fn, __ATOMIC_RELAXED);
+    if (!bt)
+        return 0;
+    void *ips[VW_MAX_FRAMES + 8];
+    const int cap = (int)(sizeof(ips) / sizeof(ips[0]));
+    int skip = __atomic_load_n(&stack_walker.own_frames, __ATOMIC_RELAXED);
+    int want = max + skip > cap ? cap : max + skip;
+    int n = bt(ips, want);
+    /* Our own frames come first, and only first: they are dropped once, here. */
+    uintptr_t lo = stack_walker.self_lo, span = stack_walker.self_hi - lo;
+    int lead = 0;
+    while (lead < n && (uintptr_t)ips[lead] - lo < span)
+        lead++;
+    if (__builtin_expect(lead != skip, 0)) {
+        stack_own_frames_seen(lead);
+        if (lead > skip && n == want) {
+            /* More of ours than expected: this walk stopped short of `max` kept frames. */
+            want = max + lead > cap ? cap : max + lead;
+            n = bt(ips, want);
+        }
+    }
+    int k = n - lead < max ? n - lead : max;
+    if (k <= 0)
+        return 0;
+    memcpy(out, &ips[lead], sizeof(*out) * (size_t)k);
+    return k;
+}
+
+static inline __attribute__((always_inline)) int stack_capture_all(uint64_t *out, int native_max)
+{
+    if (__builtin_expect(pyframes_enabled(), 0)) {
+        uint64_t nat[VW_MAX_FRAMES];
+        int nn = stack_walk_inline(nat, native_max);
+        return pyframes_merge(nat, nn, out, VW_MAX_FRAMES,
+                              native_max > 0 ? native_max : VW_PY_DEFAULT_DEPTH);
+    }
+    if (native_max <= 0)
+        return 0; /* stacks off: nothing to walk */
+    return stack_walk_inline(out, native_max);
+}
+#endif
 
 #endif
