@@ -147,6 +147,8 @@ void vw_runtime_init(void);
 void vw_signals_install(void);
 /* At exit, before the exit report: no stop signal's report may come after it. */
 void vw_signals_exiting(void);
+/* The fork child handler's part: the dispositions ours replaced, back where ours is still set. */
+void vw_signals_after_fork_child(void);
 
 /* ---- allocators that flush and retry (retrying.c) ---- */
 /* Whether this process's allocator releases its cache and retries a failed request. */

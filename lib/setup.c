@@ -46,6 +46,7 @@ static void fork_child(void)
     vw_drv_after_fork_child();
     vw_status_after_fork_child();
     vw_live_after_fork_child();
+    vw_signals_after_fork_child();
     vw_depth = 0;
 }
 

@@ -13,8 +13,10 @@
  *   process ends by it, with the status its parent expects (128 + N in a shell);
  * - it was ignored: nothing is installed.
  * A program that installs its own handler later replaces ours, as it would any other. A forked
- * child inherits the handler but not the thread: there it puts the old disposition back and
- * raises the signal again at once, as if we were not there. */
+ * child inherits the handler but not the thread: the fork child handler puts the old
+ * dispositions back (vw_signals_after_fork_child), and a child made without fork handlers
+ * (a raw clone) that gets the signal in ours does the same and raises it again at once, as if
+ * we were not there. */
 #include "interpose.h"
 #include "live.h"
 
@@ -120,6 +122,26 @@ static void *watcher(void *arg)
         pthread_mutex_unlock(&stop_lock);
         ssize_t w = write(done_fd[1], &b, 1);
         (void)w;
+    }
+}
+
+/* The fork child handler: the child has no watcher thread, so where our handler is still the one
+ * installed, the disposition it replaced is put back before the child runs any code of its own.
+ * Doing it here rather than in the handler matters: a signal that reaches a forked worker (a
+ * DataLoader or multiprocessing pool being terminated) must act as it would without us, even
+ * where a sanitizer's runtime defers handlers and a restarted wait would never see the
+ * re-raised signal (seen under ThreadSanitizer: pool workers left blocked in sem_wait, their
+ * SIGTERM lost). A handler the application installed after ours is left alone. */
+void vw_signals_after_fork_child(void)
+{
+    for (size_t i = 0; i < NSIG_STOP; i++) {
+        if (!installed[i])
+            continue;
+        struct sigaction cur;
+        if (sigaction(stop_signals[i], NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+            cur.sa_sigaction == on_stop)
+            sigaction(stop_signals[i], &previous[i], NULL);
+        installed[i] = false;
     }
 }
 

@@ -11,6 +11,8 @@ ctypes: what run_case.py's pressure and observe cases check the library makes of
                 --keep) and retry once
                 --torch LIB loads LIB (named libc10_cuda.so) to look like a PyTorch process
   sleep         one 100 MiB allocation, prints "ready", sleeps 30 s (to be stopped by a signal)
+  forked        one 100 MiB allocation, then fork: the child prints which of SIGTERM and SIGINT
+                it catches (from /proc/self/status SigCgt) and exits
   first         forty 100 MiB allocations, the first CUDA calls of the process (the limit must
                 hold from the very first)
 Prints one line on stdout: "refused N" (how many requests the card refused).
@@ -81,6 +83,18 @@ def main():
         print("ready", flush=True)
         import time
         time.sleep(30)
+        return 0
+    if mode == "forked":  # a worker forked after the library set its stop handlers
+        if malloc(100 * MiB) is None:
+            return 3
+        pid = os.fork()
+        if pid == 0:
+            with open("/proc/self/status", encoding="ascii") as fh:
+                cgt = int([ln.split()[1] for ln in fh if ln.startswith("SigCgt:")][0], 16)
+            caught = [s.name for s in (signal.SIGTERM, signal.SIGINT) if cgt >> (s - 1) & 1]
+            print("child catches " + (",".join(caught) or "none"), flush=True)
+            os._exit(0)
+        os.waitpid(pid, 0)
         return 0
     if mode == "first":
         if "--dump" in sys.argv:  # a report asked for before any CUDA call

@@ -515,6 +515,12 @@ def case_stop_signal(run):
         eq(r["reason"], "signal", f"{sig.name}: the report's reason")
         eq(dev0(r)["live_bytes"], 100 * MiB, f"{sig.name}: live")
         os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+    # A forked worker has no thread of ours to write a report: its stop signals act as they
+    # would without the library from the start (Python leaves SIGTERM at its default and catches
+    # SIGINT itself), not through our handler, which a sanitizer's runtime may defer past a
+    # restarted wait (pool workers left blocked, their SIGTERM lost).
+    p = run.run([py, os.path.join(HERE, "pressure.py"), "forked"])
+    eq(p.stdout.strip(), "child catches SIGINT", "a forked child's stop signals")
 
 
 def case_pressure_final(run):
