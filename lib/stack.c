@@ -24,14 +24,8 @@
 #include "pyframes.h"
 #include "util.h"
 
-#ifdef __SANITIZE_THREAD__
-static struct {
-    uintptr_t self_lo, self_hi;
-    int own_frames;
-    bool native_off;
-} stack_walker = { .own_frames = 8 };
-#else
 struct stack_walker stack_walker = { .own_frames = 8 };
+#ifndef __SANITIZE_THREAD__
 static int warned_unwind;
 #endif
 
@@ -86,12 +80,12 @@ void stack_own_frames_seen(int lead)
 }
 _Static_assert(sizeof(void *) == sizeof(uint64_t), "return addresses are copied as they are");
 
-static inline __attribute__((always_inline)) int walk(void **ips, int want)
-{
 #ifdef __SANITIZE_THREAD__
-    /* Under ThreadSanitizer: unw_backtrace keeps a per-thread cache whose destructor takes a
-     * mutex after the sanitizer has retired the exiting thread, which crashes its runtime.
-     * The plain step-by-step walk keeps no such cache. Other builds take the fast path. */
+/* Under ThreadSanitizer: unw_backtrace keeps a per-thread cache whose destructor takes a mutex
+ * after the sanitizer has retired the exiting thread, which crashes its runtime. The plain
+ * step-by-step walk keeps no such cache. Other builds take the fast path (stack.h). */
+static int step_walk(void **ips, int want)
+{
     int n = 0;
     unw_context_t uc;
     unw_cursor_t cur;
@@ -104,56 +98,15 @@ static inline __attribute__((always_inline)) int walk(void **ips, int want)
         }
     }
     return n;
-#else
-    int (*bt)(void **, int) = __atomic_load_n(&stack_walker.backtrace_fn, __ATOMIC_RELAXED);
-    return bt ? bt(ips, want) : 0;
-#endif
 }
 
-/* Inlined into both callers, so that it is not one more frame of ours to walk. */
-static inline __attribute__((always_inline)) int capture(uint64_t *out, int max)
-{
-    if (max <= 0 || stack_walker.native_off)
-        return 0;
-    void *ips[VW_MAX_FRAMES + 8];
-    const int cap = (int)(sizeof(ips) / sizeof(ips[0]));
-    int skip = __atomic_load_n(&stack_walker.own_frames, __ATOMIC_RELAXED);
-    int want = max + skip > cap ? cap : max + skip;
-    int n = walk(ips, want);
-    /* Our own frames come first, and only first: the library calls no application code while a
-     * hook is capturing, so no frame of ours lies further out. They are dropped once, here. */
-    int lead = 0;
-    while (lead < n && (uintptr_t)ips[lead] - stack_walker.self_lo <
-                               stack_walker.self_hi - stack_walker.self_lo)
-        lead++;
-    if (VW_UNLIKELY(lead != skip)) {
-        stack_own_frames_seen(lead);
-        if (lead > skip && n == want) {
-            /* More of ours than expected: this walk stopped short of `max` kept frames. */
-            want = max + lead > cap ? cap : max + lead;
-            n = walk(ips, want);
-        }
-    }
-    int k = n - lead < max ? n - lead : max;
-    if (k <= 0)
-        return 0;
-    memcpy(out, &ips[lead], sizeof(*out) * (size_t)k);
-    return k;
-}
-
-int stack_capture(uint64_t *out, int max)
-{
-    return capture(out, max);
-}
-
-#ifdef __SANITIZE_THREAD__
 /* Elsewhere the capture is inlined into the hook (stack.h). */
 int stack_capture_all(uint64_t *out, int native_max)
 {
     if (!pyframes_enabled())
-        return capture(out, native_max);
+        return stack_walk_with(step_walk, out, native_max);
     uint64_t nat[VW_MAX_FRAMES];
-    int nn = capture(nat, native_max);
+    int nn = stack_walk_with(step_walk, nat, native_max);
     return pyframes_merge(nat, nn, out, VW_MAX_FRAMES,
                           native_max > 0 ? native_max : VW_PY_DEFAULT_DEPTH);
 }

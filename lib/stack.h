@@ -8,18 +8,8 @@
 void stack_init(void);
 /* In a forked child: native frames off for good (libunwind's locks may be held, docs/design.md). */
 void stack_after_fork_child(void);
-/* Fill `out` with up to `max` return addresses of the caller's stack, innermost first,
- * leaving out frames inside libvramwatch. Returns the count (0 when max is 0). */
-int stack_capture(uint64_t *out, int max);
 /* A walk found `lead` frames of ours leading (not the number expected): remember it. */
 void stack_own_frames_seen(int lead);
-/* stack_capture_all(out, native_max): one call chain: native frames (at most `native_max`) with
- * the interpreter's evaluation-loop frames replaced by the Python frames they were running,
- * innermost first; with native stacks off, the Python frames alone. `out` holds VW_MAX_FRAMES
- * entries. */
-#ifdef __SANITIZE_THREAD__
-int stack_capture_all(uint64_t *out, int native_max);
-#else
 #include <stdbool.h>
 #include <string.h>
 
@@ -38,19 +28,21 @@ struct stack_walker {
 };
 extern struct stack_walker stack_walker;
 
-static inline __attribute__((always_inline)) int stack_walk_inline(uint64_t *out, int max)
+/* The one capture: walk with `walk` (libunwind's fast unw_backtrace in the hook below, the
+ * step-by-step walk under ThreadSanitizer in stack.c), asking for `max` frames beyond our own,
+ * and drop ours. */
+static inline __attribute__((always_inline)) int stack_walk_with(int (*walk)(void **, int),
+                                                                 uint64_t *out, int max)
 {
-    if (max <= 0 || stack_walker.native_off)
-        return 0;
-    int (*bt)(void **, int) = __atomic_load_n(&stack_walker.backtrace_fn, __ATOMIC_RELAXED);
-    if (!bt)
+    if (max <= 0 || stack_walker.native_off || !walk)
         return 0;
     void *ips[VW_MAX_FRAMES + 8];
     const int cap = (int)(sizeof(ips) / sizeof(ips[0]));
     int skip = __atomic_load_n(&stack_walker.own_frames, __ATOMIC_RELAXED);
     int want = max + skip > cap ? cap : max + skip;
-    int n = bt(ips, want);
-    /* Our own frames come first, and only first: they are dropped once, here. */
+    int n = walk(ips, want);
+    /* Our own frames come first, and only first: the library calls no application code while a
+     * hook is capturing, so no frame of ours lies further out. They are dropped once, here. */
     uintptr_t lo = stack_walker.self_lo, span = stack_walker.self_hi - lo;
     int lead = 0;
     while (lead < n && (uintptr_t)ips[lead] - lo < span)
@@ -60,7 +52,7 @@ static inline __attribute__((always_inline)) int stack_walk_inline(uint64_t *out
         if (lead > skip && n == want) {
             /* More of ours than expected: this walk stopped short of `max` kept frames. */
             want = max + lead > cap ? cap : max + lead;
-            n = bt(ips, want);
+            n = walk(ips, want);
         }
     }
     int k = n - lead < max ? n - lead : max;
@@ -68,6 +60,18 @@ static inline __attribute__((always_inline)) int stack_walk_inline(uint64_t *out
         return 0;
     memcpy(out, &ips[lead], sizeof(*out) * (size_t)k);
     return k;
+}
+
+/* stack_capture_all(out, native_max): one call chain: native frames (at most `native_max`) with
+ * the interpreter's evaluation-loop frames replaced by the Python frames they were running,
+ * innermost first; with native stacks off, the Python frames alone. `out` holds VW_MAX_FRAMES
+ * entries. */
+#ifdef __SANITIZE_THREAD__
+int stack_capture_all(uint64_t *out, int native_max);
+#else
+static inline __attribute__((always_inline)) int stack_walk_inline(uint64_t *out, int max)
+{
+    return stack_walk_with(__atomic_load_n(&stack_walker.backtrace_fn, __ATOMIC_RELAXED), out, max);
 }
 
 static inline __attribute__((always_inline)) int stack_capture_all(uint64_t *out, int native_max)
