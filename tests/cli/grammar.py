@@ -26,42 +26,15 @@ import subprocess
 import sys
 import tempfile
 
+# The cli runner's helpers: one environment and one error check for every cli test.
+from run_cli_tests import Failed, base_env, check, one_line_error
+
 SKIP = 77
-
-
-class Failed(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failed(what)
-
-
-def base_env(extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_")}
-    for k in ("LD_PRELOAD", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
-        env.pop(k, None)
-    env.update(LC_ALL="C", TERM="dumb", NO_COLOR="1")
-    env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
-    if extra:
-        env.update(extra)
-    return env
 
 
 def run(opts, args, env=None, cwd=None):
     return subprocess.run([opts.vramwatch] + args, capture_output=True, cwd=cwd,
                           env=env or base_env(), timeout=60)
-
-
-def one_line_error(r, what, code=2):
-    err = r.stderr.decode("utf-8", "replace")
-    check(r.returncode == code, "%s: exit %d, expected %d; stderr: %s" % (what, r.returncode, code, err))
-    check(r.stdout == b"", "%s: printed on stdout: %r" % (what, r.stdout[:200]))
-    lines = err.splitlines()
-    check(len(lines) == 1 and lines[0].startswith("vramwatch: "),
-          "%s: expected one 'vramwatch: ' line on stderr, got: %r" % (what, err))
-    return lines[0]
 
 
 def spellings(path):
