@@ -56,6 +56,13 @@ static double py(const struct panel *p, double bytes)
     return y < MT ? MT : y > MT + H ? MT + H : y;
 }
 
+/* Where a failure's cross is drawn: at the top of what was reserved plus the request. One rule
+ * for the drawing and for the room the labels keep clear of it. */
+static double failure_y(const struct panel *p, const struct model_failure *f)
+{
+    return py(p, (double)f->reserved_bytes_at_failure + (double)f->size);
+}
+
 /* ---- where labels go: none over another, over the capacity line or off the picture ----
  *
  * Every label is given a box from an estimate of its width in the fonts the style names
@@ -559,8 +566,7 @@ static void plan_panel(struct plan *pl, const struct model_report *r, const stru
         const struct model_failure *f = &r->failures[i];
         if ((f->device.known ? f->device.v : -1) != ord)
             continue;
-        double x = px(p, f->time_unix_ns),
-               y = py(p, (double)f->reserved_bytes_at_failure + (double)f->size);
+        double x = px(p, f->time_unix_ns), y = failure_y(p, f);
         layout_add(l, (struct box){ x - 7, y - 7, x + 7, y + 7, false });
         if (f == model_real_oom(r))
             pl->oom_f = f;
@@ -615,9 +621,7 @@ static void plan_panel(struct plan *pl, const struct model_report *r, const stru
         size_t brief = t.len;
         sb_add(&t, " at ");
         model_callsite_short(&t, r, f->callsite);
-        place_in_plot(pl, p, &pl->oom, px(p, f->time_unix_ns),
-                      py(p, (double)f->reserved_bytes_at_failure + (double)f->size), &t, brief,
-                      true);
+        place_in_plot(pl, p, &pl->oom, px(p, f->time_unix_ns), failure_y(p, f), &t, brief, true);
     }
     if (pl->pk) {
         sb_add(&t, "peak ");
@@ -715,8 +719,7 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
         const struct model_failure *f = &r->failures[i];
         if ((f->device.known ? f->device.v : -1) != ord)
             continue;
-        double x = px(p, f->time_unix_ns),
-               y = py(p, (double)f->reserved_bytes_at_failure + (double)f->size);
+        double x = px(p, f->time_unix_ns), y = failure_y(p, f);
         bool real = model_failure_is_real_oom(f);
         sb_printf(o, "<g class=\"%s\"><path d=\"M%.1f %.1f l10 10 m0 -10 l-10 10\"/>",
                   real ? "failure" : "failure retried", x - 5, y - 5);
