@@ -114,11 +114,50 @@ static ssize_t read_file(const char *path, char *buf, size_t cap)
     return (ssize_t)off;
 }
 
+/* The boot time in /proc/stat (whole seconds), read once: it does not change while the system
+ * runs, and every start time below needs it. Read in chunks, since on a large host the `intr`
+ * line before it alone can be longer than any fixed buffer. -1: unreadable. */
+static int64_t boot_time_s(void)
+{
+    static int64_t cached; /* 0: not read yet */
+    int64_t v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (v != 0)
+        return v;
+    v = -1;
+    int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        /* keep the chunk's last bytes in front of the next: "btime N" may straddle two */
+        char buf[4096 + 64];
+        size_t kept = 0;
+        for (;;) {
+            ssize_t n = read(fd, buf + kept, sizeof(buf) - 1 - kept);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            size_t len = kept + (size_t)n;
+            buf[len] = 0;
+            char *b = strstr(buf, "\nbtime ");
+            unsigned long long btime;
+            if (b && strchr(b + 7, '\n') && sscanf(b + 7, "%llu", &btime) == 1) {
+                v = (int64_t)btime;
+                break;
+            }
+            kept = len < 63 ? len : 63;
+            memmove(buf, buf + len - kept, kept);
+        }
+        close(fd);
+    }
+    if (v > 0) /* an unreadable /proc is tried again next time */
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    return v;
+}
+
 /* When a process started, from its /proc/PID/stat (field 22, clock ticks after boot) and the boot
- * time in /proc/stat (whole seconds, hence "accurate to about a second"). */
+ * time (whole seconds, hence "accurate to about a second"). */
 static int64_t process_start_ns(const char *stat_path)
 {
-    char stat[4096], st[8192];
+    char stat[4096];
     ssize_t n = read_file(stat_path, stat, sizeof(stat) - 1);
     if (n <= 0)
         return -1;
@@ -134,19 +173,13 @@ static int64_t process_start_ns(const char *stat_path)
             field++;
     if (field != 22 || sscanf(p, "%llu", &ticks) != 1)
         return -1;
-    n = read_file("/proc/stat", st, sizeof(st) - 1);
-    if (n <= 0)
-        return -1;
-    st[n] = 0;
-    char *b = strstr(st, "\nbtime ");
-    unsigned long long btime;
-    if (!b || sscanf(b + 7, "%llu", &btime) != 1)
+    int64_t btime = boot_time_s();
+    if (btime < 0)
         return -1;
     long hz = sysconf(_SC_CLK_TCK);
     if (hz <= 0)
         return -1;
-    return (int64_t)btime * 1000000000ll +
-           (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
+    return btime * 1000000000ll + (int64_t)(ticks * (1000000000ull / (unsigned long long)hz));
 }
 
 static void write_rank(struct jsonw *w, const char *key, enum vw_rank_kind kind)
@@ -229,6 +262,12 @@ __attribute__((constructor)) static void launcher_capture(void)
     read_comm("/proc/self/comm", launcher.self_name, sizeof(launcher.self_name));
 }
 
+/* This process's start: as read at load, or again in a forked child (which has its own). */
+static int64_t own_start_ns(void)
+{
+    return launcher.self_start > 0 ? launcher.self_start : process_start_ns("/proc/self/stat");
+}
+
 /* A forked child's launcher is the process it was forked from: its ids stay (the same job), its
  * parent becomes that process. Only memory and a clock read here: the child of a threaded
  * parent may not take locks. */
@@ -302,7 +341,7 @@ static void write_process(struct jsonw *w)
         jw_null(w, "exe");
     }
     jw_str(w, "cwd", getcwd(buf, sizeof(buf)) ? buf : NULL);
-    int64_t start = process_start_ns("/proc/self/stat");
+    int64_t start = own_start_ns();
     if (start > 0)
         jw_i64(w, "start_unix_ns", start);
     else
@@ -840,7 +879,7 @@ static void keep_previous(int dirfd, const char *name)
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
         st.st_uid != geteuid())
         return;
-    int64_t start = process_start_ns("/proc/self/stat");
+    int64_t start = own_start_ns();
     int64_t written = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     if (start <= 0 || written >= start - 2000000000LL)
         return;
