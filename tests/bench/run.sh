@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Prints the library's added cost per cudaMalloc + cudaFree pair on the simulated GPU: wall
-# time (median of 5 runs, each 200 000 pairs) and instructions (callgrind, 20 000 pairs),
-# without the preload, and with it at stack depth 0 and 32; then what recording into the
-# whole-run timeline adds per allocation event (bench_timeline).
+# time (median of 5 runs, each 200 000 pairs) and instructions (callgrind), without the preload,
+# and with it at stack depth 0 and 32; then what recording into the whole-run timeline adds per
+# allocation event (bench_timeline).
+#
+# Instructions per pair are marginal: each configuration runs twice under callgrind, with N and
+# 2N pairs, and the difference is divided by N. So start-up and the report at exit, paid once per
+# process whatever it does, are not spread over the pairs (an amortised figure moves with N); they
+# are printed on their own, as "once per process".
 # usage: tests/bench/run.sh [BUILD_DIR [instructions]]   (default: build)
 # With `instructions`, only the callgrind lines (native pairs, then Python pairs): about a minute.
 set -euo pipefail
@@ -17,13 +22,25 @@ trap 'rm -rf "$VRAMWATCH_DIR"' EXIT
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 timed() { for i in 1 2 3 4 5; do "$@" 200000; done | median; }
+# instr N CMD...: the instructions callgrind counts for CMD run with N as its last argument.
 instr() {
-  local out
+  local n=$1 out
+  shift
   out=$(mktemp)
   # A small card: valgrind cannot reserve the simulator's large address ranges.
-  SIMGPU_MEMORY=1GiB valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$out.%p" "$@" 20000 >/dev/null 2>&1
+  SIMGPU_MEMORY=1GiB valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$out.%p" "$@" "$n" >/dev/null 2>&1
   callgrind_annotate "$(ls -S "$out".* | head -n 1)" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}'
   rm -f "$out" "$out".*
+}
+# marginal N PAIRS_PER_N CMD...: "per-pair once" for CMD: instructions per pair, from the runs with
+# N and 2N as its argument (PAIRS_PER_N pairs apart), and what the run with N costs beyond
+# its pairs (start-up, exit).
+marginal() {
+  local n=$1 pairs=$2 a b
+  shift 2
+  a=$(instr "$n" "$@")
+  b=$(instr $((2 * n)) "$@")
+  awk -v a="$a" -v b="$b" -v p="$pairs" 'BEGIN { per = (b - a) / p; printf "%.1f %.0f\n", per, a - per * p }'
 }
 
 calc() { awk "BEGIN { printf \"%.0f\", $1 }"; }
@@ -34,10 +51,10 @@ if [ -z "$only" ]; then
   echo "ns per pair: without $base_ns, depth 0 $d0_ns (+$(calc "$d0_ns - $base_ns")), depth 32 $d32_ns (+$(calc "$d32_ns - $base_ns"))"
 fi
 if command -v valgrind >/dev/null; then
-  base_i=$(instr "$exe")
-  d0_i=$(instr env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=0 "$exe")
-  d32_i=$(instr env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 "$exe")
-  echo "instructions per pair (callgrind, start-up amortised over 20000 pairs): without $(calc "$base_i / 20000"), depth 0 +$(calc "($d0_i - $base_i) / 20000"), depth 32 +$(calc "($d32_i - $base_i) / 20000")"
+  read -r base_i base_f < <(marginal 20000 20000 "$exe")
+  read -r d0_i d0_f < <(marginal 20000 20000 env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=0 "$exe")
+  read -r d32_i d32_f < <(marginal 20000 20000 env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 "$exe")
+  echo "instructions per pair (callgrind, 20000 pairs more): without $(calc "$base_i"), depth 0 +$(calc "$d0_i - $base_i"), depth 32 +$(calc "$d32_i - $base_i"); once per process: without $base_f, depth 0 +$(calc "$d0_f - $base_f"), depth 32 +$(calc "$d32_f - $base_f")"
 fi
 
 if [ -z "$only" ]; then
@@ -60,15 +77,15 @@ if [ -z "$only" ]; then
   done
 fi
 
-# The same Python pairs as instructions (Debian's python3, callgrind, 20 000 pairs x 5 rounds):
-# without the preload, native 32 frames only, native 32 + Python frames; side by side with the
-# native figures above.
+# The same Python pairs as instructions (Debian's python3, callgrind; bench_python.py makes 5
+# rounds of its argument, so 4000 and 8000 are 20 000 pairs apart): without the preload, native
+# 32 frames only, native 32 + Python frames; side by side with the native figures above.
 if command -v valgrind >/dev/null && [ -x /usr/bin/python3 ]; then
   py=(/usr/bin/python3 tests/bench/bench_python.py)
-  pb=$(instr "${py[@]}")
-  pn=$(instr env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 VRAMWATCH_PYTHON=0 "${py[@]}")
-  pp=$(instr env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 "${py[@]}")
-  echo "python $(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])') instructions per pair (callgrind, 100000 pairs from 40 Python frames, start-up amortised): without $(calc "$pb / 100000"), native 32 +$(calc "($pn - $pb) / 100000"), native 32 + Python +$(calc "($pp - $pb) / 100000")"
+  read -r pb pb_f < <(marginal 4000 20000 "${py[@]}")
+  read -r pn pn_f < <(marginal 4000 20000 env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 VRAMWATCH_PYTHON=0 "${py[@]}")
+  read -r pp pp_f < <(marginal 4000 20000 env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 "${py[@]}")
+  echo "python $(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])') instructions per pair (callgrind, 20000 pairs more, from 40 Python frames): without $(calc "$pb"), native 32 +$(calc "$pn - $pb"), native 32 + Python +$(calc "$pp - $pb"); once per process: without $pb_f, native 32 +$(calc "$pn_f - $pb_f"), native 32 + Python +$(calc "$pp_f - $pb_f")"
 fi
 
 [ -z "$only" ] || exit 0
