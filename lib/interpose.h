@@ -85,9 +85,10 @@ extern bool vw_ready; /* options read and core mapped; false: pass everything th
 bool vw_init_slow(void);
 static inline bool vw_active(void)
 {
-    if (VW_UNLIKELY(!__atomic_load_n(&vw_ready, __ATOMIC_ACQUIRE)) && !vw_init_slow())
-        return false;
-    return !vw_opt.disable;
+    /* vw_ready is only ever set with recording on (setup.c returns before it when disabled). */
+    if (VW_LIKELY(__atomic_load_n(&vw_ready, __ATOMIC_ACQUIRE)))
+        return true;
+    return vw_init_slow() && !vw_opt.disable;
 }
 
 /* One hooked allocation call in flight. */

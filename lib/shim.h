@@ -9,8 +9,29 @@
 
 /* A hooked call nested inside another on this thread (a runtime call reaching the driver shim,
  * our own queries while writing a report) goes straight to the real function: the depth is the
- * first thing tested, before the options, and the recording path is a function of its own, so
- * the nested path sets up no frame for it (the exported function jumps to it as a tail call). */
+ * first thing tested, before the options, and the recording path is a function of its own. The
+ * exported function makes only tail calls (the real function, or the recording path), so it
+ * sets up no frame at all; the first call, before the real function's pointer is known, finds it
+ * in a function of its own (the lookup is a call, which would need a frame). */
+#define VW_SHIM_ENTRY(ret, missing, name, params, args)                                       \
+    static __attribute__((noinline, cold)) ret vw_first_##name params                         \
+    {                                                                                         \
+        __typeof__(vw_real.name) real = (__typeof__(vw_real.name))vw_resolve(VW_HOOK_##name); \
+        if (!real)                                                                            \
+            return missing;                                                                   \
+        if (vw_depth)                                                                         \
+            return real args;                                                                 \
+        return vw_rec_##name(real, VW_UNPAREN args);                                          \
+    }                                                                                         \
+    VW_EXPORT ret name params                                                                 \
+    {                                                                                         \
+        __typeof__(vw_real.name) real = __atomic_load_n(&vw_real.name, __ATOMIC_ACQUIRE);     \
+        if (VW_UNLIKELY(!real))                                                               \
+            return vw_first_##name args;                                                      \
+        if (vw_depth)                                                                         \
+            return real args;                                                                 \
+        return vw_rec_##name(real, VW_UNPAREN args);                                          \
+    }
 
 /* An allocation: forward, then record the outcome; `key` and `size` are read after the real
  * call returns, and may use `ok`. */
@@ -33,15 +54,7 @@
                         ok &&lim == VW_LIMIT_CROSS);                                             \
         return r;                                                                                \
     }                                                                                            \
-    VW_EXPORT ret name params                                                                    \
-    {                                                                                            \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                           \
-        if (VW_UNLIKELY(!real))                                                                  \
-            return missing;                                                                      \
-        if (vw_depth)                                                                            \
-            return real args;                                                                    \
-        return vw_rec_##name(real, VW_UNPAREN args);                                             \
-    }
+    VW_SHIM_ENTRY(ret, missing, name, params, args)
 
 /* An allocation from an explicit stream-ordered pool: the pool is remembered, so reports can
  * ask it what it holds beyond what it handed out. */
@@ -74,12 +87,10 @@
  * hands out again at once cannot be confused with it; a failed free puts it back. A free keeps
  * no stack, so it enters without a call record. */
 #define VW_SHIM_FREE(ret, success, missing, name, kind, params, args, key) \
-    VW_EXPORT ret name params                                              \
+    static __attribute__((noinline))                                       \
+    ret vw_rec_##name(__typeof__(vw_real.name) real, VW_UNPAREN params)    \
     {                                                                      \
-        __typeof__(vw_real.name) real = VW_REAL(name);                     \
-        if (VW_UNLIKELY(!real))                                            \
-            return missing;                                                \
-        if (vw_depth || !(key) || !vw_active())                            \
+        if (!(key) || !vw_active())                                        \
             return real args;                                              \
         vw_depth = 1;                                                      \
         struct core_alloc a;                                               \
@@ -89,7 +100,8 @@
             core_untake(&a);                                               \
         vw_leave();                                                        \
         return r;                                                          \
-    }
+    }                                                                      \
+    VW_SHIM_ENTRY(ret, missing, name, params, args)
 
 /* A plain pass-through: the hook exists so later features have a place. */
 #define VW_SHIM_PASS(ret, missing, name, params, args) \
