@@ -69,6 +69,7 @@ struct table {
     struct core_alloc *slots;
     uint32_t cap; /* power of two, 0 before first use */
     uint32_t count;
+    uint32_t grow_at; /* count at which an insert doubles it first: 70% of cap */
 };
 
 /* A call site's counters on one device slot, written on every allocation and free (under the
@@ -89,6 +90,11 @@ struct slot {
     struct table vmm;     /* keyed by cuMemCreate handle */
     uint64_t phase_peak;  /* the most live since the previous marker */
     struct site_ctr *ctr; /* [VW_MAX_CALLSITES], mapped at the slot's first allocation */
+    struct tl_device *tl; /* its timeline; NULL: none (host memory, timeline off or unmapped) */
+    /* What the pools hold beyond what they handed out, as the timeline's reserved memory counts
+     * it (live + this): kept up to date where the pools' figures change, not worked out at
+     * every event. */
+    uint64_t pool_extra;
 } __attribute__((aligned(LINE)));
 
 /* A call site's record: what identifies it, and where the run stood at its first device
@@ -170,6 +176,15 @@ static void *map(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* Each device slot's timeline pointer, as `tl_on` says (the host slot has none). With every
+ * slot's lock held, or before the core is in use. */
+static void timeline_attach(void)
+{
+    bool on = __atomic_load_n(&tl_on, __ATOMIC_RELAXED);
+    for (int i = 0; i <= VW_MAX_DEVICES; i++)
+        __atomic_store_n(&slots[i].tl, on && tl ? &tl[i] : NULL, __ATOMIC_RELAXED);
+}
+
 static void init_once(void)
 {
     sites = map(sizeof(*sites) * VW_MAX_CALLSITES);
@@ -179,6 +194,7 @@ static void init_once(void)
         return;
     /* Without it the core still works; the reports then have no timeline. */
     tl = map(sizeof(*tl) * (VW_MAX_DEVICES + 1));
+    timeline_attach();
     nsites = 1; /* the overflow site: no frames */
     ready = true;
 }
@@ -236,6 +252,7 @@ static void reset_locked(void)
         s->ctr = NULL;
         s->epoch = 0;
         s->phase_peak = 0;
+        s->pool_extra = 0;
     }
     if (ready) {
         memset(sites, 0, sizeof(*sites) * n);
@@ -265,8 +282,11 @@ static void reset_locked(void)
     fail_any = false;
     memset(&pending, 0, sizeof(pending));
     if (tl)
-        for (int i = 0; i <= VW_MAX_DEVICES; i++)
-            tl[i].started = false; /* cleared at its next first event: untouched pages stay so */
+        for (int i = 0; i <= VW_MAX_DEVICES; i++) {
+            /* Cleared at its next first event: untouched pages stay so. */
+            tl[i].started = false;
+            tl[i].cur_end = 0;
+        }
 }
 
 void core_reset(void)
@@ -293,7 +313,10 @@ void core_unlock_after_fork(bool child)
 
 bool core_touched(void)
 {
-    return __atomic_load_n(&touched, __ATOMIC_RELAXED);
+    /* An allocation makes its slot active (set_active) instead of setting `touched` too. */
+    return __atomic_load_n(&touched, __ATOMIC_RELAXED) ||
+           __atomic_load_n(&active_mask[0], __ATOMIC_RELAXED) ||
+           __atomic_load_n(&active_mask[1], __ATOMIC_RELAXED);
 }
 
 static void touch(void)
@@ -357,6 +380,7 @@ static bool table_grow(struct table *t)
         munmap(t->slots, sizeof(*t->slots) * t->cap);
     t->slots = ns;
     t->cap = ncap;
+    t->grow_at = (uint32_t)((uint64_t)ncap * 7 / 10);
     return true;
 }
 
@@ -380,7 +404,8 @@ static inline __attribute__((always_inline)) struct core_alloc *table_insert(str
                                                                              bool *existed)
 {
     *existed = false;
-    if ((uint64_t)(t->count + 1) * 10 > (uint64_t)t->cap * 7 && !table_grow(t))
+    /* At most 70% full after the insert: (count + 1) * 10 <= cap * 7. */
+    if (VW_UNLIKELY(t->count >= t->grow_at) && !table_grow(t))
         return NULL;
     uint32_t m = t->cap - 1;
     uint32_t j = (uint32_t)h & m;
@@ -410,7 +435,7 @@ static inline __attribute__((always_inline)) void table_remove(struct table *t,
             i = j;
         }
     }
-    memset(&t->slots[i], 0, sizeof(t->slots[i]));
+    t->slots[i].used = 0; /* every other field is written again when the slot is next used */
     t->count--;
 }
 
@@ -622,13 +647,15 @@ void core_end_pending(void)
 
 /* ---------- allocations ---------- */
 
-/* Reserved memory as the timeline sees it between measurements: the pools are taken to keep
- * the most they handed out (PyTorch sets its pool's release threshold so that they do), until
- * the driver is next asked (core_measure). */
-static inline uint64_t reserved_estimate(const struct core_device *d)
+/* With the slot's lock held, after its pools' figures changed: reserved memory as the timeline
+ * sees it between measurements is the live memory plus this. The pools are taken to keep the
+ * most they handed out (PyTorch sets its pool's release threshold so that they do), until the
+ * driver is next asked (core_measure). */
+static inline void pool_extra_update(struct slot *d)
 {
-    return d->live_bytes +
-           (d->pool_hold_bytes > d->pool_live_bytes ? d->pool_hold_bytes - d->pool_live_bytes : 0);
+    const struct core_device *c = &d->c;
+    d->pool_extra =
+            c->pool_hold_bytes > c->pool_live_bytes ? c->pool_hold_bytes - c->pool_live_bytes : 0;
 }
 
 /* The slot's counters for call site `id`, NULL for the overflow site or when they cannot be
@@ -653,9 +680,13 @@ static inline void ctr_touch(const struct slot *d, struct site_ctr *c)
 }
 
 /* The site's first device allocation: where the run stood just before it (the start of its
- * phase, for runs without markers: a training step, validation). Once per site. */
-static void first_alloc(struct slot *d, uint32_t id, uint64_t time_ns)
+ * phase, for runs without markers: a training step, validation). Once per site; asked only
+ * when the site has no allocation counted on this slot (its first here), which every site's
+ * first device allocation is. */
+static __attribute__((noinline)) void first_alloc(struct slot *d, uint32_t id, uint64_t time_ns)
 {
+    if (__atomic_load_n(&sites[id].first_time_ns, __ATOMIC_ACQUIRE))
+        return;
     vl_lock(&site_lock);
     struct site *s = &sites[id];
     if (!s->first_time_ns) {
@@ -674,23 +705,26 @@ static inline void atomic_max(uint64_t *p, uint64_t v)
         ;
 }
 
-/* With the slot's lock held (`d`, the allocation's). `fresh`: a new allocation (not
- * one put back after a failed free), a candidate growth step. */
+/* With the slot's lock held (`d`, the allocation's). `kind` is the allocation's (a constant
+ * where the caller knows it, so the common path carries no test for the kinds it never has).
+ * `fresh`: a new allocation (not one put back after a failed free), a candidate growth step. */
 static inline __attribute__((always_inline)) void account_add(struct slot *d,
                                                               const struct core_alloc *a,
-                                                              uint64_t now, bool fresh)
+                                                              enum core_kind kind, uint64_t now,
+                                                              bool fresh)
 {
     if (a->callsite) {
-        if (a->kind != CORE_HOST &&
-            VW_UNLIKELY(!__atomic_load_n(&sites[a->callsite].first_time_ns, __ATOMIC_ACQUIRE)))
-            first_alloc(d, a->callsite, a->time_ns);
         struct site_ctr *c = ctr_of(d, a->callsite);
         if (VW_LIKELY(c)) {
+            if (kind != CORE_HOST && VW_UNLIKELY(c->alloc_calls == 0))
+                first_alloc(d, a->callsite, a->time_ns);
             ctr_touch(d, c);
             c->live_bytes += a->size;
             c->live_count++;
             c->alloc_calls++;
             c->alloc_bytes_total += a->size;
+        } else if (kind != CORE_HOST) {
+            first_alloc(d, a->callsite, a->time_ns);
         }
     }
     struct core_device *dc = &d->c;
@@ -701,22 +735,23 @@ static inline __attribute__((always_inline)) void account_add(struct slot *d,
     __atomic_store_n(&dc->live_bytes, live, __ATOMIC_RELAXED);
     if (live > d->phase_peak)
         d->phase_peak = live;
-    if (a->kind == CORE_POOL) {
+    if (kind == CORE_POOL) {
         dc->pool_live_bytes += a->size;
         dc->pool_used = true;
         if (dc->pool_live_bytes > dc->pool_hold_bytes)
             dc->pool_hold_bytes = dc->pool_live_bytes;
+        pool_extra_update(d);
     }
     if (live > dc->peak_live_bytes) {
         dc->peak_live_bytes = live;
         dc->peak_time_ns = a->time_ns;
         d->epoch++; /* this state is the peak now: every site's live bytes are its figure */
-        if (a->kind != CORE_HOST)
+        if (kind != CORE_HOST)
             atomic_max(&peak_any, live);
     }
-    if (a->kind != CORE_HOST && VW_LIKELY(tl && __atomic_load_n(&tl_on, __ATOMIC_RELAXED))) {
-        struct tl_device *t = &tl[d - slots];
-        tl_record(t, now, live, reserved_estimate(dc));
+    struct tl_device *t = __atomic_load_n(&d->tl, __ATOMIC_RELAXED);
+    if (kind != CORE_HOST && VW_LIKELY(t)) {
+        tl_record(t, now, live, live + d->pool_extra);
         if (fresh)
             tl_step(t, now, a->size, live, a->api, a->callsite);
     }
@@ -724,7 +759,7 @@ static inline __attribute__((always_inline)) void account_add(struct slot *d,
 
 static inline __attribute__((always_inline)) void account_sub(struct slot *d,
                                                               const struct core_alloc *a,
-                                                              uint64_t now)
+                                                              enum core_kind kind, uint64_t now)
 {
     if (a->callsite) {
         struct site_ctr *c = ctr_of(d, a->callsite);
@@ -738,10 +773,50 @@ static inline __attribute__((always_inline)) void account_sub(struct slot *d,
     dc->live_count--;
     uint64_t live = dc->live_bytes - a->size;
     __atomic_store_n(&dc->live_bytes, live, __ATOMIC_RELAXED);
-    if (a->kind == CORE_POOL)
+    if (kind == CORE_POOL) {
         dc->pool_live_bytes -= a->size;
-    if (a->kind != CORE_HOST && VW_LIKELY(tl && __atomic_load_n(&tl_on, __ATOMIC_RELAXED)))
-        tl_record(&tl[d - slots], now, live, reserved_estimate(dc));
+        pool_extra_update(d);
+    }
+    struct tl_device *t = __atomic_load_n(&d->tl, __ATOMIC_RELAXED);
+    if (kind != CORE_HOST && VW_LIKELY(t))
+        tl_record(t, now, live, live + d->pool_extra);
+}
+
+/* account_add and account_sub for a record's own kind, read at run time (the rare paths). */
+static void account_add_any(struct slot *d, const struct core_alloc *a, uint64_t now, bool fresh)
+{
+    switch ((enum core_kind)a->kind) {
+    case CORE_DEVICE:
+        account_add(d, a, CORE_DEVICE, now, fresh);
+        break;
+    case CORE_POOL:
+        account_add(d, a, CORE_POOL, now, fresh);
+        break;
+    case CORE_HOST:
+        account_add(d, a, CORE_HOST, now, fresh);
+        break;
+    default: /* managed and VMM memory count as device memory does */
+        account_add(d, a, CORE_MANAGED, now, fresh);
+        break;
+    }
+}
+
+static void account_sub_any(struct slot *d, const struct core_alloc *a, uint64_t now)
+{
+    switch ((enum core_kind)a->kind) {
+    case CORE_DEVICE:
+        account_sub(d, a, CORE_DEVICE, now);
+        break;
+    case CORE_POOL:
+        account_sub(d, a, CORE_POOL, now);
+        break;
+    case CORE_HOST:
+        account_sub(d, a, CORE_HOST, now);
+        break;
+    default:
+        account_sub(d, a, CORE_MANAGED, now);
+        break;
+    }
 }
 
 static inline struct slot *slot_of_alloc(const struct core_alloc *a)
@@ -749,15 +824,15 @@ static inline struct slot *slot_of_alloc(const struct core_alloc *a)
     return a->kind == CORE_HOST ? &slots[HOST_SLOT] : &slots[core_dev_slot(a->device)];
 }
 
-bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, const char *api,
-                uint32_t callsite, uint64_t now_ns)
+/* core_alloc for one kind, a constant in each caller below. */
+static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind, uint64_t key,
+                                                             uint64_t size, int device,
+                                                             const char *api, uint32_t callsite,
+                                                             uint64_t now_ns)
 {
-    if (!ready)
-        return false;
-    touch();
     bool tracked = false, existed;
     uint64_t h = key_hash(key);
-    if (callsite >= __atomic_load_n(&nsites, __ATOMIC_ACQUIRE))
+    if (VW_UNLIKELY(callsite >= __atomic_load_n(&nsites, __ATOMIC_ACQUIRE)))
         callsite = 0;
     struct slot *d = kind == CORE_HOST ? &slots[HOST_SLOT] : slot_of_device(device);
     if (kind != CORE_HOST)
@@ -769,14 +844,14 @@ bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, co
         vl_unlock(&glock);
     }
     struct core_alloc *a = table_insert(table_for(d, kind), key, h, &existed);
-    if (a) {
-        if (existed) {
+    if (VW_LIKELY(a)) {
+        if (VW_UNLIKELY(existed)) {
             /* The same address again: its free went past us (an untracked path, or a free
              * racing with this allocation). The old one cannot still be live. Only this
              * device's table is asked: a device's addresses are its own (unified addressing
              * gives each device its own range), so a stale record on another is not looked
              * for on every allocation. */
-            account_sub(d, a, now_ns);
+            account_sub_any(d, a, now_ns);
         }
         a->size = size;
         a->time_ns = now_ns;
@@ -784,7 +859,7 @@ bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, co
         a->callsite = callsite;
         a->device = (int16_t)(device >= 0 && device < VW_MAX_DEVICES ? device : VW_DEV_UNKNOWN);
         a->kind = (uint8_t)kind;
-        account_add(d, a, now_ns, true);
+        account_add(d, a, kind, now_ns, true);
         tracked = true;
     } else {
         __atomic_fetch_add(&allocs_untracked, 1, __ATOMIC_RELAXED);
@@ -795,7 +870,36 @@ bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, co
     return tracked;
 }
 
-static bool kind_matches(enum core_kind want, enum core_kind have)
+static __attribute__((noinline)) bool alloc_other(enum core_kind kind, uint64_t key, uint64_t size,
+                                                  int device, const char *api, uint32_t callsite,
+                                                  uint64_t now_ns)
+{
+    switch (kind) {
+    case CORE_POOL:
+        return alloc_kind(CORE_POOL, key, size, device, api, callsite, now_ns);
+    case CORE_MANAGED:
+        return alloc_kind(CORE_MANAGED, key, size, device, api, callsite, now_ns);
+    case CORE_VMM:
+        return alloc_kind(CORE_VMM, key, size, device, api, callsite, now_ns);
+    case CORE_HOST:
+        return alloc_kind(CORE_HOST, key, size, device, api, callsite, now_ns);
+    default:
+        return alloc_kind(CORE_DEVICE, key, size, device, api, callsite, now_ns);
+    }
+}
+
+bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, const char *api,
+                uint32_t callsite, uint64_t now_ns)
+{
+    if (!ready)
+        return false;
+    /* cudaMalloc and cuMemAlloc: the path every kind of memory it never has leaves out. */
+    if (VW_LIKELY(kind == CORE_DEVICE))
+        return alloc_kind(CORE_DEVICE, key, size, device, api, callsite, now_ns);
+    return alloc_other(kind, key, size, device, api, callsite, now_ns);
+}
+
+static inline bool kind_matches(enum core_kind want, enum core_kind have)
 {
     if (want == CORE_HOST || want == CORE_VMM)
         return have == want;
@@ -803,7 +907,8 @@ static bool kind_matches(enum core_kind want, enum core_kind have)
     return have == CORE_DEVICE || have == CORE_POOL || have == CORE_MANAGED;
 }
 
-/* Take `key` out of slot `i` if it is there. */
+/* Take `key` out of slot `i` if it is there. `kind` is the free's (a constant in each caller);
+ * the record's own kind decides its counters. */
 static inline __attribute__((always_inline)) bool take_from(int i, enum core_kind kind,
                                                             uint64_t key, uint64_t h,
                                                             struct core_alloc *out, uint64_t now_ns)
@@ -815,7 +920,12 @@ static inline __attribute__((always_inline)) bool take_from(int i, enum core_kin
     struct core_alloc *a = table_find(t, key, h);
     if (a && kind_matches(kind, (enum core_kind)a->kind)) {
         *out = *a;
-        account_sub(d, a, now_ns);
+        if (kind == CORE_HOST || kind == CORE_VMM)
+            account_sub(d, a, kind, now_ns);
+        else if (VW_LIKELY(a->kind == CORE_DEVICE))
+            account_sub(d, a, CORE_DEVICE, now_ns);
+        else
+            account_sub_any(d, a, now_ns);
         /* Counted as freed now, in the same locked section; core_untake takes it back. */
         d->c.free_calls++;
         table_remove(t, a);
@@ -842,10 +952,11 @@ static __attribute__((noinline)) bool take_elsewhere(int first, enum core_kind k
     return false;
 }
 
-bool core_take(enum core_kind kind, uint64_t key, struct core_alloc *out, uint64_t now_ns)
+/* core_take for one kind of free, a constant in each caller below. Before core_init every
+ * table is empty, so nothing is found: no test of `ready` is needed. */
+static inline __attribute__((always_inline)) bool take_kind(enum core_kind kind, uint64_t key,
+                                                            struct core_alloc *out, uint64_t now_ns)
 {
-    if (!ready)
-        return false;
     uint64_t h = key_hash(key);
     bool found;
     if (kind == CORE_HOST) {
@@ -857,11 +968,31 @@ bool core_take(enum core_kind kind, uint64_t key, struct core_alloc *out, uint64
         if (VW_UNLIKELY(!found))
             found = take_elsewhere(first, kind, key, h, out, now_ns);
     }
-    if (found && out->kind != CORE_HOST && pending.active) {
+    if (kind != CORE_HOST && VW_UNLIKELY(pending.active) && found) {
         pending.freed_bytes += out->size;
         pending.freed_count++;
     }
     return found;
+}
+
+static __attribute__((noinline)) bool take_other(enum core_kind kind, uint64_t key,
+                                                 struct core_alloc *out, uint64_t now_ns)
+{
+    switch (kind) {
+    case CORE_HOST:
+        return take_kind(CORE_HOST, key, out, now_ns);
+    case CORE_VMM:
+        return take_kind(CORE_VMM, key, out, now_ns);
+    default: /* every device-side free releases the same kinds */
+        return take_kind(CORE_POOL, key, out, now_ns);
+    }
+}
+
+bool core_take(enum core_kind kind, uint64_t key, struct core_alloc *out, uint64_t now_ns)
+{
+    if (VW_LIKELY(kind == CORE_DEVICE))
+        return take_kind(CORE_DEVICE, key, out, now_ns);
+    return take_other(kind, key, out, now_ns);
 }
 
 void core_untake(const struct core_alloc *a)
@@ -875,7 +1006,7 @@ void core_untake(const struct core_alloc *a)
         *slot = *a;
         slot->used = 1;
         /* Put the counts back without counting a second allocation call. */
-        account_add(d, slot, slot->time_ns, false);
+        account_add_any(d, slot, slot->time_ns, false);
         if (slot->callsite && d->ctr) {
             d->ctr[slot->callsite].alloc_calls--;
             d->ctr[slot->callsite].alloc_bytes_total -= slot->size;
@@ -1048,11 +1179,13 @@ void core_measure(int device, int64_t used, int64_t pool_extra, uint64_t now_ns)
     struct slot *s = slot_of_device(device);
     vl_lock(&s->lock);
     struct core_device *d = &s->c;
-    if (pool_extra >= 0)
+    if (pool_extra >= 0) {
         d->pool_hold_bytes = d->pool_live_bytes + (uint64_t)pool_extra;
-    if (tl && __atomic_load_n(&tl_on, __ATOMIC_RELAXED) && d->active) {
-        struct tl_device *t = &tl[core_dev_slot(device)];
-        uint64_t reserved = reserved_estimate(d);
+        pool_extra_update(s);
+    }
+    struct tl_device *t = __atomic_load_n(&s->tl, __ATOMIC_RELAXED);
+    if (t && d->active) {
+        uint64_t reserved = d->live_bytes + s->pool_extra;
         if (pool_extra >= 0)
             tl_record(t, now_ns, d->live_bytes, reserved);
         if (used >= 0)
@@ -1272,7 +1405,10 @@ bool core_copy_timeline(int slot, struct tl_device *out)
 
 void core_timeline_enable(bool on)
 {
+    lock_slots();
     __atomic_store_n(&tl_on, on, __ATOMIC_RELAXED);
+    timeline_attach();
+    unlock_slots();
 }
 
 size_t core_timeline_bytes(void)

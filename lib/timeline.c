@@ -34,6 +34,50 @@ void tl_merge(struct tl_device *d)
     d->cur /= 2;
     d->shift++;
     d->merges++;
+    d->cur_end = tl_bucket_end(d, d->cur);
+}
+
+struct tl_bucket *tl_bucket_slow(struct tl_device *d, uint64_t now)
+{
+    if (!d->started) {
+        memset(d, 0, sizeof(*d) - sizeof(d->steps));
+        d->start_ns = now;
+        d->shift = VW_TL_FIRST_SHIFT;
+        d->started = true;
+        d->b[0].used = 1;
+        d->b[0].peak_time_ns = now;
+        d->cur_end = tl_bucket_end(d, 0);
+        return &d->b[0];
+    }
+    uint64_t idx = (now > d->start_ns ? now - d->start_ns : 0) >> d->shift;
+    if (idx <= d->cur)
+        return &d->b[d->cur];
+    while (idx >= VW_TL_BUCKETS && d->shift < VW_TL_MAX_SHIFT) {
+        tl_merge(d);
+        idx >>= 1;
+    }
+    if (idx >= VW_TL_BUCKETS)
+        idx = VW_TL_BUCKETS - 1;
+    if (idx <= d->cur)
+        return &d->b[d->cur];
+    /* A new bucket starts where the previous one ended: what was live then is its first value. */
+    const struct tl_bucket *p = &d->b[d->cur];
+    struct tl_bucket *n = &d->b[idx];
+    *n = (struct tl_bucket){
+        .live_min = p->live_last,
+        .live_max = p->live_last,
+        .live_last = p->live_last,
+        .reserved_max = p->reserved_last,
+        .reserved_last = p->reserved_last,
+        .untracked_max = p->untracked_last,
+        .untracked_last = p->untracked_last,
+        .has_untracked = p->has_untracked,
+        .used = 1,
+        .peak_time_ns = d->start_ns + (idx << d->shift),
+    };
+    d->cur = (uint32_t)idx;
+    d->cur_end = tl_bucket_end(d, idx);
+    return n;
 }
 
 static void sift_down(struct tl_step *h, uint32_t n, uint32_t i)

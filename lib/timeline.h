@@ -43,6 +43,8 @@ struct tl_step {
 struct tl_device {
     uint64_t start_ns; /* time of the first event: bucket 0 starts here */
     uint64_t events;   /* every event recorded, all buckets together */
+    uint64_t cur_end;  /* where the newest bucket ends (UINT64_MAX: past any time); 0 before the
+                          first event, so that it goes the slow way */
     uint32_t shift;    /* bucket width is 2^shift ns */
     uint32_t cur;      /* the newest bucket in use */
     uint32_t merges;   /* how many times the buckets were halved */
@@ -56,48 +58,27 @@ struct tl_device {
  * a three-day run), so it may be slow. */
 void tl_merge(struct tl_device *d);
 
+/* Where bucket `i` ends: UINT64_MAX when that is past what 64 bits of time can say. */
+static inline uint64_t tl_bucket_end(const struct tl_device *d, uint64_t i)
+{
+    uint64_t n = i + 1;
+    if (n > (UINT64_MAX - d->start_ns) >> d->shift)
+        return UINT64_MAX;
+    return d->start_ns + (n << d->shift);
+}
+
+/* The first event, a later bucket, or a merge (timeline.c). */
+struct tl_bucket *tl_bucket_slow(struct tl_device *d, uint64_t now);
+
 /* The bucket `now` falls in, started from the previous bucket's last values when it is new.
  * Events that arrive out of order (another thread's older clock reading) go to the newest
- * bucket: the timeline only moves forward. */
+ * bucket: the timeline only moves forward. The common case, a time before the newest bucket's
+ * end, is one compare. */
 static inline struct tl_bucket *tl_bucket_at(struct tl_device *d, uint64_t now)
 {
-    if (__builtin_expect(!d->started, 0)) {
-        memset(d, 0, sizeof(*d) - sizeof(d->steps));
-        d->start_ns = now;
-        d->shift = VW_TL_FIRST_SHIFT;
-        d->started = true;
-        d->b[0].used = 1;
-        d->b[0].peak_time_ns = now;
-        return &d->b[0];
-    }
-    uint64_t idx = (now > d->start_ns ? now - d->start_ns : 0) >> d->shift;
-    if (__builtin_expect(idx <= d->cur, 1))
+    if (__builtin_expect(now < d->cur_end, 1))
         return &d->b[d->cur];
-    while (idx >= VW_TL_BUCKETS && d->shift < VW_TL_MAX_SHIFT) {
-        tl_merge(d);
-        idx >>= 1;
-    }
-    if (idx >= VW_TL_BUCKETS)
-        idx = VW_TL_BUCKETS - 1;
-    if (idx <= d->cur)
-        return &d->b[d->cur];
-    /* A new bucket starts where the previous one ended: what was live then is its first value. */
-    const struct tl_bucket *p = &d->b[d->cur];
-    struct tl_bucket *n = &d->b[idx];
-    *n = (struct tl_bucket){
-        .live_min = p->live_last,
-        .live_max = p->live_last,
-        .live_last = p->live_last,
-        .reserved_max = p->reserved_last,
-        .reserved_last = p->reserved_last,
-        .untracked_max = p->untracked_last,
-        .untracked_last = p->untracked_last,
-        .has_untracked = p->has_untracked,
-        .used = 1,
-        .peak_time_ns = d->start_ns + (idx << d->shift),
-    };
-    d->cur = (uint32_t)idx;
-    return n;
+    return tl_bucket_slow(d, now);
 }
 
 /* One allocation or free: live and reserved memory on the device after it. */
