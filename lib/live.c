@@ -240,7 +240,9 @@ static void rank_sites(uint64_t now)
     int depth = vw_opt.stack_depth > 0 ? vw_opt.stack_depth : 1;
     /* Room for every site's chain, up to 8 MiB of frames: beyond that, the sites made last keep
      * fewer frames here (the report has them all). */
-    uint64_t want = (uint64_t)n * (uint64_t)(depth + VW_PY_DEFAULT_DEPTH);
+    /* (A chain's Python frames: as many as its native ones, or VW_PY_DEFAULT_DEPTH.) */
+    int py = vw_opt.stack_depth > 0 ? vw_opt.stack_depth : VW_PY_DEFAULT_DEPTH;
+    uint64_t want = (uint64_t)n * (uint64_t)(depth + py);
     uint32_t want_frames = want > (1u << 20) ? (1u << 20) : (uint32_t)want;
     if (!n || !grow((void **)&sites, &sites_cap, n, sizeof(*sites)) ||
         !grow((void **)&frames, &frames_cap, want_frames, sizeof(*frames)))

@@ -27,13 +27,14 @@
 
 /* Measured on x86-64 release builds (see docs/python-frames.md). */
 static const struct py_layout layouts[] = {
-    /* minor tstate cfr code back instr owner entry file name qual adapt kind ascii compact */
-    { 8, 24, -1, 32, 24, 104, -1, -1, 104, 112, -1, -1, 0, 48, 72 },
-    { 9, 24, -1, 32, 24, 104, -1, -1, 104, 112, -1, -1, 0, 48, 72 },
-    { 10, 24, -1, 32, 24, 96, -1, -1, 104, 112, -1, -1, 1, 48, 72 },
-    { 11, 56, 8, 32, 48, 56, 69, 68, 112, 120, 128, 184, 2, 48, 72 },
-    { 12, 56, 0, 0, 8, 56, 70, -1, 112, 120, 128, 192, 2, 40, 56 },
-    { 13, 72, -1, 0, 8, 56, 70, -1, 112, 120, 128, 200, 2, 40, 56 },
+    /* minor tstate cfr code back instr owner entry file name qual adapt kind ascii compact
+     * cframe_prev */
+    { 8, 24, -1, 32, 24, 104, -1, -1, 104, 112, -1, -1, 0, 48, 72, -1 },
+    { 9, 24, -1, 32, 24, 104, -1, -1, 104, 112, -1, -1, 0, 48, 72, -1 },
+    { 10, 24, -1, 32, 24, 96, -1, -1, 104, 112, -1, -1, 1, 48, 72, -1 },
+    { 11, 56, 8, 32, 48, 56, 69, 68, 112, 120, 128, 184, 2, 48, 72, 16 },
+    { 12, 56, 0, 0, 8, 56, 70, -1, 112, 120, 128, 192, 2, 40, 56, 8 },
+    { 13, 72, -1, 0, 8, 56, 70, -1, 112, 120, 128, 200, 2, 40, 56, -1 },
 };
 
 #define OWNED_BY_CSTACK 3 /* 3.12+: a shim frame where C called into the interpreter */
@@ -258,16 +259,38 @@ struct cache_slot {
  * position (a loop allocating from the same place finds its whole chain unchanged and decodes
  * nothing), and a cache of decoded frames for the rest. Mapped on the thread's first walk, so
  * threads and processes that never allocate from Python pay nothing; unmapped at thread exit. */
-struct chain_entry {
-    const void *frame, *code;
-    intptr_t instr;
-    uint64_t token;
-    bool group_end;
+struct py_chain {
+    /* Side by side, so the tokens of a walk are one array the merge copies from. */
+    const void *frame[VW_PY_MERGE_MAX];
+    const void *code[VW_PY_MERGE_MAX];
+    intptr_t instr[VW_PY_MERGE_MAX];
+    uint64_t token[VW_PY_MERGE_MAX];
+    bool entry[VW_PY_MERGE_MAX]; /* the first frame its run of the loop executed (3.11: is_entry) */
+};
+
+/* The native frames below the outermost run of the evaluation loop, from the thread's last full
+ * walk. While that run lasts they cannot change (they are its callers), so a capture walks only
+ * down to that run's frame and takes the rest from here. The run is known by where its record
+ * lies on the C stack (3.11 and 3.12: its _PyCFrame; 3.13+: its entry frame) and by how many
+ * runs the thread has. A run that ended and another that began at the same depth of the C stack
+ * from other callers would look the same: every VW_PY_TAIL_CHECK-th reuse is a full walk that
+ * checks the kept frames, and a mismatch turns the reuse off for the thread. */
+struct py_tail {
+    const void *tstate;
+    uintptr_t outer; /* 0: nothing kept */
+    int runs;
+    int at;        /* where the outermost run's frame was in that walk */
+    int n;         /* frames kept below it */
+    bool complete; /* that walk reached the end of the stack */
+    bool off;      /* a check found them changed: this thread always walks in full */
+    uint32_t uses; /* reuses since the last full walk */
+    uint64_t frames[VW_MAX_FRAMES];
 };
 
 struct py_thread {
-    struct chain_entry chain[VW_PY_MERGE_MAX];
+    struct py_chain chain;
     struct cache_slot slots[CACHE_SLOTS];
+    struct py_tail tail;
 };
 
 static VW_TLS struct py_thread *self;
@@ -324,76 +347,113 @@ static inline __attribute__((always_inline)) uint64_t resolve(const struct py_la
 
 /* The walk, written once over a layout; instantiated below for each known version with a
  * constant layout so the compiler turns every offset into an immediate (the walk runs for
- * every frame of every allocation). */
+ * every frame of every allocation). Fills `pc`: the tokens (the thread's chain), where each run
+ * of the evaluation loop ends, and the runs on the thread. */
 static inline __attribute__((always_inline)) int walk(const struct py_layout *lay,
                                                       const struct py_walk_env *env,
-                                                      const void *tstate, uint64_t *tokens,
-                                                      bool *group_end, int max)
+                                                      const void *tstate, int max,
+                                                      struct py_capture *pc)
 {
+    pc->runs = -1;
+    pc->outer = 0;
+    pc->nends = 0;
+    pc->tokens = NULL;
     if (!tstate || max <= 0 || !thread_state())
         return 0;
     if (max > VW_PY_MERGE_MAX)
         max = VW_PY_MERGE_MAX;
+    struct py_chain *ch = &self->chain;
+    pc->tokens = ch->token;
     const void *f = RD(const void *, tstate, lay->tstate_frame);
+    if (lay->cframe_prev >= 0) {
+        /* 3.11, 3.12: each run of the evaluation loop links a record on its C stack into the
+         * thread's chain, which ends at the thread state's own root record (no previous). */
+        int r = 0;
+        for (const void *c = f; c && r <= WALK_LIMIT; r++) {
+            const void *prev = RD(const void *, c, lay->cframe_prev);
+            if (!prev)
+                break;
+            pc->outer = (uintptr_t)c;
+            c = prev;
+        }
+        pc->runs = r <= WALK_LIMIT ? r : -1;
+    } else if (lay->minor >= 13) {
+        pc->runs = 0;
+    }
     if (f && lay->cframe_frame >= 0)
         f = RD(const void *, f, lay->cframe_frame);
-    int n = 0;
+    int n = 0, nends = 0;
     const void *tortoise = f;
-    /* Bounded by max for frames kept, and by Brent's cycle check below for a chain that
-     * never ends; WALK_LIMIT bounds a run of skipped frames. */
-    for (unsigned steps = 1; f && n < max && steps <= WALK_LIMIT; steps++) {
+    /* Frames kept are at most `max`; the others (3.12+ entry frames, 3.13 frames without code,
+     * 3.13 frames past `max`, followed to count the runs and find the outermost) are bounded by
+     * WALK_LIMIT and by Brent's cycle check. */
+    for (unsigned steps = 1; f;) {
         int owner = lay->frame_owner >= 0 ? RD(uint8_t, f, lay->frame_owner) : 0;
-        const void *code = RD(const void *, f, lay->frame_code);
-        if (lay->minor >= 12 && owner >= OWNED_BY_CSTACK) {
-            /* C called into the interpreter here: the frames above were one run of the
-             * evaluation loop. */
-            if (n > 0)
-                group_end[n - 1] = true;
-        } else if (!code || RD(const void *, code, 8) != env->code_type) {
-            if (lay->minor < 13)
-                return -1; /* a frame without a code object: our reading of memory is wrong */
-            /* 3.13: f_executable may legitimately be something else; skip it */
-        } else {
+        bool shim = lay->minor >= 12 && owner >= OWNED_BY_CSTACK;
+        if (n < max && !shim) {
+            const void *code = RD(const void *, f, lay->frame_code);
             intptr_t instr = lay->instr_kind == 2 ? (intptr_t)RD(const char *, f, lay->frame_instr)
                                                   : (intptr_t)RD(int, f, lay->frame_instr);
-            struct chain_entry *e = &self->chain[n];
             /* The same frame, running the same code, at the same instruction as last time at
-             * this depth: the same file, function and line. */
-            if (e->frame != f || e->code != code || e->instr != instr || !e->token) {
+             * this depth: the same file, function and line (and the code object, which the live
+             * frame holds, was checked when it was decoded). */
+            bool same = ch->frame[n] == f && ch->code[n] == code && ch->instr[n] == instr;
+            if (VW_UNLIKELY(!same)) {
+                if (!code || RD(const void *, code, 8) != env->code_type) {
+                    if (lay->minor < 13)
+                        return -1; /* a frame without a code object: our reading is wrong */
+                    goto skipped;  /* 3.13: f_executable may legitimately be something else */
+                }
                 int off = lay->instr_kind == 0   ? (int)instr
                           : lay->instr_kind == 1 ? (int)instr * 2
                                                  : (int)(instr - (intptr_t)((const char *)code +
                                                                             lay->code_adaptive));
-                *e = (struct chain_entry){
-                    .frame = f,
-                    .code = code,
-                    .instr = instr,
-                    .token = resolve(lay, env, code, off < 0 ? 0 : off),
-                    .group_end = lay->minor <= 10 ||
-                                 (lay->frame_is_entry >= 0 && RD(uint8_t, f, lay->frame_is_entry)),
-                };
+                ch->frame[n] = f;
+                ch->code[n] = code;
+                ch->instr[n] = instr;
+                ch->token[n] = resolve(lay, env, code, off < 0 ? 0 : off);
+                ch->entry[n] = lay->minor <= 10 ||
+                               (lay->frame_is_entry >= 0 && RD(uint8_t, f, lay->frame_is_entry));
             }
-            tokens[n] = e->token;
-            group_end[n] = e->group_end;
+            if (ch->entry[n])
+                pc->ends[nends++] = (int16_t)n;
             n++;
+            f = RD(const void *, f, lay->frame_back);
+            continue;
         }
+        if (n >= max && lay->minor < 13)
+            break;
+        if (shim) {
+            /* C called into the interpreter here: the frames above were one run of the
+             * evaluation loop. */
+            if (n > 0 && n <= max && (nends == 0 || pc->ends[nends - 1] != n - 1))
+                pc->ends[nends++] = (int16_t)(n - 1);
+            if (lay->minor >= 13) {
+                pc->runs++;
+                pc->outer = (uintptr_t)f;
+            }
+        }
+    skipped:
         f = RD(const void *, f, lay->frame_back);
         /* Brent's cycle check: a loop in the chain means the memory is not what we think. */
         if (f && f == tortoise)
             return -1;
         if ((steps & (steps - 1)) == 0)
             tortoise = f;
+        if (++steps > WALK_LIMIT)
+            break;
     }
-    if (n > 0)
-        group_end[n - 1] = true;
+    if (n > 0 && (nends == 0 || pc->ends[nends - 1] != n - 1))
+        pc->ends[nends++] = (int16_t)(n - 1);
+    pc->nends = nends;
     return n;
 }
 
-#define WALK_FOR(i)                                                                          \
-    static int walk_##i(const struct py_walk_env *env, const void *ts, uint64_t *t, bool *g, \
-                        int max)                                                             \
-    {                                                                                        \
-        return walk(&layouts[i], env, ts, t, g, max);                                        \
+#define WALK_FOR(i)                                                             \
+    static int walk_##i(const struct py_walk_env *env, const void *ts, int max, \
+                        struct py_capture *pc)                                  \
+    {                                                                           \
+        return walk(&layouts[i], env, ts, max, pc);                             \
     }
 WALK_FOR(0)
 WALK_FOR(1)
@@ -402,34 +462,71 @@ WALK_FOR(3)
 WALK_FOR(4)
 WALK_FOR(5)
 
-typedef int (*walk_fn)(const struct py_walk_env *, const void *, uint64_t *, bool *, int);
+typedef int (*walk_fn)(const struct py_walk_env *, const void *, int, struct py_capture *);
 static const walk_fn walkers[] = { walk_0, walk_1, walk_2, walk_3, walk_4, walk_5 };
+
+static int walk_any(const struct py_walk_env *env, const void *tstate, int max,
+                    struct py_capture *pc)
+{
+    size_t i = (size_t)(env->lay - layouts);
+    if (i < sizeof(walkers) / sizeof(walkers[0]))
+        return walkers[i](env, tstate, max, pc);
+    return walk(env->lay, env, tstate, max, pc);
+}
+
+/* The tokens and run ends of a capture as two arrays (the unit tests' form). */
+static int unpack(const struct py_capture *pc, int n, uint64_t *tokens, bool *group_end)
+{
+    if (n <= 0)
+        return n;
+    memcpy(tokens, pc->tokens, sizeof(*tokens) * (size_t)n);
+    memset(group_end, 0, sizeof(*group_end) * (size_t)n);
+    for (int i = 0; i < pc->nends; i++)
+        group_end[pc->ends[i]] = true;
+    return n;
+}
 
 int pyframes_walk(const struct py_walk_env *env, const void *tstate, uint64_t *tokens,
                   bool *group_end, int max)
 {
-    size_t i = (size_t)(env->lay - layouts);
-    if (i < sizeof(walkers) / sizeof(walkers[0]))
-        return walkers[i](env, tstate, tokens, group_end, max);
-    return walk(env->lay, env, tstate, tokens, group_end, max);
+    struct py_capture pc;
+    return unpack(&pc, walk_any(env, tstate, max, &pc), tokens, group_end);
 }
 
-int pyframes_capture(uint64_t *tokens, bool *group_end, int max)
+/* The thread's frames, with its runs of the evaluation loop; no frames and no runs known when
+ * Python frames are off or the memory does not look as expected (then they go off). */
+static void capture(struct py_capture *pc, int max)
 {
+    pc->np = 0;
+    pc->nends = 0;
+    pc->runs = -1;
+    pc->outer = 0;
+    pc->tstate = NULL;
     if (!__atomic_load_n(&pyframes_on, __ATOMIC_ACQUIRE))
-        return 0;
+        return;
     /* PyGILState_GetThisThreadState: this thread's state, or NULL for a thread Python never
      * saw. No lock, no GIL, and unlike the "current thread state" getters it is right while
      * the GIL is released. */
     const void *ts = py.this_thread_state();
-    int n = pyframes_walk(&py.env, ts, tokens, group_end, max);
+    int n = walk_any(&py.env, ts, max, pc);
     if (n < 0) {
         __atomic_store_n(&pyframes_on, false, __ATOMIC_RELEASE);
         vw_warn_once(warned_off, "the Python frames of this process do not look as expected; "
                                  "Python frames are off from here on");
-        return 0;
+        pc->nends = 0;
+        pc->runs = -1;
+        pc->outer = 0;
+        return;
     }
-    return n;
+    pc->np = n;
+    pc->tstate = ts;
+}
+
+int pyframes_capture(uint64_t *tokens, bool *group_end, int max)
+{
+    struct py_capture pc;
+    capture(&pc, max);
+    return unpack(&pc, pc.np, tokens, group_end);
 }
 
 void pyframes_describe(uint64_t token, const char **file, const char **function, int *line)
@@ -440,36 +537,122 @@ void pyframes_describe(uint64_t token, const char **file, const char **function,
     *line = (int)(token & ((1ull << VW_PY_LINE_BITS) - 1));
 }
 
-int pyframes_merge(const uint64_t *nat, int nn, uint64_t *out, int cap, int py_max)
+static inline bool is_eval(uint64_t ip)
 {
-    uint64_t pyt[VW_PY_MERGE_MAX];
-    bool group_end[VW_PY_MERGE_MAX];
-    int np = pyframes_capture(pyt, group_end, py_max < VW_PY_MERGE_MAX ? py_max : VW_PY_MERGE_MAX);
-    uintptr_t lo = py.eval_lo, hi = py.eval_hi;
-    int k = 0, pi = 0;
+    return ip - 1 - py.eval_lo < py.eval_hi - py.eval_lo;
+}
+
+/* One chain from native frames (`nat`, then `tail`) and the capture's Python frames
+ * (pyframes.h). The tail lies below the outermost run: no evaluation-loop frame of it has
+ * Python frames left to take. */
+static int merge(const struct py_capture *pc, const uint64_t *nat, int nn, const uint64_t *tail,
+                 int nt, uint64_t *out, int cap)
+{
+    int np = pc->np, k = 0, pi = 0, ei = 0;
     for (int i = 0; i < nn && k < cap; i++) {
-        if (pi < np && nat[i] - 1 - lo < hi - lo) {
+        if (pi < np && is_eval(nat[i])) {
             /* This run of the evaluation loop was executing these Python frames: up to and
-             * including the next group end, copied at once (a deep Python stack is one long
-             * run, and this runs on every allocation). */
-            const bool *e = memchr(&group_end[pi], true, (size_t)(np - pi));
-            int run = (e ? (int)(e - group_end) + 1 : np) - pi;
-            if (run > cap - k)
-                run = cap - k;
-            memcpy(&out[k], &pyt[pi], sizeof(*out) * (size_t)run);
+             * including its end, copied at once (a deep Python stack is one long run, and this
+             * runs on every allocation). */
+            int end = ei < pc->nends ? pc->ends[ei++] + 1 : np;
+            int run = end - pi < cap - k ? end - pi : cap - k;
+            memcpy(&out[k], &pc->tokens[pi], sizeof(*out) * (size_t)run);
             k += run;
-            pi += run;
+            pi = end;
         } else {
             out[k++] = nat[i];
         }
     }
+    if (nt > cap - k)
+        nt = cap - k;
+    if (nt > 0) {
+        memcpy(&out[k], tail, sizeof(*out) * (size_t)nt);
+        k += nt;
+    }
     /* Native stacks off, or cut short by their depth: the rest of the Python chain follows. */
     if (pi < np && k < cap) {
         int run = np - pi < cap - k ? np - pi : cap - k;
-        memcpy(&out[k], &pyt[pi], sizeof(*out) * (size_t)run);
+        memcpy(&out[k], &pc->tokens[pi], sizeof(*out) * (size_t)run);
         k += run;
     }
     return k;
+}
+
+void pyframes_begin(struct py_capture *pc, int native_max)
+{
+    pc->native_max = native_max;
+    pc->want = native_max;
+    pc->partial = false;
+    pc->check = false;
+    capture(pc, native_max > 0 ? native_max : VW_PY_DEFAULT_DEPTH);
+    const void *ts = pc->tstate;
+    if (native_max <= 0 || pc->runs <= 0 || !self)
+        return;
+    struct py_tail *t = &self->tail;
+    if (t->off || t->outer != pc->outer || t->runs != pc->runs || t->tstate != ts ||
+        t->at + 1 >= native_max)
+        return;
+    if (++t->uses >= VW_PY_TAIL_CHECK) {
+        t->uses = 0;
+        pc->check = true; /* a full walk, and its frames below the run compared with these */
+        return;
+    }
+    pc->want = t->at + 1;
+    pc->partial = true;
+}
+
+/* Where the outermost run's frame is among native frames: the `runs`-th evaluation-loop frame
+ * from the innermost; -1 when the frames end before it. */
+static int outer_at(const uint64_t *nat, int nn, int runs)
+{
+    for (int i = 0; i < nn; i++)
+        if (is_eval(nat[i]) && --runs == 0)
+            return i;
+    return -1;
+}
+
+int pyframes_finish(struct py_capture *pc, const uint64_t *nat, int nn, uint64_t *out, int cap)
+{
+    if (pc->runs <= 0 || !self)
+        return merge(pc, nat, nn, NULL, 0, out, cap);
+    struct py_tail *t = &self->tail;
+    int at = outer_at(nat, nn, pc->runs);
+    if (pc->partial) {
+        /* Walked down to the outermost run's frame; the rest is the kept tail, as long as it
+         * covers what a full walk would keep. */
+        int rest = pc->native_max - (at + 1);
+        if (at < 0 || (!t->complete && t->n < rest)) {
+            pc->partial = false;
+            pc->want = pc->native_max;
+            return -1;
+        }
+        t->at = at;
+        return merge(pc, nat, at + 1, t->frames, t->n < rest ? t->n : rest, out, cap);
+    }
+    if (at >= 0) {
+        int below = nn - at - 1;
+        if (pc->check && t->outer == pc->outer && t->runs == pc->runs) {
+            int same = below < t->n ? below : t->n;
+            if (memcmp(&nat[at + 1], t->frames, sizeof(*nat) * (size_t)same) != 0 ||
+                (t->complete && below > t->n) || (nn < pc->want && below < t->n))
+                t->off = true;
+        }
+        t->tstate = pc->tstate;
+        t->outer = pc->outer;
+        t->runs = pc->runs;
+        t->at = at;
+        t->n = below;
+        t->complete = nn < pc->want;
+        memcpy(t->frames, &nat[at + 1], sizeof(*nat) * (size_t)below);
+    }
+    return merge(pc, nat, nn, NULL, 0, out, cap);
+}
+
+int pyframes_merge(const uint64_t *nat, int nn, uint64_t *out, int cap, int py_max)
+{
+    struct py_capture pc;
+    capture(&pc, py_max);
+    return merge(&pc, nat, nn, NULL, 0, out, cap);
 }
 
 /* ---------- detection ---------- */

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core.h"
+
 /* A Python frame token: the top two bits are 10 (native addresses never have the top bit set
  * in user space), then a file id, a function id (17 bits each) and the line (28 bits). */
 #define VW_PY_TAG (2ull << 62)
@@ -31,6 +33,7 @@ struct py_layout {
     int code_adaptive;                           /* start of the bytecode (3.11+), -1 before */
     int instr_kind; /* 0: f_lasti in bytes, 1: f_lasti in code units, 2: pointer */
     int str_ascii_header, str_compact_header;
+    int cframe_prev; /* 3.11/3.12: offset of previous in _PyCFrame; -1: none */
 };
 
 /* The layout of CPython 3.minor, or NULL for a version we do not know. */
@@ -57,9 +60,35 @@ void pyframes_describe(uint64_t token, const char **file, const char **function,
 #define VW_PY_DEFAULT_DEPTH 32
 #define VW_PY_MERGE_MAX 128
 
-/* One call chain from the native frames `nat` (innermost first): evaluation-loop frames are
- * replaced by the Python frames that run of the loop was executing; Python frames left over
- * (native stacks off or cut short) follow. Writes at most `cap` entries to `out`. */
+/* One capture, in two halves around the native walk (stack.h). pyframes_begin walks the
+ * thread's Python frames and says how many native frames to ask for in `want`: `native_max`,
+ * or, when the frames below the outermost run of the evaluation loop are known from this
+ * thread's last full walk, only as far as that run's frame. pyframes_finish merges the native
+ * frames with the Python ones into one chain (evaluation-loop frames replaced by the Python
+ * frames that run of the loop was executing; Python frames left over follow), at most `cap`
+ * entries, or returns -1 when the short walk did not reach that frame: then walk again for
+ * `want` frames (now `native_max`) and call it again. */
+struct py_capture {
+    int np;          /* Python frames */
+    int want;        /* native frames to ask for */
+    int native_max;  /* native frames kept at most */
+    int runs;        /* runs of the evaluation loop on the thread; -1: not known (before 3.11) */
+    uintptr_t outer; /* the outermost run's record on the C stack (its identity); 0: none */
+    const void *tstate;
+    bool partial; /* `want` stops at the outermost run's frame */
+    bool check;   /* a full walk made to check the kept frames */
+    int nends;
+    const uint64_t *tokens;        /* the thread's chain: valid until its next walk */
+    int16_t ends[VW_PY_MERGE_MAX]; /* where each run of the loop ends among the tokens */
+};
+void pyframes_begin(struct py_capture *pc, int native_max);
+int pyframes_finish(struct py_capture *pc, const uint64_t *nat, int nn, uint64_t *out, int cap);
+
+/* A full walk's kept frames are checked against a fresh walk once every this many captures
+ * that reuse them; one mismatch turns the reuse off for that thread. */
+#define VW_PY_TAIL_CHECK 64
+
+/* Both halves over frames walked in full (the unit tests, the sanitizer build's walk). */
 int pyframes_merge(const uint64_t *nat, int nn, uint64_t *out, int cap, int py_max);
 
 /* ---- for the unit tests: walk frames in given memory with a given layout ---- */

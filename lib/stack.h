@@ -77,10 +77,16 @@ static inline __attribute__((always_inline)) int stack_walk_inline(uint64_t *out
 static inline __attribute__((always_inline)) int stack_capture_all(uint64_t *out, int native_max)
 {
     if (__builtin_expect(pyframes_enabled(), 0)) {
+        /* Python frames first: they say how far down the native walk must go (pyframes.h). */
+        struct py_capture pc;
+        pyframes_begin(&pc, native_max);
         uint64_t nat[VW_MAX_FRAMES];
-        int nn = stack_walk_inline(nat, native_max);
-        return pyframes_merge(nat, nn, out, VW_MAX_FRAMES,
-                              native_max > 0 ? native_max : VW_PY_DEFAULT_DEPTH);
+        int k;
+        /* Twice at most: the short walk that did not reach the outermost run, then in full. */
+        while ((k = pyframes_finish(&pc, nat, stack_walk_inline(nat, pc.want), out,
+                                    VW_MAX_FRAMES)) < 0)
+            ;
+        return k;
     }
     if (native_max <= 0)
         return 0; /* stacks off: nothing to walk */

@@ -850,6 +850,34 @@ def case_python(run):
         if not theirs:
             expect(by_size[size]["frames"], f"{mib} MiB: native frames of a thread Python never saw")
     eq(r["failures"][0]["size"], 2000 * MiB, "the out-of-memory failure")
+    check_python_tail(run, py, env)
+
+
+def check_python_tail(run, py, env):
+    """The native frames below Python, from a thread's first walk and from a thread that
+    walks only down to its outermost run of the evaluation loop and keeps the rest: the same,
+    frame by frame, on every path of pytail_workload.py."""
+    for f in glob.glob(os.path.join(run.dir, "vramwatch-*.json")):
+        os.remove(f)
+    run.run([py, os.path.join(HERE, "pytail_workload.py")], env)
+    r = run.report()
+    with open(os.path.join(run.dir, "expected_tail.json"), encoding="utf-8") as fh:
+        expected = json.load(fh)
+    sites = {c["id"]: c for c in r["callsites"]}
+    by_size = {l["size"]: sites[l["callsite"]] for l in r["live"]}
+    native = {}
+    for size, (path, kind) in expected.items():
+        expect(int(size) in by_size, f"tail: allocation of {size} bytes ({path}, {kind}) in the report")
+        frames = [(f["module"], f["offset"]) for f in by_size[int(size)]["frames"]
+                  if f["kind"] == "native"]
+        expect(frames, f"tail: {path}, {kind}: native frames")
+        native.setdefault(path, {}).setdefault(kind, []).append(frames)
+    eq(len(native), 6, "tail: six paths")
+    for path, kinds in sorted(native.items()):
+        eq(len(kinds.get("cold", [])), 1, f"tail: {path}: one cold allocation")
+        eq(len(kinds.get("warm", [])), 4, f"tail: {path}: four warm allocations")
+        for i, frames in enumerate(kinds["warm"]):
+            eq(frames, kinds["cold"][0], f"tail: {path}: warm allocation {i}'s native frames")
 
 
 def case_local_scope(run):
