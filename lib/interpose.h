@@ -119,6 +119,30 @@ static inline void vw_leave(void)
 void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool ok, int err,
                      bool runtime, uint64_t key, uint64_t size, int device, bool crossing);
 
+/* Something an allocation that went through must do besides recording it: the exit handler
+ * is not registered yet, or a status file is open (record.c keeps it; set until the first
+ * allocation). With core_report_stale, the one test the common path makes for all of it. */
+extern bool vw_alloc_rare;
+void vw_record_rare(uint64_t now);
+
+/* vw_record_alloc for an allocation that went through with no limit in the way: the common
+ * path, inline in each shim, so it makes one call into the core. */
+static inline void vw_record_ok(const struct vw_call *c, const char *api, enum core_kind kind,
+                                uint64_t key, uint64_t size, int device)
+{
+    uint64_t now = vw_now_ns();
+    if (device == VW_DEV_UNKNOWN && kind != CORE_HOST)
+        device = vw_current_device();
+    /* A zero-byte request that succeeds hands out nothing (cudaMalloc returns NULL). */
+    if (VW_LIKELY(size != 0)) {
+        core_alloc(kind, key, size, device, api, core_callsite(c->frames, c->nframes), now);
+        if (VW_UNLIKELY(__atomic_load_n(&vw_alloc_rare, __ATOMIC_RELAXED) |
+                        __atomic_load_n(&core_report_stale, __ATOMIC_RELAXED)))
+            vw_record_rare(now);
+    }
+    vw_leave();
+}
+
 /* ---- capacity emulation (VRAMWATCH_LIMIT) ---- */
 extern bool vw_limits; /* any device has a limit */
 /* VW_LIMIT_FLUSH: observe mode, answer this one request out of memory so the allocator flushes

@@ -10,6 +10,7 @@
 #include "status.h"
 
 static bool exit_registered;
+bool vw_alloc_rare = true; /* the exit handler is registered at the first allocation */
 
 static void on_exit_report(void)
 {
@@ -30,6 +31,30 @@ static void register_exit(void)
         atexit(on_exit_report);
         vw_signals_install(); /* the report of a job stopped by SIGTERM or SIGINT (signals.c) */
     }
+}
+
+/* After an allocation that went through: the status file's figures, and the report on disk
+ * when a retry has just rescued the failure it describes. */
+static void after_alloc(uint64_t now)
+{
+    if (VW_UNLIKELY(vw_status_fd >= 0))
+        vw_status_update(now, false, false);
+    if (VW_UNLIKELY(core_take_report_stale())) {
+        /* The report on disk says out of memory, and the retry has just succeeded: a process
+         * stopped from now on (a signal, a time limit) must not leave that behind. */
+        uint64_t finals, flushes;
+        core_pressure(&finals, &flushes);
+        vw_write_report(finals ? "oom" : "pressure");
+    }
+}
+
+void vw_record_rare(uint64_t now)
+{
+    register_exit();
+    /* The status file is opened at set-up, before any allocation is recorded, and only a forked
+     * child closes it: once the handler is registered, whether it is open is all that is left. */
+    __atomic_store_n(&vw_alloc_rare, vw_status_fd >= 0, __ATOMIC_RELAXED);
+    after_alloc(now);
 }
 
 /* The driver's free memory of `device` at a failure, measured for the timeline and turned into
@@ -63,15 +88,7 @@ void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bo
         core_alloc(kind, key, size, device, api, site, now);
         if (crossing)
             core_limit_crossing(device, api, size, site, now);
-        if (VW_UNLIKELY(vw_status_fd >= 0))
-            vw_status_update(now, false, false);
-        if (VW_UNLIKELY(core_take_report_stale())) {
-            /* The report on disk says out of memory, and the retry has just succeeded: a process
-             * stopped from now on (a signal, a time limit) must not leave that behind. */
-            uint64_t finals, flushes;
-            core_pressure(&finals, &flushes);
-            vw_write_report(finals ? "oom" : "pressure");
-        }
+        after_alloc(now);
         vw_leave();
         return;
     }

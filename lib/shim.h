@@ -50,6 +50,10 @@
             return (ret)VW_OOM;                                                                  \
         ret r = real args;                                                                       \
         ok = r == success;                                                                       \
+        if (VW_LIKELY(ok && lim == VW_LIMIT_OK)) {                                               \
+            vw_record_ok(&c, #name, kind, (key), (size), dev);                                   \
+            return r;                                                                            \
+        }                                                                                        \
         vw_record_alloc(&c, #name, kind, ok, (int)r, runtime, ok ? (key) : 0, (size), dev,       \
                         ok &&lim == VW_LIMIT_CROSS);                                             \
         return r;                                                                                \
