@@ -61,6 +61,7 @@ static struct {
     struct py_walk_env env;
     void *(*this_thread_state)(void);
     uintptr_t eval_lo, eval_hi;
+    int (*walk)(const struct py_walk_env *, const void *, int, struct py_capture *);
 } py;
 
 static int warned_off;
@@ -508,7 +509,7 @@ static void capture(struct py_capture *pc, int max)
      * saw. No lock, no GIL, and unlike the "current thread state" getters it is right while
      * the GIL is released. */
     const void *ts = py.this_thread_state();
-    int n = walk_any(&py.env, ts, max, pc);
+    int n = py.walk(&py.env, ts, max, pc);
     if (n < 0) {
         __atomic_store_n(&pyframes_on, false, __ATOMIC_RELEASE);
         vw_warn_once(warned_off, "the Python frames of this process do not look as expected; "
@@ -543,26 +544,37 @@ static inline bool is_eval(uint64_t ip)
 }
 
 /* One chain from native frames (`nat`, then `tail`) and the capture's Python frames
- * (pyframes.h). The tail lies below the outermost run: no evaluation-loop frame of it has
- * Python frames left to take. */
-static int merge(const struct py_capture *pc, const uint64_t *nat, int nn, const uint64_t *tail,
-                 int nt, uint64_t *out, int cap)
+ * (pyframes.h), at most `cap` entries; `evals` receives how many of `nat` were evaluation-loop
+ * frames. The tail lies below the outermost run: no evaluation-loop frame of it has Python
+ * frames left to take. */
+static int merge(const struct py_capture *restrict pc, const uint64_t *restrict nat, int nn,
+                 const uint64_t *restrict tail, int nt, uint64_t *restrict out, int cap, int *evals)
 {
-    int np = pc->np, k = 0, pi = 0, ei = 0;
-    for (int i = 0; i < nn && k < cap; i++) {
-        if (pi < np && is_eval(nat[i])) {
-            /* This run of the evaluation loop was executing these Python frames: up to and
-             * including its end, copied at once (a deep Python stack is one long run, and this
-             * runs on every allocation). */
-            int end = ei < pc->nends ? pc->ends[ei++] + 1 : np;
-            int run = end - pi < cap - k ? end - pi : cap - k;
-            memcpy(&out[k], &pc->tokens[pi], sizeof(*out) * (size_t)run);
-            k += run;
-            pi = end;
-        } else {
-            out[k++] = nat[i];
+    const uintptr_t lo = py.eval_lo, span = py.eval_hi - py.eval_lo;
+    const uint64_t *restrict tok = pc->tokens;
+    const int np = pc->np, nends = pc->nends;
+    int k = 0, pi = 0, ei = 0, ne = 0;
+    /* Everything fits (the usual case): no room to test on the way. */
+    const bool fits = nn + nt + np <= cap;
+    for (int i = 0; i < nn && (fits || k < cap); i++) {
+        uint64_t ip = nat[i];
+        if (ip - 1 - lo < span) {
+            ne++;
+            if (pi < np) {
+                /* This run of the evaluation loop was executing these Python frames: up to and
+                 * including its end, copied at once (a deep Python stack is one long run, and
+                 * this runs on every allocation). */
+                int end = ei < nends ? pc->ends[ei++] + 1 : np;
+                int run = fits || end - pi < cap - k ? end - pi : cap - k;
+                memcpy(&out[k], &tok[pi], sizeof(*out) * (size_t)run);
+                k += run;
+                pi = end;
+                continue;
+            }
         }
+        out[k++] = ip;
     }
+    *evals = ne;
     if (nt > cap - k)
         nt = cap - k;
     if (nt > 0) {
@@ -572,7 +584,7 @@ static int merge(const struct py_capture *pc, const uint64_t *nat, int nn, const
     /* Native stacks off, or cut short by their depth: the rest of the Python chain follows. */
     if (pi < np && k < cap) {
         int run = np - pi < cap - k ? np - pi : cap - k;
-        memcpy(&out[k], &pc->tokens[pi], sizeof(*out) * (size_t)run);
+        memcpy(&out[k], &tok[pi], sizeof(*out) * (size_t)run);
         k += run;
     }
     return k;
@@ -613,22 +625,32 @@ static int outer_at(const uint64_t *nat, int nn, int runs)
 
 int pyframes_finish(struct py_capture *pc, const uint64_t *nat, int nn, uint64_t *out, int cap)
 {
+    int evals;
     if (pc->runs <= 0 || !self)
-        return merge(pc, nat, nn, NULL, 0, out, cap);
+        return merge(pc, nat, nn, NULL, 0, out, cap, &evals);
     struct py_tail *t = &self->tail;
-    int at = outer_at(nat, nn, pc->runs);
     if (pc->partial) {
-        /* Walked down to the outermost run's frame; the rest is the kept tail, as long as it
-         * covers what a full walk would keep. */
-        int rest = pc->native_max - (at + 1);
+        /* Walked down to the outermost run's frame, where it was last time: the rest is the kept
+         * tail, as long as it covers what a full walk would keep and the frames walked hold
+         * exactly the thread's runs (checked while merging). */
+        int rest = pc->native_max - nn;
+        if (nn == t->at + 1 && (t->complete || t->n >= rest)) {
+            int k = merge(pc, nat, nn, t->frames, t->n < rest ? t->n : rest, out, cap, &evals);
+            if (evals == pc->runs && is_eval(nat[nn - 1]))
+                return k;
+        }
+        /* Elsewhere: where is it now? */
+        int at = outer_at(nat, nn, pc->runs);
+        rest = pc->native_max - (at + 1);
         if (at < 0 || (!t->complete && t->n < rest)) {
             pc->partial = false;
             pc->want = pc->native_max;
             return -1;
         }
         t->at = at;
-        return merge(pc, nat, at + 1, t->frames, t->n < rest ? t->n : rest, out, cap);
+        return merge(pc, nat, at + 1, t->frames, t->n < rest ? t->n : rest, out, cap, &evals);
     }
+    int at = outer_at(nat, nn, pc->runs);
     if (at >= 0) {
         int below = nn - at - 1;
         if (pc->check && t->outer == pc->outer && t->runs == pc->runs) {
@@ -645,14 +667,15 @@ int pyframes_finish(struct py_capture *pc, const uint64_t *nat, int nn, uint64_t
         t->complete = nn < pc->want;
         memcpy(t->frames, &nat[at + 1], sizeof(*nat) * (size_t)below);
     }
-    return merge(pc, nat, nn, NULL, 0, out, cap);
+    return merge(pc, nat, nn, NULL, 0, out, cap, &evals);
 }
 
 int pyframes_merge(const uint64_t *nat, int nn, uint64_t *out, int cap, int py_max)
 {
     struct py_capture pc;
+    int evals;
     capture(&pc, py_max);
-    return merge(&pc, nat, nn, NULL, 0, out, cap);
+    return merge(&pc, nat, nn, NULL, 0, out, cap, &evals);
 }
 
 /* ---------- detection ---------- */
@@ -737,6 +760,7 @@ bool pyframes_init(void)
         py.eval_hi = (uintptr_t)eval + es->st_size;
     }
     py.env.lay = lay;
+    py.walk = walkers[lay - layouts]; /* the walk built for this version's layout */
     py.env.code_type = code_type;
     memcpy(&py.env.addr2line, &addr2line, sizeof(addr2line));
     py.env.str_type = str_type;
