@@ -384,16 +384,17 @@ static bool table_grow(struct table *t)
     return true;
 }
 
-static struct core_alloc *table_find(struct table *t, uint64_t key, uint64_t h)
+/* The index of `key`'s record in `t` (the free's remove needs it), or UINT32_MAX. */
+static inline uint32_t table_find(const struct table *t, uint64_t key, uint64_t h)
 {
     if (!t->cap)
-        return NULL;
+        return UINT32_MAX;
     uint32_t m = t->cap - 1;
     for (uint32_t j = (uint32_t)h & m;; j = (j + 1) & m) {
         if (!t->slots[j].used)
-            return NULL;
+            return UINT32_MAX;
         if (t->slots[j].key == key)
-            return &t->slots[j];
+            return j;
     }
 }
 
@@ -421,11 +422,9 @@ static inline __attribute__((always_inline)) struct core_alloc *table_insert(str
     return &t->slots[j];
 }
 
-static inline __attribute__((always_inline)) void table_remove(struct table *t,
-                                                               struct core_alloc *slot)
+static inline __attribute__((always_inline)) void table_remove(struct table *t, uint32_t i)
 {
     uint32_t m = t->cap - 1;
-    uint32_t i = (uint32_t)(slot - t->slots);
     /* Shift later members of the probe run back so lookups never meet a hole too early. */
     for (uint32_t j = (i + 1) & m; t->slots[j].used; j = (j + 1) & m) {
         uint32_t home = (uint32_t)key_hash(t->slots[j].key) & m;
@@ -834,9 +833,11 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
     uint64_t h = key_hash(key);
     if (VW_UNLIKELY(callsite >= __atomic_load_n(&nsites, __ATOMIC_ACQUIRE)))
         callsite = 0;
-    struct slot *d = kind == CORE_HOST ? &slots[HOST_SLOT] : slot_of_device(device);
+    int i = kind == CORE_HOST ? HOST_SLOT : core_dev_slot(device);
+    struct slot *d = &slots[i];
+    __asm__("" : "+r"(d)); /* kept in a register, as in take_from */
     if (kind != CORE_HOST)
-        last_slot = (int)(d - slots); /* pinned host memory has its own free calls */
+        last_slot = i; /* pinned host memory has its own free calls */
     vl_lock(&d->lock);
     if (kind != CORE_HOST && VW_UNLIKELY(pending.active)) {
         vl_lock(&glock);
@@ -907,17 +908,20 @@ static inline bool kind_matches(enum core_kind want, enum core_kind have)
     return have == CORE_DEVICE || have == CORE_POOL || have == CORE_MANAGED;
 }
 
-/* Take `key` out of slot `i` if it is there. `kind` is the free's (a constant in each caller);
+/* Take `key` out of slot `d` if it is there. `kind` is the free's (a constant in each caller);
  * the record's own kind decides its counters. */
-static inline __attribute__((always_inline)) bool take_from(int i, enum core_kind kind,
+static inline __attribute__((always_inline)) bool take_from(struct slot *d, enum core_kind kind,
                                                             uint64_t key, uint64_t h,
                                                             struct core_alloc *out, uint64_t now_ns)
 {
-    struct slot *d = &slots[i];
+    /* The slot's address stays in a register: the compiler would otherwise work it out again
+     * from the index at each use (a multiply by the slot's size each time). */
+    __asm__("" : "+r"(d));
     bool found = false;
     vl_lock(&d->lock);
     struct table *t = table_for(d, kind);
-    struct core_alloc *a = table_find(t, key, h);
+    uint32_t j = table_find(t, key, h);
+    const struct core_alloc *a = j != UINT32_MAX ? &t->slots[j] : NULL;
     if (a && kind_matches(kind, (enum core_kind)a->kind)) {
         *out = *a;
         if (kind == CORE_HOST || kind == CORE_VMM)
@@ -928,7 +932,7 @@ static inline __attribute__((always_inline)) bool take_from(int i, enum core_kin
             account_sub_any(d, a, now_ns);
         /* Counted as freed now, in the same locked section; core_untake takes it back. */
         d->c.free_calls++;
-        table_remove(t, a);
+        table_remove(t, j);
         found = true;
     }
     vl_unlock(&d->lock);
@@ -945,7 +949,7 @@ static __attribute__((noinline)) bool take_elsewhere(int first, enum core_kind k
         while (m) {
             int i = w * 64 + __builtin_ctzll(m);
             m &= m - 1;
-            if (i != first && i != HOST_SLOT && take_from(i, kind, key, h, out, now_ns))
+            if (i != first && i != HOST_SLOT && take_from(&slots[i], kind, key, h, out, now_ns))
                 return true;
         }
     }
@@ -960,11 +964,11 @@ static inline __attribute__((always_inline)) bool take_kind(enum core_kind kind,
     uint64_t h = key_hash(key);
     bool found;
     if (kind == CORE_HOST) {
-        found = take_from(HOST_SLOT, kind, key, h, out, now_ns);
+        found = take_from(&slots[HOST_SLOT], kind, key, h, out, now_ns);
     } else {
         /* This thread's device first (almost always the one), then the other devices in use. */
-        int first = last_slot;
-        found = first != HOST_SLOT && take_from(first, kind, key, h, out, now_ns);
+        int first = last_slot; /* a device slot: pinned host memory never sets it */
+        found = take_from(&slots[first], kind, key, h, out, now_ns);
         if (VW_UNLIKELY(!found))
             found = take_elsewhere(first, kind, key, h, out, now_ns);
     }
