@@ -12,6 +12,10 @@
 
 static pthread_mutex_t drv_lock = PTHREAD_MUTEX_INITIALIZER;
 
+unsigned (*vw_drv_ctx_get_device)(int *);
+_Static_assert(__builtin_types_compatible_p(unsigned (*)(int *), CUresult (*)(CUdevice *)),
+               "vw_drv_ctx_get_device has cuCtxGetDevice's type");
+
 static struct {
     bool tried_ok;
     unsigned attempts;
@@ -76,6 +80,7 @@ static bool drv_resolve(void)
 #undef GET
     /* The handle stays open on purpose: these pointers must outlive this function. */
     __atomic_store_n(&drv.tried_ok, drv.ctx_get_device != NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&vw_drv_ctx_get_device, drv.ctx_get_device, __ATOMIC_RELEASE);
     return drv.ctx_get_device != NULL;
 }
 
@@ -110,7 +115,7 @@ bool vw_device_pci_bus_id(int device, char *out, int len)
            drv.device_get_pci(out, len, device) == CUDA_SUCCESS;
 }
 
-int vw_current_device(void)
+int vw_current_device_slow(void)
 {
     CUdevice d;
     if (vw_drv_ready() && drv.ctx_get_device(&d) == CUDA_SUCCESS)

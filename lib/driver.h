@@ -16,8 +16,20 @@ bool vw_drv_ready(void);
 /* A driver lookup was seen (dlsym of a cu* name, cuGetProcAddress): the next vw_drv_ready tries. */
 void vw_drv_hint(void);
 
+/* cuCtxGetDevice, published once the driver's functions are known (NULL before), so that the
+ * allocation path asks it inline. The driver's own type, with CUresult (an enumeration of
+ * unsigned values) and CUdevice (an int) written as what they are. */
+extern unsigned (*vw_drv_ctx_get_device)(int *device);
+int vw_current_device_slow(void);
 /* The device the calling thread's current context belongs to, or -1. */
-int vw_current_device(void);
+static inline int vw_current_device(void)
+{
+    unsigned (*get)(int *) = __atomic_load_n(&vw_drv_ctx_get_device, __ATOMIC_ACQUIRE);
+    int d;
+    if (__builtin_expect(get != NULL, 1))
+        return get(&d) == 0 ? d : -1;
+    return vw_current_device_slow();
+}
 /* The PCI bus id of a CUDA ordinal, as the driver writes it ("0000:3b:00.0"). */
 bool vw_device_pci_bus_id(int device, char *out, int len);
 bool vw_drv_total_mem(int device, size_t *total);

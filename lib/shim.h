@@ -35,29 +35,32 @@
 
 /* An allocation: forward, then record the outcome; `key` and `size` are read after the real
  * call returns, and may use `ok`. */
-#define VW_SHIM_ALLOC(ret, success, missing, runtime, name, kind, params, args, key, size)       \
-    static __attribute__((noinline))                                                             \
-    ret vw_rec_##name(__typeof__(vw_real.name) real, VW_UNPAREN params)                          \
-    {                                                                                            \
-        struct vw_call c;                                                                        \
-        if (!vw_enter(&c, true))                                                                 \
-            return real args;                                                                    \
-        bool ok = false;                                                                         \
-        int dev = VW_DEV_UNKNOWN;                                                                \
-        int lim = VW_UNLIKELY(vw_limits) ? vw_limit_gate(&c, #name, kind, (size), &dev, runtime) \
-                                         : VW_LIMIT_OK;                                          \
-        if (lim == VW_LIMIT_REFUSE)                                                              \
-            return (ret)VW_OOM;                                                                  \
-        ret r = real args;                                                                       \
-        ok = r == success;                                                                       \
-        if (VW_LIKELY(ok && lim == VW_LIMIT_OK)) {                                               \
-            vw_record_ok(&c, #name, kind, (key), (size), dev);                                   \
-            return r;                                                                            \
-        }                                                                                        \
-        vw_record_alloc(&c, #name, kind, ok, (int)r, runtime, ok ? (key) : 0, (size), dev,       \
-                        ok &&lim == VW_LIMIT_CROSS);                                             \
-        return r;                                                                                \
-    }                                                                                            \
+#define VW_SHIM_ALLOC(ret, success, missing, runtime, name, kind, params, args, key, size)      \
+    static __attribute__((noinline))                                                            \
+    ret vw_rec_##name(__typeof__(vw_real.name) real, VW_UNPAREN params)                         \
+    {                                                                                           \
+        struct vw_call c;                                                                       \
+        if (!vw_enter(&c, true))                                                                \
+            return real args;                                                                   \
+        bool ok = false;                                                                        \
+        int dev = VW_DEV_UNKNOWN, lim = VW_LIMIT_OK;                                            \
+        if (VW_UNLIKELY(vw_limits)) {                                                           \
+            int gated = dev; /* its address is taken here only, so `dev` stays in a register */ \
+            lim = vw_limit_gate(&c, #name, kind, (size), &gated, runtime);                      \
+            if (lim == VW_LIMIT_REFUSE)                                                         \
+                return (ret)VW_OOM;                                                             \
+            dev = gated;                                                                        \
+        }                                                                                       \
+        ret r = real args;                                                                      \
+        ok = r == success;                                                                      \
+        if (VW_LIKELY(ok && lim == VW_LIMIT_OK)) {                                              \
+            vw_record_ok(&c, #name, kind, (key), (size), dev);                                  \
+            return r;                                                                           \
+        }                                                                                       \
+        vw_record_alloc(&c, #name, kind, ok, (int)r, runtime, ok ? (key) : 0, (size), dev,      \
+                        ok &&lim == VW_LIMIT_CROSS);                                            \
+        return r;                                                                               \
+    }                                                                                           \
     VW_SHIM_ENTRY(ret, missing, name, params, args)
 
 /* An allocation from an explicit stream-ordered pool: the pool is remembered, so reports can

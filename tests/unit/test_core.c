@@ -79,6 +79,58 @@ Test(core, failed_free_puts_the_allocation_back)
     cr_assert_eq(s.devices[0].free_calls, 0);
 }
 
+/* A device free (cudaFree) of stream-ordered memory takes it out of the pools' figures too: the
+ * free's common path handles device memory only and hands other kinds to the general one. */
+Test(core, device_free_of_pool_memory_counts_it_as_pool_memory)
+{
+    cr_assert(core_alloc(CORE_POOL, 0x5000, 1000, 0, "cudaMallocAsync", 0, 1));
+    cr_assert(core_alloc(CORE_DEVICE, 0x6000, 500, 0, "cudaMalloc", 0, 2));
+    struct core_alloc a;
+    cr_assert(core_take(CORE_DEVICE, 0x5000, &a, 3));
+    cr_assert_eq(a.kind, CORE_POOL);
+    struct core_snapshot s;
+    core_snapshot(&s);
+    cr_assert_eq(s.devices[0].live_bytes, 500);
+    cr_assert_eq(s.devices[0].pool_live_bytes, 0);
+    cr_assert_eq(s.devices[0].free_calls, 1);
+    struct tl_device t;
+    cr_assert(core_copy_timeline(0, &t));
+    cr_assert_eq(t.b[t.cur].reserved_last, 1500, "live, plus what the pool is taken to keep");
+}
+
+/* A freed table slot is only marked free: the next record there gets every field anew. */
+Test(core, a_reused_table_slot_gets_every_field_anew)
+{
+    uint32_t site = core_callsite_intern(stack_a, 3);
+    cr_assert(core_alloc(CORE_MANAGED, 0x8000, 700, 1, "cudaMallocManaged", site, 5));
+    struct core_alloc a;
+    cr_assert(core_take(CORE_DEVICE, 0x8000, &a, 6));
+    cr_assert(core_alloc(CORE_DEVICE, 0x8000, 300, 0, "cudaMalloc", 0, 7));
+    uint64_t total;
+    struct core_alloc live[4];
+    cr_assert_eq(core_largest_live(live, 4, &total), 1);
+    cr_assert_eq(live[0].size, 300);
+    cr_assert_eq(live[0].time_ns, 7);
+    cr_assert_str_eq(live[0].api, "cudaMalloc");
+    cr_assert_eq(live[0].callsite, 0);
+    cr_assert_eq(live[0].device, 0);
+    cr_assert_eq(live[0].kind, CORE_DEVICE);
+}
+
+/* An allocation alone (no failure) makes the process owe a report, pinned host memory too. */
+Test(core, an_allocation_alone_makes_a_report_due)
+{
+    cr_assert(!core_touched());
+    cr_assert(core_alloc(CORE_HOST, 0x7000, 100, -1, "cudaMallocHost", 0, 1));
+    cr_assert(core_touched());
+    core_reset();
+    cr_assert(!core_touched());
+    cr_assert(core_alloc(CORE_DEVICE, 0x7000, 100, 3, "cudaMalloc", 0, 1));
+    struct core_alloc a;
+    cr_assert(core_take(CORE_DEVICE, 0x7000, &a, 2));
+    cr_assert(core_touched(), "still due after everything was freed");
+}
+
 Test(core, kinds_do_not_mix)
 {
     cr_assert(core_alloc(CORE_HOST, 0x7000, 100, -1, "cudaMallocHost", 0, 1));

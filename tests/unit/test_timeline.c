@@ -109,6 +109,26 @@ Test(timeline, out_of_order_times_go_to_the_newest_bucket)
     cr_assert_eq(copy.events, 2);
 }
 
+/* Times at the far end of the clock: the newest bucket's end cannot be written in 64 bits, so
+ * it stands for "past any time", and later events still land in the newest bucket. */
+Test(timeline, times_at_the_end_of_the_clock_stay_in_the_newest_bucket)
+{
+    cr_assert(core_alloc(CORE_DEVICE, 0x10, 100, 0, "cudaMalloc", 0, T0));
+    cr_assert(core_alloc(CORE_DEVICE, 0x20, 50, 0, "cudaMalloc", 0, UINT64_MAX - 10));
+    struct core_alloc a;
+    cr_assert(core_take(CORE_DEVICE, 0x10, &a, UINT64_MAX - 1));
+    cr_assert(core_alloc(CORE_DEVICE, 0x30, 7, 0, "cudaMalloc", 0, T0 + SEC)); /* older clock */
+    cr_assert(core_copy_timeline(0, &copy));
+    cr_assert_lt(copy.cur, VW_TL_BUCKETS);
+    cr_assert_eq(copy.events, 4);
+    const struct tl_bucket *b = &copy.b[copy.cur];
+    cr_assert_eq(b->live_last, 57);
+    cr_assert_eq(b->live_max, 150);
+    cr_assert_eq(b->peak_time_ns, UINT64_MAX - 10);
+    uint64_t from = copy.start_ns + ((uint64_t)copy.cur << copy.shift);
+    cr_assert(from <= UINT64_MAX - 10, "the newest bucket covers the late events");
+}
+
 Test(timeline, measurements_give_untracked_and_pool_reserved)
 {
     cr_assert(core_alloc(CORE_POOL, 0x10, 1000, 0, "cudaMallocAsync", 0, T0));
