@@ -8,12 +8,28 @@
 # 2N pairs, and the difference is divided by N. So start-up and the report at exit, paid once per
 # process whatever it does, are not spread over the pairs (an amortised figure moves with N); they
 # are printed on their own, as "once per process".
-# usage: tests/bench/run.sh [BUILD_DIR [instructions]]   (default: build)
+# usage: tests/bench/run.sh [BUILD_DIR [instructions [--check]]]   (default: build)
 # With `instructions`, only the callgrind lines (native pairs, then Python pairs): about a minute.
+# With --check as well, it exits 1 when the added instructions per pair are above the targets of
+# docs/performance.md (600 with stacks off, 4 000 with 32 native frames, 3 000 for the Python
+# job), and 77 where they cannot be measured (no valgrind, no /usr/bin/python3, a build that is
+# not a release build: its figures say nothing about a release).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 b=$(cd "${1:-build}" && pwd)
 only=${2:-}
+check=${3:-}
+if [ -n "$check" ]; then
+  bt=$(python3 -c 'import json, sys; print(next(o["value"] for o in json.load(open(sys.argv[1])) if o["name"] == "buildtype"))' "$b/meson-info/intro-buildoptions.json" 2>/dev/null || echo "?")
+  if ! command -v valgrind >/dev/null || [ ! -x /usr/bin/python3 ]; then
+    echo "run.sh --check: valgrind or /usr/bin/python3 missing; the targets cannot be measured here" >&2
+    exit 77
+  fi
+  if [ "$bt" != release ]; then
+    echo "run.sh --check: $b is a '$bt' build; the targets are for a release build (meson setup B --buildtype=release)" >&2
+    exit 77
+  fi
+fi
 exe=$b/tests/bench/bench_alloc
 lib=$b/lib/libvramwatch.so
 export LD_LIBRARY_PATH=$b/tools/simgpu
@@ -54,6 +70,7 @@ if command -v valgrind >/dev/null; then
   read -r base_i base_f < <(marginal 20000 20000 "$exe")
   read -r d0_i d0_f < <(marginal 20000 20000 env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=0 "$exe")
   read -r d32_i d32_f < <(marginal 20000 20000 env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 "$exe")
+  d0_add=$(calc "$d0_i - $base_i"); d32_add=$(calc "$d32_i - $base_i")
   echo "instructions per pair (callgrind, 20000 pairs more): without $(calc "$base_i"), depth 0 +$(calc "$d0_i - $base_i"), depth 32 +$(calc "$d32_i - $base_i"); once per process: without $base_f, depth 0 +$(calc "$d0_f - $base_f"), depth 32 +$(calc "$d32_f - $base_f")"
 fi
 
@@ -85,9 +102,21 @@ if command -v valgrind >/dev/null && [ -x /usr/bin/python3 ]; then
   read -r pb pb_f < <(marginal 4000 20000 "${py[@]}")
   read -r pn pn_f < <(marginal 4000 20000 env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 VRAMWATCH_PYTHON=0 "${py[@]}")
   read -r pp pp_f < <(marginal 4000 20000 env LD_PRELOAD="$lib" VRAMWATCH_STACK_DEPTH=32 "${py[@]}")
+  py_add=$(calc "$pp - $pb")
   echo "python $(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])') instructions per pair (callgrind, 20000 pairs more, from 40 Python frames): without $(calc "$pb"), native 32 +$(calc "$pn - $pb"), native 32 + Python +$(calc "$pp - $pb"); once per process: without $pb_f, native 32 +$(calc "$pn_f - $pb_f"), native 32 + Python +$(calc "$pp_f - $pb_f")"
 fi
 
+if [ -n "$check" ]; then
+  missed=""
+  [ "$d0_add" -le 600 ] || missed="$missed stacks off +$d0_add > 600;"
+  [ "$d32_add" -le 4000 ] || missed="$missed 32 frames +$d32_add > 4000;"
+  [ "$py_add" -le 3000 ] || missed="$missed Python job +$py_add > 3000;"
+  if [ -n "$missed" ]; then
+    echo "run.sh --check: above target:$missed" >&2
+    exit 1
+  fi
+  echo "run.sh --check: every target met (stacks off +$d0_add <= 600, 32 frames +$d32_add <= 4000, Python job +$py_add <= 3000)"
+fi
 [ -z "$only" ] || exit 0
 
 # Reports, memory, the CLI and processes that never touch CUDA: the gauntlet's cost attack
