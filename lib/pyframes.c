@@ -300,6 +300,10 @@ static bool key_ready;
 
 static void thread_gone(void *p)
 {
+    /* A destructor that runs after this one and allocates maps a new one (PyGILState gives no
+     * thread state by then, so it is not even read). */
+    if (self == p)
+        self = NULL;
     munmap(p, sizeof(struct py_thread));
 }
 
