@@ -108,6 +108,15 @@ static inline bool vw_enter(struct vw_call *c, bool want_stack)
     c->nframes = want_stack ? stack_capture_all(c->frames, vw_opt.stack_depth) : 0;
     return true;
 }
+/* vw_enter for the recording path of an exported shim, which has found the depth 0 already. */
+static inline bool vw_enter_top(struct vw_call *c)
+{
+    if (!vw_active())
+        return false;
+    vw_depth = 1;
+    c->nframes = stack_capture_all(c->frames, vw_opt.stack_depth);
+    return true;
+}
 static inline void vw_leave(void)
 {
     vw_depth = 0;

@@ -40,7 +40,7 @@
     ret vw_rec_##name(__typeof__(vw_real.name) real, VW_UNPAREN params)                         \
     {                                                                                           \
         struct vw_call c;                                                                       \
-        if (!vw_enter(&c, true))                                                                \
+        if (!vw_enter_top(&c))                                                                  \
             return real args;                                                                   \
         bool ok = false;                                                                        \
         int dev = VW_DEV_UNKNOWN, lim = VW_LIMIT_OK;                                            \
