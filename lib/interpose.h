@@ -145,8 +145,9 @@ static inline void vw_record_ok(const struct vw_call *c, const char *api, enum c
     /* A zero-byte request that succeeds hands out nothing (cudaMalloc returns NULL). */
     if (VW_LIKELY(size != 0)) {
         core_alloc(kind, key, size, device, api, core_callsite(c->frames, c->nframes), now);
-        if (VW_UNLIKELY(__atomic_load_n(&vw_alloc_rare, __ATOMIC_RELAXED) |
-                        __atomic_load_n(&core_report_stale, __ATOMIC_RELAXED)))
+        /* Both flags read, one branch (`|`, not `||`). */
+        if (VW_UNLIKELY((int)__atomic_load_n(&vw_alloc_rare, __ATOMIC_RELAXED) |
+                        (int)__atomic_load_n(&core_report_stale, __ATOMIC_RELAXED)))
             vw_record_rare(now);
     }
     vw_leave();
