@@ -43,7 +43,7 @@
  * holder. */
 typedef int vlock;
 
-static void vl_lock_slow(vlock *l)
+static __attribute__((noinline, cold)) void vl_lock_slow(vlock *l)
 {
     while (__atomic_exchange_n(l, 2, __ATOMIC_ACQUIRE) != 0)
         syscall(SYS_futex, l, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
@@ -57,10 +57,15 @@ static inline void vl_lock(vlock *l)
         vl_lock_slow(l);
 }
 
+static __attribute__((noinline, cold)) void vl_wake(vlock *l)
+{
+    syscall(SYS_futex, l, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 static inline void vl_unlock(vlock *l)
 {
     if (VW_UNLIKELY(__atomic_exchange_n(l, 0, __ATOMIC_RELEASE) == 2))
-        syscall(SYS_futex, l, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        vl_wake(l);
 }
 
 /* ---------- state ---------- */

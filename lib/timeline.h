@@ -68,7 +68,7 @@ static inline uint64_t tl_bucket_end(const struct tl_device *d, uint64_t i)
 }
 
 /* The first event, a later bucket, or a merge (timeline.c). */
-struct tl_bucket *tl_bucket_slow(struct tl_device *d, uint64_t now);
+__attribute__((cold)) struct tl_bucket *tl_bucket_slow(struct tl_device *d, uint64_t now);
 
 /* The bucket `now` falls in, started from the previous bucket's last values when it is new.
  * Events that arrive out of order (another thread's older clock reading) go to the newest
