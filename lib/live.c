@@ -237,12 +237,9 @@ static bool grow(void **p, uint32_t *cap, uint32_t want, size_t each)
 static void rank_sites(uint64_t now)
 {
     uint32_t n = snap.ncallsites;
-    int depth = vw_opt.stack_depth > 0 ? vw_opt.stack_depth : 1;
     /* Room for every site's chain, up to 8 MiB of frames: beyond that, the sites made last keep
      * fewer frames here (the report has them all). */
-    /* (A chain's Python frames: as many as its native ones, or VW_PY_DEFAULT_DEPTH.) */
-    int py = vw_opt.stack_depth > 0 ? vw_opt.stack_depth : VW_PY_DEFAULT_DEPTH;
-    uint64_t want = (uint64_t)n * (uint64_t)(depth + py);
+    uint64_t want = (uint64_t)n * (uint64_t)pyframes_chain_max(vw_opt.stack_depth, vw_opt.python);
     uint32_t want_frames = want > (1u << 20) ? (1u << 20) : (uint32_t)want;
     if (!n || !grow((void **)&sites, &sites_cap, n, sizeof(*sites)) ||
         !grow((void **)&frames, &frames_cap, want_frames, sizeof(*frames)))

@@ -350,6 +350,13 @@ static inline __attribute__((always_inline)) uint64_t resolve(const struct py_la
 
 /* ---------- the walk ---------- */
 
+/* The frame at `last` ends a run of the evaluation loop, unless it was already said to. */
+static inline void end_run(struct py_capture *pc, int *nends, int last)
+{
+    if (*nends == 0 || pc->ends[*nends - 1] != last)
+        pc->ends[(*nends)++] = (int16_t)last;
+}
+
 /* The walk, written once over a layout; instantiated below for each known version with a
  * constant layout so the compiler turns every offset into an immediate (the walk runs for
  * every frame of every allocation). Fills `pc`: the tokens (the thread's chain), where each run
@@ -431,8 +438,8 @@ static inline __attribute__((always_inline)) int walk(const struct py_layout *la
         if (shim) {
             /* C called into the interpreter here: the frames above were one run of the
              * evaluation loop. */
-            if (n > 0 && n <= max && (nends == 0 || pc->ends[nends - 1] != n - 1))
-                pc->ends[nends++] = (int16_t)(n - 1);
+            if (n > 0 && n <= max)
+                end_run(pc, &nends, n - 1);
             if (lay->minor >= 13) {
                 pc->runs++;
                 pc->outer = (uintptr_t)f;
@@ -448,8 +455,8 @@ static inline __attribute__((always_inline)) int walk(const struct py_layout *la
         if (++steps > WALK_LIMIT)
             break;
     }
-    if (n > 0 && (nends == 0 || pc->ends[nends - 1] != n - 1))
-        pc->ends[nends++] = (int16_t)(n - 1);
+    if (n > 0)
+        end_run(pc, &nends, n - 1);
     pc->nends = nends;
     return n;
 }
@@ -479,7 +486,7 @@ static int walk_any(const struct py_walk_env *env, const void *tstate, int max,
     return walk(env->lay, env, tstate, max, pc);
 }
 
-/* The tokens and run ends of a capture as two arrays (the unit tests' form). */
+/* The tokens and run ends of a walk as two arrays (the unit tests' form). */
 static int unpack(const struct py_capture *pc, int n, uint64_t *tokens, bool *group_end)
 {
     if (n <= 0)
@@ -527,13 +534,6 @@ static void capture(struct py_capture *pc, int max)
     pc->tstate = ts;
 }
 
-int pyframes_capture(uint64_t *tokens, bool *group_end, int max)
-{
-    struct py_capture pc;
-    capture(&pc, max);
-    return unpack(&pc, pc.np, tokens, group_end);
-}
-
 void pyframes_describe(uint64_t token, const char **file, const char **function, int *line)
 {
     uint32_t m = (1u << VW_PY_STR_BITS) - 1;
@@ -542,9 +542,15 @@ void pyframes_describe(uint64_t token, const char **file, const char **function,
     *line = (int)(token & ((1ull << VW_PY_LINE_BITS) - 1));
 }
 
+/* A return address inside the evaluation loop, [lo, lo + span): the call is one byte back. */
+static inline bool in_eval(uint64_t ip, uintptr_t lo, uintptr_t span)
+{
+    return ip - 1 - lo < span;
+}
+
 static inline bool is_eval(uint64_t ip)
 {
-    return ip - 1 - py.eval_lo < py.eval_hi - py.eval_lo;
+    return in_eval(ip, py.eval_lo, py.eval_hi - py.eval_lo);
 }
 
 /* One chain from native frames (`nat`, then `tail`) and the capture's Python frames
@@ -562,7 +568,7 @@ static int merge(const struct py_capture *restrict pc, const uint64_t *restrict 
     const bool fits = nn + nt + np <= cap;
     for (int i = 0; i < nn && (fits || k < cap); i++) {
         uint64_t ip = nat[i];
-        if (ip - 1 - lo < span) {
+        if (in_eval(ip, lo, span)) {
             ne++;
             if (pi < np) {
                 /* This run of the evaluation loop was executing these Python frames: up to and
@@ -600,7 +606,7 @@ void pyframes_begin(struct py_capture *pc, int native_max)
     pc->want = native_max;
     pc->partial = false;
     pc->check = false;
-    capture(pc, native_max > 0 ? native_max : VW_PY_DEFAULT_DEPTH);
+    capture(pc, pyframes_depth(native_max));
     const void *ts = pc->tstate;
     if (native_max <= 0 || pc->runs <= 0 || !self)
         return;

@@ -48,17 +48,25 @@ static inline bool pyframes_enabled(void)
     return __atomic_load_n(&pyframes_on, __ATOMIC_ACQUIRE);
 }
 
-/* The calling thread's Python frames, innermost first, as tokens, at most `max`. `group_end`
- * receives, for each token, whether it is the last frame of one run of the interpreter's C
- * evaluation loop (so native eval-loop frames can be replaced by their Python frames). */
-int pyframes_capture(uint64_t *tokens, bool *group_end, int max);
-
 /* The strings of a token: file, function (qualified from 3.11) and line. NULL when unknown. */
 void pyframes_describe(uint64_t token, const char **file, const char **function, int *line);
 
 /* Python frames kept per call site: VRAMWATCH_STACK_DEPTH, or 32 when native stacks are off. */
 #define VW_PY_DEFAULT_DEPTH 32
 #define VW_PY_MERGE_MAX 128
+static inline int pyframes_depth(int native_depth)
+{
+    return native_depth > 0 ? native_depth : VW_PY_DEFAULT_DEPTH;
+}
+
+/* The longest chain a call site can have: its native frames (`native_depth`) and, with Python
+ * frames asked for, its Python frames; at least 1, at most VW_MAX_FRAMES. What a copy of every
+ * site's frames makes room for. */
+static inline int pyframes_chain_max(int native_depth, bool python)
+{
+    int n = (native_depth > 0 ? native_depth : 0) + (python ? pyframes_depth(native_depth) : 0);
+    return n < 1 ? 1 : n > VW_MAX_FRAMES ? VW_MAX_FRAMES : n;
+}
 
 /* One capture, in two halves around the native walk (stack.h). pyframes_begin walks the
  * thread's Python frames and says how many native frames to ask for in `want`: `native_max`,

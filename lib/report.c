@@ -638,16 +638,10 @@ static int by_live(const void *a, const void *b)
 static int write_callsites(struct jsonw *w, int nlive)
 {
     uint32_t n = snap.ncallsites;
-    int depth = vw_opt.stack_depth;
-    /* Room for the longest chain a site can have: its native frames (up to `depth`) and, with
-     * Python frames asked for, its Python frames (as many again, or VW_PY_DEFAULT_DEPTH with native
-     * stacks off). The copy cuts whatever does not fit, so `depth` alone cut the chains of the
-     * sites listed last. */
-    uint32_t per = (uint32_t)(depth > 0 ? depth : 0);
-    if (vw_opt.python) /* asked for, whether or not they are on now */
-        per += (uint32_t)(depth > 0 ? depth : VW_PY_DEFAULT_DEPTH);
-    per = per < 1 ? 1 : per > VW_MAX_FRAMES ? VW_MAX_FRAMES : per;
-    uint32_t fcap = n * per;
+    /* Room for the longest chain a site can have (with Python frames, longer than the stack
+     * depth: the copy cuts whatever does not fit, and the depth alone cut the chains of the sites
+     * listed last). Python frames asked for, whether or not they are on now. */
+    uint32_t fcap = n * (uint32_t)pyframes_chain_max(vw_opt.stack_depth, vw_opt.python);
     struct core_callsite *cs = malloc(sizeof(*cs) * (n ? n : 1));
     uint64_t *fr = malloc(sizeof(*fr) * (fcap ? fcap : 1));
     uint32_t *order = malloc(sizeof(*order) * (n ? n : 1));

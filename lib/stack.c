@@ -107,7 +107,6 @@ int stack_capture_all(uint64_t *out, int native_max)
         return stack_walk_with(step_walk, out, native_max);
     uint64_t nat[VW_MAX_FRAMES];
     int nn = stack_walk_with(step_walk, nat, native_max);
-    return pyframes_merge(nat, nn, out, VW_MAX_FRAMES,
-                          native_max > 0 ? native_max : VW_PY_DEFAULT_DEPTH);
+    return pyframes_merge(nat, nn, out, VW_MAX_FRAMES, pyframes_depth(native_max));
 }
 #endif
