@@ -134,17 +134,21 @@ void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bo
 extern bool vw_alloc_rare;
 void vw_record_rare(uint64_t now);
 
-/* vw_record_alloc for an allocation that went through with no limit in the way: the common
- * path, inline in each shim, so it makes one call into the core. */
+/* An allocation that went through, recorded: inline in each shim for the common path (no limit
+ * in the way, `crossing` a constant false), so it makes one call into the core; vw_record_alloc
+ * uses it for every other allocation that went through. */
 static inline void vw_record_ok(const struct vw_call *c, const char *api, enum core_kind kind,
-                                uint64_t key, uint64_t size, int device)
+                                uint64_t key, uint64_t size, int device, bool crossing)
 {
     uint64_t now = vw_now_ns();
     if (device == VW_DEV_UNKNOWN && kind != CORE_HOST)
         device = vw_current_device();
     /* A zero-byte request that succeeds hands out nothing (cudaMalloc returns NULL). */
     if (VW_LIKELY(size != 0)) {
-        core_alloc(kind, key, size, device, api, core_callsite(c->frames, c->nframes), now);
+        uint32_t site = core_callsite(c->frames, c->nframes);
+        core_alloc(kind, key, size, device, api, site, now);
+        if (VW_UNLIKELY(crossing))
+            core_limit_crossing(device, api, size, site, now);
         /* Both flags read, one branch (`|`, not `||`). */
         if (VW_UNLIKELY((int)__atomic_load_n(&vw_alloc_rare, __ATOMIC_RELAXED) |
                         (int)__atomic_load_n(&core_report_stale, __ATOMIC_RELAXED)))

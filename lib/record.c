@@ -33,10 +33,15 @@ static void register_exit(void)
     }
 }
 
-/* After an allocation that went through: the status file's figures, and the report on disk
- * when a retry has just rescued the failure it describes. */
-static void after_alloc(uint64_t now)
+/* After an allocation that went through, what vw_record_ok's one test found to do: the exit
+ * handler, the status file's figures, and the report on disk when a retry has just rescued the
+ * failure it describes. */
+void vw_record_rare(uint64_t now)
 {
+    register_exit();
+    /* The status file is opened at set-up, before any allocation is recorded, and only a forked
+     * child closes it: once the handler is registered, whether it is open is all that is left. */
+    __atomic_store_n(&vw_alloc_rare, vw_status_fd >= 0, __ATOMIC_RELAXED);
     if (VW_UNLIKELY(vw_status_fd >= 0))
         vw_status_update(now, false, false);
     if (VW_UNLIKELY(core_take_report_stale())) {
@@ -46,15 +51,6 @@ static void after_alloc(uint64_t now)
         core_pressure(&finals, &flushes);
         vw_write_report(finals ? "oom" : "pressure");
     }
-}
-
-void vw_record_rare(uint64_t now)
-{
-    register_exit();
-    /* The status file is opened at set-up, before any allocation is recorded, and only a forked
-     * child closes it: once the handler is registered, whether it is open is all that is left. */
-    __atomic_store_n(&vw_alloc_rare, vw_status_fd >= 0, __ATOMIC_RELAXED);
-    after_alloc(now);
 }
 
 /* The driver's free memory of `device` at a failure, measured for the timeline and turned into
@@ -74,24 +70,15 @@ static int64_t query_free(int device)
 void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool ok, int err,
                      bool runtime, uint64_t key, uint64_t size, int device, bool crossing)
 {
+    if (ok) {
+        vw_record_ok(c, api, kind, key, size, device, crossing);
+        return;
+    }
     uint64_t now = vw_now_ns();
     if (device == VW_DEV_UNKNOWN && kind != CORE_HOST)
         device = vw_current_device();
-    /* A zero-byte request that succeeds hands out nothing (cudaMalloc returns NULL). */
-    if (ok && size == 0) {
-        vw_leave();
-        return;
-    }
     uint32_t site = core_callsite(c->frames, c->nframes);
     register_exit();
-    if (ok) {
-        core_alloc(kind, key, size, device, api, site, now);
-        if (crossing)
-            core_limit_crossing(device, api, size, site, now);
-        after_alloc(now);
-        vw_leave();
-        return;
-    }
     bool oom = err == 2; /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY are both 2 */
     const char *name = runtime ? vw_runtime_error_name(err) : vw_driver_error_name(err);
     int64_t free_bytes = kind == CORE_HOST ? -1 : query_free(device);

@@ -54,7 +54,7 @@
         ret r = real args;                                                                      \
         ok = r == success;                                                                      \
         if (VW_LIKELY(ok && lim == VW_LIMIT_OK)) {                                              \
-            vw_record_ok(&c, #name, kind, (key), (size), dev);                                  \
+            vw_record_ok(&c, #name, kind, (key), (size), dev, false);                           \
             return r;                                                                           \
         }                                                                                       \
         vw_record_alloc(&c, #name, kind, ok, (int)r, runtime, ok ? (key) : 0, (size), dev,      \
