@@ -52,11 +52,24 @@ static enum advice_tri fits_of(const struct advice *a, int64_t batch, int64_t im
     return ADVICE_TRI_NULL;
 }
 
-static void set_command(struct advice_rec *x, const struct model_report *r,
-                        const struct cmdline_flag *f, int64_t v)
+/* The recommendation is flag `f` set to `v`: the value, and the job's command line with it. */
+static void set_value(struct advice_rec *x, const struct advice *a, const struct cmdline_flag *f,
+                      int64_t v)
 {
-    x->command = cmdline_with_value(r->process.argv, r->process.argc, f, v);
-    x->command_n = r->process.argc;
+    x->flag = f->name;
+    x->value = v;
+    x->has_value = true;
+    x->command = cmdline_with_value(a->r->process.argv, a->r->process.argc, f, v);
+    x->command_n = a->r->process.argc;
+}
+
+/* The model's prediction at (batch, image) and whether that fits. */
+static void set_predicted(struct advice_rec *x, const struct advice *a, int64_t batch,
+                          int64_t image)
+{
+    x->predicted = memmodel_predict(&a->m, batch, image);
+    x->has_predicted = true;
+    x->fits = fits_of(a, batch, image);
 }
 
 static void add_argv_note(struct strbuf *b, char **argv, size_t n)
@@ -191,10 +204,7 @@ static bool advise_autobatch(struct advice *a)
         if (a->obs[i].batch.found || !a->obs[i].batch.autobatch)
             return false;
     struct advice_rec *x = add_rec(a, "batch");
-    x->flag = o->batch.name;
-    x->value = 16;
-    x->has_value = true;
-    set_command(x, a->r, &o->batch, x->value);
+    set_value(x, a, &o->batch, 16);
     x->fits = ADVICE_TRI_NULL;
     sb_add(&x->note,
            "AutoBatch chose the batch inside the job (it profiles training alone, aims at ");
@@ -255,10 +265,7 @@ static void advise_batch_and_image(struct advice *a)
         if (by_bound < 1 && o->static_level >= 0)
             a->no_batch_fits = true;
         struct advice_rec *x = add_rec(a, "batch");
-        x->flag = o->batch.name;
-        x->value = job_batch(a, next);
-        x->has_value = true;
-        set_command(x, a->r, &o->batch, x->value);
+        set_value(x, a, &o->batch, job_batch(a, next));
         double lower = memmodel_predict(m, x->value, cur_img);
         x->fits = lower > (double)a->capacity ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
         sb_add(&x->note,
@@ -274,13 +281,8 @@ static void advise_batch_and_image(struct advice *a)
     int64_t best_b = job_batch(a, largest);
     if (best_b >= 1) {
         struct advice_rec *x = add_rec(a, "batch");
-        x->flag = o->batch.name;
-        x->value = best_b;
-        x->has_value = true;
-        set_command(x, a->r, &o->batch, best_b);
-        x->predicted = memmodel_predict(m, best_b, cur_img);
-        x->has_predicted = true;
-        x->fits = fits_of(a, best_b, cur_img);
+        set_value(x, a, &o->batch, best_b);
+        set_predicted(x, a, best_b, cur_img);
         sb_printf(&x->note, "the largest batch whose predicted need stays within %.0f%% headroom",
                   a->headroom);
         note_job_rounding(a, x, largest);
@@ -315,13 +317,8 @@ static void advise_batch_and_image(struct advice *a)
         int64_t img = largest_image(a, at_b, cur_img);
         if (img >= 32 && img < cur_img) {
             struct advice_rec *x = add_rec(a, "image_size");
-            x->flag = o->image.name;
-            x->value = img;
-            x->has_value = true;
-            set_command(x, a->r, &o->image, img);
-            x->predicted = memmodel_predict(m, at_b, img);
-            x->has_predicted = true;
-            x->fits = fits_of(a, at_b, img);
+            set_value(x, a, &o->image, img);
+            set_predicted(x, a, at_b, img);
             sb_printf(&x->note,
                       "the largest multiple of 32 that fits at batch %" PRId64
                       "; a smaller image changes what the model sees, and can cost accuracy",
@@ -951,13 +948,8 @@ static void advise_other_processes(struct advice *a)
     int64_t img = a->o->image.found ? a->o->image.value : 0;
     int64_t b = a->o->batch.found && a->m.basis != MEMMODEL_BOUND ? largest_batch(a, img) : 0;
     if (b >= 1) {
-        x->flag = a->o->batch.name;
-        x->value = b;
-        x->has_value = true;
-        set_command(x, a->r, &a->o->batch, b);
-        x->predicted = memmodel_predict(&a->m, b, img);
-        x->has_predicted = true;
-        x->fits = fits_of(a, b, img);
+        set_value(x, a, &a->o->batch, b);
+        set_predicted(x, a, b, img);
         sb_printf(&x->note,
                   "; with them stopped (or on another GPU, CUDA_VISIBLE_DEVICES), batch %" PRId64
                   " fits",
