@@ -27,9 +27,7 @@ import sys
 import tempfile
 
 # The cli runner's helpers: one environment and one error check for every cli test.
-from run_cli_tests import Failed, base_env, check, one_line_error
-
-SKIP = 77
+from run_cli_tests import SKIP, Failed, base_env, check, one_line_error, run_group
 
 
 def run(opts, args, env=None, cwd=None):
@@ -212,15 +210,7 @@ def main():
     opts = ap.parse_args()
     opts.vramwatch = os.path.abspath(opts.vramwatch)
     opts.child = os.path.abspath(opts.child)
-    try:
-        status = GROUPS[opts.group](opts)
-    except Failed as e:
-        print("FAIL:", e)
-        return 1
-    if status == SKIP:
-        return SKIP
-    print("ok:", opts.group)
-    return 0
+    return run_group(GROUPS, opts)
 
 
 if __name__ == "__main__":

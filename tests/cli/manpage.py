@@ -24,16 +24,8 @@ import subprocess
 import sys
 import tempfile
 
-SKIP = 77
-
-
-class Failed(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failed(what)
+# The cli runner's exit status for a skip, failure and check.
+from run_cli_tests import SKIP, Failed, check
 
 
 def env():

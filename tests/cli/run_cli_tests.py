@@ -1043,6 +1043,26 @@ GROUPS = {"golden": group_golden, "malformed": group_malformed, "json": group_js
           "outputs": group_outputs, "inputs": group_inputs, "values": group_values}
 
 
+def run_group(groups, opts):
+    """Runs opts.group of `groups`, the protocol of every cli runner: 1 on a failure (its line
+    first), 77 when the group could not run here or some of its checks could not (listed in
+    opts.not_checked, said on stderr), else 0 with "ok: GROUP"."""
+    not_checked = getattr(opts, "not_checked", [])
+    try:
+        status = groups[opts.group](opts)
+    except Failed as e:
+        print("FAIL:", e)
+        return 1
+    if status == SKIP:
+        return SKIP
+    if not_checked:
+        print("%s: skipped (exit 77), not a pass: %d check(s) could not run here; every other one passed"
+              % (opts.group, len(not_checked)), file=sys.stderr)
+        return SKIP
+    print("ok:", opts.group)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vramwatch", required=True)
@@ -1059,19 +1079,7 @@ def main():
     opts.vramwatch = os.path.abspath(opts.vramwatch)
     if opts.child:
         opts.child = os.path.abspath(opts.child)
-    try:
-        status = GROUPS[opts.group](opts)
-    except Failed as e:
-        print("FAIL:", e)
-        return 1
-    if status == SKIP:
-        return SKIP
-    if opts.not_checked:
-        print("%s: skipped (exit 77), not a pass: %d check(s) could not run here; every other one passed"
-              % (opts.group, len(opts.not_checked)), file=sys.stderr)
-        return SKIP
-    print("ok:", opts.group)
-    return 0
+    return run_group(GROUPS, opts)
 
 
 if __name__ == "__main__":

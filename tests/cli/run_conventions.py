@@ -4,7 +4,7 @@ status 0 done, 1 done and the report shows a run that did not fit, 2 bad usage o
 input; colour by --color=auto|always|never, where auto colours a terminal only, NO_COLOR set to a
 non-empty value turns it off and an empty NO_COLOR does not.
 
-Usage: run_conventions.py --vramwatch EXE --data DIR [--child EXE --stub SO] GROUP
+Usage: run_conventions.py --vramwatch EXE --data DIR GROUP
 GROUP: exit, colour, grammar (advise's and report's options read with getopt_long and the
 shared size grammar; run --limit against the library's own reading is tests/cli/grammar.py)
 """
@@ -14,6 +14,9 @@ import os
 import pty
 import subprocess
 import sys
+
+# The cli runner's failure, check and group protocol.
+from run_cli_tests import check, run_group
 
 ADVISE_DATA = os.path.join("..", "..", "advise", "data")
 
@@ -35,15 +38,6 @@ EXIT = [
     (["report", "no-such-file.json"], 2, "unreadable input"),
     (["advise", "--bogus", "oom-pytorch.json"], 2, "bad usage"),
 ]
-
-
-class Failed(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failed(what)
 
 
 def env(extra=None, drop=()):
@@ -170,16 +164,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vramwatch", required=True)
     ap.add_argument("--data", required=True)
-    ap.add_argument("group", choices=["exit", "colour", "grammar"])
+    groups = {"exit": group_exit, "colour": group_colour, "grammar": group_grammar}
+    ap.add_argument("group", choices=sorted(groups))
     opts = ap.parse_args()
     opts.vramwatch = os.path.abspath(opts.vramwatch)
-    try:
-        {"exit": group_exit, "colour": group_colour, "grammar": group_grammar}[opts.group](opts)
-    except Failed as e:
-        print("FAIL: %s" % e, file=sys.stderr)
-        return 1
-    print("ok: " + opts.group)
-    return 0
+    return run_group(groups, opts)
 
 
 if __name__ == "__main__":
