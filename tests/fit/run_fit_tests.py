@@ -320,6 +320,26 @@ def trial_processes(tmp):
     return left
 
 
+def wait_for_trial(proc, tmp, n, within=60):
+    """True once trial n's status file is there (it runs); False when fit ended or `within`
+    seconds passed first."""
+    start = time.monotonic()
+    while time.monotonic() - start < within and proc.poll() is None:
+        if glob.glob(os.path.join(tmp, "vramwatch-fit-*", "trial-%d-*" % n, "status")):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def finish(proc, within=30):
+    """(stdout, stderr) of proc once it ends, killed if it has not within `within` seconds."""
+    try:
+        return proc.communicate(timeout=within)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()
+
+
 def group_live(o, env, tmp, vw, need_of, job):
     """Progress while a trial runs, a fit interrupted by SIGINT or SIGTERM, the JSON's fields."""
     # 6 GiB fixed and 2 GiB per image on a 16 GiB card less 10%: 1 to 3 fit, 4 does not.
@@ -407,19 +427,10 @@ def group_live(o, env, tmp, vw, need_of, job):
     # ---- into a pipe, with --json: SIGTERM once the second trial's status file is there ----
     proc = subprocess.Popen([o.vramwatch, "fit", "--json", "--limit", "16GiB", "--"] + cmd, env=env, cwd=tmp,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    start = time.monotonic()
-    sent = False
-    while time.monotonic() - start < 60 and proc.poll() is None:
-        if glob.glob(os.path.join(tmp, "vramwatch-fit-*", "trial-2-*", "status")):
-            proc.send_signal(signal.SIGTERM)
-            sent = True
-            break
-        time.sleep(0.05)
-    try:
-        out, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
+    sent = wait_for_trial(proc, tmp, 2)
+    if sent:
+        proc.send_signal(signal.SIGTERM)
+    out, err = finish(proc)
     sys.stderr.write(err.decode())
     check(sent, "SIGTERM: sent while trial 2 ran")
     check(proc.returncode == 143, "SIGTERM: exit 143 (exit %r)" % proc.returncode)
@@ -444,21 +455,13 @@ def group_live(o, env, tmp, vw, need_of, job):
     proc = subprocess.Popen([o.vramwatch, "fit", "--limit", "16GiB", "--settle", "100", "--flag", "--bs", "--",
                              o.python, stubborn, "--bs", "4"], env=env, cwd=tmp,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    start = time.monotonic()
-    while time.monotonic() - start < 60 and proc.poll() is None:
-        if glob.glob(os.path.join(tmp, "vramwatch-fit-*", "trial-1-*", "status")):
-            break
-        time.sleep(0.05)
+    wait_for_trial(proc, tmp, 1)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.5)
     in_grace = proc.poll() is None
     proc.send_signal(signal.SIGINT)
     second = time.monotonic()
-    try:
-        out, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
+    out, err = finish(proc)
     took = time.monotonic() - second
     sys.stderr.write(err.decode())
     check(in_grace, "stubborn trial: fit waits for it after the first SIGINT")
@@ -499,17 +502,9 @@ def group_schema(o, env, tmp, vw, need_of, job):
     proc = subprocess.Popen([o.vramwatch, "fit", "--json", "--settle", "100", "--flag", "--bs", "--", o.python,
                              fake, "--bs", "4"], env=env, cwd=tmp, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    start = time.monotonic()
-    while time.monotonic() - start < 60 and proc.poll() is None:
-        if glob.glob(os.path.join(tmp, "vramwatch-fit-*", "trial-1-*", "status")):
-            break
-        time.sleep(0.05)
+    wait_for_trial(proc, tmp, 1)
     proc.send_signal(signal.SIGTERM)
-    try:
-        out, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
+    out, err = finish(proc)
     if check(proc.returncode == 143, "interrupted search: exit 143 (exit %r): %r" % (proc.returncode, err)):
         doc = json.loads(out)
         valid(doc, "interrupted search")
