@@ -57,6 +57,8 @@ static struct driver {
     PFN_cuMemPoolGetAttribute_v11020 memPoolGetAttribute;
     PFN_cuMemPoolSetAttribute_v11020 memPoolSetAttribute;
     PFN_cuMemPoolTrimTo_v11020 memPoolTrimTo;
+    PFN_cuMemGetAddressRange_v3020 memGetAddressRange;
+    PFN_cuDeviceGetPCIBusId_v4010 deviceGetPCIBusId;
 } drv;
 
 #define WANT(name, version, ptsz, field)                    \
@@ -107,6 +109,8 @@ static const struct {
     WANT("cuMemPoolGetAttribute", 11020, 0, memPoolGetAttribute),
     WANT("cuMemPoolSetAttribute", 11020, 0, memPoolSetAttribute),
     WANT("cuMemPoolTrimTo", 11020, 0, memPoolTrimTo),
+    WANT("cuMemGetAddressRange", 3020, 0, memGetAddressRange),
+    WANT("cuDeviceGetPCIBusId", 4010, 0, deviceGetPCIBusId),
 };
 
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
@@ -237,6 +241,35 @@ EXPORT cudaError_t cudaPeekAtLastError(void)
 /* ---------------------------------------------------------------------------------------- */
 /* Finding the driver                                                                       */
 
+/*
+ * cuDNN is not emulated (docs/simgpu.md, "cuDNN"): its graph API hands back engine lists,
+ * plans and workspace sizes that only the real heuristics know. So when the process is
+ * PyTorch, the simulated runtime turns PyTorch's cuDNN switch off at its first CUDA call, as
+ * `torch.backends.cudnn.enabled = False` would, and convolutions take PyTorch's own kernels.
+ * SIMGPU_CUDNN=on leaves the switch alone. libtorch_cpu is loaded with RTLD_LOCAL, so its
+ * symbols are found through its own handle; the two are at::globalContext() and
+ * at::Context::setUserEnabledCuDNN(bool), stable across PyTorch 2.x.
+ */
+static void torch_cudnn_policy(void)
+{
+    const char *v = getenv("SIMGPU_CUDNN");
+    if (v && strcmp(v, "on") == 0)
+        return;
+    void *h = dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return;
+    void *get = dlsym(h, "_ZN2at13globalContextEv");
+    void *set = dlsym(h, "_ZN2at7Context19setUserEnabledCuDNNEb");
+    if (get && set) {
+        void *(*global_context)(void);
+        void (*set_enabled)(void *, _Bool);
+        memcpy(&global_context, &get, sizeof get);
+        memcpy(&set_enabled, &set, sizeof set);
+        set_enabled(global_context(), 0);
+    }
+    dlclose(h);
+}
+
 static void rt_load(void)
 {
     PFN_cuGetProcAddress_v12000 lookup;
@@ -295,6 +328,8 @@ static void rt_load(void)
     r = drv.init(0);
     if (r == CUDA_SUCCESS)
         r = drv.deviceGetCount(&rt_device_count);
+    if (r == CUDA_SUCCESS)
+        torch_cudnn_policy();
     if (r == CUDA_SUCCESS && rt_device_count > RT_MAX_DEVICES)
         rt_device_count = RT_MAX_DEVICES;
     rt_init_error = map_error(r);
@@ -390,6 +425,17 @@ EXPORT cudaError_t cudaGetDevice(int *device)
     if (!device)
         return ret(cudaErrorInvalidValue);
     *device = tls_device;
+    /* A new thread asking first (PyTorch's autograd threads do, and then skip cudaSetDevice
+     * when the answer is already their device) gets the device's primary context made current
+     * if the process has one, so later driver calls on this thread find a context, as they do
+     * on a real card; no context is created here. */
+    if (tls_bound_plus1 != tls_device + 1) {
+        pthread_mutex_lock(&rt_lock);
+        CUcontext ctx = rt_primary[tls_device];
+        pthread_mutex_unlock(&rt_lock);
+        if (ctx && drv.ctxSetCurrent(ctx) == CUDA_SUCCESS)
+            tls_bound_plus1 = tls_device + 1;
+    }
     return cudaSuccess;
 }
 
@@ -837,6 +883,129 @@ EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKee
     if (e != cudaSuccess)
         return ret(e);
     return ret_cu(drv.memPoolTrimTo((CUmemoryPool)memPool, minBytesToKeep));
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* What a framework's step calls besides allocations: attributes, copies, sets              */
+
+EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr a, int device)
+{
+    CUdevice d;
+    CUresult r;
+    cudaError_t e = need_driver();
+    if (e != cudaSuccess)
+        return ret(e);
+    if (!value)
+        return ret(cudaErrorInvalidValue);
+    if ((r = drv.deviceGet(&d, device)) != CUDA_SUCCESS)
+        return ret_cu(r);
+    /* The runtime's attribute numbers are the driver's. */
+    return ret_cu(drv.deviceGetAttribute(value, (CUdevice_attribute)a, d));
+}
+
+EXPORT cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
+{
+    CUdevice d;
+    CUresult r;
+    cudaError_t e = need_driver();
+    if (e != cudaSuccess)
+        return ret(e);
+    if ((r = drv.deviceGet(&d, device)) != CUDA_SUCCESS)
+        return ret_cu(r);
+    return ret_cu(drv.deviceGetPCIBusId(pciBusId, len, d));
+}
+
+/* Device memory is only accounted: a pointer the driver knows (device, pool, VMM or managed
+ * allocation) has no host bytes behind it that a copy could use. */
+static int on_device(const void *p)
+{
+    return p && drv.memGetAddressRange(NULL, NULL, dptr_of(p)) == CUDA_SUCCESS;
+}
+
+/* A copy as the simulated card can do it: host to host copies, a copy into host memory from
+ * the device writes zeros (no kernel ever ran, so zeros are what the device would hold after
+ * a memset), anything into the device is dropped. */
+static cudaError_t copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
+{
+    cudaError_t e = need_context();
+    if (e != cudaSuccess)
+        return ret(e);
+    if (n == 0)
+        return cudaSuccess;
+    if (!dst || !src || (unsigned)kind > cudaMemcpyDefault)
+        return ret(cudaErrorInvalidValue);
+    int dst_dev = on_device(dst), src_dev = on_device(src);
+    if (dst_dev)
+        return cudaSuccess;
+    if (src_dev)
+        memset(dst, 0, n);
+    else
+        memmove(dst, src, n);
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+    return copy(dst, src, count, kind);
+}
+
+EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+                                   enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    (void)stream;
+    return copy(dst, src, count, kind);
+}
+
+EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                     size_t width, size_t height, enum cudaMemcpyKind kind,
+                                     cudaStream_t stream)
+{
+    (void)stream;
+    if (width > dpitch || width > spitch)
+        return ret(cudaErrorInvalidPitchValue);
+    for (size_t row = 0; row < height; row++) {
+        cudaError_t e = copy((char *)dst + row * dpitch, (const char *)src + row * spitch, width,
+                             kind);
+        if (e != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
+                                       size_t count, cudaStream_t stream)
+{
+    (void)dstDevice;
+    (void)srcDevice;
+    (void)stream;
+    return copy(dst, src, count, cudaMemcpyDeviceToDevice);
+}
+
+EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
+{
+    (void)stream;
+    return cudaMemset(devPtr, value, count);
+}
+
+EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
+                                            const void *ptr)
+{
+    cudaError_t e = need_context();
+    if (e != cudaSuccess)
+        return ret(e);
+    if (!attributes)
+        return ret(cudaErrorInvalidValue);
+    memset(attributes, 0, sizeof *attributes);
+    if (on_device(ptr)) {
+        attributes->type = cudaMemoryTypeDevice;
+        attributes->device = tls_device;
+        attributes->devicePointer = (void *)ptr;
+    } else {
+        attributes->type = cudaMemoryTypeUnregistered;
+        attributes->device = -2;
+        attributes->hostPointer = (void *)ptr;
+    }
+    return cudaSuccess;
 }
 
 /* ---------------------------------------------------------------------------------------- */
