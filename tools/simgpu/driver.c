@@ -383,6 +383,15 @@ static void sync_pools(void)
 /* ---------------------------------------------------------------------------------------- */
 /* Releasing an allocation of any kind                                                      */
 
+/* Gives back the whole pages of [addr, addr + len): they read as zeros again and hold no RAM. */
+static void drop_pages(uint64_t addr, uint64_t len)
+{
+    const uint64_t page = 4096;
+    uint64_t start = (addr + page - 1) & ~(page - 1), end = (addr + len) & ~(page - 1);
+    if (end > start)
+        (void)madvise((void *)(uintptr_t)start, end - start, MADV_DONTNEED);
+}
+
 static void rec_release(struct rec *r)
 {
     struct sim_device *d = &g.dev[r->device];
@@ -390,6 +399,7 @@ static void rec_release(struct rec *r)
     HASH_DEL(g.recs, r);
     switch (r->kind) {
     case REC_DEVICE:
+        drop_pages(r->addr, r->len);
         ra_free(&d->ra, r->addr, r->len);
         break;
     case REC_MANAGED:
@@ -460,10 +470,13 @@ static CUresult do_init(unsigned int flags)
         d->ctx_bytes = g.cfg.context_bytes[i];
         d->other_bytes = g.cfg.other_bytes[i];
         d->ctx.device = i;
-        /* Address space only: device pointers can never alias real host memory, and nothing is
-         * committed because they are never dereferenced. */
-        d->map = mmap(NULL, d->capacity, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-                      0);
+        /* A range of its own, so device pointers never alias other host memory. Readable and
+         * writable but reserved on demand: only the bytes that copies, memsets and the stand-in
+         * collectives write are ever committed (kernels never run), and a framework reads back
+         * what it wrote, as its consistency checks expect (DDP compares every rank's parameter
+         * shapes through a device buffer). Released allocations give their pages back. */
+        d->map = mmap(NULL, d->capacity, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (d->map == MAP_FAILED) {
             fprintf(stderr,
                     "simgpu: cannot reserve %llu bytes of address space for device %d: %s\n",
@@ -493,7 +506,8 @@ static CUresult do_init(unsigned int flags)
     uint64_t va = total > SIM_VA_MAX / 4 ? SIM_VA_MAX : total * 4;
     if (va < SIM_VA_MIN)
         va = SIM_VA_MIN;
-    g.va_map = mmap(NULL, va, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    g.va_map = mmap(NULL, va, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                    -1, 0);
     if (g.va_map == MAP_FAILED) {
         fprintf(stderr, "simgpu: cannot reserve %llu bytes of address space for VMM: %s\n",
                 (unsigned long long)va, strerror(errno));
@@ -1235,17 +1249,34 @@ EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdev
     API(1, do_address_range(pbase, psize, dptr));
 }
 
-/* Checks the range; writes only where there is host memory behind it (managed). */
+/* Sets the bytes, device memory included (see the device range's mmap). Zeros over whole
+ * pages are given back rather than written, so clearing a large buffer commits no RAM. */
+static void set_bytes(CUdeviceptr dst, unsigned char uc, size_t n)
+{
+    const uint64_t page = 4096;
+    uint64_t start = (dst + page - 1) & ~(page - 1), end = (dst + n) & ~(page - 1);
+    if (uc != 0 || end <= start || end - start < (1u << 20)) {
+        memset((void *)(uintptr_t)dst, uc, n);
+        return;
+    }
+    memset((void *)(uintptr_t)dst, 0, start - dst);
+    drop_pages(start, end - start);
+    memset((void *)(uintptr_t)end, 0, dst + n - end);
+}
+
 static CUresult do_memset8(CUdeviceptr dst, unsigned char uc, size_t n)
 {
     const struct rec *r = rec_containing(dst, n);
     if (r) {
-        if (r->kind == REC_MANAGED && n > 0)
-            memset((void *)(uintptr_t)dst, uc, n);
+        if (r->kind != REC_HOST && n > 0)
+            set_bytes(dst, uc, n);
         return CUDA_SUCCESS;
     }
-    if (mapping_containing(dst, n))
+    if (mapping_containing(dst, n)) {
+        if (n > 0)
+            set_bytes(dst, uc, n);
         return CUDA_SUCCESS;
+    }
     return CUDA_ERROR_INVALID_VALUE;
 }
 

@@ -915,16 +915,9 @@ EXPORT cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
     return ret_cu(drv.deviceGetPCIBusId(pciBusId, len, d));
 }
 
-/* Device memory is only accounted: a pointer the driver knows (device, pool, VMM or managed
- * allocation) has no host bytes behind it that a copy could use. */
-static int on_device(const void *p)
-{
-    return p && drv.memGetAddressRange(NULL, NULL, dptr_of(p)) == CUDA_SUCCESS;
-}
-
-/* A copy as the simulated card can do it: host to host copies, a copy into host memory from
- * the device writes zeros (no kernel ever ran, so zeros are what the device would hold after
- * a memset), anything into the device is dropped. */
+/* A copy as the simulated card does it: every simulated device range is host memory reserved
+ * on demand (tools/simgpu/driver.c), so a copy moves the bytes whichever way it goes. Nothing a
+ * kernel would have written is there: memory no copy or memset wrote reads as zeros. */
 static cudaError_t copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
     cudaError_t e = need_context();
@@ -934,12 +927,7 @@ static cudaError_t copy(void *dst, const void *src, size_t n, enum cudaMemcpyKin
         return cudaSuccess;
     if (!dst || !src || (unsigned)kind > cudaMemcpyDefault)
         return ret(cudaErrorInvalidValue);
-    int dst_dev = on_device(dst), src_dev = on_device(src);
-    if (dst_dev)
-        return cudaSuccess;
-    if (src_dev)
-        memset(dst, 0, n);
-    else
+    if (dst != src)
         memmove(dst, src, n);
     return cudaSuccess;
 }
@@ -996,7 +984,7 @@ EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attrib
     if (!attributes)
         return ret(cudaErrorInvalidValue);
     memset(attributes, 0, sizeof *attributes);
-    if (on_device(ptr)) {
+    if (ptr && drv.memGetAddressRange(NULL, NULL, dptr_of(ptr)) == CUDA_SUCCESS) {
         attributes->type = cudaMemoryTypeDevice;
         attributes->device = tls_device;
         attributes->devicePointer = (void *)ptr;

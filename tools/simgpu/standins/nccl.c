@@ -1,6 +1,9 @@
 /* nccl.c: the hand-written part of the simulated libnccl.so.2. Each rank's communicator knows
- * its size and rank; collectives succeed and move nothing (the long tail, generated), which is
- * what a memory question needs: every rank allocates exactly as it would, nothing is summed. */
+ * its size and rank. Collectives cross no process: each rank acts as if every other rank had
+ * sent what it sent itself, which is exact for what frameworks check through collectives (DDP
+ * compares every rank's parameter shapes with an all-gather and a broadcast) and leaves the
+ * memory untouched: every rank allocates exactly what it would on real cards. The simulated
+ * device memory holds the bytes copies write (tools/simgpu/driver.c), so these copies are real. */
 
 /* These functions are another library's API, declared in NVIDIA's headers, which the build does
  * not need: no prototype of ours to check them against. */
@@ -134,4 +137,85 @@ EXPORT const char *ncclGetLastError(struct sim_comm *comm)
 {
     (void)comm;
     return "";
+}
+
+/* ncclDataType_t: int8, uint8, int32, uint32, int64, uint64, float16, float32, float64,
+ * bfloat16, float8e4m3, float8e5m2. */
+static size_t type_size(int datatype)
+{
+    static const unsigned char sizes[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
+    return datatype >= 0 && (size_t)datatype < sizeof sizes ? sizes[datatype] : 0;
+}
+
+static int replicate(const void *send, void *recv, size_t bytes, int copies)
+{
+    for (int i = 0; i < copies; i++) {
+        char *dst = (char *)recv + (size_t)i * bytes;
+        if (bytes && dst != send)
+            memmove(dst, send, bytes);
+    }
+    return OK;
+}
+
+EXPORT int ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, int datatype,
+                         struct sim_comm *comm, void *stream)
+{
+    (void)stream;
+    size_t sz = type_size(datatype);
+    if (!comm || !sz)
+        return INVALID_ARGUMENT;
+    return replicate(sendbuff, recvbuff, sendcount * sz, comm->nranks);
+}
+
+/* Every rank contributed the same: the average, the maximum and the minimum are this rank's
+ * values, and a sum differs only in value, which nothing reads for memory. */
+EXPORT int ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, int datatype, int op,
+                         struct sim_comm *comm, void *stream)
+{
+    (void)op, (void)stream;
+    size_t sz = type_size(datatype);
+    if (!comm || !sz)
+        return INVALID_ARGUMENT;
+    return replicate(sendbuff, recvbuff, count * sz, 1);
+}
+
+EXPORT int ncclReduce(const void *sendbuff, void *recvbuff, size_t count, int datatype, int op,
+                      int root, struct sim_comm *comm, void *stream)
+{
+    (void)op, (void)stream;
+    size_t sz = type_size(datatype);
+    if (!comm || !sz)
+        return INVALID_ARGUMENT;
+    return comm->rank == root ? replicate(sendbuff, recvbuff, count * sz, 1) : OK;
+}
+
+EXPORT int ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, int datatype,
+                         int root, struct sim_comm *comm, void *stream)
+{
+    (void)root, (void)stream;
+    size_t sz = type_size(datatype);
+    if (!comm || !sz)
+        return INVALID_ARGUMENT;
+    return replicate(sendbuff, recvbuff, count * sz, 1);
+}
+
+EXPORT int ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, int datatype,
+                             int op, struct sim_comm *comm, void *stream)
+{
+    (void)op, (void)stream;
+    size_t sz = type_size(datatype);
+    if (!comm || !sz)
+        return INVALID_ARGUMENT;
+    return replicate((const char *)sendbuff + (size_t)comm->rank * recvcount * sz, recvbuff,
+                     recvcount * sz, 1);
+}
+
+EXPORT int ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, int datatype,
+                        struct sim_comm *comm, void *stream)
+{
+    (void)stream;
+    size_t sz = type_size(datatype);
+    if (!comm || !sz)
+        return INVALID_ARGUMENT;
+    return replicate(sendbuff, recvbuff, count * sz * (size_t)comm->nranks, 1);
 }
