@@ -16,7 +16,7 @@ static inline void sim_env_clear(void)
 {
     static const char *vars[] = { "SIMGPU_DEVICES",     "SIMGPU_MEMORY", "SIMGPU_CONTEXT_BYTES",
                                   "SIMGPU_OTHER_BYTES", "SIMGPU_NAME",   "SIMGPU_FAIL",
-                                  "SIMGPU_LIBCUDA" };
+                                  "SIMGPU_LIBCUDA",     "SIMGPU_CARD" };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         unsetenv(vars[i]);
 }

@@ -1,5 +1,6 @@
 /* test_core.c: unit tests of the simulator's range allocator and SIMGPU_* parsing. */
 #include <criterion/criterion.h>
+#include <strings.h>
 
 #include "alloc.h"
 #include "config.h"
@@ -329,4 +330,212 @@ Test(simgpu_config, visible_devices_by_uuid)
     simgpu_config_visible(&cfg);
     unsetenv("CUDA_VISIBLE_DEVICES");
     cr_assert_eq(cfg.devices, 0);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Named cards (cards.def, SIMGPU_CARD)                                                     */
+
+static void card_env(const char *card, const char *memory)
+{
+    sim_env(memory, NULL, NULL);
+    if (card)
+        setenv("SIMGPU_CARD", card, 1);
+}
+
+Test(simgpu_cards, table_is_consistent)
+{
+    cr_assert_geq(simgpu_ncards, 10);
+    for (int i = 0; i < simgpu_ncards; i++) {
+        const struct simgpu_card *c = &simgpu_cards[i];
+        cr_assert(c->key && *c->key && c->name && *c->name, "row %d", i);
+        cr_assert_eq(c->bytes % 512, 0, "%s: whole 512-byte units", c->key);
+        cr_assert(c->bytes >= 4 * GiB && c->bytes <= SIMGPU_MAX_MEMORY, "%s", c->key);
+        cr_assert_eq(c->bf16, c->major >= 8, "%s: bfloat16 from compute capability 8.0", c->key);
+        cr_assert(c->sms > 0 && c->mem_clock_khz > 0 && c->bus_bits > 0 && c->l2_bytes > 0 &&
+                          c->clock_khz > 0,
+                  "%s", c->key);
+        cr_assert(c->smem_optin <= c->smem_per_sm && c->threads_per_sm >= 1024 &&
+                          c->blocks_per_sm >= 16,
+                  "%s", c->key);
+        for (int j = 0; j < i; j++)
+            cr_assert(strcasecmp(c->key, simgpu_cards[j].key) != 0, "%s twice", c->key);
+    }
+}
+
+/* The first seven fields, read the way the CLI reads the table. */
+static const struct {
+    const char *key;
+    unsigned long long bytes;
+} seven[] = {
+#define CARD(key, name, bytes, major, minor, sms, bf16, ...) { key, bytes },
+#include "cards.def"
+#undef CARD
+};
+
+Test(simgpu_cards, first_seven_fields_stand_alone)
+{
+    cr_assert_eq((int)(sizeof seven / sizeof seven[0]), simgpu_ncards);
+    for (int i = 0; i < simgpu_ncards; i++) {
+        cr_assert_str_eq(seven[i].key, simgpu_cards[i].key);
+        cr_assert_eq(seven[i].bytes, simgpu_cards[i].bytes);
+    }
+}
+
+Test(simgpu_cards, lookup_ignores_case)
+{
+    const struct simgpu_card *c = simgpu_card_find("v100");
+    cr_assert_not_null(c);
+    cr_assert_str_eq(c->name, "Tesla V100-SXM2-16GB");
+    cr_assert_eq(c->bytes, 16945512448ULL);
+    cr_assert_eq(c->major, 7);
+    cr_assert_eq(c->minor, 0);
+    cr_assert_eq(c->sms, 80);
+    cr_assert_eq(c->bf16, 0);
+    cr_assert_str_eq(simgpu_card_find("a100-80gb")->name, "NVIDIA A100-SXM4-80GB");
+    cr_assert_eq(simgpu_card_find("A100")->bytes, simgpu_card_find("A100-80GB")->bytes,
+                 "A100 is the 80 GB part");
+    cr_assert_str_eq(simgpu_card_find("Rtx2080ti")->key, "RTX2080Ti");
+    cr_assert_null(simgpu_card_find("GTX480"));
+    cr_assert_null(simgpu_card_find(""));
+    cr_assert_null(simgpu_card_find("H10"), "no prefix matching");
+}
+
+Test(simgpu_cards, default_card_is_todays_device)
+{
+    const struct simgpu_card *d = &simgpu_default_card;
+    cr_assert_str_eq(d->name, "vramwatch simulated GPU");
+    cr_assert_eq(d->bytes, 16 * GiB);
+    cr_assert_eq(d->major, 9);
+    cr_assert_eq(d->minor, 0);
+    cr_assert_eq(d->sms, 132);
+    cr_assert_eq(d->l2_bytes, 50331648);
+    cr_assert_eq(d->mem_clock_khz, 2619000);
+    cr_assert_eq(d->bus_bits, 5120);
+}
+
+Test(simgpu_cards, no_card_keeps_the_default)
+{
+    struct simgpu_config cfg;
+    card_env(NULL, NULL);
+    simgpu_config_load(&cfg, NULL);
+    cr_assert_eq(cfg.card[0], &simgpu_default_card);
+    cr_assert_eq(cfg.memory[0], 16 * GiB);
+    cr_assert_str_eq(simgpu_device_name(&cfg, 0), "vramwatch simulated GPU");
+}
+
+Test(simgpu_cards, one_card_for_every_device)
+{
+    struct simgpu_config cfg;
+    card_env("t4", NULL);
+    setenv("SIMGPU_DEVICES", "2", 1);
+    simgpu_config_load(&cfg, NULL);
+    cr_assert_eq(cfg.devices, 2);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_str_eq(cfg.card[i]->key, "T4");
+        cr_assert_eq(cfg.memory[i], 15843721216ULL, "the card's capacity");
+        cr_assert_str_eq(simgpu_device_name(&cfg, i), "Tesla T4");
+    }
+    cr_assert_str_eq(cfg.name, "vramwatch simulated GPU", "SIMGPU_NAME itself is not set");
+}
+
+Test(simgpu_cards, per_device_cards)
+{
+    struct simgpu_config cfg;
+    card_env("0:V100, 1:A100-40GB", NULL);
+    simgpu_config_load(&cfg, NULL);
+    cr_assert_eq(cfg.devices, 2, "the device count follows the per-device list");
+    cr_assert_str_eq(simgpu_device_name(&cfg, 0), "Tesla V100-SXM2-16GB");
+    cr_assert_str_eq(simgpu_device_name(&cfg, 1), "NVIDIA A100-SXM4-40GB");
+    cr_assert_eq(cfg.memory[1], 42505273344ULL);
+
+    /* An entry without an index sets every device; indexed entries win. */
+    card_env("H100,1:T4", NULL);
+    setenv("SIMGPU_DEVICES", "3", 1);
+    simgpu_config_load(&cfg, NULL);
+    cr_assert_str_eq(cfg.card[0]->key, "H100");
+    cr_assert_str_eq(cfg.card[1]->key, "T4");
+    cr_assert_str_eq(cfg.card[2]->key, "H100");
+}
+
+Test(simgpu_cards, memory_overrides_the_card)
+{
+    struct simgpu_config cfg;
+    card_env("H100", "8GiB");
+    simgpu_config_load(&cfg, NULL);
+    cr_assert_eq(cfg.memory[0], 8 * GiB);
+    cr_assert_str_eq(simgpu_device_name(&cfg, 0), "NVIDIA H100 80GB HBM3");
+
+    card_env("0:V100,1:T4", "1:4GiB");
+    simgpu_config_load(&cfg, NULL);
+    cr_assert_eq(cfg.devices, 2);
+    cr_assert_eq(cfg.memory[0], 16945512448ULL, "not named in SIMGPU_MEMORY: the card's");
+    cr_assert_eq(cfg.memory[1], 4 * GiB);
+}
+
+Test(simgpu_cards, name_overrides_the_card)
+{
+    struct simgpu_config cfg;
+    card_env("A10", NULL);
+    setenv("SIMGPU_NAME", "my card", 1);
+    simgpu_config_load(&cfg, NULL);
+    cr_assert_str_eq(simgpu_device_name(&cfg, 0), "my card");
+    cr_assert_eq(cfg.card[0]->major, 8, "the rest is still the card's");
+}
+
+Test(simgpu_cards, unknown_card_warns_once_and_keeps_the_default)
+{
+    struct simgpu_config cfg;
+    card_env("0:H100,1:GTX480", NULL);
+    struct stderr_capture cap = stderr_begin();
+    simgpu_config_load(&cfg, NULL);
+    char *err = stderr_end(cap);
+    cr_assert(strncmp(err, "simgpu: SIMGPU_CARD='0:H100,1:GTX480'", 37) == 0, "got: %s", err);
+    cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "one line: %s", err);
+    for (int i = 0; i < simgpu_ncards; i++)
+        cr_assert(strstr(err, simgpu_cards[i].key) != NULL, "lists %s: %s", simgpu_cards[i].key,
+                  err);
+    free(err);
+    cr_assert_eq(cfg.devices, 1, "the whole value is ignored");
+    cr_assert_eq(cfg.card[0], &simgpu_default_card);
+    cr_assert_eq(cfg.memory[0], 16 * GiB);
+
+    /* Malformed entries are refused the same way. */
+    static const char *bad[] = { "", "0:", ":T4", "x:T4", "64:T4", "T4,,H100" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        card_env(bad[i], NULL);
+        cap = stderr_begin();
+        simgpu_config_load(&cfg, NULL);
+        err = stderr_end(cap);
+        cr_assert(strstr(err, "simgpu: SIMGPU_CARD=") != NULL, "'%s' got: %s", bad[i], err);
+        cr_assert_eq(cfg.card[0], &simgpu_default_card, "'%s'", bad[i]);
+        free(err);
+    }
+}
+
+Test(simgpu_cards, card_beyond_the_device_count)
+{
+    struct simgpu_config cfg;
+    card_env("0:T4,2:V100", NULL);
+    setenv("SIMGPU_DEVICES", "2", 1);
+    struct stderr_capture cap = stderr_begin();
+    simgpu_config_load(&cfg, NULL);
+    char *err = stderr_end(cap);
+    cr_assert_eq(cfg.devices, 2);
+    cr_assert_str_eq(cfg.card[0]->key, "T4");
+    cr_assert_eq(cfg.card[1], &simgpu_default_card);
+    cr_assert(strstr(err, "simgpu: SIMGPU_CARD names device 2") != NULL, "got: %s", err);
+    free(err);
+}
+
+Test(simgpu_cards, cards_follow_visible_devices)
+{
+    struct simgpu_config cfg;
+    card_env("0:V100,1:T4", NULL);
+    setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+    simgpu_config_load(&cfg, NULL);
+    simgpu_config_visible(&cfg);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    cr_assert_eq(cfg.devices, 1);
+    cr_assert_str_eq(simgpu_device_name(&cfg, 0), "Tesla T4");
+    cr_assert_eq(cfg.memory[0], 15843721216ULL);
 }

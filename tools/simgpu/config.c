@@ -9,6 +9,49 @@
 #include <string.h>
 #include <strings.h>
 
+/* The device of a run that names no card: what the simulator has always been, an H100/H200-like
+ * part with 16 GiB (these are the driver's default attribute values). */
+const struct simgpu_card simgpu_default_card = {
+    .name = SIMGPU_DEFAULT_NAME,
+    .bytes = SIMGPU_DEFAULT_MEMORY,
+    .major = 9,
+    .sms = 132,
+    .bf16 = 1,
+    .mem_clock_khz = 2619000,
+    .bus_bits = 5120,
+    .l2_bytes = 50331648,
+    .clock_khz = 1980000,
+    .threads_per_sm = 2048,
+    .smem_per_sm = 233472,
+    .smem_optin = 232448,
+    .blocks_per_sm = 32,
+};
+
+const struct simgpu_card simgpu_cards[] = {
+#define CARD(key, name, bytes, major, minor, sms, bf16, mclk, bus, l2, clk, tpsm, smem, optin, \
+             bpsm)                                                                             \
+    { key, name, bytes, major, minor, sms, bf16, mclk, bus, l2, clk, tpsm, smem, optin, bpsm },
+#include "cards.def"
+#undef CARD
+};
+
+const int simgpu_ncards = (int)(sizeof simgpu_cards / sizeof simgpu_cards[0]);
+
+const struct simgpu_card *simgpu_card_find(const char *key)
+{
+    for (int i = 0; key && i < simgpu_ncards; i++)
+        if (strcasecmp(simgpu_cards[i].key, key) == 0)
+            return &simgpu_cards[i];
+    return NULL;
+}
+
+const char *simgpu_device_name(const struct simgpu_config *cfg, int dev)
+{
+    if (cfg->name_set || dev < 0 || dev >= SIMGPU_MAX_DEVICES || !cfg->card[dev])
+        return cfg->name;
+    return cfg->card[dev]->name;
+}
+
 static const char *skip_space(const char *s)
 {
     while (*s && isspace((unsigned char)*s))
@@ -168,15 +211,16 @@ static void warn_bad(FILE *warn, const char *var, const char *value, const char 
     complain(warn, "simgpu: %s='%s' is not %s; using %s\n", var, value, expect, fallback);
 }
 
-static void load_sizes(FILE *warn, const char *var, uint64_t *out, uint64_t dflt, uint64_t min,
-                       uint64_t max, const char *fallback, int *highest)
+/* out[] starts as dflt[] (one default per device); the variable's entries overwrite it. */
+static void load_sizes(FILE *warn, const char *var, uint64_t *out, const uint64_t *dflt,
+                       uint64_t min, uint64_t max, const char *fallback, int *highest)
 {
     const char *v = getenv(var);
     uint64_t tmp[SIMGPU_MAX_DEVICES];
     int top = -1;
 
     for (int i = 0; i < SIMGPU_MAX_DEVICES; i++)
-        out[i] = tmp[i] = dflt;
+        out[i] = tmp[i] = dflt[i];
     if (highest)
         *highest = -1;
     if (!v)
@@ -194,6 +238,88 @@ static void load_sizes(FILE *warn, const char *var, uint64_t *out, uint64_t dflt
     memcpy(out, tmp, sizeof tmp);
     if (highest)
         *highest = top;
+}
+
+/* One entry of SIMGPU_CARD, [p, end): "KEY" or "INDEX:KEY". *idx is -1 without an index. */
+static const struct simgpu_card *card_entry(const char *p, const char *end, long *idx)
+{
+    char key[32];
+    const char *colon = memchr(p, ':', (size_t)(end - p));
+
+    *idx = -1;
+    if (colon) {
+        const char *q = skip_space(p);
+        long n = 0;
+        int nd = 0;
+        for (; q < colon && isdigit((unsigned char)*q); q++, nd++) {
+            n = n * 10 + (*q - '0');
+            if (n >= SIMGPU_MAX_DEVICES)
+                return NULL;
+        }
+        while (q < colon && isspace((unsigned char)*q))
+            q++;
+        if (nd == 0 || q != colon)
+            return NULL;
+        *idx = n;
+        p = colon + 1;
+    }
+    while (p < end && isspace((unsigned char)*p))
+        p++;
+    while (end > p && isspace((unsigned char)end[-1]))
+        end--;
+    if (end == p || (size_t)(end - p) >= sizeof key)
+        return NULL;
+    memcpy(key, p, (size_t)(end - p));
+    key[end - p] = '\0';
+    return simgpu_card_find(key);
+}
+
+/*
+ * SIMGPU_CARD: a card for every device ("H100") and/or per device ("0:V100,1:T4"), like
+ * SIMGPU_MEMORY. A value with any entry that is not a card is ignored as a whole, with one line
+ * that lists the known keys. Returns the largest device index named, -1 if none.
+ */
+static int load_cards(FILE *warn, const struct simgpu_card **out)
+{
+    const char *v = getenv("SIMGPU_CARD");
+    const struct simgpu_card *all = NULL, *per[SIMGPU_MAX_DEVICES] = { NULL };
+    int top = -1;
+
+    if (!v)
+        return -1;
+    for (const char *p = v;;) {
+        const char *comma = strchr(p, ',');
+        const char *end = comma ? comma : p + strlen(p);
+        long idx;
+        const struct simgpu_card *c = card_entry(p, end, &idx);
+        if (!c) {
+            char known[512];
+            size_t n = 0;
+            known[0] = '\0';
+            for (int i = 0; i < simgpu_ncards && n < sizeof known; i++)
+                n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "",
+                                      simgpu_cards[i].key);
+            complain(warn,
+                     "simgpu: SIMGPU_CARD='%s' is not a card or a per-device list of cards "
+                     "(known: %s; e.g. 0:H100,1:T4); using the default card\n",
+                     v, known);
+            return -1;
+        }
+        if (idx < 0) {
+            all = c;
+        } else {
+            per[idx] = c;
+            if ((int)idx > top)
+                top = (int)idx;
+        }
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    /* An entry without an index sets every device; indexed entries win wherever both appear. */
+    for (int i = 0; i < SIMGPU_MAX_DEVICES; i++)
+        out[i] = per[i] ? per[i] : all ? all : &simgpu_default_card;
+    return top;
 }
 
 static void load_fail_rules(FILE *warn, struct simgpu_config *cfg,
@@ -295,8 +421,18 @@ void simgpu_config_read(struct simgpu_config *cfg, int (*is_known_func)(const ch
         }
     }
 
-    load_sizes(warn, "SIMGPU_MEMORY", cfg->memory, SIMGPU_DEFAULT_MEMORY, 512, SIMGPU_MAX_MEMORY,
-               "16GiB", &highest);
+    /* The cards first: a card's capacity is the default SIMGPU_MEMORY overrides. */
+    uint64_t dflt[SIMGPU_MAX_DEVICES];
+    int card_top = load_cards(warn, cfg->card);
+    int named_card = 0;
+    for (int i = 0; i < SIMGPU_MAX_DEVICES; i++) {
+        if (!cfg->card[i])
+            cfg->card[i] = &simgpu_default_card;
+        named_card |= cfg->card[i] != &simgpu_default_card;
+        dflt[i] = cfg->card[i]->bytes;
+    }
+    load_sizes(warn, "SIMGPU_MEMORY", cfg->memory, dflt, 512, SIMGPU_MAX_MEMORY,
+               named_card ? "the cards' memory" : "16GiB", &highest);
     if (highest >= cfg->devices) {
         if (devices_set)
             complain(warn,
@@ -306,17 +442,30 @@ void simgpu_config_read(struct simgpu_config *cfg, int (*is_known_func)(const ch
         else
             cfg->devices = highest + 1; /* "0:16GiB,1:8GiB" alone means two devices */
     }
+    if (card_top >= cfg->devices) {
+        if (devices_set)
+            complain(warn,
+                     "simgpu: SIMGPU_CARD names device %d but SIMGPU_DEVICES=%d; that "
+                     "entry is ignored\n",
+                     card_top, cfg->devices);
+        else
+            cfg->devices = card_top + 1;
+    }
     /* Capacities are whole 512-byte units, the granule of every allocation in the simulator. */
     for (int i = 0; i < SIMGPU_MAX_DEVICES; i++)
         cfg->memory[i] &= ~511ULL;
 
-    load_sizes(warn, "SIMGPU_CONTEXT_BYTES", cfg->context_bytes, SIMGPU_DEFAULT_CONTEXT_BYTES, 0,
-               SIMGPU_MAX_MEMORY, "300MiB", NULL);
-    load_sizes(warn, "SIMGPU_OTHER_BYTES", cfg->other_bytes, 0, 0, SIMGPU_MAX_MEMORY, "0", NULL);
+    for (int i = 0; i < SIMGPU_MAX_DEVICES; i++)
+        dflt[i] = SIMGPU_DEFAULT_CONTEXT_BYTES;
+    load_sizes(warn, "SIMGPU_CONTEXT_BYTES", cfg->context_bytes, dflt, 0, SIMGPU_MAX_MEMORY,
+               "300MiB", NULL);
+    memset(dflt, 0, sizeof dflt);
+    load_sizes(warn, "SIMGPU_OTHER_BYTES", cfg->other_bytes, dflt, 0, SIMGPU_MAX_MEMORY, "0", NULL);
 
     v = getenv("SIMGPU_NAME");
     if (v && *v) {
         snprintf(cfg->name, sizeof cfg->name, "%s", v);
+        cfg->name_set = 1;
     } else {
         if (v)
             complain(warn, "simgpu: SIMGPU_NAME is empty; using '%s'\n", SIMGPU_DEFAULT_NAME);
@@ -408,6 +557,7 @@ void simgpu_config_visible(struct simgpu_config *cfg)
         cfg->memory[i] = all.memory[map[i]];
         cfg->context_bytes[i] = all.context_bytes[map[i]];
         cfg->other_bytes[i] = all.other_bytes[map[i]];
+        cfg->card[i] = all.card[map[i]];
     }
     cfg->devices = n;
 }

@@ -16,6 +16,26 @@
 /* Upper bound per device: keeps every address computation far away from overflow. */
 #define SIMGPU_MAX_MEMORY (16ULL << 40)
 
+/*
+ * A card the simulator can be (SIMGPU_CARD): what the driver reports for it. The named cards are
+ * the rows of cards.def; simgpu_default_card is the device of a run that names none.
+ */
+struct simgpu_card {
+    const char *key; /* what SIMGPU_CARD names; NULL for the default card */
+    const char *name;
+    uint64_t bytes;
+    int major, minor, sms, bf16;
+    int mem_clock_khz, bus_bits, l2_bytes, clock_khz;
+    int threads_per_sm, smem_per_sm, smem_optin, blocks_per_sm;
+};
+
+extern const struct simgpu_card simgpu_default_card;
+extern const struct simgpu_card simgpu_cards[];
+extern const int simgpu_ncards;
+
+/* The named card whose key is `key` (case does not matter), or NULL. */
+const struct simgpu_card *simgpu_card_find(const char *key);
+
 /* SIMGPU_FAIL entry: the nth call of func returns err. */
 struct simgpu_fail_rule {
     char func[SIMGPU_FUNC_LEN];
@@ -32,7 +52,9 @@ struct simgpu_config {
     uint64_t memory[SIMGPU_MAX_DEVICES];
     uint64_t context_bytes[SIMGPU_MAX_DEVICES];
     uint64_t other_bytes[SIMGPU_MAX_DEVICES];
-    char name[SIMGPU_NAME_LEN];
+    const struct simgpu_card *card[SIMGPU_MAX_DEVICES]; /* never NULL */
+    char name[SIMGPU_NAME_LEN]; /* SIMGPU_NAME, or the default card's name */
+    int name_set;               /* SIMGPU_NAME was given: it names every device */
     struct simgpu_fail_rule fail[SIMGPU_MAX_FAIL_RULES];
     int nfail;
 };
@@ -58,6 +80,9 @@ void simgpu_config_load(struct simgpu_config *cfg, int (*is_known_func)(const ch
  * simulated NVML reads quietly, so a bad value is reported once, by the driver. */
 void simgpu_config_read(struct simgpu_config *cfg, int (*is_known_func)(const char *name),
                         FILE *warn);
+
+/* The name of device dev: SIMGPU_NAME when set, else its card's. */
+const char *simgpu_device_name(const struct simgpu_config *cfg, int dev);
 
 /*
  * Applies CUDA_VISIBLE_DEVICES as the real driver does: the listed physical devices become
