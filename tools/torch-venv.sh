@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Makes, or reuses, the Python venv with PyTorch that the test suite runs its PyTorch tests with
+# (the CPU run of examples/train_torch.py, C++ exceptions under the preload: meson option
+# torch_python), and prints its python's path as the last line on stdout.
+#
+#   tools/torch-venv.sh        (tools/install-deps.sh --tests and tests/run_all.sh call it)
+#
+# The venv lives in ${VRAMWATCH_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/vramwatch/torch-venv};
+# `rm -r` that folder to remove it. It is made with the first python3.11 on PATH (else python3,
+# with a note), and pip installs the versions below into it (the default build on PyPI, made for
+# CUDA 13, about 3 GB to download, unless pip's configuration finds them on local disk). A stamp
+# file in the venv records the versions installed: a rerun that finds the stamp and a torch that
+# imports installs nothing. A venv made by hand with the right versions is accepted (stamped).
+# Exits 1 with one line on stderr when it cannot make the venv or install into it.
+set -uo pipefail
+
+want=(torch==2.14.1 torchvision==0.29.1)
+venv=${VRAMWATCH_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/vramwatch/torch-venv}
+stamp=$venv/.vramwatch-torch-stamp
+py=$venv/bin/python
+
+say() { printf 'torch-venv: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+# True when the venv's torch and torchvision import and have the versions asked for (a local
+# build suffix such as +cu130 is allowed).
+versions_ok() {
+  "$py" - "${want[@]}" >/dev/null 2>&1 <<'PY'
+import sys
+import torch, torchvision
+got = {"torch": torch.__version__, "torchvision": torchvision.__version__}
+for spec in sys.argv[1:]:
+    name, version = spec.split("==")
+    if got[name].split("+")[0] != version:
+        sys.exit(1)
+PY
+}
+
+done_here() { printf '%s\n' "$py"; exit 0; }
+
+# The quick way: stamped with these versions, and torch imports.
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${want[*]}" ] && "$py" -c 'import torch' >/dev/null 2>&1; then
+  done_here
+fi
+
+mkdir -p "$(dirname "$venv")" || die "cannot create $(dirname "$venv")"
+# One install at a time (two test runs started together): a lock on the folder that holds the
+# venv, so that nothing is left behind once the venv is removed.
+if command -v flock >/dev/null; then
+  exec 9<"$(dirname "$venv")" && flock 9 || die "cannot lock $(dirname "$venv")"
+fi
+
+# A venv that already has the right versions (made by hand, or by a run that was stopped before
+# its stamp): stamp it, install nothing.
+if [ -x "$py" ] && versions_ok; then
+  printf '%s\n' "${want[*]}" >"$stamp" || die "cannot write $stamp"
+  done_here
+fi
+
+if [ ! -x "$py" ]; then
+  if [ -e "$venv" ] && [ -n "$(ls -A "$venv" 2>/dev/null)" ] && [ ! -f "$venv/pyvenv.cfg" ]; then
+    die "$venv exists and is not a Python venv; remove it or set VRAMWATCH_TORCH_VENV to another folder"
+  fi
+  base=$(command -v python3.11 || true)
+  if [ -z "$base" ]; then
+    base=$(command -v python3 || true)
+    [ -n "$base" ] || die "no python3.11 or python3 on PATH (Debian: apt-get install python3 python3-venv)"
+    say "no python3.11 on PATH: making the venv with $base ($("$base" -V 2>&1)), which PyTorch may not support"
+  fi
+  say "making a venv in $venv with $base"
+  # --clear: a venv left half-made (pyvenv.cfg but no python) is made again from nothing.
+  if ! err=$("$base" -m venv --clear "$venv" 2>&1 >/dev/null); then
+    die "cannot make a venv with $base ($(printf '%s\n' "$err" | grep -v '^[[:space:]]*$' | tail -n 1); Debian: apt-get install python3-venv)"
+  fi
+fi
+
+rm -f "$stamp"
+log=$venv/pip-install.log
+say "installing ${want[*]} into $venv with pip (about 3 GB to download unless found on local disk; several minutes; log: $log)"
+# --no-cache-dir: the wheels are not kept a second time in pip's own cache.
+if ! "$py" -m pip install --no-cache-dir --progress-bar off "${want[@]}" >"$log" 2>&1; then
+  die "pip could not install ${want[*]} into $venv: $(grep -E '^ERROR' "$log" | tail -n 1 || true) (log: $log)"
+fi
+versions_ok || die "${want[*]} installed into $venv, but they do not import with those versions (log: $log)"
+printf '%s\n' "${want[*]}" >"$stamp" || die "cannot write $stamp"
+say "PyTorch installed in $venv"
+done_here
