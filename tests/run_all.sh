@@ -2,11 +2,14 @@
 # The whole test suite, as CI runs it: a warnings-as-errors build with every suite, the same
 # under AddressSanitizer + UndefinedBehaviorSanitizer, the unit and integration suites under
 # ThreadSanitizer, the gauntlet's reduced form (tests/gauntlet/run.sh), then 60 s of fuzzing
-# the command line's readers (tests/fuzz/run.sh, clang, counted as one test). Ends with one
-# line: "N passed, M failed".
+# the command line's readers (tests/fuzz/run.sh, clang, counted as one test). The tests that run
+# PyTorch on the CPU use the venv of tools/torch-venv.sh (-Dtorch_python). Ends with one line:
+# "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh --tests || exit 2
+# Made by install-deps above: this only finds it (and says why, if it cannot).
+torch_python=$(bash tools/torch-venv.sh | tail -n 1) && [ -n "$torch_python" ] || exit 2
 
 jobs=$(nproc 2>/dev/null || echo 2)
 status=0
@@ -17,9 +20,12 @@ logs=()
 run_build() { # dir, suites-args, meson options...
   local dir=$1 suites=$2
   shift 2
+  set -- "$@" -Dtorch_python="$torch_python"
   echo "== $dir: meson setup $*" >&2
   if [ ! -f "$dir/build.ninja" ]; then
     meson setup "$dir" --werror "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log" >&2; status=1; return; }
+  else # a folder from an earlier run: the venv may have moved (VRAMWATCH_TORCH_VENV)
+    meson configure "$dir" -Dtorch_python="$torch_python" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log" >&2; status=1; return; }
   fi
   ninja -C "$dir" >"$dir.build.log" 2>&1 || { tail -n 40 "$dir.build.log" >&2; status=1; return; }
   # shellcheck disable=SC2086

@@ -3,39 +3,58 @@
 # come from the installed CUDA toolkit (CUDA_HOME, or /usr/local/cuda); nothing links libcuda.
 #   tools/install-deps.sh          what the build and the quick start need
 #   tools/install-deps.sh --tests  also what the whole suite needs (tests/run_all.sh): Chromium for
-#                                  the timeline's rendering test, clang for the fuzzing step, and,
-#                                  where the distribution has it, PyTorch for the CPU run of
-#                                  examples/train_torch.py (without it that test is not registered)
+#                                  the timeline's rendering test; clang with its sanitizer and
+#                                  fuzzer runtimes for the fuzzing step; and PyTorch, in a venv of
+#                                  its own (tools/torch-venv.sh, which needs python3-venv), for the
+#                                  tests that run it on the CPU
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+tests=0
+[ "${1:-}" = "--tests" ] && tests=1
 pkgs=(meson ninja-build gcc pkg-config libunwind-dev uthash-dev libcriterion-dev libcjson-dev
       python3 python3-jsonschema)
-optional=()
-if [ "${1:-}" = "--tests" ]; then
-  pkgs+=(chromium clang)
-  optional+=(python3-torch)
+if [ $tests = 1 ]; then
+  pkgs+=(chromium clang python3-venv)
 fi
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+# The package of clang's sanitizer and fuzzer runtimes (libclang_rt.*) for the clang this release
+# installs: Debian 12's clang is clang-14, whose runtimes are libclang-rt-14-dev. Empty when apt
+# does not know such a package (releases before the runtimes were split out of
+# libclang-common-N-dev, which clang depends on).
+clang_rt() {
+  local v
+  v=$(dpkg-query -W -f='${Depends}' clang 2>/dev/null | grep -o 'clang-[0-9]\+' | head -n 1 || true)
+  [ -n "$v" ] || v=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: \(clang-[0-9]\+\)$/\1/p' | head -n 1 || true)
+  [ -n "$v" ] && apt-cache show "libclang-rt-${v#clang-}-dev" >/dev/null 2>&1 && echo "libclang-rt-${v#clang-}-dev"
+  return 0
+}
+
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  installed "$p" || missing+=("$p")
 done
-want_optional=()
-for p in "${optional[@]+"${optional[@]}"}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || want_optional+=("$p")
-done
-if [ ${#missing[@]} -eq 0 ] && { [ ${#want_optional[@]} -eq 0 ] || [ "$(id -u)" != 0 ]; }; then
-  exit 0
+rt=
+if [ $tests = 1 ] && installed clang; then
+  rt=$(clang_rt)
+  [ -z "$rt" ] || installed "$rt" || missing+=("$rt")
 fi
-if [ "$(id -u)" != 0 ]; then
-  echo "install-deps: missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
-  exit 1
-fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
 if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  if [ $tests = 1 ] && [ -z "$rt" ]; then # clang is to be installed: its runtimes with it
+    rt=$(clang_rt)
+    [ -z "$rt" ] || missing+=("$rt")
+  fi
   echo "install-deps: installing ${missing[*]}" >&2
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-for p in "${want_optional[@]+"${want_optional[@]}"}"; do
-  apt-get install -y -qq --no-install-recommends "$p" >/dev/null ||
-    echo "install-deps: $p not installed; the tests that need it are left out (meson's summary says so)" >&2
-done
+if [ $tests = 1 ]; then
+  # Its own messages go to stderr; the python's path it prints is for tests/run_all.sh.
+  bash "$here/torch-venv.sh" >/dev/null
+fi
