@@ -3,7 +3,12 @@
 run against the simulated GPU in a fresh folder, each failing when the property it guards does
 not hold. Prints the figures docs/reliability.md and docs/performance.md record.
 
-usage: gauntlet.py --build BUILD [--preload-first RT] [--long] [--sanitized] load|procs|faults|cost
+usage: gauntlet.py --build BUILD [--preload-first RT] [--long] [--sanitized] [--timed] load|procs|faults|cost
+
+--timed: the cost attack also measures and checks its time targets (report writing, the CLI on a
+three-day run, /bin/true with the preload against without). Durations say as much about the
+machine and its load as about the library, so the tests leave them out; the benchmark
+gauntlet-cost-timed (`meson test --benchmark`) runs them.
 
 Sizes: the reduced ones by default (what CI runs), the full ones with --long or GAUNTLET_LONG=1.
 A check that cannot run here (a full disk needs root and unshare for a private tmpfs; the schema
@@ -416,7 +421,8 @@ def attack_faults(opts):
 
 # ---------------------------------------------------------------------------------------------
 # Cost: report writing with many live allocations and call sites, memory per allocation and per
-# stack, the CLI on a three-day run, and a process that never touches CUDA.
+# stack, the CLI on a three-day run, and a process that never touches CUDA. The memory bounds and
+# what each program does are checked always; the time targets only with --timed (a benchmark).
 
 def attack_cost(opts):
     c = Case(opts, "cost")
@@ -435,7 +441,8 @@ def attack_cost(opts):
               f"({', '.join('%.1f' % x for x in got['write_ms'])}); tables {tb[0]} -> {tb[1]} "
               f"bytes for {sites} stacks of up to {nframes} frames ({per_stack:.0f} bytes each), "
               f"-> {tb[2]} for {live} live ({per_live:.0f} bytes each)")
-        expect(best <= 100, f"report writing took {best:.1f} ms (target 100)")
+        if opts.timed:
+            expect(best <= 100, f"report writing took {best:.1f} ms (target 100)")
         # the record (72 bytes: counts, and where its first allocation stood, for phases without
         # markers), its frames, and slack
         expect(per_stack <= 72 + 8 * nframes + 8, f"{per_stack:.0f} bytes per stack")
@@ -451,29 +458,32 @@ def attack_cost(opts):
         for name, cmd in (("report", [vw, "report", rep]), ("advise", [vw, "advise", rep]),
                           ("timeline", [vw, "timeline", "-o", os.path.join(c.dir, "t.svg"), rep])):
             ts = []
-            for _ in range(3):
+            for _ in range(3 if opts.timed else 1):
                 t0 = time.monotonic()
                 q = subprocess.run(cmd, capture_output=True, timeout=60,
                                    env=dict(os.environ, LC_ALL="C", NO_COLOR="1"))
                 ts.append(time.monotonic() - t0)
                 expect(q.returncode in (0, 1), f"{name} exited {q.returncode}: {q.stderr!r}")
             times[name] = min(ts)
-            expect(times[name] < 1.0, f"vramwatch {name} took {times[name]:.2f} s (target 1 s)")
-        print(f"cost: CLI on a three-day run ({os.path.getsize(rep)} bytes), best of 3, process "
-              "start included: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in times.items()))
+            if opts.timed:
+                expect(times[name] < 1.0, f"vramwatch {name} took {times[name]:.2f} s (target 1 s)")
+        print(f"cost: CLI on a three-day run ({os.path.getsize(rep)} bytes), best of "
+              f"{len(ts)}, process start included: "
+              + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in times.items()))
 
         # A process that never touches CUDA.
         c.clean()
         p = c.run(["/bin/true"])
         eq((p.stdout, p.stderr, os.listdir(c.dir)), ("", "", []), "/bin/true: no output, no file")
-        n, rounds = (2000, 7) if opts.long else (300, 5)
-        base, pre = bin_true_cost(opts, c, n, rounds)
-        ratio = pre / base
-        print(f"cost: /bin/true started with posix_spawn, median of {rounds} rounds of {n}: "
-              f"{base / 1000:.0f} us without the preload, {pre / 1000:.0f} us with "
-              f"(ratio {ratio:.2f}, {(pre - base) / 1000:+.0f} us)")
-        # Linking libunwind again (mapped into every process) measured 1.40 here.
-        expect(ratio <= 1.3, f"/bin/true ratio {ratio:.2f} (at most 1.3)")
+        if opts.timed:  # the start of a process with the preload against without
+            n, rounds = (2000, 7) if opts.long else (300, 5)
+            base, pre = bin_true_cost(opts, c, n, rounds)
+            ratio = pre / base
+            print(f"cost: /bin/true started with posix_spawn, median of {rounds} rounds of {n}: "
+                  f"{base / 1000:.0f} us without the preload, {pre / 1000:.0f} us with "
+                  f"(ratio {ratio:.2f}, {(pre - base) / 1000:+.0f} us)")
+            # Linking libunwind again (mapped into every process) measured 1.40 here.
+            expect(ratio <= 1.3, f"/bin/true ratio {ratio:.2f} (at most 1.3)")
     finally:
         c.close()
 
@@ -488,6 +498,8 @@ def main():
     ap.add_argument("--long", action="store_true")
     ap.add_argument("--sanitized", action="store_true",
                     help="a sanitizer build: smaller sizes, the process's memory not checked")
+    ap.add_argument("--timed", action="store_true",
+                    help="also the time targets (the cost attack; a benchmark, not a test)")
     ap.add_argument("--seed", type=int, default=int(os.environ.get("GAUNTLET_SEED", "1")))
     ap.add_argument("attack", choices=sorted(ATTACKS))
     opts = ap.parse_args()
