@@ -413,7 +413,8 @@ def group_long(opts):
                 dt = time.perf_counter() - t
                 check(r.returncode == 0, "%s: exit %d %s" % (what, r.returncode, r.stderr))
                 best = dt if best is None else min(best, dt)
-            check(best < 1.0, "drawing a three-day timeline as %s took %.3f s" % (what, best))
+            if opts.timed:  # the benchmark timeline-long-timed; a duration is no test
+                check(best < 1.0, "drawing a three-day timeline as %s took %.3f s" % (what, best))
             figures.append("%s %.1f ms" % (what, best * 1000))
         print("three-day timeline (%d buckets, %d events) drawn in: %s" % (len(tl["buckets"]), tl["events"], ", ".join(figures)))
         r = run(opts, ["report", path])
@@ -719,6 +720,8 @@ def main():
     ap.add_argument("--long-run", required=True)
     ap.add_argument("--validator", required=True)
     ap.add_argument("--shots", help="where the render group leaves its screenshots (default: nowhere kept)")
+    ap.add_argument("--timed", action="store_true",
+                    help="the long group also checks that each view is drawn in under a second: a benchmark, not a test")
     ap.add_argument("group", choices=sorted(GROUPS))
     opts = ap.parse_args()
     opts.not_checked = []
