@@ -302,6 +302,194 @@ Test(simgpu_driver, bad_memory_value_warns)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* Named cards (SIMGPU_CARD)                                                                */
+
+/* The cards as cards.def lists them: the test reads the same table the simulator is built from. */
+static const struct {
+    const char *key, *name;
+    unsigned long long bytes;
+    int major, minor, sms, bf16, mem_clock_khz, bus_bits, l2_bytes, clock_khz, threads_per_sm,
+            smem_per_sm, smem_optin, blocks_per_sm;
+} cards[] = {
+#define CARD(...) { __VA_ARGS__ },
+#include "cards.def"
+#undef CARD
+};
+#define NCARDS ((int)(sizeof cards / sizeof cards[0]))
+
+static int attr(CUdevice_attribute a, CUdevice dev)
+{
+    int v = -12345;
+    OK(cuDeviceGetAttribute(&v, a, dev));
+    return v;
+}
+
+/* What the default device (no SIMGPU_CARD) has always answered: an H100/H200-like part. */
+static const struct {
+    CUdevice_attribute a;
+    int v;
+} default_attrs[] = {
+    { CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024 },
+    { CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024 },
+    { CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64 },
+    { CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, 2147483647 },
+    { CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 49152 },
+    { CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, 65536 },
+    { CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32 },
+    { CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536 },
+    { CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 1980000 },
+    { CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 132 },
+    { CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS, 1 },
+    { CU_DEVICE_ATTRIBUTE_ECC_ENABLED, 1 },
+    { CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 1 },
+    { CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, 2619000 },
+    { CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, 5120 },
+    { CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 50331648 },
+    { CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048 },
+    { CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, 3 },
+    { CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 1 },
+    { CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9 },
+    { CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0 },
+    { CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, 233472 },
+    { CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, 65536 },
+    { CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1 },
+    { CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448 },
+    { CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 32 },
+    { CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE, 32505856 },
+    { CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE, 134213632 },
+    { CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, 1024 },
+    { CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1 },
+    { CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, 1 },
+    { CU_DEVICE_ATTRIBUTE_INTEGRATED, 0 },
+    { CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, 0 },
+};
+
+Test(simgpu_driver, default_card_answers_as_before)
+{
+    char name[128];
+    size_t total;
+    sim_env_clear();
+    OK(cuInit(0));
+    for (size_t i = 0; i < sizeof default_attrs / sizeof default_attrs[0]; i++)
+        cr_assert_eq(attr(default_attrs[i].a, 0), default_attrs[i].v, "attribute %d",
+                     (int)default_attrs[i].a);
+    OK(cuDeviceGetName(name, sizeof name, 0));
+    cr_assert_str_eq(name, "vramwatch simulated GPU");
+    OK(cuDeviceTotalMem_v2(&total, 0));
+    cr_assert_eq(total, 16 * GiB);
+}
+
+/* Every card of cards.def at once, one per device: name, capacity and attributes. */
+Test(simgpu_driver, every_named_card)
+{
+    char list[512] = "", name[256];
+    size_t n = 0, total, free_b;
+    for (int i = 0; i < NCARDS; i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%d:%s", i ? "," : "", i, cards[i].key);
+    sim_env_clear();
+    setenv("SIMGPU_CARD", list, 1);
+    setenv("SIMGPU_CONTEXT_BYTES", "0", 1);
+    OK(cuInit(0));
+    int count = 0;
+    OK(cuDeviceGetCount(&count));
+    cr_assert_eq(count, NCARDS, "the device count follows the per-device list");
+    for (int d = 0; d < NCARDS; d++) {
+        OK(cuDeviceGetName(name, sizeof name, d));
+        cr_assert_str_eq(name, cards[d].name);
+        OK(cuDeviceTotalMem_v2(&total, d));
+        cr_assert_eq(total, cards[d].bytes, "%s", cards[d].key);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d), cards[d].major);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d), cards[d].minor);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d), cards[d].sms);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, d), cards[d].mem_clock_khz);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, d), cards[d].bus_bits);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, d), cards[d].l2_bytes);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE, d), cards[d].clock_khz);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, d),
+                     cards[d].threads_per_sm);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, d),
+                     cards[d].smem_per_sm);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d),
+                     cards[d].smem_optin);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, d),
+                     cards[d].blocks_per_sm);
+        /* What follows from the architecture. */
+        int ampere = cards[d].major >= 8;
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, d),
+                     ampere ? 1024 : 0, "%s", cards[d].key);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, d), cards[d].major >= 9);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE, d),
+                     ampere ? cards[d].l2_bytes / 4 * 3 : 0, "%s", cards[d].key);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE, d),
+                     ampere ? 134213632 : 0, "%s", cards[d].key);
+        /* The same on every card. */
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE, d), 32);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, d), 1024);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, d), 49152);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, d), 65536);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS, d), 1);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, d), 1);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_INTEGRATED, d), 0);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, d), 1);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, d), 0);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d), 1);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, d), 1);
+        cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d), d + 1);
+    }
+    /* cuMemGetInfo counts the card's capacity too. */
+    CUcontext ctx;
+    OK(cuDevicePrimaryCtxRetain(&ctx, NCARDS - 1));
+    OK(cuCtxSetCurrent(ctx));
+    OK(cuMemGetInfo_v2(&free_b, &total));
+    cr_assert_eq(total, cards[NCARDS - 1].bytes);
+    cr_assert_eq(free_b, total);
+}
+
+Test(simgpu_driver, card_with_memory_and_name_overrides)
+{
+    char name[128];
+    size_t total;
+    sim_env("8GiB", NULL, NULL);
+    setenv("SIMGPU_CARD", "t4", 1);
+    OK(cuInit(0));
+    OK(cuDeviceTotalMem_v2(&total, 0));
+    cr_assert_eq(total, 8 * GiB, "SIMGPU_MEMORY wins over the card's capacity");
+    OK(cuDeviceGetName(name, sizeof name, 0));
+    cr_assert_str_eq(name, "Tesla T4");
+    cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0), 5);
+}
+
+Test(simgpu_driver, card_follows_visible_devices)
+{
+    char name[128];
+    sim_env_clear();
+    setenv("SIMGPU_CARD", "0:H100,1:A10", 1);
+    setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+    OK(cuInit(0));
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    OK(cuDeviceGetName(name, sizeof name, 0));
+    cr_assert_str_eq(name, "NVIDIA A10");
+    cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0), 72);
+}
+
+Test(simgpu_driver, unknown_card_warns)
+{
+    char name[128];
+    sim_env_clear();
+    setenv("SIMGPU_CARD", "GTX480", 1);
+    struct stderr_capture cap = stderr_begin();
+    OK(cuInit(0));
+    char *err = stderr_end(cap);
+    cr_assert(strncmp(err, "simgpu: SIMGPU_CARD='GTX480'", 28) == 0, "got: %s", err);
+    cr_assert(strstr(err, "H100") && strstr(err, "V100") && strstr(err, "RTX2080Ti"), "got: %s",
+              err);
+    cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "one line: %s", err);
+    free(err);
+    OK(cuDeviceGetName(name, sizeof name, 0));
+    cr_assert_str_eq(name, "vramwatch simulated GPU");
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Pools                                                                                    */
 
 Test(simgpu_driver, pool_keeps_memory_until_sync)

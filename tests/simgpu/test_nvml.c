@@ -447,6 +447,30 @@ Test(simgpu_nvml, names)
     NV(nvmlShutdown());
 }
 
+/* A named card (SIMGPU_CARD) has the same name and capacity in NVML as in the driver. */
+Test(simgpu_nvml, named_cards)
+{
+    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+    struct cudaDeviceProp prop;
+
+    sim_env_clear();
+    setenv("SIMGPU_CARD", "0:H100,1:t4", 1);
+    NV(nvmlInit_v2());
+    NV(nvmlDeviceGetName(handle(0), name, sizeof name));
+    cr_assert_str_eq(name, "NVIDIA H100 80GB HBM3");
+    NV(nvmlDeviceGetName(handle(1), name, sizeof name));
+    cr_assert_str_eq(name, "Tesla T4");
+    cr_assert_eq(mem_v1(handle(0)).total, 85017755648ULL);
+    cr_assert_eq(mem_v1(handle(1)).total, 15843721216ULL);
+    for (int d = 0; d < 2; d++) {
+        NV(nvmlDeviceGetName(handle((unsigned int)d), name, sizeof name));
+        OK(cudaGetDeviceProperties(&prop, d));
+        cr_assert_str_eq(name, prop.name);
+        assert_agrees(d, "named card");
+    }
+    NV(nvmlShutdown());
+}
+
 Test(simgpu_nvml, long_names_fit_nvml_buffers)
 {
     char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE], longname[200];

@@ -587,7 +587,7 @@ static CUresult do_device_name(char *name, int len, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (!valid_device(dev))
         return CUDA_ERROR_INVALID_DEVICE;
-    snprintf(name, (size_t)len, "%s", g.cfg.name);
+    snprintf(name, (size_t)len, "%s", simgpu_device_name(&g.cfg, dev));
     return CUDA_SUCCESS;
 }
 
@@ -611,9 +611,14 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     API(1, do_total_mem(bytes, dev));
 }
 
-/* An H100/H200-like part; enough for cudaGetDeviceProperties and the usual capability checks. */
+/* The device's card (cards.def, or the default H100/H200-like part) gives what differs from card
+ * to card; the rest is the same everywhere. Enough for cudaGetDeviceProperties and the choices
+ * PyTorch makes from it (compute capability, multiprocessors, shared memory, L2, threads). */
 static int attribute_value(CUdevice_attribute a, int dev)
 {
+    const struct simgpu_card *c = g.cfg.card[dev];
+    int ampere = c->major >= 8; /* Ampere on: L2 persistence, 1 KiB of shared memory reserved */
+
     switch (a) {
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
         return 1024;
@@ -640,13 +645,13 @@ static int attribute_value(CUdevice_attribute a, int dev)
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
         return 65536;
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
-        return 1980000;
+        return c->clock_khz;
     case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
         return 512;
     case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP:
         return 1;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-        return 132;
+        return c->sms;
     case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
         return 1;
     case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT:
@@ -662,13 +667,13 @@ static int attribute_value(CUdevice_attribute a, int dev)
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
         return 0;
     case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
-        return 2619000;
+        return c->mem_clock_khz;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
-        return 5120;
+        return c->bus_bits;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
-        return 50331648;
+        return c->l2_bytes;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
-        return 2048;
+        return c->threads_per_sm;
     case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
         return 3;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
@@ -676,9 +681,9 @@ static int attribute_value(CUdevice_attribute a, int dev)
     case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
         return 32;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-        return 9;
+        return c->major;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-        return 0;
+        return c->minor;
     case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED:
         return 1;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED:
@@ -686,7 +691,7 @@ static int attribute_value(CUdevice_attribute a, int dev)
     case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED:
         return 1;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
-        return 233472;
+        return c->smem_per_sm;
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
         return 65536;
     case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
@@ -700,23 +705,27 @@ static int attribute_value(CUdevice_attribute a, int dev)
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
         return 1;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-        return 232448;
+        return c->smem_optin;
     case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:
         return 1;
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
         return 1;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
-        return 32;
+        return c->blocks_per_sm;
     case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE:
-        return 32505856;
+        /* The default device keeps the figure it always had; a named card three quarters of
+         * its L2 (a nominal value: nothing in PyTorch reads it). None before Ampere. */
+        if (!ampere)
+            return 0;
+        return c == &simgpu_default_card ? 32505856 : c->l2_bytes / 4 * 3;
     case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE:
-        return 134213632;
+        return ampere ? 134213632 : 0;
     case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:
-        return 1024;
+        return ampere ? 1024 : 0;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
         return 1;
     case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
-        return 1;
+        return c->major >= 9;
     default:
         return 0;
     }

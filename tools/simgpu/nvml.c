@@ -230,15 +230,17 @@ EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned 
     nvmlReturn_t r = enter();
     if (r == NVML_SUCCESS) {
         const struct nvmlDevice_st *d = device_of(device);
-        /* NVML promises that NVML_DEVICE_NAME_V2_BUFFER_SIZE always suffices: longer
-         * SIMGPU_NAMEs are cut there (cuDeviceGetName gives the whole name). */
-        size_t n = strnlen(nv.cfg.name, NVML_DEVICE_NAME_V2_BUFFER_SIZE - 1);
+        /* The driver's name for the device (SIMGPU_NAME, else its card's). NVML promises that
+         * NVML_DEVICE_NAME_V2_BUFFER_SIZE always suffices: longer SIMGPU_NAMEs are cut there
+         * (cuDeviceGetName gives the whole name). */
+        const char *full = d ? simgpu_device_name(&nv.cfg, (int)d->index) : "";
+        size_t n = strnlen(full, NVML_DEVICE_NAME_V2_BUFFER_SIZE - 1);
         if (!d || !name)
             r = NVML_ERROR_INVALID_ARGUMENT;
         else if (length < n + 1)
             r = NVML_ERROR_INSUFFICIENT_SIZE;
         else {
-            memcpy(name, nv.cfg.name, n);
+            memcpy(name, full, n);
             name[n] = '\0';
         }
     }
