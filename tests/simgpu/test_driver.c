@@ -880,6 +880,205 @@ Test(simgpu_driver, proc_address_misses)
     cr_assert_eq(cuGetProcAddress_v2("cuMemAlloc", NULL, 13000, 0, NULL), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* What PyTorch resolves (c10/cuda/driver_api.h of 2.14, cudaGetDriverEntryPointByVersion)   */
+
+/* Every function its DriverAPI asserts, at the version it asks for, without flags. */
+static const struct {
+    const char *name;
+    int version;
+    const char *symbol;
+} pytorch_required[] = {
+    { "cuDeviceGet", 12000, "cuDeviceGet" },
+    { "cuDeviceGetAttribute", 12000, "cuDeviceGetAttribute" },
+    { "cuMemGetAddressRange", 12000, "cuMemGetAddressRange_v2" },
+    { "cuMemAddressReserve", 12000, "cuMemAddressReserve" },
+    { "cuMemRelease", 12000, "cuMemRelease" },
+    { "cuMemMap", 12000, "cuMemMap" },
+    { "cuMemAddressFree", 12000, "cuMemAddressFree" },
+    { "cuMemSetAccess", 12000, "cuMemSetAccess" },
+    { "cuMemUnmap", 12000, "cuMemUnmap" },
+    { "cuMemCreate", 12000, "cuMemCreate" },
+    { "cuMemGetAllocationGranularity", 12000, "cuMemGetAllocationGranularity" },
+    { "cuMemExportToShareableHandle", 12000, "cuMemExportToShareableHandle" },
+    { "cuMemImportFromShareableHandle", 12000, "cuMemImportFromShareableHandle" },
+    { "cuMemRetainAllocationHandle", 12000, "cuMemRetainAllocationHandle" },
+    { "cuMemGetAllocationPropertiesFromHandle", 12000, "cuMemGetAllocationPropertiesFromHandle" },
+    { "cuMemsetD32Async", 12000, "cuMemsetD32Async" },
+    { "cuStreamWriteValue32", 12000, "cuStreamWriteValue32_v2" },
+    { "cuGetErrorString", 12000, "cuGetErrorString" },
+};
+
+Test(simgpu_driver, pytorch_required_functions)
+{
+    sim_env_clear();
+    for (size_t i = 0; i < sizeof pytorch_required / sizeof pytorch_required[0]; i++)
+        FOUND(pytorch_required[i].name, pytorch_required[i].version, 0, pytorch_required[i].symbol);
+    /* The versions they came with, and the per-thread variants. */
+    TOO_OLD("cuMemRetainAllocationHandle", 10020);
+    FOUND("cuMemGetAllocationPropertiesFromHandle", 10020, 0,
+          "cuMemGetAllocationPropertiesFromHandle");
+    TOO_OLD("cuMemExportToShareableHandle", 10010);
+    FOUND("cuMemsetD32Async", 3020, 0, "cuMemsetD32Async");
+    FOUND("cuMemsetD32Async", 12000, 2, "cuMemsetD32Async_ptsz");
+    FOUND("cuStreamWriteValue32", 8000, 0, "cuStreamWriteValue32");
+    FOUND("cuStreamWriteValue32", 11060, 2, "cuStreamWriteValue32_ptsz");
+    FOUND("cuStreamWriteValue32", 11070, 2, "cuStreamWriteValue32_v2_ptsz");
+    TOO_OLD("cuStreamWriteValue32", 7050);
+}
+
+Test(simgpu_driver, vmm_retain_by_address)
+{
+    CUmemAllocationProp prop = vmm_prop(0), got;
+    CUmemGenericAllocationHandle h, r1 = 0, r2 = 0;
+    CUdeviceptr va;
+
+    sim_env("64MiB", "0", NULL);
+    start();
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    OK(cuMemCreate(&h, 4 * MiB, &prop, 0));
+    OK(cuMemAddressReserve(&va, 8 * MiB, 0, 0, 0));
+    cr_assert_eq(cuMemRetainAllocationHandle(&r1, (void *)(uintptr_t)va), CUDA_ERROR_INVALID_VALUE,
+                 "nothing mapped there yet");
+    OK(cuMemMap(va, 4 * MiB, 0, h, 0));
+
+    /* Any address inside the mapping gives the handle that was mapped, one reference more. */
+    OK(cuMemRetainAllocationHandle(&r1, (void *)(uintptr_t)(va + 3 * MiB + 7)));
+    cr_assert_eq(r1, h);
+    OK(cuMemRetainAllocationHandle(&r2, (void *)(uintptr_t)va));
+    cr_assert_eq(r2, h);
+    cr_assert_eq(cuMemRetainAllocationHandle(NULL, (void *)(uintptr_t)va),
+                 CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuMemRetainAllocationHandle(&r1, (void *)(uintptr_t)(va + 4 * MiB)),
+                 CUDA_ERROR_INVALID_VALUE, "past the mapping");
+
+    memset(&got, 0x5a, sizeof got);
+    OK(cuMemGetAllocationPropertiesFromHandle(&got, r1));
+    cr_assert_eq(got.type, CU_MEM_ALLOCATION_TYPE_PINNED);
+    cr_assert_eq(got.location.type, CU_MEM_LOCATION_TYPE_DEVICE);
+    cr_assert_eq(got.location.id, 0);
+    cr_assert_eq(got.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    cr_assert_eq(cuMemGetAllocationPropertiesFromHandle(NULL, h), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuMemGetAllocationPropertiesFromHandle(&got, 777), CUDA_ERROR_INVALID_VALUE);
+
+    /* Three references now: the memory lives until the last release and the unmap. */
+    OK(cuMemRelease(h));
+    OK(cuMemRelease(r1));
+    cr_assert_eq(simgpu_used_bytes(0), 4 * MiB);
+    OK(cuMemGetAllocationPropertiesFromHandle(&got, h));
+    OK(cuMemRelease(r2));
+    cr_assert_eq(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE, "one release too many");
+    cr_assert_eq(cuMemGetAllocationPropertiesFromHandle(&got, h), CUDA_ERROR_INVALID_VALUE,
+                 "every reference released");
+    cr_assert_eq(simgpu_used_bytes(0), 4 * MiB, "still mapped");
+
+    /* Retaining a released but mapped handle by its address brings it back (the usual
+     * map-then-release pattern): then unmap, free, release. */
+    OK(cuMemRetainAllocationHandle(&r1, (void *)(uintptr_t)va));
+    cr_assert_eq(r1, h);
+    OK(cuMemUnmap(va, 4 * MiB));
+    cr_assert_eq(simgpu_used_bytes(0), 4 * MiB, "a reference is left");
+    OK(cuMemAddressFree(va, 8 * MiB));
+    OK(cuMemRelease(r1));
+    cr_assert_eq(simgpu_used_bytes(0), 0);
+}
+
+Test(simgpu_driver, shareable_handles_are_not_supported)
+{
+    CUmemAllocationProp prop = vmm_prop(0);
+    CUmemGenericAllocationHandle h, got = 1;
+    int fd = -1;
+
+    sim_env("64MiB", "0", NULL);
+    start();
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    OK(cuMemCreate(&h, 2 * MiB, &prop, 0));
+    cr_assert_eq(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+                 CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(fd, -1, "nothing written");
+    cr_assert_eq(
+            cuMemExportToShareableHandle(&fd, 777, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_ERROR_INVALID_VALUE, "not a handle");
+    cr_assert_eq(cuMemExportToShareableHandle(NULL, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+                 CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuMemImportFromShareableHandle(&got, (void *)(intptr_t)3,
+                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                 CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(got, 1, "nothing written");
+    cr_assert_eq(cuMemImportFromShareableHandle(NULL, (void *)(intptr_t)3,
+                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                 CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemRelease(h));
+}
+
+Test(simgpu_driver, memset_d32_async)
+{
+    CUdeviceptr p, m;
+    uint32_t *w;
+    sim_env("64MiB", "0", NULL);
+    start();
+    OK(cuMemAlloc_v2(&p, 4096));
+    OK(cuMemsetD32Async(p, 0xdeadbeef, 1024, NULL));
+    w = (uint32_t *)(uintptr_t)p;
+    cr_assert_eq(w[0], 0xdeadbeef);
+    cr_assert_eq(w[1023], 0xdeadbeef);
+    OK(cuMemsetD32Async_ptsz(p + 8, 0, 2, NULL));
+    cr_assert_eq(w[1], 0xdeadbeef);
+    cr_assert_eq(w[2], 0);
+    cr_assert_eq(w[3], 0);
+    cr_assert_eq(w[4], 0xdeadbeef);
+    OK(cuMemsetD32Async(p, 7, 0, NULL));
+    cr_assert_eq(cuMemsetD32Async(p, 0, 1025, NULL), CUDA_ERROR_INVALID_VALUE, "past the end");
+    cr_assert_eq(cuMemsetD32Async(p + 2, 0, 1, NULL), CUDA_ERROR_INVALID_VALUE, "misaligned");
+    cr_assert_eq(cuMemsetD32Async(12345 * 4, 0, 1, NULL), CUDA_ERROR_INVALID_VALUE, "not memory");
+    cr_assert_eq(cuMemsetD32Async(p, 0, (size_t)-1 / 2, NULL), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemAllocManaged(&m, 64, CU_MEM_ATTACH_GLOBAL));
+    OK(cuMemsetD32Async(m, 0x01020304, 16, NULL));
+    cr_assert_eq(((uint32_t *)(uintptr_t)m)[15], 0x01020304);
+}
+
+Test(simgpu_driver, memset_d32_async_on_vmm)
+{
+    CUmemAllocationProp prop = vmm_prop(0);
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr va;
+    sim_env("64MiB", "0", NULL);
+    start();
+    OK(cuMemCreate(&h, 2 * MiB, &prop, 0));
+    OK(cuMemAddressReserve(&va, 4 * MiB, 0, 0, 0));
+    OK(cuMemMap(va, 2 * MiB, 0, h, 0));
+    OK(cuMemsetD32Async(va, 42, 2 * MiB / 4, NULL));
+    cr_assert_eq(((uint32_t *)(uintptr_t)va)[2 * MiB / 4 - 1], 42);
+    cr_assert_eq(cuMemsetD32Async(va, 42, 2 * MiB / 4 + 1, NULL), CUDA_ERROR_INVALID_VALUE,
+                 "past the mapping");
+}
+
+Test(simgpu_driver, stream_write_value32)
+{
+    CUdeviceptr p;
+    void *host;
+    sim_env("64MiB", "0", NULL);
+    start();
+    OK(cuMemAlloc_v2(&p, 512));
+    OK(cuStreamWriteValue32_v2(NULL, p + 4, 0x1234, 0));
+    cr_assert_eq(((uint32_t *)(uintptr_t)p)[1], 0x1234);
+    OK(cuStreamWriteValue32(NULL, p + 8, 5, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER));
+    cr_assert_eq(((uint32_t *)(uintptr_t)p)[2], 5);
+    OK(cuStreamWriteValue32_v2_ptsz(NULL, p + 508, 6, 0));
+    OK(cuStreamWriteValue32_ptsz(NULL, p + 12, 7, 0));
+    cr_assert_eq(((uint32_t *)(uintptr_t)p)[3], 7);
+    /* Pinned host memory is where a stream usually signals the host. */
+    OK(cuMemHostAlloc(&host, 4096, CU_MEMHOSTALLOC_DEVICEMAP));
+    OK(cuStreamWriteValue32_v2(NULL, (CUdeviceptr)(uintptr_t)host + 64, 99, 0));
+    cr_assert_eq(((uint32_t *)host)[16], 99);
+    cr_assert_eq(cuStreamWriteValue32_v2(NULL, p + 510, 1, 0), CUDA_ERROR_INVALID_VALUE,
+                 "misaligned");
+    cr_assert_eq(cuStreamWriteValue32_v2(NULL, p + 512, 1, 0), CUDA_ERROR_INVALID_VALUE,
+                 "past the end");
+    cr_assert_eq(cuStreamWriteValue32_v2(NULL, p, 1, 4), CUDA_ERROR_INVALID_VALUE, "flags");
+    OK(cuMemFreeHost(host));
+}
+
 Test(simgpu_driver, legacy_v1_functions_refuse)
 {
     CUdeviceptr_v1 p;

@@ -87,8 +87,11 @@ struct vmm_handle {
     uint64_t id;
     uint64_t len;
     int device;
-    int released; /* cuMemRelease came while mapped: freed at the last unmap */
+    /* References: cuMemCreate's and one per cuMemRetainAllocationHandle, each undone by a
+     * cuMemRelease. The memory is freed once none is left and nothing maps it any more. */
+    unsigned refs;
     unsigned maps;
+    CUmemAllocationProp prop; /* as cuMemCreate got it */
     UT_hash_handle hh;
 };
 
@@ -248,18 +251,30 @@ static struct rec *rec_find(uint64_t addr)
     return r;
 }
 
-/* The allocation (not pinned host memory) holding [p, p + n), or NULL. */
-static struct rec *rec_containing(uint64_t p, uint64_t n)
+/* The allocation holding [p, p + n), pinned host memory included when with_host, or NULL. */
+static struct rec *rec_spanning(uint64_t p, uint64_t n, int with_host)
 {
     struct rec *r, *tmp;
     HASH_ITER(hh, g.recs, r, tmp)
     {
-        if (r->kind == REC_HOST)
+        if (r->kind == REC_HOST && !with_host)
             continue;
         if (p >= r->addr && p - r->addr < r->len && n <= r->len - (p - r->addr))
             return r;
     }
     return NULL;
+}
+
+/* The allocation (not pinned host memory) holding [p, p + n), or NULL. */
+static struct rec *rec_containing(uint64_t p, uint64_t n)
+{
+    return rec_spanning(p, n, 0);
+}
+
+/* The same, pinned host memory included. */
+static struct rec *rec_holding(uint64_t p, uint64_t n)
+{
+    return rec_spanning(p, n, 1);
 }
 
 static void rec_add(struct rec *r)
@@ -1294,6 +1309,80 @@ EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
     API(1, do_memset8(dstDevice, uc, N));
 }
 
+/* 32-bit words, on a 4-byte aligned range of device, managed or mapped VMM memory. Zeros go
+ * through set_bytes, so clearing a large buffer commits no RAM. Streams are not modelled: the
+ * words are there when the call returns. */
+static CUresult do_memset32(CUdeviceptr dst, unsigned int ui, size_t n)
+{
+    if (dst % 4 != 0 || n > SIZE_MAX / 4)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!rec_containing(dst, n * 4) && !mapping_containing(dst, n * 4))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if (ui == 0) {
+        set_bytes(dst, 0, n * 4);
+        return CUDA_SUCCESS;
+    }
+    uint32_t *w = (uint32_t *)(uintptr_t)dst;
+    for (size_t i = 0; i < n; i++)
+        w[i] = ui;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
+{
+    (void)hStream;
+    API(1, do_memset32(dstDevice, ui, N));
+}
+
+EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N,
+                                      CUstream hStream)
+{
+    (void)hStream;
+    API(1, do_memset32(dstDevice, ui, N));
+}
+
+/* One 32-bit word into device, managed, mapped VMM or pinned host memory (where a stream
+ * usually signals the host), written at once. */
+static CUresult do_write_value32(CUdeviceptr addr, cuuint32_t value, unsigned int flags)
+{
+    if (flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER || addr % 4 != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!rec_holding(addr, 4) && !mapping_containing(addr, 4))
+        return CUDA_ERROR_INVALID_VALUE;
+    *(uint32_t *)(uintptr_t)addr = value;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                     unsigned int flags)
+{
+    (void)stream;
+    API(1, do_write_value32(addr, value, flags));
+}
+
+EXPORT CUresult cuStreamWriteValue32_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                          unsigned int flags)
+{
+    (void)stream;
+    API(1, do_write_value32(addr, value, flags));
+}
+
+EXPORT CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                        unsigned int flags)
+{
+    (void)stream;
+    API(1, do_write_value32(addr, value, flags));
+}
+
+EXPORT CUresult cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                             unsigned int flags)
+{
+    (void)stream;
+    API(1, do_write_value32(addr, value, flags));
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Stream-ordered allocation                                                                */
 
@@ -1569,6 +1658,8 @@ static CUresult do_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
     h->id = ++g.next_handle;
     h->len = size;
     h->device = d->ordinal;
+    h->refs = 1;
+    h->prop = *prop;
     d->phys += size;
     HASH_ADD(hh, g.handles, id, sizeof h->id, h);
     *handle = h->id;
@@ -1599,12 +1690,10 @@ static void handle_free(struct vmm_handle *h)
 static CUresult do_mem_release(CUmemGenericAllocationHandle id)
 {
     struct vmm_handle *h = handle_find(id);
-    if (!h || h->released)
+    if (!h || h->refs == 0)
         return CUDA_ERROR_INVALID_VALUE;
     /* Released while mapped: the memory lives on until the last mapping goes away. */
-    if (h->maps > 0)
-        h->released = 1;
-    else
+    if (--h->refs == 0 && h->maps == 0)
         handle_free(h);
     return CUDA_SUCCESS;
 }
@@ -1693,7 +1782,7 @@ static CUresult do_mem_map(CUdeviceptr ptr, size_t size, size_t offset,
     if (flags != 0 || size == 0 || ptr % SIM_GRANULARITY || size % SIM_GRANULARITY ||
         offset % SIM_GRANULARITY)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!h || h->released || offset > h->len || size > h->len - offset)
+    if (!h || h->refs == 0 || offset > h->len || size > h->len - offset)
         return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < g.nresv; i++) {
         const struct va_range *v = &g.resv[i];
@@ -1744,7 +1833,7 @@ static CUresult do_mem_unmap(CUdeviceptr ptr, size_t size)
             continue;
         }
         g.maps[j] = g.maps[--g.nmaps];
-        if (--m.h->maps == 0 && m.h->released)
+        if (--m.h->maps == 0 && m.h->refs == 0)
             handle_free(m.h);
     }
     return CUDA_SUCCESS;
@@ -1785,6 +1874,74 @@ EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDe
                                size_t count)
 {
     API(1, do_set_access(ptr, size, desc, count));
+}
+
+/* The handle mapped at addr (any address inside a mapping), one reference more. A handle
+ * released while still mapped comes back this way, as on the real driver. */
+static CUresult do_retain_handle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    const struct va_mapping *m = mapping_containing((uint64_t)(uintptr_t)addr, 1);
+    if (!m)
+        return CUDA_ERROR_INVALID_VALUE;
+    m->h->refs++;
+    *handle = m->h->id;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    API(1, do_retain_handle(handle, addr));
+}
+
+static CUresult do_handle_props(CUmemAllocationProp *prop, CUmemGenericAllocationHandle id)
+{
+    struct vmm_handle *h = handle_find(id);
+    if (!prop || !h || h->refs == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *prop = h->prop;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                       CUmemGenericAllocationHandle handle)
+{
+    API(1, do_handle_props(prop, handle));
+}
+
+/* Shareable handles would carry memory to another process, whose simulated driver counts only
+ * its own: refused, after the checks a real driver makes first. PyTorch needs them only to
+ * share expandable segments between processes. */
+static CUresult do_export_handle(void *shareable, CUmemGenericAllocationHandle id)
+{
+    struct vmm_handle *h = handle_find(id);
+    if (!shareable || !h || h->refs == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
+                                             CUmemGenericAllocationHandle handle,
+                                             CUmemAllocationHandleType handleType,
+                                             unsigned long long flags)
+{
+    (void)handleType;
+    (void)flags;
+    API(1, do_export_handle(shareableHandle, handle));
+}
+
+static CUresult do_import_handle(CUmemGenericAllocationHandle *handle)
+{
+    return handle ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                               CUmemAllocationHandleType shHandleType)
+{
+    (void)osHandle;
+    (void)shHandleType;
+    API(1, do_import_handle(handle));
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1853,6 +2010,12 @@ static const struct proc_entry proc_table[] = {
     PROC("cuMemAllocPitch", cuMemAllocPitch_v2, 3020, 0),
     PROC("cuMemGetAddressRange", cuMemGetAddressRange_v2, 3020, 0),
     PROC("cuMemsetD8", cuMemsetD8_v2, 3020, 0),
+    PROC("cuMemsetD32Async", cuMemsetD32Async, 3020, 0),
+    PROC("cuMemsetD32Async", cuMemsetD32Async_ptsz, 7000, 1),
+    PROC("cuStreamWriteValue32", cuStreamWriteValue32, 8000, 0),
+    PROC("cuStreamWriteValue32", cuStreamWriteValue32_ptsz, 8000, 1),
+    PROC("cuStreamWriteValue32", cuStreamWriteValue32_v2, 11070, 0),
+    PROC("cuStreamWriteValue32", cuStreamWriteValue32_v2_ptsz, 11070, 1),
     PROC("cuMemAllocManaged", cuMemAllocManaged, 6000, 0),
     PROC("cuMemAllocHost", cuMemAllocHost_v2, 3020, 0),
     PROC("cuMemHostAlloc", cuMemHostAlloc, 2020, 0),
@@ -1879,6 +2042,11 @@ static const struct proc_entry proc_table[] = {
     PROC("cuMemMap", cuMemMap, 10020, 0),
     PROC("cuMemUnmap", cuMemUnmap, 10020, 0),
     PROC("cuMemSetAccess", cuMemSetAccess, 10020, 0),
+    PROC("cuMemRetainAllocationHandle", cuMemRetainAllocationHandle, 11000, 0),
+    PROC("cuMemGetAllocationPropertiesFromHandle", cuMemGetAllocationPropertiesFromHandle, 10020,
+         0),
+    PROC("cuMemExportToShareableHandle", cuMemExportToShareableHandle, 10020, 0),
+    PROC("cuMemImportFromShareableHandle", cuMemImportFromShareableHandle, 10020, 0),
     PROC("cuGetExportTable", cuGetExportTable, 3000, 0),
     PROC("cuGetProcAddress", cuGetProcAddress, 11030, 0),
     PROC("cuGetProcAddress", cuGetProcAddress_v2, 12000, 0),
