@@ -927,6 +927,138 @@ Test(simgpu_driver, pytorch_required_functions)
     TOO_OLD("cuStreamWriteValue32", 7050);
 }
 
+/* The optional ones: a miss is no error, but PyTorch logs "Failed to resolve symbol" for each. */
+static const struct {
+    const char *name;
+    int version;
+    const char *symbol;
+} pytorch_optional[] = {
+    { "cuMulticastAddDevice", 12030, "cuMulticastAddDevice" },
+    { "cuMulticastBindMem", 12030, "cuMulticastBindMem" },
+    { "cuMulticastCreate", 12030, "cuMulticastCreate" },
+    { "cuMulticastUnbind", 12030, "cuMulticastUnbind" },
+    { "cuCtxFromGreenCtx", 12080, "cuCtxFromGreenCtx" },
+    { "cuCtxGetCurrent", 12080, "cuCtxGetCurrent" },
+    { "cuCtxPopCurrent", 12080, "cuCtxPopCurrent_v2" },
+    { "cuCtxPushCurrent", 12080, "cuCtxPushCurrent_v2" },
+    { "cuCtxSetCurrent", 12080, "cuCtxSetCurrent" },
+    { "cuGreenCtxCreate", 12080, "cuGreenCtxCreate" },
+    { "cuGreenCtxDestroy", 12080, "cuGreenCtxDestroy" },
+    { "cuGreenCtxStreamCreate", 12080, "cuGreenCtxStreamCreate" },
+    { "cuDevSmResourceSplitByCount", 12080, "cuDevSmResourceSplitByCount" },
+    { "cuDeviceGet", 12080, "cuDeviceGet" },
+    { "cuDeviceGetDevResource", 12080, "cuDeviceGetDevResource" },
+    { "cuDevResourceGenerateDesc", 12080, "cuDevResourceGenerateDesc" },
+    { "cuLogsRegisterCallback", 12090, "cuLogsRegisterCallback" },
+    { "cuLogsUnregisterCallback", 12090, "cuLogsUnregisterCallback" },
+};
+
+Test(simgpu_driver, pytorch_optional_functions)
+{
+    sim_env_clear();
+    for (size_t i = 0; i < sizeof pytorch_optional / sizeof pytorch_optional[0]; i++)
+        FOUND(pytorch_optional[i].name, pytorch_optional[i].version, 0, pytorch_optional[i].symbol);
+    FOUND("cuCtxPushCurrent", 3020, 0, "cuCtxPushCurrent");
+    FOUND("cuCtxPopCurrent", 4000, 0, "cuCtxPopCurrent_v2");
+    TOO_OLD("cuGreenCtxCreate", 12030);
+    TOO_OLD("cuLogsRegisterCallback", 12080);
+}
+
+Test(simgpu_driver, context_stack)
+{
+    CUcontext c0, c1, got = (CUcontext)1;
+    CUdevice dev;
+    sim_env("0:1GiB,1:1GiB", "0", NULL);
+    OK(cuInit(0));
+    OK(cuDevicePrimaryCtxRetain(&c0, 0));
+    OK(cuDevicePrimaryCtxRetain(&c1, 1));
+    cr_assert_eq(cuCtxPopCurrent_v2(&got), CUDA_ERROR_INVALID_CONTEXT, "nothing current");
+    OK(cuCtxPushCurrent_v2(c0));
+    OK(cuCtxPushCurrent(c1));
+    OK(cuCtxGetCurrent(&got));
+    cr_assert_eq(got, c1);
+    OK(cuCtxGetDevice(&dev));
+    cr_assert_eq(dev, 1);
+    OK(cuCtxPopCurrent_v2(&got));
+    cr_assert_eq(got, c1);
+    OK(cuCtxGetCurrent(&got));
+    cr_assert_eq(got, c0, "the one below is current again");
+    OK(cuCtxSetCurrent(c1)); /* replaces the top */
+    OK(cuCtxPopCurrent(NULL));
+    OK(cuCtxGetCurrent(&got));
+    cr_assert_null(got);
+    cr_assert_eq(cuCtxPushCurrent_v2(NULL), CUDA_ERROR_INVALID_CONTEXT);
+    cr_assert_eq(cuCtxPushCurrent_v2((CUcontext)&dev), CUDA_ERROR_INVALID_CONTEXT);
+    for (int i = 0; i < 64; i++)
+        OK(cuCtxPushCurrent_v2(i % 2 ? c1 : c0));
+    for (int i = 63; i >= 0; i--) {
+        OK(cuCtxPopCurrent_v2(&got));
+        cr_assert_eq(got, i % 2 ? c1 : c0, "level %d", i);
+    }
+    cr_assert_eq(cuCtxPopCurrent_v2(&got), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+static void log_callback(void *data, CUlogLevel level, char *message, size_t length)
+{
+    (void)level;
+    (void)message;
+    (void)length;
+    ++*(int *)data;
+}
+
+Test(simgpu_driver, logs_callbacks)
+{
+    CUlogsCallbackHandle a = NULL, b = NULL;
+    int calls = 0;
+    CUdeviceptr p;
+    sim_env("64MiB", "0", NULL);
+    /* Registered before cuInit, as PyTorch may: the simulator never has anything to log. */
+    OK(cuLogsRegisterCallback(log_callback, &calls, &a));
+    cr_assert_not_null(a);
+    start();
+    OK(cuLogsRegisterCallback(log_callback, &calls, &b));
+    cr_assert_neq(a, b);
+    cr_assert_eq(cuMemAlloc_v2(&p, 128 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(calls, 0);
+    OK(cuLogsUnregisterCallback(a));
+    cr_assert_eq(cuLogsUnregisterCallback(a), CUDA_ERROR_INVALID_VALUE, "twice");
+    OK(cuLogsUnregisterCallback(b));
+    cr_assert_eq(cuLogsRegisterCallback(NULL, &calls, &a), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuLogsRegisterCallback(log_callback, &calls, NULL), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(simgpu_driver, green_contexts_and_multicast_are_not_supported)
+{
+    CUgreenCtx green = NULL;
+    CUdevResourceDesc desc = NULL;
+    CUdevResource res;
+    CUcontext ctx;
+    CUstream stream;
+    CUmemGenericAllocationHandle mc = 0;
+    CUmulticastObjectProp mprop;
+    unsigned int groups = 1;
+    sim_env_clear();
+    start();
+    cr_assert_eq(attr(CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, 0), 0);
+    memset(&res, 0, sizeof res);
+    memset(&mprop, 0, sizeof mprop);
+    cr_assert_eq(cuDeviceGetDevResource(0, &res, CU_DEV_RESOURCE_TYPE_SM),
+                 CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuDevSmResourceSplitByCount(&res, &groups, &res, NULL, 0, 8),
+                 CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuDevResourceGenerateDesc(&desc, &res, 1), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuGreenCtxCreate(&green, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM),
+                 CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuCtxFromGreenCtx(&ctx, green), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuGreenCtxStreamCreate(&stream, green, CU_STREAM_NON_BLOCKING, 0),
+                 CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuGreenCtxDestroy(green), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuMulticastCreate(&mc, &mprop), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuMulticastAddDevice(mc, 0), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuMulticastBindMem(mc, 0, 1, 0, 2 * MiB, 0), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuMulticastUnbind(mc, 0, 0, 2 * MiB), CUDA_ERROR_NOT_SUPPORTED);
+}
+
 Test(simgpu_driver, vmm_retain_by_address)
 {
     CUmemAllocationProp prop = vmm_prop(0), got;

@@ -106,6 +106,14 @@ struct va_mapping {
     struct vmm_handle *h;
 };
 
+/* A callback cuLogsRegisterCallback took (CUlogsCallbackHandle points to this). The simulator
+ * has nothing to log, so none is ever called. */
+struct CUlogsCallbackEntry_st {
+    CUlogsCallback fn;
+    void *data;
+    struct CUlogsCallbackEntry_st *next;
+};
+
 static struct {
     pthread_mutex_t lock;
     struct simgpu_config cfg;
@@ -124,10 +132,15 @@ static struct {
     struct va_mapping *maps;
     size_t nmaps, cap_maps;
     int ctx_device_counted; /* a SIMGPU_FAIL rule names cuCtxGetDevice(_v2): no lock-free path */
+    struct CUlogsCallbackEntry_st *logs;
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+/* The thread's context stack: the current context on top, the ones pushed under it below. */
+#define CTX_STACK_MAX 64
 static __thread struct CUctx_st *tls_ctx;
+static __thread struct CUctx_st *tls_below[CTX_STACK_MAX];
+static __thread int tls_depth;
 
 static int is_driver_function(const char *name);
 
@@ -899,6 +912,152 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
     API(1, do_get_current(pctx));
 }
 
+/* cuCtxSetCurrent replaces the top of the stack; push and pop move it. */
+static CUresult do_push(CUcontext ctx)
+{
+    if (!ctx || !valid_context(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (tls_depth == CTX_STACK_MAX)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    tls_below[tls_depth++] = tls_ctx;
+    tls_ctx = ctx;
+    return CUDA_SUCCESS;
+}
+
+static CUresult do_pop(CUcontext *pctx)
+{
+    if (!tls_ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (pctx)
+        *pctx = tls_ctx;
+    tls_ctx = tls_depth > 0 ? tls_below[--tls_depth] : NULL;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+    API(1, do_push(ctx));
+}
+
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    API(1, do_push(ctx));
+}
+
+EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+    API(1, do_pop(pctx));
+}
+
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    API(1, do_pop(pctx));
+}
+
+/* Green contexts (a share of the multiprocessors) and multicast objects (NVLink multicast,
+ * CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED is 0) are not simulated: each call is refused. */
+EXPORT CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource,
+                                       CUdevResourceType type)
+{
+    (void)device;
+    (void)resource;
+    (void)type;
+    API(1, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+EXPORT CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *nbGroups,
+                                            const CUdevResource *input, CUdevResource *remaining,
+                                            unsigned int useFlags, unsigned int minCount)
+{
+    (void)result;
+    (void)nbGroups;
+    (void)input;
+    (void)remaining;
+    (void)useFlags;
+    (void)minCount;
+    API(1, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+EXPORT CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevResource *resources,
+                                          unsigned int nbResources)
+{
+    (void)phDesc;
+    (void)resources;
+    (void)nbResources;
+    API(1, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev,
+                                 unsigned int flags)
+{
+    (void)phCtx;
+    (void)desc;
+    (void)dev;
+    (void)flags;
+    API(1, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx hCtx)
+{
+    (void)hCtx;
+    API(1, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+EXPORT CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx)
+{
+    (void)pContext;
+    (void)hCtx;
+    API(1, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+EXPORT CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags,
+                                       int priority)
+{
+    (void)phStream;
+    (void)greenCtx;
+    (void)flags;
+    (void)priority;
+    API(1, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+EXPORT CUresult cuMulticastCreate(CUmemGenericAllocationHandle *mcHandle,
+                                  const CUmulticastObjectProp *prop)
+{
+    (void)mcHandle;
+    (void)prop;
+    API(1, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+EXPORT CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev)
+{
+    (void)mcHandle;
+    (void)dev;
+    API(1, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+EXPORT CUresult cuMulticastBindMem(CUmemGenericAllocationHandle mcHandle, size_t mcOffset,
+                                   CUmemGenericAllocationHandle memHandle, size_t memOffset,
+                                   size_t size, unsigned long long flags)
+{
+    (void)mcHandle;
+    (void)mcOffset;
+    (void)memHandle;
+    (void)memOffset;
+    (void)size;
+    (void)flags;
+    API(1, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+EXPORT CUresult cuMulticastUnbind(CUmemGenericAllocationHandle mcHandle, CUdevice dev,
+                                  size_t mcOffset, size_t size)
+{
+    (void)mcHandle;
+    (void)dev;
+    (void)mcOffset;
+    (void)size;
+    API(1, CUDA_ERROR_NOT_SUPPORTED);
+}
+
 static CUresult do_ctx_device(CUdevice *device, CUcontext ctx)
 {
     if (!device)
@@ -1030,6 +1189,45 @@ EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)
 EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr)
 {
     API(0, do_error_text(error, pStr, 0));
+}
+
+/* Log callbacks work before cuInit (PyTorch registers one at its first CUDA check). */
+static CUresult do_logs_register(CUlogsCallback fn, void *data, CUlogsCallbackHandle *out)
+{
+    if (!fn || !out)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUlogsCallbackEntry_st *e = calloc(1, sizeof *e);
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    e->fn = fn;
+    e->data = data;
+    e->next = g.logs;
+    g.logs = e;
+    *out = e;
+    return CUDA_SUCCESS;
+}
+
+static CUresult do_logs_unregister(CUlogsCallbackHandle h)
+{
+    for (struct CUlogsCallbackEntry_st **link = &g.logs; *link; link = &(*link)->next) {
+        if (*link == h) {
+            *link = h->next;
+            free(h);
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuLogsRegisterCallback(CUlogsCallback callbackFunc, void *userData,
+                                       CUlogsCallbackHandle *callback_out)
+{
+    API(0, do_logs_register(callbackFunc, userData, callback_out));
+}
+
+EXPORT CUresult cuLogsUnregisterCallback(CUlogsCallbackHandle callback)
+{
+    API(0, do_logs_unregister(callback));
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1994,6 +2192,17 @@ static const struct proc_entry proc_table[] = {
     PROC("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease_v2, 11000, 0),
     PROC("cuCtxSetCurrent", cuCtxSetCurrent, 4000, 0),
     PROC("cuCtxGetCurrent", cuCtxGetCurrent, 4000, 0),
+    PROC("cuCtxPushCurrent", cuCtxPushCurrent, 2000, 0),
+    PROC("cuCtxPushCurrent", cuCtxPushCurrent_v2, 4000, 0),
+    PROC("cuCtxPopCurrent", cuCtxPopCurrent, 2000, 0),
+    PROC("cuCtxPopCurrent", cuCtxPopCurrent_v2, 4000, 0),
+    PROC("cuDeviceGetDevResource", cuDeviceGetDevResource, 12040, 0),
+    PROC("cuDevSmResourceSplitByCount", cuDevSmResourceSplitByCount, 12040, 0),
+    PROC("cuDevResourceGenerateDesc", cuDevResourceGenerateDesc, 12040, 0),
+    PROC("cuGreenCtxCreate", cuGreenCtxCreate, 12040, 0),
+    PROC("cuGreenCtxDestroy", cuGreenCtxDestroy, 12040, 0),
+    PROC("cuCtxFromGreenCtx", cuCtxFromGreenCtx, 12040, 0),
+    PROC("cuGreenCtxStreamCreate", cuGreenCtxStreamCreate, 12050, 0),
     PROC("cuCtxGetDevice", cuCtxGetDevice, 2000, 0),
     PROC("cuCtxGetDevice", cuCtxGetDevice_v2, 13000, 0),
     PROC("cuCtxSynchronize", cuCtxSynchronize, 2000, 0),
@@ -2002,6 +2211,8 @@ static const struct proc_entry proc_table[] = {
     PROC("cuStreamSynchronize", cuStreamSynchronize_ptsz, 7000, 1),
     PROC("cuGetErrorName", cuGetErrorName, 6000, 0),
     PROC("cuGetErrorString", cuGetErrorString, 6000, 0),
+    PROC("cuLogsRegisterCallback", cuLogsRegisterCallback, 12090, 0),
+    PROC("cuLogsUnregisterCallback", cuLogsUnregisterCallback, 12090, 0),
     PROC("cuMemGetInfo", cuMemGetInfo_v2, 3020, 0),
     PROC("cuMemAlloc", cuMemAlloc, 2000, 0),
     PROC("cuMemAlloc", cuMemAlloc_v2, 3020, 0),
@@ -2042,6 +2253,10 @@ static const struct proc_entry proc_table[] = {
     PROC("cuMemMap", cuMemMap, 10020, 0),
     PROC("cuMemUnmap", cuMemUnmap, 10020, 0),
     PROC("cuMemSetAccess", cuMemSetAccess, 10020, 0),
+    PROC("cuMulticastCreate", cuMulticastCreate, 12010, 0),
+    PROC("cuMulticastAddDevice", cuMulticastAddDevice, 12010, 0),
+    PROC("cuMulticastBindMem", cuMulticastBindMem, 12010, 0),
+    PROC("cuMulticastUnbind", cuMulticastUnbind, 12010, 0),
     PROC("cuMemRetainAllocationHandle", cuMemRetainAllocationHandle, 11000, 0),
     PROC("cuMemGetAllocationPropertiesFromHandle", cuMemGetAllocationPropertiesFromHandle, 10020,
          0),
