@@ -1211,6 +1211,273 @@ Test(simgpu_driver, stream_write_value32)
     OK(cuMemFreeHost(host));
 }
 
+/* libcaffe2_nvrtc.so links these from libcuda.so.1 (PyTorch dlopens it with RTLD_NOW, for its
+ * primary-context checks and the kernels it compiles at run time). */
+static const struct {
+    const char *name;
+    const char *symbol;
+} nvrtc_imports[] = {
+    { "cuCtxGetCurrent", "cuCtxGetCurrent" },
+    { "cuCtxSetCurrent", "cuCtxSetCurrent" },
+    { "cuDeviceGet", "cuDeviceGet" },
+    { "cuDeviceGetAttribute", "cuDeviceGetAttribute" },
+    { "cuDevicePrimaryCtxGetState", "cuDevicePrimaryCtxGetState" },
+    { "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain" },
+    { "cuFuncGetAttribute", "cuFuncGetAttribute" },
+    { "cuFuncSetAttribute", "cuFuncSetAttribute" },
+    { "cuFuncSetCacheConfig", "cuFuncSetCacheConfig" },
+    { "cuGetErrorString", "cuGetErrorString" },
+    { "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel" },
+    { "cuLaunchKernel", "cuLaunchKernel" },
+    { "cuLinkAddData", "cuLinkAddData_v2" },
+    { "cuLinkComplete", "cuLinkComplete" },
+    { "cuLinkCreate", "cuLinkCreate_v2" },
+    { "cuLinkDestroy", "cuLinkDestroy" },
+    { "cuModuleGetFunction", "cuModuleGetFunction" },
+    { "cuModuleLoad", "cuModuleLoad" },
+    { "cuModuleLoadData", "cuModuleLoadData" },
+    { "cuModuleLoadDataEx", "cuModuleLoadDataEx" },
+    { "cuModuleUnload", "cuModuleUnload" },
+    { "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+      "cuOccupancyMaxActiveBlocksPerMultiprocessor" },
+    { "cuPointerGetAttribute", "cuPointerGetAttribute" },
+    { "cuTensorMapEncodeTiled", "cuTensorMapEncodeTiled" },
+};
+
+Test(simgpu_driver, nvrtc_stub_imports)
+{
+    sim_env_clear();
+    for (size_t i = 0; i < sizeof nvrtc_imports / sizeof nvrtc_imports[0]; i++)
+        FOUND(nvrtc_imports[i].name, 13000, 0, nvrtc_imports[i].symbol);
+    FOUND("cuLaunchKernel", 13000, 2, "cuLaunchKernel_ptsz");
+    FOUND("cuLaunchCooperativeKernel", 13000, 2, "cuLaunchCooperativeKernel_ptsz");
+    TOO_OLD("cuLinkCreate", 6000);
+    TOO_OLD("cuTensorMapEncodeTiled", 11080);
+}
+
+Test(simgpu_driver, modules_functions_and_launches)
+{
+    static const char image[] = "not really a cubin";
+    CUmodule mod, mod2;
+    CUfunction f, g, f2;
+    int v;
+    sim_env_clear();
+    OK(cuInit(0));
+    cr_assert_eq(cuModuleLoadData(&mod, image), CUDA_ERROR_INVALID_CONTEXT, "no context");
+    start();
+    /* Any image loads (nothing is ever run); functions are found by name, once each. */
+    OK(cuModuleLoadData(&mod, image));
+    cr_assert_eq(cuModuleLoadData(&mod, NULL), CUDA_ERROR_INVALID_VALUE);
+    OK(cuModuleGetFunction(&f, mod, "kernel_a"));
+    OK(cuModuleGetFunction(&f2, mod, "kernel_a"));
+    cr_assert_eq(f, f2);
+    OK(cuModuleGetFunction(&g, mod, "kernel_b"));
+    cr_assert_neq(f, g);
+    cr_assert_eq(cuModuleGetFunction(&f2, (CUmodule)&v, "kernel_a"), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(cuModuleGetFunction(&f2, mod, NULL), CUDA_ERROR_INVALID_VALUE);
+
+    OK(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
+    cr_assert_eq(v, 1024);
+    OK(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
+    cr_assert_eq(v, 32);
+    OK(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_BINARY_VERSION, f));
+    cr_assert_eq(v, 90, "the device's compute capability");
+    OK(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f));
+    cr_assert_eq(v, 49152);
+    OK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 100000));
+    OK(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f));
+    cr_assert_eq(v, 100000);
+    cr_assert_eq(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 232449),
+                 CUDA_ERROR_INVALID_VALUE, "above the opt-in limit");
+    cr_assert_eq(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NUM_REGS, 1), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX, f), CUDA_ERROR_INVALID_VALUE);
+    OK(cuFuncSetCacheConfig(f, CU_FUNC_CACHE_PREFER_SHARED));
+    cr_assert_eq(cuFuncSetCacheConfig(NULL, CU_FUNC_CACHE_PREFER_SHARED),
+                 CUDA_ERROR_INVALID_HANDLE);
+
+    /* A launch checks its shape and does nothing. */
+    OK(cuLaunchKernel(f, 1000, 2, 3, 256, 2, 2, 0, NULL, NULL, NULL));
+    OK(cuLaunchKernel_ptsz(f, 1, 1, 1, 1024, 1, 1, 100000, NULL, NULL, NULL));
+    cr_assert_eq(cuLaunchKernel(f, 1, 1, 1, 1025, 1, 1, 0, NULL, NULL, NULL),
+                 CUDA_ERROR_INVALID_VALUE, "too many threads");
+    cr_assert_eq(cuLaunchKernel(f, 1, 1, 1, 512, 1, 3, 0, NULL, NULL, NULL),
+                 CUDA_ERROR_INVALID_VALUE, "too many threads in all");
+    cr_assert_eq(cuLaunchKernel(f, 1, 1, 1, 1, 1, 65, 0, NULL, NULL, NULL),
+                 CUDA_ERROR_INVALID_VALUE, "block z above 64");
+    cr_assert_eq(cuLaunchKernel(f, 1, 65536, 1, 1, 1, 1, 0, NULL, NULL, NULL),
+                 CUDA_ERROR_INVALID_VALUE, "grid y above 65535");
+    cr_assert_eq(cuLaunchKernel(f, 0, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
+                 CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 100001, NULL, NULL, NULL),
+                 CUDA_ERROR_INVALID_VALUE, "more dynamic shared memory than allowed");
+    void *params[1] = { NULL }, *extra[1] = { CU_LAUNCH_PARAM_END };
+    cr_assert_eq(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, extra),
+                 CUDA_ERROR_INVALID_VALUE, "parameters both ways");
+    cr_assert_eq(cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
+                 CUDA_ERROR_INVALID_HANDLE);
+
+    /* Occupancy of the default device (2048 threads, 32 blocks, 233472 bytes per SM). */
+    OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, f, 256, 0));
+    cr_assert_eq(v, 8);
+    OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, f, 32, 0));
+    cr_assert_eq(v, 32);
+    OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, f, 100, 100000));
+    cr_assert_eq(v, 2, "limited by shared memory");
+    OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, f, 1025, 0));
+    cr_assert_eq(v, 0);
+    /* A cooperative grid must fit on the device at once: 132 SMs x 8 blocks of 256. */
+    OK(cuLaunchCooperativeKernel(f, 1056, 1, 1, 256, 1, 1, 0, NULL, NULL));
+    OK(cuLaunchCooperativeKernel_ptsz(f, 528, 2, 1, 256, 1, 1, 0, NULL, NULL));
+    cr_assert_eq(cuLaunchCooperativeKernel(f, 1057, 1, 1, 256, 1, 1, 0, NULL, NULL),
+                 CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+
+    /* Unloading takes the functions with it. */
+    OK(cuModuleLoadDataEx(&mod2, image, 0, NULL, NULL));
+    OK(cuModuleUnload(mod));
+    cr_assert_eq(cuModuleUnload(mod), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
+                 CUDA_ERROR_INVALID_HANDLE);
+    OK(cuModuleUnload(mod2));
+    cr_assert_eq(cuModuleLoad(&mod, "/nonexistent/kernels.cubin"), CUDA_ERROR_FILE_NOT_FOUND);
+    OK(cuModuleLoad(&mod, "/proc/self/exe"));
+    OK(cuModuleUnload(mod));
+    const char *s = NULL;
+    OK(cuGetErrorName(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, &s));
+    cr_assert_str_eq(s, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE");
+}
+
+Test(simgpu_driver, named_card_occupancy)
+{
+    CUmodule mod;
+    CUfunction f;
+    int v;
+    sim_env_clear();
+    setenv("SIMGPU_CARD", "T4", 1);
+    start();
+    OK(cuModuleLoadData(&mod, "x"));
+    OK(cuModuleGetFunction(&f, mod, "k"));
+    OK(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_PTX_VERSION, f));
+    cr_assert_eq(v, 75);
+    OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, f, 256, 0));
+    cr_assert_eq(v, 4, "1024 threads per SM on a T4");
+    OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&v, f, 32, 0));
+    cr_assert_eq(v, 16, "16 blocks per SM");
+    cr_assert_eq(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 65537),
+                 CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(simgpu_driver, linker)
+{
+    CUlinkState st;
+    CUmodule mod;
+    void *cubin = NULL;
+    size_t size = 0;
+    sim_env_clear();
+    start();
+    OK(cuLinkCreate_v2(0, NULL, NULL, &st));
+    cr_assert_eq(cuLinkComplete(st, &cubin, &size), CUDA_ERROR_INVALID_VALUE, "nothing added");
+    OK(cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, (void *)".version 8.0", 12, "a.ptx", 0, NULL, NULL));
+    cr_assert_eq(cuLinkAddData_v2(st, CU_JIT_INPUT_PTX, NULL, 12, "a.ptx", 0, NULL, NULL),
+                 CUDA_ERROR_INVALID_VALUE);
+    OK(cuLinkComplete(st, &cubin, &size));
+    cr_assert_not_null(cubin);
+    cr_assert_gt(size, 0);
+    OK(cuModuleLoadData(&mod, cubin));
+    OK(cuModuleUnload(mod));
+    OK(cuLinkDestroy(st));
+    cr_assert_eq(cuLinkDestroy(st), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(cuLinkCreate_v2(0, NULL, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(simgpu_driver, pointer_attributes)
+{
+    CUdeviceptr p, m, base, dp, va;
+    CUcontext ctx, c = NULL;
+    unsigned int type = 0, managed = 7;
+    int ordinal = -1;
+    size_t size = 0;
+    void *host, *hp = NULL;
+    sim_env("64MiB", "0", NULL);
+    ctx = start();
+    OK(cuMemAlloc_v2(&p, 1000));
+    OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p + 100));
+    cr_assert_eq(type, CU_MEMORYTYPE_DEVICE);
+    OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p + 100));
+    cr_assert_eq(ordinal, 0);
+    OK(cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, p));
+    cr_assert_eq(c, ctx);
+    OK(cuPointerGetAttribute(&base, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p + 100));
+    cr_assert_eq(base, p);
+    OK(cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p + 100));
+    cr_assert_eq(size, 1024, "as allocated, rounded to 512");
+    OK(cuPointerGetAttribute(&dp, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, p + 100));
+    cr_assert_eq(dp, p + 100);
+    OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
+    cr_assert_eq(managed, 0);
+    cr_assert_eq(cuPointerGetAttribute(&hp, CU_POINTER_ATTRIBUTE_HOST_POINTER, p),
+                 CUDA_ERROR_INVALID_VALUE, "device memory has no host pointer");
+
+    OK(cuMemAllocManaged(&m, 4096, CU_MEM_ATTACH_GLOBAL));
+    OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, m + 1));
+    cr_assert_eq(managed, 1);
+    OK(cuPointerGetAttribute(&hp, CU_POINTER_ATTRIBUTE_HOST_POINTER, m + 1));
+    cr_assert_eq((uintptr_t)hp, m + 1);
+
+    OK(cuMemHostAlloc(&host, 4096, 0));
+    OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                             (CUdeviceptr)(uintptr_t)host + 8));
+    cr_assert_eq(type, CU_MEMORYTYPE_HOST);
+
+    CUmemAllocationProp prop = vmm_prop(0);
+    CUmemGenericAllocationHandle h;
+    OK(cuMemCreate(&h, 2 * MiB, &prop, 0));
+    OK(cuMemAddressReserve(&va, 4 * MiB, 0, 0, 0));
+    OK(cuMemMap(va, 2 * MiB, 0, h, 0));
+    OK(cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, va + 5));
+    cr_assert_eq(size, 2 * MiB);
+    OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, va));
+    cr_assert_eq(type, CU_MEMORYTYPE_DEVICE);
+
+    int local = 0;
+    cr_assert_eq(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                       (CUdeviceptr)(uintptr_t)&local),
+                 CUDA_ERROR_INVALID_VALUE, "ordinary host memory");
+    cr_assert_eq(cuPointerGetAttribute(NULL, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p),
+                 CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_P2P_TOKENS, p),
+                 CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemFreeHost(host));
+}
+
+Test(simgpu_driver, tensor_map_encode_tiled)
+{
+    CUtensorMap map;
+    CUdeviceptr p;
+    cuuint64_t dims[2] = { 64, 64 }, strides[1] = { 128 };
+    cuuint32_t box[2] = { 16, 16 }, estr[2] = { 1, 1 };
+    sim_env_clear();
+    start();
+    OK(cuMemAlloc_v2(&p, 8192));
+    memset(&map, 0x5a, sizeof map);
+    OK(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, (void *)(uintptr_t)p, dims,
+                              strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                              CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+    cr_assert_eq(map.opaque[0], 0);
+    cr_assert_eq(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 6,
+                                        (void *)(uintptr_t)p, dims, strides, box, estr,
+                                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                                        CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                 CUDA_ERROR_INVALID_VALUE, "rank above 5");
+    cr_assert_eq(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                                        (void *)(uintptr_t)(p + 8), dims, strides, box, estr,
+                                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                                        CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                 CUDA_ERROR_INVALID_VALUE, "not 16-byte aligned");
+}
+
 Test(simgpu_driver, legacy_v1_functions_refuse)
 {
     CUdeviceptr_v1 p;

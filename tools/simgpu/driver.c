@@ -6,6 +6,7 @@
 #include <cuda.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,28 @@ struct va_mapping {
     struct vmm_handle *h;
 };
 
+/* Loaded modules and their functions. No image is ever read and no kernel ever runs: a module is
+ * a name space for functions, and a function remembers what cuFuncSetAttribute set. */
+struct CUfunc_st {
+    struct CUmod_st *mod;
+    struct CUfunc_st *next;
+    int max_dynamic_smem; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+    int carveout;         /* CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT */
+    char name[];
+};
+
+struct CUmod_st {
+    int device;
+    struct CUfunc_st *funcs;
+    struct CUmod_st *next;
+};
+
+/* A pending link (cuLinkCreate): it counts what was added. */
+struct CUlinkState_st {
+    size_t inputs;
+    struct CUlinkState_st *next;
+};
+
 /* A callback cuLogsRegisterCallback took (CUlogsCallbackHandle points to this). The simulator
  * has nothing to log, so none is ever called. */
 struct CUlogsCallbackEntry_st {
@@ -133,6 +156,8 @@ static struct {
     size_t nmaps, cap_maps;
     int ctx_device_counted; /* a SIMGPU_FAIL rule names cuCtxGetDevice(_v2): no lock-free path */
     struct CUlogsCallbackEntry_st *logs;
+    struct CUmod_st *modules;
+    struct CUlinkState_st *links;
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -1164,6 +1189,9 @@ static const struct {
     { CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed" },
     { CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted" },
     { CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported" },
+    { CUDA_ERROR_FILE_NOT_FOUND, "CUDA_ERROR_FILE_NOT_FOUND", "file not found" },
+    { CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+      "too many blocks in cooperative launch" },
     { CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error" },
 };
 
@@ -2143,6 +2171,516 @@ EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *han
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* Modules, functions and launches (what libcaffe2_nvrtc.so links; nothing ever runs)       */
+
+static struct CUmod_st *module_find(CUmodule m)
+{
+    for (struct CUmod_st *q = g.modules; q; q = q->next)
+        if (q == m)
+            return q;
+    return NULL;
+}
+
+static struct CUfunc_st *function_find(CUfunction f)
+{
+    for (struct CUmod_st *m = g.modules; m; m = m->next)
+        for (struct CUfunc_st *q = m->funcs; q; q = q->next)
+            if (q == f)
+                return q;
+    return NULL;
+}
+
+/* Any image loads into the current context's device: it is never read. */
+static CUresult do_module_load(CUmodule *module, const void *image)
+{
+    if (!module || !image)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!tls_ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct CUmod_st *m = calloc(1, sizeof *m);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    m->device = tls_ctx->device;
+    m->next = g.modules;
+    g.modules = m;
+    *module = m;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    API(1, do_module_load(module, image));
+}
+
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+                                   CUjit_option *options, void **optionValues)
+{
+    (void)numOptions;
+    (void)options;
+    (void)optionValues;
+    API(1, do_module_load(module, image));
+}
+
+static CUresult do_module_load_file(CUmodule *module, const char *fname)
+{
+    if (!module || !fname)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (access(fname, R_OK) != 0)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    return do_module_load(module, fname);
+}
+
+EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
+{
+    API(1, do_module_load_file(module, fname));
+}
+
+static CUresult do_module_unload(CUmodule m)
+{
+    for (struct CUmod_st **link = &g.modules; *link; link = &(*link)->next) {
+        if (*link != m)
+            continue;
+        *link = m->next;
+        for (struct CUfunc_st *f = m->funcs, *next; f; f = next) {
+            next = f->next;
+            free(f);
+        }
+        free(m);
+        return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule hmod)
+{
+    API(1, do_module_unload(hmod));
+}
+
+/* Every name is in every module; the same name gives the same handle. */
+static CUresult do_get_function(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    struct CUmod_st *m = module_find(hmod);
+    if (!hfunc || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!m)
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (struct CUfunc_st *f = m->funcs; f; f = f->next) {
+        if (strcmp(f->name, name) == 0) {
+            *hfunc = f;
+            return CUDA_SUCCESS;
+        }
+    }
+    size_t n = strlen(name);
+    struct CUfunc_st *f = calloc(1, sizeof *f + n + 1);
+    if (!f)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memcpy(f->name, name, n + 1);
+    f->mod = m;
+    f->max_dynamic_smem = 49152; /* 48 KiB without opting in, less the static part (none) */
+    f->carveout = -1;
+    f->next = m->funcs;
+    m->funcs = f;
+    *hfunc = f;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    API(1, do_get_function(hfunc, hmod, name));
+}
+
+static CUresult do_func_get_attribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
+{
+    struct CUfunc_st *f = function_find(hfunc);
+    if (!pi || (int)attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    const struct simgpu_card *c = g.cfg.card[f->mod->device];
+    switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+        *pi = 1024;
+        break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS:
+        *pi = 32;
+        break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+        *pi = c->major * 10 + c->minor; /* built for the device it was loaded on */
+        break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+        *pi = f->max_dynamic_smem;
+        break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        *pi = f->carveout;
+        break;
+    default: /* static shared, constant and local memory, cache mode, clusters: none */
+        *pi = 0;
+        break;
+    }
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
+{
+    API(1, do_func_get_attribute(pi, attrib, hfunc));
+}
+
+static CUresult do_func_set_attribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
+{
+    struct CUfunc_st *f = function_find(hfunc);
+    if (!f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+        if (value < 0 || value > g.cfg.card[f->mod->device]->smem_optin)
+            return CUDA_ERROR_INVALID_VALUE;
+        f->max_dynamic_smem = value;
+        return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        if (value < -1 || value > 100)
+            return CUDA_ERROR_INVALID_VALUE;
+        f->carveout = value;
+        return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+        return CUDA_SUCCESS; /* accepted; clusters change nothing here */
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+EXPORT CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
+{
+    API(1, do_func_set_attribute(hfunc, attrib, value));
+}
+
+static CUresult do_func_cache_config(CUfunction hfunc, CUfunc_cache config)
+{
+    if (!function_find(hfunc))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (config != CU_FUNC_CACHE_PREFER_NONE && config != CU_FUNC_CACHE_PREFER_SHARED &&
+        config != CU_FUNC_CACHE_PREFER_L1 && config != CU_FUNC_CACHE_PREFER_EQUAL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
+{
+    API(1, do_func_cache_config(hfunc, config));
+}
+
+/* Blocks of `block` threads, each with `dynamic` bytes of dynamic shared memory, that one
+ * multiprocessor of the card holds at once (every function uses 32 registers a thread, which
+ * never binds first). */
+static int blocks_per_sm(const struct simgpu_card *c, int block, size_t dynamic)
+{
+    if (block <= 0 || block > 1024)
+        return 0;
+    int n = c->blocks_per_sm;
+    int by_threads = c->threads_per_sm / ((block + 31) / 32 * 32);
+    if (by_threads < n)
+        n = by_threads;
+    if (dynamic > 0) {
+        size_t reserved = c->major >= 8 ? 1024 : 0;
+        size_t by_smem = (size_t)c->smem_per_sm / (dynamic + reserved);
+        if (by_smem < (size_t)n)
+            n = (int)by_smem;
+    }
+    return n;
+}
+
+static CUresult do_occupancy(int *numBlocks, CUfunction func, int blockSize, size_t dynamic)
+{
+    struct CUfunc_st *f = function_find(func);
+    if (!numBlocks)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *numBlocks = blocks_per_sm(g.cfg.card[f->mod->device], blockSize, dynamic);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func,
+                                                            int blockSize, size_t dynamicSMemSize)
+{
+    API(1, do_occupancy(numBlocks, func, blockSize, dynamicSMemSize));
+}
+
+struct launch {
+    CUfunction f;
+    unsigned int grid[3], block[3], smem;
+};
+
+/* A launch is checked as the real driver checks it, and then nothing runs. */
+static CUresult do_launch(const struct launch *l, void **params, void **extra, int cooperative)
+{
+    if (!tls_ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct CUfunc_st *f = function_find(l->f);
+    if (!f || f->mod->device != tls_ctx->device)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (params && extra)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (int i = 0; i < 3; i++)
+        if (l->grid[i] == 0 || l->block[i] == 0)
+            return CUDA_ERROR_INVALID_VALUE;
+    if (l->grid[0] > INT_MAX || l->grid[1] > 65535 || l->grid[2] > 65535)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
+    if (l->block[0] > 1024 || l->block[1] > 1024 || l->block[2] > 64 || threads > 1024)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (l->smem > (unsigned int)f->max_dynamic_smem)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (cooperative) {
+        /* Every block of a cooperative grid must be resident at once. */
+        const struct simgpu_card *c = g.cfg.card[f->mod->device];
+        uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+        if (blocks > (uint64_t)blocks_per_sm(c, (int)threads, l->smem) * (uint64_t)c->sms)
+            return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+    }
+    return CUDA_SUCCESS;
+}
+
+#define LAUNCH(f, gx, gy, gz, bx, by, bz, smem) \
+    { (f), { (gx), (gy), (gz) }, { (bx), (by), (bz) }, (smem) }
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                               unsigned int gridDimZ, unsigned int blockDimX,
+                               unsigned int blockDimY, unsigned int blockDimZ,
+                               unsigned int sharedMemBytes, CUstream hStream, void **kernelParams,
+                               void **extra)
+{
+    struct launch l = LAUNCH(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                             sharedMemBytes);
+    (void)hStream;
+    API(1, do_launch(&l, kernelParams, extra, 0));
+}
+
+EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                    unsigned int gridDimZ, unsigned int blockDimX,
+                                    unsigned int blockDimY, unsigned int blockDimZ,
+                                    unsigned int sharedMemBytes, CUstream hStream,
+                                    void **kernelParams, void **extra)
+{
+    struct launch l = LAUNCH(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                             sharedMemBytes);
+    (void)hStream;
+    API(1, do_launch(&l, kernelParams, extra, 0));
+}
+
+EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+                                          unsigned int gridDimY, unsigned int gridDimZ,
+                                          unsigned int blockDimX, unsigned int blockDimY,
+                                          unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                          CUstream hStream, void **kernelParams)
+{
+    struct launch l = LAUNCH(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                             sharedMemBytes);
+    (void)hStream;
+    API(1, do_launch(&l, kernelParams, NULL, 1));
+}
+
+EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                               unsigned int gridDimY, unsigned int gridDimZ,
+                                               unsigned int blockDimX, unsigned int blockDimY,
+                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                               CUstream hStream, void **kernelParams)
+{
+    struct launch l = LAUNCH(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                             sharedMemBytes);
+    (void)hStream;
+    API(1, do_launch(&l, kernelParams, NULL, 1));
+}
+
+/* The image cuLinkComplete hands back: an ELF header's first bytes, enough for a caller that
+ * looks; cuModuleLoadData reads none of it. */
+static const unsigned char linked_image[64] = { 0x7f, 'E', 'L', 'F', 2, 1, 1, 0x33 };
+
+static struct CUlinkState_st *link_find(CUlinkState st)
+{
+    for (struct CUlinkState_st *q = g.links; q; q = q->next)
+        if (q == st)
+            return q;
+    return NULL;
+}
+
+static CUresult do_link_create(unsigned int n, CUjit_option *options, void **values,
+                               CUlinkState *out)
+{
+    if (!out || (n > 0 && (!options || !values)))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUlinkState_st *st = calloc(1, sizeof *st);
+    if (!st)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    st->next = g.links;
+    g.links = st;
+    *out = st;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options, void **optionValues,
+                                CUlinkState *stateOut)
+{
+    API(1, do_link_create(numOptions, options, optionValues, stateOut));
+}
+
+static CUresult do_link_add(CUlinkState state, const void *data, size_t size)
+{
+    struct CUlinkState_st *st = link_find(state);
+    if (!st)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!data || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    st->inputs++;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size,
+                                 const char *name, unsigned int numOptions, CUjit_option *options,
+                                 void **optionValues)
+{
+    (void)type;
+    (void)name;
+    (void)numOptions;
+    (void)options;
+    (void)optionValues;
+    API(1, do_link_add(state, data, size));
+}
+
+static CUresult do_link_complete(CUlinkState state, void **cubinOut, size_t *sizeOut)
+{
+    struct CUlinkState_st *st = link_find(state);
+    if (!st)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!cubinOut || !sizeOut || st->inputs == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *cubinOut = (void *)linked_image;
+    *sizeOut = sizeof linked_image;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut)
+{
+    API(1, do_link_complete(state, cubinOut, sizeOut));
+}
+
+static CUresult do_link_destroy(CUlinkState state)
+{
+    for (struct CUlinkState_st **link = &g.links; *link; link = &(*link)->next) {
+        if (*link == state) {
+            *link = state->next;
+            free(state);
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+EXPORT CUresult cuLinkDestroy(CUlinkState state)
+{
+    API(1, do_link_destroy(state));
+}
+
+/* What the driver knows about a pointer into any of its allocations or VMM mappings. */
+static CUresult do_pointer_attribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr)
+{
+    uint64_t base, len;
+    int device, kind;
+    const struct rec *r = rec_holding(ptr, 1);
+    const struct va_mapping *m = r ? NULL : mapping_containing(ptr, 1);
+
+    if (!data)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (r) {
+        base = r->addr;
+        len = r->kind == REC_HOST ? r->map_len : r->len;
+        device = r->device;
+        kind = r->kind;
+    } else if (m) {
+        base = m->addr;
+        len = m->len;
+        device = m->h->device;
+        kind = REC_DEVICE;
+    } else {
+        return CUDA_ERROR_INVALID_VALUE; /* not memory this driver handed out */
+    }
+    switch (attr) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *(CUcontext *)data = &g.dev[device].ctx;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned int *)data = kind == REC_HOST ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        *(CUdeviceptr *)data = ptr; /* unified addressing: the same address */
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        if (kind != REC_HOST && kind != REC_MANAGED)
+            return CUDA_ERROR_INVALID_VALUE;
+        *(void **)data = (void *)(uintptr_t)ptr;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+        *(unsigned long long *)data = base;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        *(unsigned int *)data = kind == REC_MANAGED;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *(int *)data = device;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *(CUdeviceptr *)data = base;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *(size_t *)data = len;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        *(unsigned int *)data = 1;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    API(1, do_pointer_attribute(data, attribute, ptr));
+}
+
+/* A tensor map only describes memory to the kernels that would read it: checked and zeroed. */
+static CUresult do_tensor_map(CUtensorMap *map, cuuint32_t rank, const void *address,
+                              const cuuint64_t *dims, const cuuint64_t *strides,
+                              const cuuint32_t *box, const cuuint32_t *elem)
+{
+    if (!map || rank == 0 || rank > 5 || !address || (uintptr_t)address % 16 != 0 || !dims ||
+        !box || !elem || (rank > 1 && !strides))
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(map, 0, sizeof *map);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType,
+                                       cuuint32_t tensorRank, void *globalAddress,
+                                       const cuuint64_t *globalDim, const cuuint64_t *globalStrides,
+                                       const cuuint32_t *boxDim, const cuuint32_t *elementStrides,
+                                       CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                                       CUtensorMapL2promotion l2Promotion,
+                                       CUtensorMapFloatOOBfill oobFill)
+{
+    (void)tensorDataType;
+    (void)interleave;
+    (void)swizzle;
+    (void)l2Promotion;
+    (void)oobFill;
+    API(1, do_tensor_map(tensorMap, tensorRank, globalAddress, globalDim, globalStrides, boxDim,
+                         elementStrides));
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Entry points                                                                             */
 
 static CUresult do_export_table(const void **ppExportTable)
@@ -2262,6 +2800,26 @@ static const struct proc_entry proc_table[] = {
          0),
     PROC("cuMemExportToShareableHandle", cuMemExportToShareableHandle, 10020, 0),
     PROC("cuMemImportFromShareableHandle", cuMemImportFromShareableHandle, 10020, 0),
+    PROC("cuModuleLoad", cuModuleLoad, 2000, 0),
+    PROC("cuModuleLoadData", cuModuleLoadData, 2000, 0),
+    PROC("cuModuleLoadDataEx", cuModuleLoadDataEx, 2010, 0),
+    PROC("cuModuleUnload", cuModuleUnload, 2000, 0),
+    PROC("cuModuleGetFunction", cuModuleGetFunction, 2000, 0),
+    PROC("cuFuncGetAttribute", cuFuncGetAttribute, 2020, 0),
+    PROC("cuFuncSetAttribute", cuFuncSetAttribute, 9000, 0),
+    PROC("cuFuncSetCacheConfig", cuFuncSetCacheConfig, 3000, 0),
+    PROC("cuOccupancyMaxActiveBlocksPerMultiprocessor", cuOccupancyMaxActiveBlocksPerMultiprocessor,
+         6050, 0),
+    PROC("cuLaunchKernel", cuLaunchKernel, 4000, 0),
+    PROC("cuLaunchKernel", cuLaunchKernel_ptsz, 7000, 1),
+    PROC("cuLaunchCooperativeKernel", cuLaunchCooperativeKernel, 9000, 0),
+    PROC("cuLaunchCooperativeKernel", cuLaunchCooperativeKernel_ptsz, 9000, 1),
+    PROC("cuLinkCreate", cuLinkCreate_v2, 6050, 0),
+    PROC("cuLinkAddData", cuLinkAddData_v2, 6050, 0),
+    PROC("cuLinkComplete", cuLinkComplete, 5050, 0),
+    PROC("cuLinkDestroy", cuLinkDestroy, 5050, 0),
+    PROC("cuPointerGetAttribute", cuPointerGetAttribute, 4000, 0),
+    PROC("cuTensorMapEncodeTiled", cuTensorMapEncodeTiled, 12000, 0),
     PROC("cuGetExportTable", cuGetExportTable, 3000, 0),
     PROC("cuGetProcAddress", cuGetProcAddress, 11030, 0),
     PROC("cuGetProcAddress", cuGetProcAddress_v2, 12000, 0),
