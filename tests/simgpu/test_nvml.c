@@ -113,6 +113,14 @@ Test(simgpu_nvml, exports)
         "nvmlDeviceGetMemoryInfo_v2",
         "nvmlDeviceGetPciInfo_v3",
         "nvmlDeviceGetName",
+        "nvmlDeviceGetUUID",
+        "nvmlDeviceGetComputeRunningProcesses",
+        "nvmlDeviceGetComputeRunningProcesses_v3",
+        "nvmlDeviceGetNvLinkRemoteDeviceType",
+        "nvmlDeviceGetNvLinkRemotePciInfo_v2",
+        "nvmlDeviceGetGpuFabricInfoV",
+        "nvmlSystemGetCudaDriverVersion",
+        "nvmlSystemGetCudaDriverVersion_v2",
         "nvmlErrorString",
     };
     void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -150,6 +158,9 @@ Test(simgpu_nvml, uninitialized)
     cr_assert_eq(nvmlDeviceGetMemoryInfo_v2(d, &m2), NVML_ERROR_UNINITIALIZED);
     cr_assert_eq(nvmlDeviceGetPciInfo_v3(d, &pci), NVML_ERROR_UNINITIALIZED);
     cr_assert_eq(nvmlDeviceGetName(d, name, sizeof name), NVML_ERROR_UNINITIALIZED);
+    cr_assert_eq(nvmlDeviceGetUUID(d, name, sizeof name), NVML_ERROR_UNINITIALIZED);
+    cr_assert_eq(nvmlDeviceGetComputeRunningProcesses(d, &n, NULL), NVML_ERROR_UNINITIALIZED);
+    cr_assert_eq(nvmlDeviceGetNvLinkRemotePciInfo_v2(d, 0, &pci), NVML_ERROR_UNINITIALIZED);
     cr_assert_eq(nvmlShutdown(), NVML_ERROR_UNINITIALIZED);
 
     /* No initialisation needed for the error text. */
@@ -535,6 +546,187 @@ static void *nvml_worker(void *arg)
     if (nvmlShutdown() != NVML_SUCCESS)
         (*failures)++;
     return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* What PyTorch 2.14 resolves from NVML (c10/cuda/driver_api.h) and calls                   */
+
+Test(simgpu_nvml, pytorch_abi_layouts)
+{
+    cr_assert_eq(sizeof(nvmlProcessInfo_v1_t), 16);
+    cr_assert_eq(offsetof(nvmlProcessInfo_v1_t, usedGpuMemory), 8);
+    cr_assert_eq(sizeof(nvmlGpuFabricInfo_v2_t), 36);
+    cr_assert_eq(offsetof(nvmlGpuFabricInfo_v2_t, status), 20);
+    cr_assert_eq(offsetof(nvmlGpuFabricInfo_v2_t, cliqueId), 24);
+    cr_assert_eq(offsetof(nvmlGpuFabricInfo_v2_t, state), 28);
+    cr_assert_eq(offsetof(nvmlGpuFabricInfo_v2_t, healthMask), 32);
+    cr_assert_eq(sizeof(nvmlGpuFabricInfo_v3_t), 40);
+    cr_assert_eq(nvmlGpuFabricInfo_v2, 0x02000024u);
+    cr_assert_eq(nvmlGpuFabricInfo_v3, 0x03000028u);
+}
+
+/* The names its DriverAPI looks up with dlsym, and the way its out-of-memory message asks for
+ * the processes on the card: the bus id from cudaDeviceProp, then the v1 process list, growing
+ * its buffer of 8 while the answer is NVML_ERROR_INSUFFICIENT_SIZE. */
+Test(simgpu_nvml, pytorch_out_of_memory_message_path)
+{
+    static const char *names[] = {
+        "nvmlInit_v2",
+        "nvmlDeviceGetHandleByPciBusId_v2",
+        "nvmlDeviceGetNvLinkRemoteDeviceType",
+        "nvmlDeviceGetNvLinkRemotePciInfo_v2",
+        "nvmlDeviceGetComputeRunningProcesses",
+        "nvmlSystemGetCudaDriverVersion_v2",
+        "nvmlDeviceGetGpuFabricInfoV",
+    };
+    void *h = dlopen("libnvidia-ml.so.1", RTLD_LAZY);
+    cr_assert_not_null(h);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        cr_assert_not_null(dlsym(h, names[i]), "%s", names[i]);
+
+    struct cudaDeviceProp prop;
+    char pci_id[32];
+    nvmlDevice_t d = NULL;
+    void *p;
+    sim_env("8GiB", "300MiB", NULL);
+    OK(cudaMalloc(&p, 1024ULL << 20));
+    OK(cudaGetDeviceProperties(&prop, 0));
+    NV(nvmlInit_v2());
+    snprintf(pci_id, sizeof pci_id, NVML_DEVICE_PCI_BUS_ID_FMT, (unsigned)prop.pciDomainID,
+             (unsigned)prop.pciBusID, (unsigned)prop.pciDeviceID);
+    NV(nvmlDeviceGetHandleByPciBusId_v2(pci_id, &d));
+    cr_assert_eq(d, handle(0));
+    nvmlProcessInfo_v1_t procs[8];
+    memset(procs, 0xab, sizeof procs);
+    unsigned int n = 8;
+    NV(nvmlDeviceGetComputeRunningProcesses(d, &n, procs));
+    cr_assert_eq(n, 1);
+    cr_assert_eq(procs[0].pid, (unsigned int)getpid());
+    cr_assert_eq(procs[0].usedGpuMemory, (1024ULL + 300) << 20, "its memory and its context's");
+    dlclose(h);
+    NV(nvmlShutdown());
+}
+
+Test(simgpu_nvml, processes_v1_and_v3_agree)
+{
+    nvmlProcessInfo_v1_t v1[2];
+    nvmlProcessInfo_t v3[2];
+    unsigned int n1 = 0, n3 = 2;
+    void *p;
+    pid_t other = getppid();
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)other);
+    sim_env("4GiB", "0", "1GiB");
+    setenv("SIMGPU_OTHER_PID", pid, 1);
+    OK(cudaMalloc(&p, 256ULL << 20));
+    NV(nvmlInit_v2());
+    cr_assert_eq(nvmlDeviceGetComputeRunningProcesses(handle(0), &n1, NULL),
+                 NVML_ERROR_INSUFFICIENT_SIZE);
+    cr_assert_eq(n1, 2, "the count needed");
+    n1 = 1;
+    cr_assert_eq(nvmlDeviceGetComputeRunningProcesses(handle(0), &n1, v1),
+                 NVML_ERROR_INSUFFICIENT_SIZE);
+    n1 = 2;
+    NV(nvmlDeviceGetComputeRunningProcesses(handle(0), &n1, v1));
+    NV(nvmlDeviceGetComputeRunningProcesses_v3(handle(0), &n3, v3));
+    cr_assert_eq(n1, n3);
+    for (unsigned int i = 0; i < n1; i++) {
+        cr_assert_eq(v1[i].pid, v3[i].pid);
+        cr_assert_eq(v1[i].usedGpuMemory, v3[i].usedGpuMemory);
+    }
+    cr_assert_eq(v1[1].pid, (unsigned int)other);
+    cr_assert_eq(v1[1].usedGpuMemory, 1ULL << 30);
+    cr_assert_eq(nvmlDeviceGetComputeRunningProcesses(NULL, &n1, v1), NVML_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(nvmlDeviceGetComputeRunningProcesses(handle(0), NULL, v1),
+                 NVML_ERROR_INVALID_ARGUMENT);
+    NV(nvmlShutdown());
+}
+
+Test(simgpu_nvml, no_nvlink)
+{
+    nvmlIntNvLinkDeviceType_t type = NVML_NVLINK_DEVICE_TYPE_GPU;
+    nvmlPciInfo_t pci;
+    sim_env_clear();
+    NV(nvmlInit_v2());
+    for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; link++) {
+        cr_assert_eq(nvmlDeviceGetNvLinkRemoteDeviceType(handle(0), link, &type),
+                     NVML_ERROR_NOT_SUPPORTED);
+        cr_assert_eq(nvmlDeviceGetNvLinkRemotePciInfo_v2(handle(0), link, &pci),
+                     NVML_ERROR_NOT_SUPPORTED);
+    }
+    cr_assert_eq(nvmlDeviceGetNvLinkRemoteDeviceType(handle(0), NVML_NVLINK_MAX_LINKS, &type),
+                 NVML_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(nvmlDeviceGetNvLinkRemoteDeviceType(handle(0), 0, NULL),
+                 NVML_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(nvmlDeviceGetNvLinkRemotePciInfo_v2(NULL, 0, &pci), NVML_ERROR_INVALID_ARGUMENT);
+    NV(nvmlShutdown());
+}
+
+Test(simgpu_nvml, cuda_driver_version)
+{
+    int v = 0;
+    sim_env_clear();
+    cr_assert_eq(nvmlSystemGetCudaDriverVersion_v2(&v), NVML_ERROR_UNINITIALIZED);
+    NV(nvmlInit_v2());
+    NV(nvmlSystemGetCudaDriverVersion_v2(&v));
+    cr_assert_eq(v, 13000);
+    v = 0;
+    NV(nvmlSystemGetCudaDriverVersion(&v));
+    cr_assert_eq(v, 13000);
+    cr_assert_eq(nvmlSystemGetCudaDriverVersion_v2(NULL), NVML_ERROR_INVALID_ARGUMENT);
+    NV(nvmlShutdown());
+}
+
+/* No NVLink fabric: the call works and says so, which PyTorch reads as "no fabric handles"
+ * without a warning. */
+Test(simgpu_nvml, fabric_info)
+{
+    nvmlGpuFabricInfo_v2_t f2;
+    nvmlGpuFabricInfo_v3_t f3;
+    sim_env_clear();
+    NV(nvmlInit_v2());
+    memset(&f2, 0xab, sizeof f2);
+    f2.version = nvmlGpuFabricInfo_v2;
+    NV(nvmlDeviceGetGpuFabricInfoV(handle(0), (nvmlGpuFabricInfoV_t *)&f2));
+    cr_assert_eq(f2.state, NVML_GPU_FABRIC_STATE_NOT_SUPPORTED);
+    cr_assert_eq(f2.status, NVML_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(f2.cliqueId, 0);
+    cr_assert_eq(f2.healthMask, 0);
+    for (int i = 0; i < NVML_GPU_FABRIC_UUID_LEN; i++)
+        cr_assert_eq(f2.clusterUuid[i], 0);
+    memset(&f3, 0xab, sizeof f3);
+    f3.version = nvmlGpuFabricInfo_v3;
+    NV(nvmlDeviceGetGpuFabricInfoV(handle(0), (nvmlGpuFabricInfoV_t *)&f3));
+    cr_assert_eq(f3.state, NVML_GPU_FABRIC_STATE_NOT_SUPPORTED);
+    cr_assert_eq(f3.healthSummary, 0);
+    f2.version = 1;
+    cr_assert_eq(nvmlDeviceGetGpuFabricInfoV(handle(0), (nvmlGpuFabricInfoV_t *)&f2),
+                 NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    cr_assert_eq(nvmlDeviceGetGpuFabricInfoV(handle(0), NULL), NVML_ERROR_INVALID_ARGUMENT);
+    NV(nvmlShutdown());
+}
+
+/* torch.cuda.device_count() reads UUIDs from NVML when CUDA_VISIBLE_DEVICES names them. */
+Test(simgpu_nvml, uuids_match_the_driver)
+{
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    struct cudaDeviceProp prop;
+    sim_env("0:1GiB,1:2GiB", NULL, NULL);
+    NV(nvmlInit_v2());
+    NV(nvmlDeviceGetUUID(handle(1), uuid, sizeof uuid));
+    cr_assert_str_eq(uuid, "GPU-7672616d-7761-7463-682d-4750552d3001");
+    OK(cudaGetDeviceProperties(&prop, 1));
+    char want[48];
+    unsigned char *b = (unsigned char *)prop.uuid.bytes;
+    snprintf(want, sizeof want,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+             b[15]);
+    cr_assert_str_eq(uuid, want, "the driver's cuDeviceGetUuid");
+    NV(nvmlDeviceGetUUID(handle(0), uuid, 41)); /* exactly enough */
+    cr_assert_eq(nvmlDeviceGetUUID(handle(0), uuid, 40), NVML_ERROR_INSUFFICIENT_SIZE);
+    cr_assert_eq(nvmlDeviceGetUUID(handle(0), NULL, 80), NVML_ERROR_INVALID_ARGUMENT);
+    NV(nvmlShutdown());
 }
 
 Test(simgpu_nvml, threads, .timeout = 60)

@@ -28,6 +28,9 @@
  * NVML's packing: device id in the high half. */
 #define SIM_PCI_DEVICE_ID ((0x2335u << 16) | 0x10DEu)
 
+/* What the simulated driver's cuDriverGetVersion says. */
+#define SIM_CUDA_DRIVER_VERSION 13000
+
 /* A handle points at one of these; the index is all there is to a device. */
 struct nvmlDevice_st {
     unsigned int index;
@@ -336,12 +339,13 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlD
     return leave(NVML_SUCCESS);
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
-                                                            unsigned int *infoCount,
-                                                            nvmlProcessInfo_t *infos)
+/* The processes on the device, at most two: this one and SIMGPU_OTHER_PID's. *room is the
+ * caller's buffer size; it gets the count. Checks the call like memory_call. */
+static nvmlReturn_t running_processes(nvmlDevice_t device, unsigned int *room,
+                                      nvmlProcessInfo_t list[2], unsigned int *n)
 {
     unsigned int index = 0;
-    nvmlReturn_t r = memory_call(device, infoCount, &index);
+    nvmlReturn_t r = memory_call(device, room, &index);
     if (r != NVML_SUCCESS)
         return r;
     uint64_t other = nv.cfg.other_bytes[index];
@@ -349,19 +353,141 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
     uint64_t used = nv.ordinal[index] >= 0
                             ? driver_used_bytes((unsigned int)nv.ordinal[index], other)
                             : other;
+    *n = 0;
+    if (used > other)
+        list[(*n)++] = (nvmlProcessInfo_t){ (unsigned int)getpid(), used - other, 0xFFFFFFFFu,
+                                            0xFFFFFFFFu };
+    if (nv.other_pid && other > 0)
+        list[(*n)++] = (nvmlProcessInfo_t){ nv.other_pid, other, 0xFFFFFFFFu, 0xFFFFFFFFu };
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                            unsigned int *infoCount,
+                                                            nvmlProcessInfo_t *infos)
+{
     nvmlProcessInfo_t list[2];
     unsigned int n = 0;
-    if (used > other)
-        list[n++] = (nvmlProcessInfo_t){ (unsigned int)getpid(), used - other, 0xFFFFFFFFu,
-                                         0xFFFFFFFFu };
-    if (nv.other_pid && other > 0)
-        list[n++] = (nvmlProcessInfo_t){ nv.other_pid, other, 0xFFFFFFFFu, 0xFFFFFFFFu };
+    nvmlReturn_t r = running_processes(device, infoCount, list, &n);
+    if (r != NVML_SUCCESS)
+        return r;
     unsigned int room = *infoCount;
     *infoCount = n;
     if (room < n || (n && !infos))
         return NVML_ERROR_INSUFFICIENT_SIZE;
     memcpy(infos, list, n * sizeof list[0]);
     return NVML_SUCCESS;
+}
+
+/* The v1 layout (pid and memory only), which PyTorch's out-of-memory message reads. */
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device,
+                                                         unsigned int *infoCount,
+                                                         nvmlProcessInfo_v1_t *infos)
+{
+    nvmlProcessInfo_t list[2];
+    unsigned int n = 0;
+    nvmlReturn_t r = running_processes(device, infoCount, list, &n);
+    if (r != NVML_SUCCESS)
+        return r;
+    unsigned int room = *infoCount;
+    *infoCount = n;
+    if (room < n || (n && !infos))
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    for (unsigned int i = 0; i < n; i++)
+        infos[i] = (nvmlProcessInfo_v1_t){ list[i].pid, list[i].usedGpuMemory };
+    return NVML_SUCCESS;
+}
+
+/* The driver's UUID for the device (NVML indices are physical devices, as the UUIDs). */
+EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
+{
+    nvmlReturn_t r = enter();
+    if (r == NVML_SUCCESS) {
+        const struct nvmlDevice_st *d = device_of(device);
+        char text[48];
+        if (!d || !uuid) {
+            r = NVML_ERROR_INVALID_ARGUMENT;
+        } else {
+            simgpu_uuid_string((int)d->index, text);
+            if (length < strlen(text) + 1)
+                r = NVML_ERROR_INSUFFICIENT_SIZE;
+            else
+                memcpy(uuid, text, strlen(text) + 1);
+        }
+    }
+    return leave(r);
+}
+
+/* No NVLink: every link of a valid device is NVML_ERROR_NOT_SUPPORTED, as on a PCIe card. */
+static nvmlReturn_t nvlink_call(nvmlDevice_t device, unsigned int link, const void *out)
+{
+    nvmlReturn_t r = enter();
+    if (r == NVML_SUCCESS) {
+        if (!device_of(device) || !out || link >= NVML_NVLINK_MAX_LINKS)
+            r = NVML_ERROR_INVALID_ARGUMENT;
+        else
+            r = NVML_ERROR_NOT_SUPPORTED;
+    }
+    return leave(r);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(
+        nvmlDevice_t device, unsigned int link, nvmlIntNvLinkDeviceType_t *pNvLinkDeviceType)
+{
+    return nvlink_call(device, link, pNvLinkDeviceType);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link,
+                                                        nvmlPciInfo_t *pci)
+{
+    return nvlink_call(device, link, pci);
+}
+
+/* No NVLink fabric either: the call succeeds and says so (state NOT_SUPPORTED), which PyTorch
+ * takes as "no fabric handles" without a warning. v2 and v3 of the struct are accepted. */
+EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device,
+                                                nvmlGpuFabricInfoV_t *gpuFabricInfo)
+{
+    nvmlReturn_t r = enter();
+    if (r != NVML_SUCCESS)
+        return leave(r);
+    if (!device_of(device) || !gpuFabricInfo)
+        return leave(NVML_ERROR_INVALID_ARGUMENT);
+    unsigned int version = gpuFabricInfo->version;
+    if (version != nvmlGpuFabricInfo_v2 && version != nvmlGpuFabricInfo_v3)
+        return leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    nvmlGpuFabricInfo_v3_t info;
+    memset(&info, 0, sizeof info);
+    info.version = version;
+    info.status = NVML_ERROR_NOT_SUPPORTED;
+    info.state = NVML_GPU_FABRIC_STATE_NOT_SUPPORTED;
+    memcpy(gpuFabricInfo, &info,
+           version == nvmlGpuFabricInfo_v3 ? sizeof(nvmlGpuFabricInfo_v3_t)
+                                           : sizeof(nvmlGpuFabricInfo_v2_t));
+    return leave(NVML_SUCCESS);
+}
+
+/* The CUDA version of the simulated driver (cuDriverGetVersion's). */
+static nvmlReturn_t cuda_driver_version(int *v)
+{
+    nvmlReturn_t r = enter();
+    if (r == NVML_SUCCESS) {
+        if (!v)
+            r = NVML_ERROR_INVALID_ARGUMENT;
+        else
+            *v = SIM_CUDA_DRIVER_VERSION;
+    }
+    return leave(r);
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
+{
+    return cuda_driver_version(cudaDriverVersion);
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
+{
+    return cuda_driver_version(cudaDriverVersion);
 }
 
 /* ---------------------------------------------------------------------------------------- */
