@@ -1,7 +1,11 @@
-/* preload.c: where libvramwatch.so and the Python companion are, and the LD_PRELOAD that puts
- * the library in front: shared by the commands that run a program under the library (run, fit). */
+/* preload.c: where libvramwatch.so, the Python companion and the simulated GPU's stand-ins are, and
+ * the LD_PRELOAD that puts the library in front: shared by the commands that run a program under
+ * the library (run, fit) or on the simulated GPU (run --sim, fit --sim, sim). */
 #include "preload.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -16,6 +20,9 @@
 #endif
 #ifndef VW_PYDIR
 #define VW_PYDIR "/usr/local/share/vramwatch/python"
+#endif
+#ifndef VW_SIMGPU_DIR
+#define VW_SIMGPU_DIR "/usr/local/lib/vramwatch/simgpu"
 #endif
 
 static bool regular_file(const char *path)
@@ -114,6 +121,93 @@ char *preload_find_companion(void)
         free(marker);
         free(candidates[i]);
     }
+    free(dir);
+    return found;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **preload_standins(const char *dir, size_t *n)
+{
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return NULL;
+    char **names = NULL;
+    size_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat st;
+        /* The real file only: meson's libcuda.so -> libcuda.so.1 links would load it twice. A
+         * name with a space or colon could not stand in LD_PRELOAD. */
+        if (fnmatch("lib*.so.*", e->d_name, FNM_PERIOD) != 0 || strpbrk(e->d_name, " :") ||
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            names = util_xrealloc(names, cap * sizeof *names);
+        }
+        names[(*n)++] = util_xstrdup(e->d_name);
+    }
+    closedir(d);
+    if (!*n)
+        return NULL;
+    qsort(names, *n, sizeof *names, by_name);
+    for (size_t i = 0; i < *n; i++) {
+        char *path = join(dir, names[i]);
+        free(names[i]);
+        names[i] = path;
+    }
+    return names;
+}
+
+void preload_free_list(char **list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
+static bool holds_standins(const char *dir)
+{
+    size_t n;
+    char **libs = preload_standins(dir, &n);
+    preload_free_list(libs, n);
+    return n > 0;
+}
+
+char *preload_find_simgpu(struct strbuf *why)
+{
+    const char *env = getenv("VRAMWATCH_SIMGPU_DIR");
+    if (env && *env) {
+        struct stat st;
+        if (stat(env, &st) != 0 || !S_ISDIR(st.st_mode))
+            sb_printf(why, "VRAMWATCH_SIMGPU_DIR=%s: no such folder", env);
+        else if (!holds_standins(env))
+            sb_printf(why, "VRAMWATCH_SIMGPU_DIR=%s: no stand-in library (lib*.so.*) in it", env);
+        else
+            return realpath(env, NULL);
+        return NULL;
+    }
+    char *dir = self_dir();
+    char *candidates[2] = { NULL, NULL };
+    if (dir && ends_with(dir, "/tools/vramwatch"))
+        candidates[0] = join(dir, "../simgpu");
+    candidates[1] = util_xstrdup(VW_SIMGPU_DIR);
+    char *found = NULL;
+    sb_add(why, "no simulated GPU: no stand-in library (lib*.so.*) in");
+    for (size_t i = 0, said = 0; i < 2; i++) {
+        if (!candidates[i])
+            continue;
+        if (!found && holds_standins(candidates[i]))
+            found = realpath(candidates[i], NULL);
+        sb_printf(why, "%s %s", said++ ? " or" : "", candidates[i]);
+        free(candidates[i]);
+    }
+    sb_add(why, "; build tools/simgpu, or set VRAMWATCH_SIMGPU_DIR to the folder of its libraries");
     free(dir);
     return found;
 }

@@ -253,6 +253,11 @@ static bool bad_value(const struct util_args *a, const char *why)
     return false;
 }
 
+bool util_args_bad(const struct util_args *a, const char *why)
+{
+    return bad_value(a, why);
+}
+
 bool util_args_size(struct util_args *a, uint64_t *out)
 {
     const char *why = NULL;

@@ -90,6 +90,8 @@ bool util_args_size(struct util_args *a, uint64_t *out);
 bool util_args_percent(struct util_args *a, double *out);
 bool util_args_limit(struct util_args *a, struct sizes_limit *out);
 bool util_args_number(struct util_args *a, double lo, double hi, double *out);
+/* The same line for a value the caller reads itself ("CMD: --NAME VALUE: why"); returns false. */
+bool util_args_bad(const struct util_args *a, const char *why);
 /* A one-line usage error "CMD: MESSAGE (see vramwatch CMD --help)" for checks of the caller's
  * own: a missing operand, options that do not go together. Returns EXIT_USAGE. */
 int util_usage_error(const struct util_args *a, const char *fmt, ...)
