@@ -134,6 +134,8 @@ def group_options(opts):
             tail = ["--", opts.child, "exit", "0"] if cmd in ("run", "fit") else [report]
             if cmd == "merge":
                 tail = [report, "-o", os.path.join(work, "merged.json")]
+            if cmd == "sim":  # a card, then the wrapped command
+                tail = ["1GiB", "--", opts.child, "exit", "0"]
             expect_line([cmd, "--no-such-option"] + tail, "%s --no-such-option" % cmd,
                         [cmd + ":", "--no-such-option"])
             for name, valued in listed:

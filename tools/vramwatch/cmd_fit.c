@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "preload.h"
 #include "json.h"
+#include "simcard.h"
 #include "sizes.h"
 
 #ifndef VW_LIBDIR
@@ -32,7 +33,8 @@
 #define MAX_TRIALS 64
 
 static const char usage[] =
-        "usage: vramwatch fit [--limit SIZE] [--headroom PCT] [--flag NAME] [--settle SECONDS] [--json] -- CMD...\n"
+        "usage: vramwatch fit [--limit SIZE] [--headroom PCT] [--flag NAME] [--settle SECONDS]\n"
+        "                     [--sim CARD] [--json] -- CMD...\n"
         "\n"
         "Reruns CMD at other values of its batch flag, each time with libvramwatch.so preloaded,\n"
         "and finds the largest value that runs on the card with the headroom kept free: every trial\n"
@@ -54,6 +56,9 @@ static const char usage[] =
         "                    call chains after a quiet spell; YOLO and Ultralytics wait for it, other\n"
         "                    commands at most ten times as long), is stopped and judged by the peak\n"
         "                    it reached (default 20)\n"
+        "  --sim CARD        run every trial on the simulated GPU (tools/simgpu), a card of that\n"
+        "                    size (16GiB) or name (V100, A100-80GB, H100, ...), as vramwatch run --sim\n"
+        "                    does; without --limit, the trials fit that card less the headroom\n"
         "  --json            print schema vramwatch.fit/1 on stdout instead of the text\n"
         "  -h, --help        this text\n"
         "Options end at CMD or at \"--\". Each takes its value after a space or an \"=\", and may\n"
@@ -75,7 +80,8 @@ struct fit_opts {
     struct sizes_limit limit_set;
     double headroom, settle;
     const char *flag;
-    bool json;
+    bool json, sim;
+    struct simcard card; /* with sim: the simulated card */
     char **cmd;
     size_t ncmd;
 };
@@ -753,7 +759,7 @@ static bool search(struct fit_ctx *c, int64_t *best, struct strbuf *why)
 
 /* ---- options ---- */
 
-enum { OPT_LIMIT = 256, OPT_HEADROOM, OPT_FLAG, OPT_SETTLE, OPT_JSON };
+enum { OPT_LIMIT = 256, OPT_HEADROOM, OPT_FLAG, OPT_SETTLE, OPT_JSON, OPT_SIM };
 
 /* fit's options, getopt_long's way with the grammar every command shares ("--headroom=5",
  * "--headroom 5%", "--limit 14.4GiB"); they end at the first operand, CMD, or at "--", so CMD
@@ -766,6 +772,7 @@ static int parse_opts(int argc, char **argv, struct fit_opts *o)
         { "flag", required_argument, NULL, OPT_FLAG },
         { "settle", required_argument, NULL, OPT_SETTLE },
         { "json", no_argument, NULL, OPT_JSON },
+        { "sim", required_argument, NULL, OPT_SIM },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -794,6 +801,11 @@ static int parse_opts(int argc, char **argv, struct fit_opts *o)
             break;
         case OPT_JSON:
             o->json = true;
+            break;
+        case OPT_SIM:
+            if (!simcard_option(&a, &o->card))
+                return EXIT_USAGE;
+            o->sim = true;
             break;
         case 'h':
             fputs(usage, stdout);
@@ -1096,10 +1108,14 @@ int cmd_fit(int argc, char **argv)
                 lib);
         goto out;
     }
-    pre = preload_value(lib, getenv("LD_PRELOAD"));
+    /* With --sim, every trial on the simulated card: the library, then the stand-ins. */
+    if (o.sim && !simcard_setup("fit", &o.card, lib))
+        goto out;
+    pre = o.sim ? NULL : preload_value(lib, getenv("LD_PRELOAD"));
     /* Each trial runs on a card already reduced by the headroom: one that completes there fits
      * with the headroom, whatever a caching allocator would have kept reserved on a bigger card. */
-    if (setenv("LD_PRELOAD", pre, 1) != 0 || setenv("VRAMWATCH_LIMIT", c->reduced, 1) != 0 ||
+    if ((pre && setenv("LD_PRELOAD", pre, 1) != 0) ||
+        setenv("VRAMWATCH_LIMIT", c->reduced, 1) != 0 ||
         setenv("VRAMWATCH_LIMIT_MODE", "enforce", 1) != 0) {
         util_err("fit: cannot set the environment: %s", strerror(errno));
         goto out;

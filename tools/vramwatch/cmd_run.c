@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "preload.h"
 #include "report_view.h"
+#include "simcard.h"
 #include "sizes.h"
 
 #ifndef VW_LIBDIR
@@ -33,8 +34,8 @@
 #define START_SLACK_NS NS_PER_S
 
 static const char usage[] =
-        "usage: vramwatch run [--dir D] [--limit SIZE [--observe]] [--tensors] [--no-companion]\n"
-        "                     [--color=WHEN] [--] CMD...\n"
+        "usage: vramwatch run [--dir D] [--limit SIZE [--observe]] [--sim CARD] [--tensors]\n"
+        "                     [--no-companion] [--color=WHEN] [--] CMD...\n"
         "\n"
         "Runs CMD with libvramwatch.so preloaded. When it ends, prints the post-mortem of the\n"
         "report(s) it left (as `vramwatch report` does) and exits with CMD's own status\n"
@@ -49,6 +50,10 @@ static const char usage[] =
         "                 out of memory.\n"
         "  --observe      with --limit: allocations past the limit still succeed when the card has\n"
         "                 room; the first crossing per device is recorded, so the run shows its need\n"
+        "  --sim CARD     run CMD on the simulated GPU (tools/simgpu), a card of that size (16GiB) or\n"
+        "                 name (V100, A100-80GB, H100, ...), unchanged: its stand-in libraries are\n"
+        "                 preloaded after the library. vramwatch sim CARD -- CMD runs the same card\n"
+        "                 without vramwatch (see vramwatch sim --help)\n"
         "  --tensors      add backend:cudaMallocAsync to PYTORCH_CUDA_ALLOC_CONF, so each PyTorch\n"
         "                 tensor is its own allocation and the report sees tensors, not cache segments\n"
         "  --no-companion do not start the Python companion. For a Python CMD (python, python3.12,\n"
@@ -67,7 +72,8 @@ static const char usage[] =
 
 struct run_opts {
     const char *dir, *limit;
-    bool observe, tensors, no_companion;
+    bool observe, tensors, no_companion, sim;
+    struct simcard card; /* with sim: the simulated card */
     enum colour_mode colour;
     char **cmd;
 };
@@ -487,7 +493,8 @@ static bool parse(int argc, char **argv, struct run_opts *o, bool *help)
         { "dir", required_argument, NULL, 'd' },    { "limit", required_argument, NULL, 'l' },
         { "observe", no_argument, NULL, 'O' },      { "tensors", no_argument, NULL, 'T' },
         { "no-companion", no_argument, NULL, 'N' }, { "color", required_argument, NULL, 'C' },
-        { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
+        { "sim", required_argument, NULL, 'S' },    { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     struct sizes_limit limit;
     struct util_args a;
@@ -508,6 +515,11 @@ static bool parse(int argc, char **argv, struct run_opts *o, bool *help)
             break;
         case 'T':
             o->tensors = true;
+            break;
+        case 'S':
+            if (!simcard_option(&a, &o->card))
+                return false;
+            o->sim = true;
             break;
         case 'N':
             o->no_companion = true;
@@ -535,12 +547,19 @@ static bool parse(int argc, char **argv, struct run_opts *o, bool *help)
     return true;
 }
 
-/* Sets LD_PRELOAD, PYTHONPATH for the companion, and the VRAMWATCH_* and PyTorch variables for the child. */
+/* Sets LD_PRELOAD (with --sim, the simulated card's environment), PYTHONPATH for the companion,
+ * and the VRAMWATCH_* and PyTorch variables for the child. */
 static bool prepare_env(const struct run_opts *o, const char *lib, const char *dir)
 {
-    char *pre = preload_value(lib, getenv("LD_PRELOAD"));
-    bool ok = set_env("LD_PRELOAD", pre) && set_env("VRAMWATCH_DIR", dir);
-    free(pre);
+    bool ok;
+    if (o->sim) {
+        ok = simcard_setup("run", &o->card, lib);
+    } else {
+        char *pre = preload_value(lib, getenv("LD_PRELOAD"));
+        ok = set_env("LD_PRELOAD", pre);
+        free(pre);
+    }
+    ok = ok && set_env("VRAMWATCH_DIR", dir);
     if (ok && !o->no_companion && python_command(o->cmd[0]))
         ok = start_companion();
     if (ok && o->limit)

@@ -16,5 +16,6 @@ int cmd_fit(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
 
 #endif

@@ -24,6 +24,8 @@ static const struct {
     { "merge", cmd_merge,
       "one view of the reports of many processes (ranks): a vramwatch.job/1 file" },
     { "top", cmd_top, "the processes running under vramwatch now: their memory and call sites" },
+    { "sim", cmd_sim,
+      "run a program on the simulated GPU without vramwatch (the card of run --sim, fit --sim)" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -3,20 +3,28 @@
 # sourced without the bash-completion package. Every option a command's --help lists must be
 # here: tests/cli/manpage.py checks it, by completing "vramwatch COMMAND --".
 
-_vramwatch_commands="run report advise timeline fit merge top help"
+_vramwatch_commands="run report advise timeline fit merge top sim help"
 
 # The options of each command; a trailing '=' marks one that takes a value.
 _vramwatch_options() {
     case "$1" in
-    run) echo "--dir= --limit= --observe --tensors --no-companion --color= --help" ;;
+    run) echo "--dir= --limit= --observe --sim= --tensors --no-companion --color= --help" ;;
     report) echo "--json --full --color= --help" ;;
     advise) echo "--json --target= --headroom= --help" ;;
     timeline) echo "-o --output= --format= --color= --help" ;;
-    fit) echo "--limit= --headroom= --flag= --settle= --json -h --help" ;;
+    fit) echo "--limit= --headroom= --flag= --settle= --sim= --json -h --help" ;;
     top) echo "--once --interval= --help" ;;
     merge) echo "-o --output= --help" ;;
+    sim) echo "--env --help" ;;
     "") echo "--help --version -h -V" ;;
     esac
+}
+
+# The simulated cards: a few sizes, and the names `vramwatch sim --help` lists under "Cards:".
+_vramwatch_cards() {
+    echo "8GiB 16GiB 24GiB 40GiB 80GiB"
+    "${COMP_WORDS[0]}" sim --help 2>/dev/null |
+        awk '/^Cards:/ { on = 1; next } on && !NF { exit } on { print $1 }'
 }
 
 # Completes the value of option $1 (of command $2) from the word $3.
@@ -41,6 +49,9 @@ _vramwatch_value() {
     --headroom)
         COMPREPLY=($(compgen -W "5 10 15 20" -- "$cur"))
         ;;
+    --sim)
+        COMPREPLY=($(compgen -W "$(_vramwatch_cards)" -- "$cur"))
+        ;;
     *)
         COMPREPLY=()
         ;;
@@ -49,7 +60,7 @@ _vramwatch_value() {
 
 _vramwatch() {
     local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD - 1]}"
-    local cmd="" i word
+    local cmd="" i word card=""
     COMPREPLY=()
     # The command, and whether a "--" before the cursor hands the rest to the wrapped program.
     for ((i = 1; i < COMP_CWORD; i++)); do
@@ -60,6 +71,11 @@ _vramwatch() {
             " $(_vramwatch_options run) " != *" ${COMP_WORDS[i - 1]}= "* &&
             "${COMP_WORDS[i - 1]}" != "=" ]]; then
             # run's "--" may be left out: its first operand is the program, the rest its own.
+            COMPREPLY=($(compgen -f -- "$cur"))
+            return 0
+        elif [[ "$cmd" == sim && "$word" != -* && -z "$card" ]]; then
+            card="$word" # sim's first operand is the card, then the program
+        elif [[ "$cmd" == sim && "$word" != -* ]]; then
             COMPREPLY=($(compgen -f -- "$cur"))
             return 0
         elif [[ -n "$cmd" && "$word" == "--" ]]; then
@@ -119,6 +135,14 @@ _vramwatch() {
     fit)
         # Before "--": options only; the wrapped command goes after it.
         COMPREPLY=($(compgen -W "-- ${opts//=/}" -- "$cur"))
+        ;;
+    sim)
+        # The card, then the program to run ("--" between them is optional).
+        if [[ -z "$card" ]]; then
+            COMPREPLY=($(compgen -W "$(_vramwatch_cards)" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -c -- "$cur"))
+        fi
         ;;
     top)
         # The folder the processes keep their files in.
