@@ -10,10 +10,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* What run is specified to set, one NAME=VALUE line each ("NAME unset" when it is not). */
+/* What run and sim are specified to set, one NAME=VALUE line each ("NAME unset" when it is not). */
 static const char *const watched[] = {
     "LD_PRELOAD",           "VRAMWATCH_DIR",           "VRAMWATCH_LIMIT",
     "VRAMWATCH_LIMIT_MODE", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF",
+    /* the simulated card's (run --sim, fit --sim, sim) */
+    "LD_LIBRARY_PATH",      "SIMGPU_MEMORY",           "SIMGPU_CARD",
+    "PYTHONPATH",
 };
 
 static int write_env(const char *path)

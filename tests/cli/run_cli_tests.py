@@ -2,9 +2,10 @@
 """Golden and behaviour tests of the vramwatch command line; one group per meson test.
 
 Usage: run_cli_tests.py --vramwatch EXE --data DIR --golden DIR [--child EXE --stub SO]
-                        [--validator PY] [--docs MD] [--libvramwatch SO] GROUP
+                        [--validator PY] [--docs MD] [--libvramwatch SO]
+                        [--sim SIMGPU_DIR --sim-job EXE] GROUP
 
-GROUP: golden, malformed, json, usage, run, schema, merge, outputs, inputs, values. Every command
+GROUP: golden, malformed, json, usage, run, schema, merge, outputs, inputs, values, sim. Every command
 runs with LC_ALL=C TERM=dumb NO_COLOR=1 and no VRAMWATCH_* variables from outside. VRAMWATCH_UPDATE_GOLDEN=1 rewrites the
 golden files instead of comparing (tests/golden.py; then read the diff before committing it).
 
@@ -14,6 +15,8 @@ root; the job schema needs jsonschema) is named on stderr and the group then exi
 after everything else in it has run: a failure still fails, but a pass means every check ran.
 """
 import argparse
+import fnmatch
+import glob
 import json
 import os
 import pty
@@ -498,7 +501,7 @@ def group_usage(opts):
         one_line_error(run(opts, [later, "--help"]), later + " --help")
     r = run(opts, ["--version"])
     check(r.returncode == 0 and r.stdout.startswith(b"vramwatch "), "--version: %r" % r.stdout)
-    for cmd in ("report", "run", "advise", "fit", "merge", "timeline"):
+    for cmd in ("report", "run", "advise", "fit", "merge", "timeline", "sim"):
         r = run(opts, [cmd, "--help"])
         check(r.returncode == 0 and r.stdout.startswith(b"usage: vramwatch " + cmd.encode()), cmd + " --help")
     one_line_error(run(opts, ["report"]), "report without a file")
@@ -686,6 +689,253 @@ def group_run(opts):
             tree_lib = os.path.join(os.path.dirname(opts.vramwatch), "..", "..", "lib", "libvramwatch.so")
             check(os.path.realpath(tree_lib) == os.path.realpath(opts.libvramwatch),
                   "libvramwatch is not at BUILD/lib/libvramwatch.so: %s" % opts.libvramwatch)
+        shutil.rmtree(work)
+    except Failed:
+        print("files kept in", work)
+        raise
+
+
+def standins(folder):
+    """The stand-ins run --sim preloads from folder, as the rule says: every regular file (not a
+    symbolic link) named lib*.so.*, in the order of their names."""
+    folder = os.path.realpath(folder)
+    return [os.path.join(folder, n) for n in sorted(os.listdir(folder))
+            if fnmatch.fnmatchcase(n, "lib*.so.*") and not os.path.islink(os.path.join(folder, n))
+            and os.path.isfile(os.path.join(folder, n))]
+
+
+def group_sim(opts):
+    """The simulated card: run --sim, fit --sim and sim build one environment (the library, then
+    every stand-in, in LD_PRELOAD; the folder first on LD_LIBRARY_PATH; SIMGPU_MEMORY for a size,
+    SIMGPU_CARD for a name); a job whose RPATH names another libcudart.so.13 gets the simulated
+    card all the same; run --sim leaves a report of that card; sim leaves nothing of vramwatch."""
+    if not (opts.child and opts.stub and opts.sim and opts.sim_job):
+        print("cannot run: the sim group needs --child, --stub, --sim and --sim-job", file=sys.stderr)
+        return SKIP
+    stub = os.path.realpath(opts.stub)
+    sim = os.path.realpath(opts.sim)
+    libs = standins(sim)
+    check(os.path.join(sim, "libcudart.so.13") in libs and os.path.join(sim, "libcuda.so.1") in libs,
+          "the simulator's folder holds its runtime and driver: %r" % libs)
+    work = tempfile.mkdtemp(prefix="vramwatch-cli-sim-")
+    try:
+        env = base_env({"VRAMWATCH_LIB": stub})
+        for k in list(env):
+            if k.startswith("SIMGPU_") or k in ("LD_LIBRARY_PATH", "PYTHONPATH"):
+                del env[k]
+        envfile = os.path.join(work, "env.txt")
+
+        def vw(args, extra=None, cwd=work, timeout=60):
+            if os.path.exists(envfile):
+                os.unlink(envfile)
+            return run(opts, args, env=dict(env, **(extra or {})), cwd=cwd, timeout=timeout)
+
+        def child_env(args, extra=None, code=0):
+            r = vw(args + [opts.child, "env", envfile], extra)
+            check(r.returncode == code, "%s: exit %d, expected %d: %s" % (" ".join(args), r.returncode, code,
+                                                                         r.stderr.decode()))
+            check(os.path.exists(envfile), "%s: the command did not run" % " ".join(args))
+            return read_env_file(envfile), r
+
+        # ---- run --sim: the library, then every stand-in, before what LD_PRELOAD held ----
+        e, _ = child_env(["run", "--sim", "8GiB", "--"],
+                         {"LD_PRELOAD": "libm.so.6", "LD_LIBRARY_PATH": "/opt/x", "SIMGPU_CARD": "H100"})
+        check(e.get("LD_PRELOAD") == ":".join([stub] + libs + ["libm.so.6"]),
+              "run --sim 8GiB: LD_PRELOAD is the library, the stand-ins, then the rest: %r" % e.get("LD_PRELOAD"))
+        check(e.get("preloaded") == "1", "run --sim: the library was not preloaded")
+        check(e.get("LD_LIBRARY_PATH") == sim + ":/opt/x",
+              "run --sim: the folder first on LD_LIBRARY_PATH: %r" % e.get("LD_LIBRARY_PATH"))
+        check(e.get("SIMGPU_MEMORY") == str(8 << 30) and "SIMGPU_CARD" not in e,
+              "run --sim 8GiB: SIMGPU_MEMORY in bytes, SIMGPU_CARD unset: %r" % e)
+        check(e.get("VRAMWATCH_DIR") == work and "VRAMWATCH_LIMIT" not in e, "run --sim: the rest as before: %r" % e)
+        # the option's other spellings, and CMD without "--"
+        for args in (["run", "--sim=8GiB"], ["run", "--sim", "8G"], ["run", "--sim", "8589934592"]):
+            e2, _ = child_env(args)
+            check(e2.get("SIMGPU_MEMORY") == str(8 << 30) and e2.get("LD_PRELOAD") == ":".join([stub] + libs),
+                  "%s: %r" % (" ".join(args), e2))
+        e, _ = child_env(["run", "--sim", "1.5GiB", "--limit", "1GiB", "--"], {"LD_LIBRARY_PATH": sim})
+        check(e.get("SIMGPU_MEMORY") == str(3 << 29) and e.get("VRAMWATCH_LIMIT") == "1GiB",
+              "run --sim 1.5GiB --limit 1GiB: %r" % e)
+        check(e.get("LD_LIBRARY_PATH") == sim, "the folder once on LD_LIBRARY_PATH: %r" % e.get("LD_LIBRARY_PATH"))
+
+        # a card's name, in any case: SIMGPU_CARD, and SIMGPU_MEMORY unset
+        for given, key in (("h100", "H100"), ("H200", "H200"), ("a100_80gb", "A100-80GB"), ("V100", "V100")):
+            e, _ = child_env(["run", "--sim", given, "--"], {"SIMGPU_MEMORY": "64GiB"})
+            check(e.get("SIMGPU_CARD") == key and "SIMGPU_MEMORY" not in e,
+                  "run --sim %s: SIMGPU_CARD=%s, SIMGPU_MEMORY unset: %r" % (given, key, e))
+            check(e.get("LD_PRELOAD") == ":".join([stub] + libs), "run --sim %s: LD_PRELOAD %r" % (given, e))
+
+        # ---- fit --sim: every trial on the card, the library first ----
+        # (cli-child leaves no report: the trial is an error, and fit exits 1 after it)
+        r = vw(["fit", "--sim", "1.5GiB", "--flag", "--bs", "--", opts.child, "env", envfile, "--bs", "4"])
+        check(r.returncode == 1 and os.path.exists(envfile), "fit --sim: exit %d: %s" % (r.returncode, r.stderr))
+        e = read_env_file(envfile)
+        check(e.get("LD_PRELOAD") == ":".join([stub] + libs) and e.get("LD_LIBRARY_PATH") == sim
+              and e.get("SIMGPU_MEMORY") == str(3 << 29) and e.get("VRAMWATCH_LIMIT") == "90%",
+              "fit --sim 1.5GiB: the trial's environment: %r" % e)
+        r = vw(["fit", "--sim", "t4", "--flag", "--bs", "--", opts.child, "env", envfile, "--bs", "4"])
+        check(read_env_file(envfile).get("SIMGPU_CARD") == "T4", "fit --sim t4: SIMGPU_CARD=T4")
+
+        # ---- sim: the same card with nothing of vramwatch ----
+        comp = os.path.join(work, "companion")
+        os.mkdir(comp)
+        open(os.path.join(comp, "vramwatch_companion.py"), "w").close()
+        # a library exported by hand (the stub, under the library's name: found if it stays)
+        exported = os.path.join(work, "vw", "libvramwatch.so")
+        os.mkdir(os.path.dirname(exported))
+        shutil.copy2(stub, exported)
+        outside = {"LD_PRELOAD": exported + " libm.so.6", "PYTHONPATH": comp + ":/opt/py",
+                   "LD_LIBRARY_PATH": "/opt/my libs", "SIMGPU_CARD": "T4"}
+        e, r = child_env(["sim", "8GiB", "--"], outside)
+        check(r.stdout == b"" and r.stderr == b"", "sim: says nothing of its own: %r %r" % (r.stdout, r.stderr))
+        check(e.get("LD_PRELOAD") == ":".join(libs + ["libm.so.6"]) and e.get("preloaded") == "0",
+              "sim: the stand-ins alone, libvramwatch.so taken out: %r" % e)
+        check(e.get("PYTHONPATH") == "/opt/py", "sim: the companion out of PYTHONPATH: %r" % e.get("PYTHONPATH"))
+        check(e.get("LD_LIBRARY_PATH") == sim + ":/opt/my libs" and e.get("SIMGPU_MEMORY") == str(8 << 30)
+              and "SIMGPU_CARD" not in e, "sim: the card: %r" % e)
+        e_no_dashes, _ = child_env(["sim", "8GiB"], outside)
+        check(e_no_dashes == e, "sim CARD CMD without --: %r" % e_no_dashes)
+
+        # sim --env: the same variables as shell lines, for eval
+        r = vw(["sim", "--env", "8GiB"], outside)
+        text = r.stdout.decode()
+        check(r.returncode == 0 and r.stderr == b"", "sim --env: exit %d %r" % (r.returncode, r.stderr))
+        check(all(l.startswith("export ") or l.startswith("unset ") for l in text.splitlines())
+              and "unset SIMGPU_CARD\n" in text and "export LD_LIBRARY_PATH='" in text,
+              "sim --env: export and unset lines, quoted where needed:\n" + text)
+        shell = subprocess.run(["sh", "-c", 'eval "$1"; exec "$2" env "$3"', "sh", text, opts.child, envfile],
+                               env=dict(env, **outside), capture_output=True, timeout=60)
+        check(shell.returncode == 0 and read_env_file(envfile) == e,
+              "eval \"$(vramwatch sim --env 8GiB)\" gives what sim gives: %r" % read_env_file(envfile))
+        r = vw(["sim", "--env", "H100"])
+        check(r.returncode == 0 and "unset" not in r.stdout.decode() and "export SIMGPU_CARD=H100\n" in r.stdout.decode(),
+              "sim --env H100, nothing to unset:\n" + r.stdout.decode())
+
+        # exit status: CMD's own, a signal as a signal (sim becomes CMD)
+        for args, code in ((["exit", "0"], 0), (["exit", "3"], 3), (["signal", "9"], -9)):
+            r = vw(["sim", "1GiB", "--", opts.child] + args)
+            check(r.returncode == code and r.stderr == b"", "sim %s: exit %d, expected %d" % (args, r.returncode, code))
+
+        # ---- a job that finds another libcudart.so.13 through its RPATH ----
+        job = [opts.sim_job, "256", "8"]
+        bare = subprocess.run(job, env=dict(env, LD_LIBRARY_PATH=sim), capture_output=True, timeout=60)
+        check(bare.returncode == 4 and b"total=12345 " in bare.stdout,
+              "sim-job with only LD_LIBRARY_PATH: its RPATH's decoy wins (exit %d): %r" % (bare.returncode, bare.stdout))
+        jobdir = os.path.join(work, "job")
+        os.mkdir(jobdir)
+        truth = dict(env)
+        if opts.libvramwatch:  # a library exported by hand is taken out too
+            truth.update(LD_PRELOAD=os.path.realpath(opts.libvramwatch), VRAMWATCH_DIR=jobdir)
+        r = run(opts, ["sim", "1GiB", "--"] + job, env=truth, cwd=jobdir)
+        check(r.returncode == 3 and b"total=%d " % (1 << 30) in r.stdout and b"error=2\n" in r.stdout,
+              "sim 1GiB: the job runs out of memory on a 1 GiB simulated card (exit %d): %r" % (r.returncode, r.stdout))
+        check(os.listdir(jobdir) == [], "sim: no report, nothing left: %r" % os.listdir(jobdir))
+        if not opts.libvramwatch:
+            not_checked(opts, "run --sim with the real library (no --libvramwatch)")
+        else:
+            rdir = os.path.join(work, "reports")
+            r = run(opts, ["run", "--sim", "1GiB", "--dir", rdir, "--"] + job,
+                    env=dict(env, VRAMWATCH_LIB=os.path.realpath(opts.libvramwatch)), cwd=work)
+            check(r.returncode == 3 and b"total=%d " % (1 << 30) in r.stdout,
+                  "run --sim 1GiB: the job's status and its card (exit %d): %r" % (r.returncode, r.stdout[:300]))
+            reports = [f for f in os.listdir(rdir) if f.startswith("vramwatch-") and f.endswith(".json")]
+            check(len(reports) == 1, "run --sim: one report: %r" % reports)
+            with open(os.path.join(rdir, reports[0])) as f:
+                doc = json.load(f)
+            dev = doc["devices"][0]
+            check(dev["total_bytes"] == 1 << 30 and dev["limit_bytes"] is None,
+                  "run --sim 1GiB: the report's capacity is 1 GiB: %r" % dev)
+            check(doc["failures"] and doc["failures"][0]["oom"] and doc["failures"][0]["size"] == 256 << 20,
+                  "run --sim: the failure is the job's 256 MiB: %r" % doc["failures"][:1])
+            check(b"What failed: cudaMalloc of 256.00 MiB on device 0" in r.stdout, "run --sim: the post-mortem: %r"
+                  % r.stdout[-600:])
+            # a named card: the report's capacity is what the job sees on that card without vramwatch
+            r = run(opts, ["sim", "v100", "--", opts.sim_job, "1", "1"], env=env, cwd=jobdir)
+            truth = [l for l in r.stdout.decode().splitlines() if l.startswith("total=")]
+            check(r.returncode == 0 and truth and truth[0] != "total=%d error=0" % (16 << 30),
+                  "sim v100: the job sees the V100's memory, not the default 16 GiB: %r" % r.stdout)
+            rdir = os.path.join(work, "reports-v100")
+            r = run(opts, ["run", "--sim", "v100", "--dir", rdir, "--", opts.sim_job, "1", "1"],
+                    env=dict(env, VRAMWATCH_LIB=os.path.realpath(opts.libvramwatch)), cwd=work)
+            reports = glob.glob(os.path.join(rdir, "vramwatch-*.json"))
+            check(r.returncode == 0 and len(reports) == 1, "run --sim v100: exit %d, reports %r" % (r.returncode, reports))
+            with open(reports[0]) as f:
+                total = json.load(f)["devices"][0]["total_bytes"]
+            check(truth and truth[0] == "total=%d error=0" % total,
+                  "run --sim v100: the report's capacity %d is the card's: %r" % (total, truth))
+
+        # ---- mistakes: one line, exit 2, and the command never runs ----
+        def refused(args, words, extra=None):
+            r = vw(args + [opts.child, "env", envfile] + (["--bs", "4"] if args[0] == "fit" else []), extra)
+            line = one_line_error(r, " ".join(args))
+            check(not os.path.exists(envfile), "%s: the command ran anyway" % " ".join(args))
+            for w in words:
+                check(w in line, "%s: the line does not say %r: %s" % (" ".join(args), w, line))
+
+        for pre in (["run", "--sim"], ["fit", "--flag", "--bs", "--sim"], ["sim"]):
+            refused(pre + ["Z100", "--"], ["Z100", "V100", "H100", "A100-80GB"])
+            refused(pre + ["16", "--"], ["did you mean 16GiB?"])
+            refused(pre + ["0.5KiB", "--"], ["at least 1 MiB"])
+            refused(pre + ["0", "--"], ["16GiB"])
+            refused(pre + ["17TiB", "--"], ["16 TiB"])
+            refused(pre + ["16XB", "--"], ["16XB", "unit"])
+            refused(pre + ["1GiB", "--"], ["VRAMWATCH_SIMGPU_DIR=/no/such/folder", "no such folder"],
+                    {"VRAMWATCH_SIMGPU_DIR": "/no/such/folder"})
+            empty = os.path.join(work, "empty")
+            os.makedirs(empty, exist_ok=True)
+            refused(pre + ["1GiB", "--"], ["no stand-in library"], {"VRAMWATCH_SIMGPU_DIR": empty})
+        one_line_error(vw(["sim", "--env", "/no/card"]), "sim --env with a bad card")
+        one_line_error(vw(["sim"]), "sim without a card")
+        one_line_error(vw(["sim", "1GiB"]), "sim without a command")
+        one_line_error(vw(["sim", "1GiB", "--"]), "sim with -- and no command")
+        one_line_error(vw(["sim", "--env", "1GiB", "--", opts.child]), "sim --env with a command")
+        line = one_line_error(vw(["sim", "1GiB", "--", "/no/such/program"]), "sim: a command that does not exist")
+        check("/no/such/program" in line, "names the command: %s" % line)
+
+        # ---- which files stand in: regular lib*.so.* files, in the order of their names ----
+        fake = os.path.join(work, "fake")
+        os.mkdir(fake)
+        for n in ("libnvidia-ml.so.1", "libcudart.so.13", "libcuda.so.1"):
+            shutil.copy2(os.path.join(sim, n), os.path.join(fake, n))
+        os.symlink("libcuda.so.1", os.path.join(fake, "libcuda.so"))
+        os.symlink("libcuda.so.1", os.path.join(fake, "libzz.so.9"))
+        os.mkdir(os.path.join(fake, "libcuda.so.1.p"))
+        open(os.path.join(fake, "libfoo.so"), "w").close()
+        open(os.path.join(fake, "README"), "w").close()
+        want = [os.path.join(fake, n) for n in ("libcuda.so.1", "libcudart.so.13", "libnvidia-ml.so.1")]
+        check(standins(fake) == want, "the rule of the test itself: %r" % standins(fake))
+        e, _ = child_env(["run", "--sim", "2GiB", "--"], {"VRAMWATCH_SIMGPU_DIR": "fake"})
+        check(e.get("LD_PRELOAD") == ":".join([stub] + want) and e.get("LD_LIBRARY_PATH") == fake,
+              "VRAMWATCH_SIMGPU_DIR=fake: its regular lib*.so.* files, sorted, by absolute path: %r" % e)
+
+        # ---- where the folder is found: the build tree beside the program, else the install ----
+        layout = os.path.join(work, "layout")
+        exe_dir = os.path.join(layout, "tools", "vramwatch")
+        tree = os.path.join(layout, "tools", "simgpu")
+        os.makedirs(exe_dir)
+        shutil.copytree(fake, tree, symlinks=True)
+        shutil.copy2(opts.vramwatch, os.path.join(exe_dir, "vramwatch"))
+        r = subprocess.run([os.path.join(exe_dir, "vramwatch"), "sim", "--env", "1GiB"], env=env,
+                           capture_output=True, timeout=60)
+        check(r.returncode == 0 and ("export LD_LIBRARY_PATH=%s\n" % tree).encode() in r.stdout,
+              "the build tree's tools/simgpu beside tools/vramwatch: %r %r" % (r.stdout, r.stderr))
+        bare_dir = os.path.join(work, "bare")
+        os.mkdir(bare_dir)
+        shutil.copy2(opts.vramwatch, os.path.join(bare_dir, "vramwatch"))
+        r = subprocess.run([os.path.join(bare_dir, "vramwatch"), "sim", "--env", "1GiB"], env=env,
+                           capture_output=True, timeout=60)
+        if r.returncode == 2:
+            line = one_line_error(r, "no simulator anywhere")
+            check("no simulated GPU" in line and "VRAMWATCH_SIMGPU_DIR" in line, "no simulator: %s" % line)
+        else:  # an installed copy
+            check(r.returncode == 0 and bare_dir.encode() not in r.stdout, "no build tree: %r" % r.stdout)
+
+        # ---- the help ----
+        r = vw(["sim", "--help"])
+        check(r.returncode == 0 and b"\nCards:\n" in r.stdout and b"  H100 " in r.stdout, "sim --help lists the cards")
+        for cmd in ("run", "fit"):
+            r = vw([cmd, "--help"])
+            check(b"  --sim CARD " in r.stdout, "%s --help lists --sim CARD" % cmd)
         shutil.rmtree(work)
     except Failed:
         print("files kept in", work)
@@ -1049,7 +1299,7 @@ def group_values(opts):
 
 GROUPS = {"golden": group_golden, "malformed": group_malformed, "json": group_json, "usage": group_usage,
           "run": group_run, "schema": group_schema, "merge": group_merge,
-          "outputs": group_outputs, "inputs": group_inputs, "values": group_values}
+          "outputs": group_outputs, "inputs": group_inputs, "values": group_values, "sim": group_sim}
 
 
 def run_group(groups, opts):
@@ -1082,6 +1332,8 @@ def main():
     ap.add_argument("--validator")
     ap.add_argument("--libvramwatch")
     ap.add_argument("--docs")
+    ap.add_argument("--sim", help="the simulated GPU's build folder (BUILD/tools/simgpu), for the sim group")
+    ap.add_argument("--sim-job", help="sim_job.c built against the decoy runtime, for the sim group")
     ap.add_argument("--timed", action="store_true",
                     help="also the time bounds of refusals (malformed, inputs, values): a benchmark, not a test")
     ap.add_argument("group", choices=sorted(GROUPS))
@@ -1090,6 +1342,8 @@ def main():
     opts.vramwatch = os.path.abspath(opts.vramwatch)
     if opts.child:
         opts.child = os.path.abspath(opts.child)
+    if opts.sim_job:
+        opts.sim_job = os.path.abspath(opts.sim_job)
     return run_group(GROUPS, opts)
 
 

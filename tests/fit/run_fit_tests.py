@@ -39,8 +39,15 @@ docs/fit.schema.json, a finished search and one a signal cut short before anythi
 card (examples/train_sim.py on a simulated 16 GiB card, needs a library that applies shares):
 - fit without --limit and fit --limit 16GiB give the same answer, on the same reduced card.
 
+sim (fit --sim, with no LD_LIBRARY_PATH and a SIMGPU_MEMORY of 64 GiB outside, which --sim
+overrides):
+- fit --sim 16GiB on examples/train_sim.py finds card's answer, 51, every trial on a 16 GiB
+  simulated card less 10%.
+- The truth without vramwatch (vramwatch sim 14.4GiB, the card less the headroom): 51 runs, 52
+  does not, and nothing of vramwatch is left behind.
+
     run_fit_tests.py --vramwatch BUILD/tools/vramwatch/vramwatch --sim BUILD/tools/simgpu
-                     --train-sim examples/train_sim.py [--group search|limits|live|schema|card]
+                     --train-sim examples/train_sim.py [--group search|limits|live|schema|card|sim]
 """
 import argparse
 import glob
@@ -551,8 +558,44 @@ def group_card(o, env, tmp, vw, need_of, job):
           "one answer, 51, with and without --limit: %r" % answers)
 
 
+def group_sim(o, env, tmp, vw, need_of, job):
+    """fit --sim: the trials on the simulated card with nothing else said; vramwatch sim agrees."""
+    # --sim alone puts the job on the card: no LD_LIBRARY_PATH, and the 64 GiB outside overridden.
+    env = {k: v for k, v in env.items() if k != "LD_LIBRARY_PATH"}
+
+    def run(args, cwd=tmp, timeout=300):
+        return subprocess.run([o.vramwatch] + args, env=env, capture_output=True, text=True, timeout=timeout,
+                              cwd=cwd)
+
+    p = run(["fit", "--json", "--sim", "16GiB", "--"] + job)
+    sys.stderr.write(p.stderr)
+    if not check(p.returncode == 0, "fit --sim 16GiB: exit %d" % p.returncode):
+        return 1
+    res = json.loads(p.stdout)
+    cap = res["capacity"]
+    check(res["best_value"] == 51, "fit --sim 16GiB: best 51 (as fit-card), got %r" % res["best_value"])
+    # (the card is scaled back up from the limit the library resolved: to within a byte)
+    check(isinstance(cap["card_bytes"], int) and abs(cap["card_bytes"] - LIMIT) <= 1
+          and cap["source"] == "card" and cap["limit"] == "90%",
+          "fit --sim 16GiB: the simulated card is the card, less 10%%: %r" % cap)
+    fits = [l for l in p.stderr.splitlines() if ": fits," in l]
+    check(fits and all("14.40 GiB card (16.00 GiB less 10% headroom)" in l for l in fits),
+          "fit --sim 16GiB: every trial that fits ran on the 16 GiB card less 10%%: %r" % fits)
+
+    # The truth, without vramwatch: the card less the headroom runs the answer, not one more.
+    best = res["best_value"] or 1
+    truth = tempfile.mkdtemp(dir=tmp)
+    for value, fits_there in ((best, True), (best + 1, False)):
+        cmd = [o.python, o.train_sim, "--batch", str(value), "--img", "640"]
+        p = run(["sim", "14.4GiB", "--"] + cmd, cwd=truth)
+        check((p.returncode == 0) == fits_there and "on a 14.40 GiB card" in p.stdout,
+              "vramwatch sim 14.4GiB, --batch %d: %s (exit %d): %r" % (value, "runs" if fits_there else "does not",
+                                                                    p.returncode, p.stdout[-300:]))
+    check(os.listdir(truth) == [], "vramwatch sim: no report: %r" % os.listdir(truth))
+
+
 GROUPS = {"search": group_search, "limits": group_limits, "live": group_live, "schema": group_schema,
-          "card": group_card}
+          "card": group_card, "sim": group_sim}
 
 
 def main():
