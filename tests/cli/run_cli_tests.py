@@ -860,9 +860,14 @@ def group_sim(opts):
             reports = glob.glob(os.path.join(rdir, "vramwatch-*.json"))
             check(r.returncode == 0 and len(reports) == 1, "run --sim v100: exit %d, reports %r" % (r.returncode, reports))
             with open(reports[0]) as f:
-                total = json.load(f)["devices"][0]["total_bytes"]
-            check(truth and truth[0] == "total=%d error=0" % total,
-                  "run --sim v100: the report's capacity %d is the card's: %r" % (total, truth))
+                dev = json.load(f)["devices"][0]
+            check(truth and truth[0] == "total=%d error=0" % dev["total_bytes"],
+                  "run --sim v100: the report's capacity %d is the card's: %r" % (dev["total_bytes"], truth))
+            # its name as sim --help lists it: "  V100   15.78 GiB  Tesla V100-SXM2-16GB"
+            listed = [l.split(None, 3)[3] for l in vw(["sim", "--help"]).stdout.decode().splitlines()
+                      if l.startswith("  V100 ")]
+            check(listed and dev["name"] == listed[0],
+                  "run --sim v100: the report's device is the card: %r, listed %r" % (dev["name"], listed))
 
         # ---- mistakes: one line, exit 2, and the command never runs ----
         def refused(args, words, extra=None):
