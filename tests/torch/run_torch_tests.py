@@ -247,6 +247,9 @@ def advised_command(c, paths):
 
 def g_advise(c):
     _, _, path, _ = oom_run(c, "advise", OOM_BATCH)
+    text = c.run([c.vw, "advise", path]).stdout
+    # The measuring commands it names run on the card the report came from.
+    check("vramwatch fit --sim 16GiB" in text, "the advised fit command is not on the simulated card")
     rec, cmd = advised_command(c, [path])
     argv = cmd if isinstance(cmd, list) else cmd.split()
     # The advised command names the script as it ran; rerun it on the same card, library off.

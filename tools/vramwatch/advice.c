@@ -132,9 +132,26 @@ static void add_limit_size(struct strbuf *b, int64_t bytes)
         sb_printf(b, "%" PRId64, bytes);
 }
 
+/* The simulated card the report's run was on (`run --sim CARD` sets VRAMWATCH_SIM, which the
+ * report keeps), or NULL: the commands that measure then run on the same card. */
+static const char *sim_card(const struct advice *a)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(a->r->process.env, "VRAMWATCH_SIM");
+    return cJSON_IsString(v) && v->valuestring && *v->valuestring &&
+                           strcspn(v->valuestring, " \t\n'\"\\$`;&|<>") == strlen(v->valuestring)
+                   ? v->valuestring
+                   : NULL;
+}
+
 static void add_measure_note(struct advice *a, struct advice_rec *x, char **cmd, size_t n)
 {
-    sb_add(&x->note, "; measure it exactly with: vramwatch run --limit ");
+    sb_add(&x->note, "; measure it exactly with: vramwatch run");
+    /* Observe mode needs a card with room beyond the limit: on the simulator, twice the card. */
+    if (sim_card(a)) {
+        sb_add(&x->note, " --sim ");
+        add_limit_size(&x->note, 2 * a->capacity);
+    }
+    sb_add(&x->note, " --limit ");
     add_limit_size(&x->note, a->capacity);
     sb_add(&x->note, " --observe -- ");
     add_argv_note(&x->note, cmd, n);
@@ -146,6 +163,8 @@ static void add_fit_note_from(struct advice *a, struct advice_rec *x, const char
                               size_t n)
 {
     sb_add(&x->note, "; find the largest batch that fits by measuring: vramwatch fit");
+    if (sim_card(a))
+        sb_printf(&x->note, " --sim %s", sim_card(a));
     if (a->capacity_from && strcmp(a->capacity_from, "the card's total") != 0) {
         sb_add(&x->note, " --limit ");
         add_limit_size(&x->note, a->capacity);

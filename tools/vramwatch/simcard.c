@@ -270,6 +270,20 @@ bool simcard_env(const struct simcard *card, const char *lib, struct simcard_env
         char *py = without_companion(getenv("PYTHONPATH"));
         if (py)
             set_var(env, "PYTHONPATH", py);
+        set_var(env, "VRAMWATCH_SIM", NULL);
+    } else {
+        /* The report keeps VRAMWATCH_* variables: the advice then gives its fit and measuring
+         * commands on the same simulated card (tools/vramwatch/advice.c). */
+        struct strbuf b = { 0 };
+        if (card->key)
+            sb_add(&b, card->key);
+        else if (card->bytes % (UINT64_C(1) << 30) == 0)
+            sb_printf(&b, "%lluGiB", (unsigned long long)(card->bytes >> 30));
+        else if (card->bytes % (UINT64_C(1) << 20) == 0)
+            sb_printf(&b, "%lluMiB", (unsigned long long)(card->bytes >> 20));
+        else
+            sb_printf(&b, "%llu", (unsigned long long)card->bytes);
+        set_var(env, "VRAMWATCH_SIM", b.s);
     }
     preload_free_list(libs, n);
     free(dir);
