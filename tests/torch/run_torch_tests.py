@@ -153,6 +153,15 @@ def g_card(c):
     f = p.stdout.split()
     check(f[-4:-1] == ["7", "0", "80"], "V100: compute capability 7.0 and 80 SMs expected: " + p.stdout)
     check(f[-1] == "False", "V100: bf16 must be unsupported: " + p.stdout)
+    # PyTorch's own per-card choice: the cuBLAS workspace it allocates at the first matmul is
+    # 4096 KiB x 2 + 16 KiB x 8 below compute capability 9.0 and 4096 KiB x 8 from it on.
+    ws = ("import torch; a = torch.zeros(64, 64, device='cuda'); b = torch.cuda.memory_allocated(); "
+          "a @ a; print(torch.cuda.memory_allocated() - b)")
+    for card, want in (("V100", 8320 << 10), ("H100", 32 << 20)):
+        p = c.run([c.vw, "sim", card, "--", c.py, "-c", ws])
+        check(p.returncode == 0, f"sim {card}: exit {p.returncode}: {p.stderr[-400:]}")
+        check(int(p.stdout.split()[-1]) == want,
+              f"{card}: cuBLAS workspace {p.stdout.strip()} bytes, PyTorch's choice for the card is {want}")
     # The library is not in a `sim` run.
     p = c.run([c.vw, "sim", "16GiB", "--", c.py, "-c",
                "import os; print(os.environ.get('LD_PRELOAD', ''))"])
