@@ -18,6 +18,8 @@ failure.
   expandable expandable_segments:True (cuMemCreate/cuMemMap): tracked, PyTorch's verdict kept
   async      --tensors (backend:cudaMallocAsync): tracked, PyTorch's verdict kept
   observe    --limit 16GiB --observe on an 80 GiB card, and advice from two reports
+  stubs      the committed long tail (tools/simgpu/stubs) is what tools/simgpu/stubgen.py
+             writes from this PyTorch's import lists: nothing was written by hand
   ranks      torchrun --nproc_per_node 2 (DDP over the stand-in NCCL, two simulated devices):
              a report per rank, merged into one job view
 
@@ -350,8 +352,25 @@ def g_ranks(c):
     check("rank" in v.stdout.lower(), "the job view names no rank")
 
 
+def g_stubs(c):
+    site = c.run([c.py, "-c", "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))"])
+    check(site.returncode == 0, "cannot find torch's site-packages: " + site.stderr)
+    out = c.folder("stubs")
+    gen = os.path.join(c.repo, "tools", "simgpu", "stubgen.py")
+    r = subprocess.run([sys.executable, gen, site.stdout.strip(), "--out", out], capture_output=True,
+                       text=True, timeout=600)
+    check(r.returncode == 0, f"stubgen: exit {r.returncode}: {r.stderr[-400:]}")
+    committed = os.path.join(c.repo, "tools", "simgpu", "stubs")
+    have, want = sorted(os.listdir(committed)), sorted(os.listdir(out))
+    check(have == want, f"stub files differ: committed {have}, generated {want}")
+    for name in want:
+        with open(os.path.join(committed, name)) as a, open(os.path.join(out, name)) as b:
+            check(a.read() == b.read(), f"tools/simgpu/stubs/{name} is not what stubgen.py writes "
+                  "from this PyTorch: rerun it (docs/simgpu.md)")
+
+
 GROUPS = {"card": g_card, "fits": g_fits, "oom": g_oom, "advise": g_advise, "fit": g_fit,
-          "expandable": g_expandable, "async": g_async, "observe": g_observe, "ranks": g_ranks}
+          "expandable": g_expandable, "async": g_async, "observe": g_observe, "ranks": g_ranks, "stubs": g_stubs}
 
 
 def main():
