@@ -49,7 +49,8 @@ class Case:
             env["LD_PRELOAD"] = ":".join(pre)
         for k in ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONNOUSERSITE", "VRAMWATCH_DIR"):
             env.pop(k, None)
-        env.update({"LD_LIBRARY_PATH": self.args.sim, "SIMGPU_MEMORY": "1GiB", "LC_ALL": "C"})
+        env.update({"LD_LIBRARY_PATH": self.args.sim, "SIMGPU_MEMORY": "1GiB", "LC_ALL": "C",
+                    "VW_TEST_CUDART": os.path.join(self.args.sim, "libcudart.so.13")})
         env.update(extra or {})
         return env
 
@@ -97,7 +98,12 @@ def python_bin(case):
     d = os.path.join(case.dir, "bin")
     if not os.path.isdir(d):
         os.mkdir(d)
-        os.symlink(case.args.python, os.path.join(d, "python3"))
+        # A script, not a link: a virtual environment's interpreter finds its pyvenv.cfg beside
+        # the path it was started by, so a link elsewhere would start it without its packages.
+        exe = os.path.join(d, "python3")
+        with open(exe, "w") as f:
+            f.write('#!/bin/sh\nexec "%s" "$@"\n' % case.args.python)
+        os.chmod(exe, stat.S_IRWXU)
     return d
 
 

@@ -25,7 +25,9 @@ MiB = 1 << 20
 job_marks = "--job-marks" in sys.argv[1:]
 facts.record()
 
-rt = ctypes.CDLL("libcudart.so.13")
+# The simulated runtime by path (the test gives it): with PyTorch's CUDA wheel imported, the
+# wheel's own libcudart.so.13 is already loaded under that soname and would answer instead.
+rt = ctypes.CDLL(os.environ.get("VW_TEST_CUDART", "libcudart.so.13"))
 held = []
 
 

@@ -70,11 +70,30 @@ def next_sitecustomize(path_finder):
     return path_finder.find_spec("sitecustomize", [p for p in rest if not ours(p)])
 
 
+class Forget(object):
+    """Without us there would be no sitecustomize module at all: once the import that ran this
+    one is over (the module cannot leave sys.modules while it is being imported), the next
+    import takes it out again, then this finder leaves sys.meta_path."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def find_spec(self, name, path=None, target=None):
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        if sys.modules.get(__name__) is self.module:
+            del sys.modules[__name__]
+        return None
+
+
 def run_next():
     try:
         path_finder, module_from_spec = machinery()
         spec = next_sitecustomize(path_finder)
         if spec is None or spec.loader is None:
+            sys.meta_path.insert(0, Forget(sys.modules.get(__name__)))
             return
         module = module_from_spec(spec)
     except Exception:
