@@ -6,7 +6,8 @@
 #                                  the timeline's rendering test; clang with its sanitizer and
 #                                  fuzzer runtimes for the fuzzing step; and PyTorch, in a venv of
 #                                  its own (tools/torch-venv.sh, which needs python3-venv), for the
-#                                  tests that run it on the CPU
+#                                  tests that run it; if pip cannot install it (no way to PyPI,
+#                                  say), those tests are left out and a line says so
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tests=0
@@ -55,6 +56,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 if [ $tests = 1 ]; then
-  # Its own messages go to stderr; the python's path it prints is for tests/run_all.sh.
-  bash "$here/torch-venv.sh" >/dev/null
+  # Its own messages go to stderr, the reason for a failure with them; the python's path it
+  # prints is for tests/run_all.sh, which finds it again.
+  bash "$here/torch-venv.sh" >/dev/null ||
+    echo "install-deps: PyTorch not installed (the line above says why): the tests that need it are left out" >&2
 fi

@@ -3,7 +3,9 @@
 # (the CPU run of examples/train_torch.py, C++ exceptions under the preload: meson option
 # torch_python), and prints its python's path as the last line on stdout.
 #
-#   tools/torch-venv.sh        (tools/install-deps.sh --tests and tests/run_all.sh call it)
+#   tools/torch-venv.sh               makes it if needed (tools/install-deps.sh --tests)
+#   tools/torch-venv.sh --no-install  only finds it: exit 1, and one line, when it is not ready
+#                                     (tests/run_all.sh, after install-deps)
 #
 # The venv lives in ${VRAMWATCH_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/vramwatch/torch-venv};
 # `rm -r` that folder to remove it. It is made with the first python3.11 on PATH (else python3,
@@ -11,8 +13,11 @@
 # CUDA 13, about 3 GB to download, unless pip's configuration finds them on local disk). A stamp
 # file in the venv records the versions installed: a rerun that finds the stamp and a torch that
 # imports installs nothing. A venv made by hand with the right versions is accepted (stamped).
-# Exits 1 with one line on stderr when it cannot make the venv or install into it.
+# Exits 1 with one line on stderr when it cannot make the venv or install into it (saying why:
+# pip's own reason, such as a server it could not reach).
 set -uo pipefail
+install=1
+[ "${1:-}" = "--no-install" ] && install=0
 
 want=(torch==2.14.1 torchvision==0.29.1)
 venv=${VRAMWATCH_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/vramwatch/torch-venv}
@@ -38,6 +43,27 @@ PY
 
 done_here() { printf '%s\n' "$py"; exit 0; }
 
+# pip's reason for a failure, on one line. A server it could not reach comes first: without any
+# version found, pip's last words blame the constraints instead (ResolutionImpossible).
+pip_reason() {
+  "$py" - "$1" <<'PY' 2>/dev/null || tail -n 1 "$1"
+import re, sys
+text = open(sys.argv[1], errors="replace").read()
+m = re.search(r"^Could not fetch URL (\S+): (.*?)(?: - skipping)?$", text, re.M)
+if m:
+    why = re.search(r"\[SSL: [^\]]*\][^'()]*|Failed to establish a new connection: [^'()]*|"
+                    r"Temporary failure in name resolution|ProxyError[^'()]*|Read timed out", m.group(2))
+    print("could not reach %s (%s)" % (m.group(1), (why.group(0) if why else m.group(2)[:200]).strip()))
+elif re.search(r"after connection broken by '(.*)': (\S+)$", text, re.M):
+    m = re.search(r"after connection broken by '(.*)': (\S+)$", text, re.M)
+    print("connection broken at %s (%s)" % (m.group(2), m.group(1)[:200]))
+else:
+    errors = [l[len("ERROR: "):] for l in text.splitlines()
+              if l.startswith("ERROR: ") and "ResolutionImpossible" not in l]
+    print(errors[0] if errors else (text.strip().splitlines() or ["no output"])[-1])
+PY
+}
+
 # The quick way: stamped with these versions, and torch imports.
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${want[*]}" ] && "$py" -c 'import torch' >/dev/null 2>&1; then
   done_here
@@ -56,6 +82,7 @@ if [ -x "$py" ] && versions_ok; then
   printf '%s\n' "${want[*]}" >"$stamp" || die "cannot write $stamp"
   done_here
 fi
+[ $install = 1 ] || die "no venv with ${want[*]} in $venv (tools/torch-venv.sh makes it)"
 
 if [ ! -x "$py" ]; then
   if [ -e "$venv" ] && [ -n "$(ls -A "$venv" 2>/dev/null)" ] && [ ! -f "$venv/pyvenv.cfg" ]; then
@@ -79,7 +106,7 @@ log=$venv/pip-install.log
 say "installing ${want[*]} into $venv with pip (about 3 GB to download unless found on local disk; several minutes; log: $log)"
 # --no-cache-dir: the wheels are not kept a second time in pip's own cache.
 if ! "$py" -m pip install --no-cache-dir --progress-bar off "${want[@]}" >"$log" 2>&1; then
-  die "pip could not install ${want[*]} into $venv: $(grep -E '^ERROR' "$log" | tail -n 1 || true) (log: $log)"
+  die "pip could not install ${want[*]} into $venv: $(pip_reason "$log") (log: $log)"
 fi
 versions_ok || die "${want[*]} installed into $venv, but they do not import with those versions (log: $log)"
 printf '%s\n' "${want[*]}" >"$stamp" || die "cannot write $stamp"
