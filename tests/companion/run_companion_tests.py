@@ -46,6 +46,11 @@ class Case:
         pre = [p for p in env.get("LD_PRELOAD", "").split(":") if "san" in os.path.basename(p)]
         env.pop("LD_PRELOAD", None)
         if pre:
+            # AddressSanitizer looks up the real __cxa_throw when it starts, and Python does not
+            # link libstdc++: without it loaded that early, PyTorch's first C++ exception stops
+            # the process in the sanitizer's own check (libvramwatch, when preloaded, throws
+            # through its own __cxa_throw and hides this; the not_preloaded case has no library).
+            pre.append("libstdc++.so.6")
             env["LD_PRELOAD"] = ":".join(pre)
         for k in ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONNOUSERSITE", "VRAMWATCH_DIR"):
             env.pop(k, None)
