@@ -21,8 +21,11 @@ install=1
 
 want=(torch==2.14.1 torchvision==0.29.1)
 venv=${VRAMWATCH_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/vramwatch/torch-venv}
+case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 stamp=$venv/.vramwatch-torch-stamp
 py=$venv/bin/python
+# Nothing the checks below import may come from the current folder (a folder named torch).
+cd / || exit 1
 
 say() { printf 'torch-venv: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
