@@ -2,12 +2,13 @@
 # Installs what building and testing vramwatch needs, from Debian's packages. The CUDA headers
 # come from the installed CUDA toolkit (CUDA_HOME, or /usr/local/cuda); nothing links libcuda.
 #   tools/install-deps.sh          what the build and the quick start need
-#   tools/install-deps.sh --tests  also what the whole suite needs (tests/run_all.sh): Chromium for
-#                                  the timeline's rendering test; clang with its sanitizer and
-#                                  fuzzer runtimes for the fuzzing step; and PyTorch, in a venv of
-#                                  its own (tools/torch-venv.sh, which needs python3-venv), for the
-#                                  tests that run it; if pip cannot install it (no way to PyPI,
-#                                  say), those tests are left out and a line says so
+#   tools/install-deps.sh --tests  also what the whole suite needs (tests/run_all.sh): g++ for the
+#                                  C++ exception checks; Chromium for the timeline's rendering
+#                                  test; clang with its sanitizer and fuzzer runtimes for the
+#                                  fuzzing step; and PyTorch, in a venv of its own
+#                                  (tools/torch-venv.sh, which needs python3-venv), for the tests
+#                                  that run it; if pip cannot install it (no way to PyPI, say),
+#                                  those tests are left out and a line says so
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tests=0
@@ -15,7 +16,9 @@ tests=0
 pkgs=(meson ninja-build gcc pkg-config libunwind-dev uthash-dev libcriterion-dev libcjson-dev
       python3 python3-jsonschema)
 if [ $tests = 1 ]; then
-  pkgs+=(chromium clang python3-venv)
+  # g++: without it c++ is clang++ once clang is in, and a sanitizer build's C++ test programs
+  # get clang's runtime while the rest of the build (gcc) preloads gcc's.
+  pkgs+=(g++ chromium clang python3-venv)
 fi
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
