@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "helpers.h"
+#include "standins/cublaslt.h"
 
 #define OK(call) cr_assert_eq((call), cudaSuccess, "%s", #call)
 
@@ -23,13 +24,6 @@ int cublasSgemm_v2(void);
 size_t cublasLtGetVersion(void);
 int cublasLtMatmulDescCreate(void **desc, int computeType, int scaleType);
 int cublasLtMatmulDescDestroy(void *desc);
-struct heuristic_result {
-    uint64_t algo[8];
-    size_t workspace_bytes;
-    int state;
-    float waves;
-    int reserved[4];
-};
 int cublasLtMatmulAlgoGetHeuristic(void *handle, void *desc, void *a, void *b, void *c, void *d,
                                    void *pref, int requested, struct heuristic_result *results,
                                    int *returned);

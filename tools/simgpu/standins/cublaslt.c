@@ -10,19 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cublaslt.h"
+
 #define EXPORT __attribute__((visibility("default")))
 
 enum { ST_OK = 0, ST_ALLOC_FAILED = 3, ST_INVALID = 7 };
 
-/* cublasLtMatmulHeuristicResult_t of cublasLt.h: an opaque 64-byte algorithm, its workspace,
- * its state, its waves count, four reserved ints. */
-struct heuristic_result {
-    uint64_t algo[8];
-    size_t workspace_bytes;
-    int state;
-    float waves;
-    int reserved[4];
-};
 
 static int new_object(void **out)
 {

@@ -3,12 +3,7 @@
  * rerun the script. Each function does nothing and returns 0; the hand-written
  * functions of the stand-in are strong definitions that replace these. */
 
-#define STUB(name) \
-    long name(void); \
-    __attribute__((weak, visibility("default"))) long name(void) { return 0; }
-#define DATA(name, size) \
-    extern unsigned char name[size]; \
-    __attribute__((weak, visibility("default"))) unsigned char name[size];
+#include "stub.h"
 
 STUB(cusparseCbsrmm)
 STUB(cusparseCbsrmv)
