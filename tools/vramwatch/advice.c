@@ -121,17 +121,6 @@ static int64_t largest_image(const struct advice *a, int64_t batch, int64_t curr
     return img >= 32 ? (int64_t)img : 0;
 }
 
-/* A size as vramwatch run --limit takes it back: 16GiB, 512MiB, else bytes. */
-static void add_limit_size(struct strbuf *b, int64_t bytes)
-{
-    if (bytes % GiB == 0)
-        sb_printf(b, "%" PRId64 "GiB", bytes / GiB);
-    else if (bytes % (1 << 20) == 0)
-        sb_printf(b, "%" PRId64 "MiB", bytes / (1 << 20));
-    else
-        sb_printf(b, "%" PRId64, bytes);
-}
-
 /* The simulated card the report's run was on (`run --sim CARD` sets VRAMWATCH_SIM, which the
  * report keeps), or NULL: the commands that measure then run on the same card. */
 static const char *sim_card(const struct advice *a)
@@ -149,10 +138,10 @@ static void add_measure_note(struct advice *a, struct advice_rec *x, char **cmd,
     /* Observe mode needs a card with room beyond the limit: on the simulator, twice the card. */
     if (sim_card(a)) {
         sb_add(&x->note, " --sim ");
-        add_limit_size(&x->note, 2 * a->capacity);
+        util_add_size_arg(&x->note, (uint64_t)(2 * a->capacity));
     }
     sb_add(&x->note, " --limit ");
-    add_limit_size(&x->note, a->capacity);
+    util_add_size_arg(&x->note, (uint64_t)a->capacity);
     sb_add(&x->note, " --observe -- ");
     add_argv_note(&x->note, cmd, n);
 }
@@ -167,7 +156,7 @@ static void add_fit_note_from(struct advice *a, struct advice_rec *x, const char
         sb_printf(&x->note, " --sim %s", sim_card(a));
     if (a->capacity_from && strcmp(a->capacity_from, "the card's total") != 0) {
         sb_add(&x->note, " --limit ");
-        add_limit_size(&x->note, a->capacity);
+        util_add_size_arg(&x->note, (uint64_t)a->capacity);
     }
     if (a->headroom != 10)
         sb_printf(&x->note, " --headroom %g", a->headroom);
@@ -312,7 +301,7 @@ static void advise_batch_and_image(struct advice *a)
             add_size(&x->note, memmodel_predict_upper(m, best_b, cur_img));
             sb_add(&x->note,
                    " (from its peak, the allocator's cache included): confirm with vramwatch run --limit ");
-            add_limit_size(&x->note, a->capacity);
+            util_add_size_arg(&x->note, (uint64_t)a->capacity);
             sb_add(&x->note, " -- ");
             add_argv_note(&x->note, x->command, x->command_n);
         } else if (m->lower_bound) {

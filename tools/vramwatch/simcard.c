@@ -277,12 +277,8 @@ bool simcard_env(const struct simcard *card, const char *lib, struct simcard_env
         struct strbuf b = { 0 };
         if (card->key)
             sb_add(&b, card->key);
-        else if (card->bytes % (UINT64_C(1) << 30) == 0)
-            sb_printf(&b, "%lluGiB", (unsigned long long)(card->bytes >> 30));
-        else if (card->bytes % (UINT64_C(1) << 20) == 0)
-            sb_printf(&b, "%lluMiB", (unsigned long long)(card->bytes >> 20));
         else
-            sb_printf(&b, "%llu", (unsigned long long)card->bytes);
+            util_add_size_arg(&b, card->bytes);
         set_var(env, "VRAMWATCH_SIM", b.s);
     }
     preload_free_list(libs, n);

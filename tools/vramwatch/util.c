@@ -479,6 +479,16 @@ static bool shell_safe(const char *s)
     return true;
 }
 
+void util_add_size_arg(struct strbuf *b, uint64_t bytes)
+{
+    if (bytes % (UINT64_C(1) << 30) == 0)
+        sb_printf(b, "%" PRIu64 "GiB", bytes >> 30);
+    else if (bytes % (UINT64_C(1) << 20) == 0)
+        sb_printf(b, "%" PRIu64 "MiB", bytes >> 20);
+    else
+        sb_printf(b, "%" PRIu64, bytes);
+}
+
 void util_add_argv(struct strbuf *b, const char *const *argv, size_t argc)
 {
     for (size_t i = 0; i < argc; i++) {

@@ -124,6 +124,8 @@ void util_put_text(FILE *f, const char *s);
 void util_add_text(struct strbuf *b, const char *s);
 /* A command line the way a shell would take it back: arguments quoted only where needed. */
 void util_add_argv(struct strbuf *b, const char *const *argv, size_t argc);
+/* A size as the command line's options take it back (--limit, --sim): 16GiB, 512MiB, else bytes. */
+void util_add_size_arg(struct strbuf *b, uint64_t bytes);
 
 /* Writes an output file named on the command line whole or not at all: fill() writes into a
  * new file beside it (created with O_EXCL, permissions mode less the umask), which is then
