@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -447,6 +448,19 @@ static int attr(CUdevice dev, CUdevice_attribute a)
     return v;
 }
 
+/* What every query of a device starts with, in the real runtime's order: the driver loaded,
+ * the caller's arguments (args_ok false: cudaErrorInvalidValue), the driver's handle of runtime
+ * device `device`. An error is already recorded as the thread's last. */
+static cudaError_t device_handle(int device, bool args_ok, CUdevice *d)
+{
+    cudaError_t e = need_driver();
+    if (e != cudaSuccess)
+        return ret(e);
+    if (!args_ok)
+        return ret(cudaErrorInvalidValue);
+    return ret_cu(drv.deviceGet(d, device));
+}
+
 EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
     CUdevice d;
@@ -454,13 +468,9 @@ EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int devi
     size_t total = 0;
     CUuuid uuid;
 
-    cudaError_t e = need_driver();
+    cudaError_t e = device_handle(device, prop != NULL, &d);
     if (e != cudaSuccess)
-        return ret(e);
-    if (!prop)
-        return ret(cudaErrorInvalidValue);
-    if ((r = drv.deviceGet(&d, device)) != CUDA_SUCCESS)
-        return ret_cu(r);
+        return e;
     memset(prop, 0, sizeof *prop);
     if ((r = drv.deviceGetName(prop->name, (int)sizeof prop->name, d)) != CUDA_SUCCESS ||
         (r = drv.deviceTotalMem(&total, d)) != CUDA_SUCCESS ||
@@ -891,14 +901,9 @@ EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKee
 EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr a, int device)
 {
     CUdevice d;
-    CUresult r;
-    cudaError_t e = need_driver();
+    cudaError_t e = device_handle(device, value != NULL, &d);
     if (e != cudaSuccess)
-        return ret(e);
-    if (!value)
-        return ret(cudaErrorInvalidValue);
-    if ((r = drv.deviceGet(&d, device)) != CUDA_SUCCESS)
-        return ret_cu(r);
+        return e;
     /* The runtime's attribute numbers are the driver's. */
     return ret_cu(drv.deviceGetAttribute(value, (CUdevice_attribute)a, d));
 }
@@ -906,12 +911,9 @@ EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr a, int
 EXPORT cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
 {
     CUdevice d;
-    CUresult r;
-    cudaError_t e = need_driver();
+    cudaError_t e = device_handle(device, true, &d);
     if (e != cudaSuccess)
-        return ret(e);
-    if ((r = drv.deviceGet(&d, device)) != CUDA_SUCCESS)
-        return ret_cu(r);
+        return e;
     return ret_cu(drv.deviceGetPCIBusId(pciBusId, len, d));
 }
 

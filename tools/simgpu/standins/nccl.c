@@ -147,6 +147,17 @@ static size_t type_size(int datatype)
     return datatype >= 0 && (size_t)datatype < sizeof sizes ? sizes[datatype] : 0;
 }
 
+/* The bytes of `count` elements of `datatype` for a collective on `comm`: 0 with *bytes set, or
+ * INVALID_ARGUMENT for no communicator or an unknown type. */
+static int span(const struct sim_comm *comm, size_t count, int datatype, size_t *bytes)
+{
+    size_t sz = type_size(datatype);
+    if (!comm || !sz)
+        return INVALID_ARGUMENT;
+    *bytes = count * sz;
+    return OK;
+}
+
 static int replicate(const void *send, void *recv, size_t bytes, int copies)
 {
     for (int i = 0; i < copies; i++) {
@@ -161,10 +172,10 @@ EXPORT int ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                          struct sim_comm *comm, void *stream)
 {
     (void)stream;
-    size_t sz = type_size(datatype);
-    if (!comm || !sz)
+    size_t bytes;
+    if (span(comm, sendcount, datatype, &bytes) != OK)
         return INVALID_ARGUMENT;
-    return replicate(sendbuff, recvbuff, sendcount * sz, comm->nranks);
+    return replicate(sendbuff, recvbuff, bytes, comm->nranks);
 }
 
 /* Every rank contributed the same: the average, the maximum and the minimum are this rank's
@@ -173,49 +184,49 @@ EXPORT int ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, int
                          struct sim_comm *comm, void *stream)
 {
     (void)op, (void)stream;
-    size_t sz = type_size(datatype);
-    if (!comm || !sz)
+    size_t bytes;
+    if (span(comm, count, datatype, &bytes) != OK)
         return INVALID_ARGUMENT;
-    return replicate(sendbuff, recvbuff, count * sz, 1);
+    return replicate(sendbuff, recvbuff, bytes, 1);
 }
 
 EXPORT int ncclReduce(const void *sendbuff, void *recvbuff, size_t count, int datatype, int op,
                       int root, struct sim_comm *comm, void *stream)
 {
     (void)op, (void)stream;
-    size_t sz = type_size(datatype);
-    if (!comm || !sz)
+    size_t bytes;
+    if (span(comm, count, datatype, &bytes) != OK)
         return INVALID_ARGUMENT;
-    return comm->rank == root ? replicate(sendbuff, recvbuff, count * sz, 1) : OK;
+    return comm->rank == root ? replicate(sendbuff, recvbuff, bytes, 1) : OK;
 }
 
 EXPORT int ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, int datatype,
                          int root, struct sim_comm *comm, void *stream)
 {
     (void)root, (void)stream;
-    size_t sz = type_size(datatype);
-    if (!comm || !sz)
+    size_t bytes;
+    if (span(comm, count, datatype, &bytes) != OK)
         return INVALID_ARGUMENT;
-    return replicate(sendbuff, recvbuff, count * sz, 1);
+    return replicate(sendbuff, recvbuff, bytes, 1);
 }
 
 EXPORT int ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, int datatype,
                              int op, struct sim_comm *comm, void *stream)
 {
     (void)op, (void)stream;
-    size_t sz = type_size(datatype);
-    if (!comm || !sz)
+    size_t bytes;
+    if (span(comm, recvcount, datatype, &bytes) != OK)
         return INVALID_ARGUMENT;
-    return replicate((const char *)sendbuff + (size_t)comm->rank * recvcount * sz, recvbuff,
-                     recvcount * sz, 1);
+    return replicate((const char *)sendbuff + (size_t)comm->rank * bytes, recvbuff,
+                     bytes, 1);
 }
 
 EXPORT int ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, int datatype,
                         struct sim_comm *comm, void *stream)
 {
     (void)stream;
-    size_t sz = type_size(datatype);
-    if (!comm || !sz)
+    size_t bytes;
+    if (span(comm, count, datatype, &bytes) != OK)
         return INVALID_ARGUMENT;
-    return replicate(sendbuff, recvbuff, count * sz * (size_t)comm->nranks, 1);
+    return replicate(sendbuff, recvbuff, bytes * (size_t)comm->nranks, 1);
 }
