@@ -486,3 +486,54 @@ Test(simgpu_runtime, threads, .timeout = 60)
     }
     cr_assert_eq(used_bytes(0), 0);
 }
+
+/* What reads back (tools/simgpu/readback.c): bytes the host wrote since the last launch as they
+ * are, everything else zeros; a launch ends the window. */
+static void stand_in_kernel(void)
+{
+}
+
+static void expect_bytes(const unsigned char *b, size_t n, unsigned char v, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(b[i], v, "%s: byte %zu is %u, not %u", what, i, b[i], v);
+}
+
+Test(simgpu_runtime, reads_back_what_the_host_wrote_until_a_launch)
+{
+    unsigned char in[256], out[256];
+    void *d = NULL, *e = NULL;
+    for (size_t i = 0; i < sizeof in; i++)
+        in[i] = (unsigned char)(i + 1);
+    OK(cudaMalloc(&d, sizeof in));
+    OK(cudaMalloc(&e, sizeof in));
+    OK(cudaMemcpy(d, in, sizeof in, cudaMemcpyHostToDevice));
+    OK(cudaMemcpy(out, d, sizeof out, cudaMemcpyDeviceToHost));
+    cr_assert_arr_eq(out, in, sizeof in, "a copy in reads back as it was");
+    OK(cudaMemcpy(e, d, sizeof in, cudaMemcpyDeviceToDevice));
+    OK(cudaMemcpy(out, e, sizeof out, cudaMemcpyDefault));
+    cr_assert_arr_eq(out, in, sizeof in, "so does its copy within the card");
+
+    /* A launch: the kernel could have written anything, and the card holds none of it. */
+    dim3 one = { 1, 1, 1 };
+    OK(cudaLaunchKernel((const void *)stand_in_kernel, one, one, NULL, 0, NULL));
+    OK(cudaMemcpy(out, d, sizeof out, cudaMemcpyDeviceToHost));
+    expect_bytes(out, sizeof out, 0, "after a launch");
+    /* A copy of stale bytes within the card carries the zeros, and is exact afterwards. */
+    OK(cudaMemcpy(e, d, sizeof in, cudaMemcpyDeviceToDevice));
+    OK(cudaMemcpy(out, e, sizeof out, cudaMemcpyDeviceToHost));
+    expect_bytes(out, sizeof out, 0, "a copy of what a kernel wrote");
+
+    /* Half written again, half stale: each part by the rule. */
+    OK(cudaMemset(d, 7, 100));
+    OK(cudaMemcpy(out, d, sizeof out, cudaMemcpyDeviceToHost));
+    expect_bytes(out, 100, 7, "the memset part");
+    expect_bytes(out + 100, sizeof out - 100, 0, "the stale part");
+
+    /* Host memory is never subject to the rule. */
+    unsigned char host[16] = { 9, 9, 9 };
+    OK(cudaMemcpy(out, host, sizeof host, cudaMemcpyHostToHost));
+    cr_assert_arr_eq(out, host, sizeof host);
+    OK(cudaFree(d));
+    OK(cudaFree(e));
+}

@@ -17,6 +17,7 @@
 
 #include "alloc.h"
 #include "config.h"
+#include "readback.h"
 #include "simgpu.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -581,6 +582,9 @@ static CUresult do_init(unsigned int flags)
     }
     g.ndev = g.cfg.devices;
     g.next_handle = 0x5100000;
+    for (i = 0; i < g.cfg.devices; i++)
+        readback_add_range((uint64_t)(uintptr_t)g.dev[i].map, g.dev[i].capacity);
+    readback_add_range((uint64_t)(uintptr_t)g.va_map, g.va_len);
     g.initialized = 1;
     return CUDA_SUCCESS;
 }
@@ -1518,13 +1522,17 @@ static CUresult do_memset8(CUdeviceptr dst, unsigned char uc, size_t n)
 {
     const struct rec *r = rec_containing(dst, n);
     if (r) {
-        if (r->kind != REC_HOST && n > 0)
+        if (r->kind != REC_HOST && n > 0) {
             set_bytes(dst, uc, n);
+            simgpu_device_written((const void *)(uintptr_t)dst, n);
+        }
         return CUDA_SUCCESS;
     }
     if (mapping_containing(dst, n)) {
-        if (n > 0)
+        if (n > 0) {
             set_bytes(dst, uc, n);
+            simgpu_device_written((const void *)(uintptr_t)dst, n);
+        }
         return CUDA_SUCCESS;
     }
     return CUDA_ERROR_INVALID_VALUE;
@@ -1548,11 +1556,12 @@ static CUresult do_memset32(CUdeviceptr dst, unsigned int ui, size_t n)
         return CUDA_SUCCESS;
     if (ui == 0) {
         set_bytes(dst, 0, n * 4);
-        return CUDA_SUCCESS;
+    } else {
+        uint32_t *w = (uint32_t *)(uintptr_t)dst;
+        for (size_t i = 0; i < n; i++)
+            w[i] = ui;
     }
-    uint32_t *w = (uint32_t *)(uintptr_t)dst;
-    for (size_t i = 0; i < n; i++)
-        w[i] = ui;
+    simgpu_device_written((const void *)(uintptr_t)dst, n * 4);
     return CUDA_SUCCESS;
 }
 
@@ -1578,6 +1587,7 @@ static CUresult do_write_value32(CUdeviceptr addr, cuuint32_t value, unsigned in
     if (!rec_holding(addr, 4) && !mapping_containing(addr, 4))
         return CUDA_ERROR_INVALID_VALUE;
     *(uint32_t *)(uintptr_t)addr = value;
+    simgpu_device_written((const void *)(uintptr_t)addr, 4);
     return CUDA_SUCCESS;
 }
 
@@ -2442,6 +2452,7 @@ static CUresult do_launch(const struct launch *l, void **params, void **extra, i
         if (blocks > (uint64_t)blocks_per_sm(c, (int)threads, l->smem) * (uint64_t)c->sms)
             return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
     }
+    simgpu_kernel_launched();
     return CUDA_SUCCESS;
 }
 

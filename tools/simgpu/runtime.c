@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime.h"
+
 #define EXPORT __attribute__((visibility("default")))
 
 #define RT_VERSION 13000
@@ -61,6 +63,11 @@ static struct driver {
     PFN_cuMemGetAddressRange_v3020 memGetAddressRange;
     PFN_cuDeviceGetPCIBusId_v4010 deviceGetPCIBusId;
 } drv;
+
+/* The driver's read-back rule (readback.c), found by name: a driver that is not the simulated one
+ * (SIMGPU_LIBCUDA) has neither, and copies then move bytes as they are. */
+static void (*drv_copy)(void *dst, const void *src, size_t n);
+static void (*drv_launched)(void);
 
 #define WANT(name, version, ptsz, field)                    \
     {                                                       \
@@ -271,6 +278,84 @@ static void torch_cudnn_policy(void)
     dlclose(h);
 }
 
+/*
+ * The unique operators, on the host (simgpu_torch.py says why): when the process is Python
+ * with PyTorch, the simulated runtime runs simgpu_torch.py, installed beside it, at PyTorch's
+ * first CUDA call. Only on a thread that already holds the interpreter's lock, which PyTorch's
+ * lazy initialisation does: taking the lock here could wait on a thread that waits on us. The
+ * module runs in a namespace of its own, so the program's __main__ sees nothing.
+ * SIMGPU_HOST_OPS=off leaves PyTorch's own kernels (and their empty results) in place.
+ */
+static void torch_host_ops(void)
+{
+    const char *v = getenv("SIMGPU_HOST_OPS");
+    if (v && strcmp(v, "off") == 0)
+        return;
+    void *h = dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return;
+    dlclose(h);
+    int (*gil_held)(void);
+    void *(*dict_new)(void);
+    void *(*builtins)(void);
+    int (*dict_set)(void *, const char *, void *);
+    void *(*decode)(const char *);
+    void *(*run)(const char *, int, void *, void *, void *);
+    void (*decref)(void *);
+    void (*print_error)(void);
+    void *sym[8] = { dlsym(RTLD_DEFAULT, "PyGILState_Check"), dlsym(RTLD_DEFAULT, "PyDict_New"),
+                     dlsym(RTLD_DEFAULT, "PyEval_GetBuiltins"),
+                     dlsym(RTLD_DEFAULT, "PyDict_SetItemString"),
+                     dlsym(RTLD_DEFAULT, "PyUnicode_DecodeFSDefault"),
+                     dlsym(RTLD_DEFAULT, "PyRun_StringFlags"), dlsym(RTLD_DEFAULT, "Py_DecRef"),
+                     dlsym(RTLD_DEFAULT, "PyErr_Print") };
+    for (size_t i = 0; i < 8; i++)
+        if (!sym[i])
+            return;
+    memcpy(&gil_held, &sym[0], sizeof sym[0]);
+    memcpy(&dict_new, &sym[1], sizeof sym[1]);
+    memcpy(&builtins, &sym[2], sizeof sym[2]);
+    memcpy(&dict_set, &sym[3], sizeof sym[3]);
+    memcpy(&decode, &sym[4], sizeof sym[4]);
+    memcpy(&run, &sym[5], sizeof sym[5]);
+    memcpy(&decref, &sym[6], sizeof sym[6]);
+    memcpy(&print_error, &sym[7], sizeof sym[7]);
+    if (!gil_held())
+        return;
+
+    Dl_info self;
+    char path[4096];
+    if (!dladdr((void *)torch_host_ops, &self) || !self.dli_fname)
+        return;
+    const char *slash = strrchr(self.dli_fname, '/');
+    size_t dir = slash ? (size_t)(slash - self.dli_fname) : 0;
+    if (dir + sizeof "/simgpu_torch.py" > sizeof path)
+        return;
+    memcpy(path, self.dli_fname, dir);
+    memcpy(path + dir, slash ? "/simgpu_torch.py" : "simgpu_torch.py", sizeof "/simgpu_torch.py");
+
+    void *ns = dict_new();
+    void *p = ns ? decode(path) : NULL;
+    if (p && dict_set(ns, "__builtins__", builtins()) == 0 && dict_set(ns, "path", p) == 0) {
+        static const char code[] =
+            "import importlib.util, os, sys\n"
+            "if os.path.isfile(path) and '_simgpu_torch' not in sys.modules:\n"
+            "    spec = importlib.util.spec_from_file_location('_simgpu_torch', path)\n"
+            "    module = importlib.util.module_from_spec(spec)\n"
+            "    spec.loader.exec_module(module)\n"
+            "    sys.modules['_simgpu_torch'] = module\n";
+        void *r = run(code, 257 /* Py_file_input */, ns, ns, NULL);
+        if (r)
+            decref(r);
+        else
+            print_error();
+    }
+    if (p)
+        decref(p);
+    if (ns)
+        decref(ns);
+}
+
 static void rt_load(void)
 {
     PFN_cuGetProcAddress_v12000 lookup;
@@ -291,6 +376,10 @@ static void rt_load(void)
         return;
     }
     memcpy(&lookup, &sym, sizeof lookup);
+    sym = dlsym(h, "simgpu_copy");
+    memcpy(&drv_copy, &sym, sizeof sym);
+    sym = dlsym(h, "simgpu_kernel_launched");
+    memcpy(&drv_launched, &sym, sizeof sym);
 
     /* The probe (empty name, version 0, as the real runtime sends it): a working driver says
      * "not found"; the toolkit's stub says 34 to everything. */
@@ -329,8 +418,10 @@ static void rt_load(void)
     r = drv.init(0);
     if (r == CUDA_SUCCESS)
         r = drv.deviceGetCount(&rt_device_count);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         torch_cudnn_policy();
+        torch_host_ops();
+    }
     if (r == CUDA_SUCCESS && rt_device_count > RT_MAX_DEVICES)
         rt_device_count = RT_MAX_DEVICES;
     rt_init_error = map_error(r);
@@ -918,8 +1009,9 @@ EXPORT cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
 }
 
 /* A copy as the simulated card does it: every simulated device range is host memory reserved
- * on demand (tools/simgpu/driver.c), so a copy moves the bytes whichever way it goes. Nothing a
- * kernel would have written is there: memory no copy or memset wrote reads as zeros. */
+ * on demand (tools/simgpu/driver.c), so a copy moves the bytes whichever way it goes, and what
+ * comes out of device memory follows the driver's read-back rule (readback.c): bytes the host
+ * wrote since the last launch as they are, zeros for what a kernel would have computed. */
 static cudaError_t copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
     cudaError_t e = need_context();
@@ -929,9 +1021,18 @@ static cudaError_t copy(void *dst, const void *src, size_t n, enum cudaMemcpyKin
         return cudaSuccess;
     if (!dst || !src || (unsigned)kind > cudaMemcpyDefault)
         return ret(cudaErrorInvalidValue);
-    if (dst != src)
+    if (drv_copy)
+        drv_copy(dst, src, n);
+    else if (dst != src)
         memmove(dst, src, n);
     return cudaSuccess;
+}
+
+void rt_kernel_launched(void)
+{
+    pthread_once(&rt_once, rt_load);
+    if (drv_launched)
+        drv_launched();
 }
 
 EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
