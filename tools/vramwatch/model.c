@@ -807,19 +807,60 @@ static bool python_version_folder(const char *s)
     return *s == '/';
 }
 
-/* Python code the user did not write: installed packages, the standard library, PyTorch itself
- * (also a source checkout, where torch/ is not under site-packages) and code without a file. */
-static bool python_file_is_library(const char *file)
+/* The Python of the machinery between a model's code and the card: PyTorch (also a source
+ * checkout, where torch/ is not under site-packages), the standard library, code without a file,
+ * an installed command's launcher (bin/yolo, bin/torchrun: pip writes them without ".py") and
+ * vramwatch's own companion, which wraps the training loop. No one edits these to fit a card. */
+static bool python_file_is_plumbing(const char *file)
 {
     if (file[0] == '<') /* <frozen importlib._bootstrap>, <string> */
         return true;
+    if (strncmp(file, "torch/", 6) == 0 || strstr(file, "/torch/") != NULL)
+        return true;
+    const char *base = util_basename(file);
+    if (strcmp(base, "vramwatch_companion.py") == 0)
+        return true;
+    size_t n = strlen(base);
+    if ((n < 3 || strcmp(base + n - 3, ".py") != 0) && strstr(file, "/bin/"))
+        return true;
     for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++)
         if (strstr(file, python_packages[i]))
-            return true;
+            return false;
     for (const char *p = strstr(file, "/lib/python"); p; p = strstr(p + 1, "/lib/python"))
         if (python_version_folder(p + strlen("/lib/python")))
             return true;
-    return strncmp(file, "torch/", 6) == 0 || strstr(file, "/torch/") != NULL;
+    return false;
+}
+
+/* The installed package a Python file belongs to ("ultralytics" of .../site-packages/ultralytics/
+ * nn/modules/conv.py), written into b; false for a file of no installed package. */
+static bool python_package_of(const char *file, struct strbuf *b)
+{
+    for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++) {
+        const char *m = strstr(file, python_packages[i]);
+        if (!m)
+            continue;
+        m += strlen(python_packages[i]);
+        size_t len = strcspn(m, "/");
+        if (b) {
+            char *name = util_xmalloc(len + 1);
+            memcpy(name, m, len);
+            name[len] = '\0';
+            /* a module file of its own (six.py) is named without ".py" */
+            if (len > 3 && strcmp(name + len - 3, ".py") == 0)
+                name[len - 3] = '\0';
+            util_add_text(b, name);
+            free(name);
+        }
+        return true;
+    }
+    return false;
+}
+
+/* Python code the user did not write: the machinery above and installed packages. */
+static bool python_file_is_library(const char *file)
+{
+    return python_file_is_plumbing(file) || python_package_of(file, NULL);
 }
 
 bool model_frame_is_library(const struct model_frame *f)
@@ -829,23 +870,43 @@ bool model_frame_is_library(const struct model_frame *f)
     return MODULE_IN(f, native_libraries) || frame_in_system(f) || frame_in_interpreter(f);
 }
 
+bool model_frame_is_machinery(const struct model_frame *f)
+{
+    if (f->python)
+        return python_file_is_plumbing(f->file);
+    return model_frame_is_library(f);
+}
+
+/* The innermost Python frame outside the machinery: where the model's code made the tensor,
+ * whether the user wrote it or a package did (Ultralytics' layers, transformers' models).
+ * cs->n_frames when there is none. */
+static size_t innermost_model_line(const struct model_callsite *cs)
+{
+    for (size_t i = 0; i < cs->n_frames; i++)
+        if (cs->frames[i].python && !python_file_is_plumbing(cs->frames[i].file))
+            return i;
+    return cs->n_frames;
+}
+
 size_t model_app_frame(const struct model_callsite *cs)
 {
     if (!cs)
         return 0;
-    /* The line of the user's own Python code that a person edits, even below native code of
-     * their own (an extension module): Python is where the job is written. */
-    for (size_t i = 0; i < cs->n_frames; i++)
-        if (cs->frames[i].python && !python_file_is_library(cs->frames[i].file))
-            return i;
-    for (size_t i = 0; i < cs->n_frames; i++)
+    /* The line of Python that made the tensor, even below native code of the user's own (an
+     * extension module): Python is where the job is written. A package's line rather than the
+     * user's own when the user's file only calls into the package (YOLO(...).train()): the
+     * user's line is then the same for every allocation and says nothing. */
+    size_t i = innermost_model_line(cs);
+    if (i < cs->n_frames)
+        return i;
+    for (i = 0; i < cs->n_frames; i++)
         if (!model_frame_is_library(&cs->frames[i]))
             return i;
     /* Nothing of the application: the outermost framework frame below the interpreter and the C
      * runtime says most, the entry of a thread the framework started
      * (torch::autograd::Engine::thread_main: the backward pass), or the binding of the operation
      * Python called when Python frames are off (THPVariable_conv2d). */
-    for (size_t i = cs->n_frames; i-- > 0;)
+    for (i = cs->n_frames; i-- > 0;)
         if (!frame_in_system(&cs->frames[i]) && !frame_in_interpreter(&cs->frames[i]))
             return i;
     return 0;
@@ -857,6 +918,30 @@ const struct model_frame *model_user_line(const struct model_callsite *cs)
         return NULL;
     const struct model_frame *f = &cs->frames[model_app_frame(cs)];
     return f->python && !python_file_is_library(f->file) ? f : NULL;
+}
+
+bool model_add_site_rule(struct strbuf *b, const struct model_report *r,
+                         const struct model_callsite *cs)
+{
+    if (!cs || cs->n_frames == 0)
+        return false;
+    size_t app = model_app_frame(cs);
+    const struct model_frame *f = &cs->frames[app];
+    if (!f->python || !python_package_of(f->file, NULL))
+        return false;
+    sb_add(b, "the innermost line outside PyTorch, in ");
+    python_package_of(f->file, b);
+    for (size_t i = app + 1; i < cs->n_frames; i++) {
+        const struct model_frame *g = &cs->frames[i];
+        if (g->python && !python_file_is_library(g->file)) {
+            sb_add(b, ": your ");
+            model_add_frame(b, r, g, MODEL_NAME_SHORT);
+            sb_add(b, " only calls into it");
+            return true;
+        }
+    }
+    sb_add(b, ": no line of your own code is on the stack");
+    return true;
 }
 
 /* A Python file as short as the form asks and it stays clear: MODEL_NAME_SHORT relative to the

@@ -238,9 +238,10 @@ int64_t model_flushes(const struct model_report *r);
 /* The most memory one listed cache flush released; -1 when no flush is listed. */
 int64_t model_flush_largest(const struct model_report *r);
 /* ---- Naming a call site: one rule for every view (report, timeline, the Leak: line, advise, the
- * job view). A call site is named by its application frame: the innermost Python frame in the
- * user's own files (not installed packages, the standard library, PyTorch or code without a
- * file); else the innermost native frame outside the known libraries (CUDA, the frameworks, the
+ * job view). A call site is named by its application frame: the innermost Python frame outside
+ * the machinery (PyTorch, the standard library, code without a file, installed launchers such as
+ * bin/yolo, vramwatch's companion): the user's own line, or an installed package's (Ultralytics'
+ * layers, transformers' models) when the user's file only calls into one; else the innermost native frame outside the known libraries (CUDA, the frameworks, the
  * interpreter, the C runtime); else the outermost framework frame below the interpreter and the
  * C runtime (a thread the framework started, an operation's binding); else the innermost frame.
  * The rule is in docs/report-format.md too. ---- */
@@ -248,11 +249,20 @@ int64_t model_flush_largest(const struct model_report *r);
 /* Whether a frame is code the user did not write: CUDA, the frameworks, ctypes, the interpreter,
  * the C runtime, installed or standard Python packages, PyTorch. */
 bool model_frame_is_library(const struct model_frame *f);
+/* Whether a frame is machinery between the model's code and the card: a library frame other than
+ * an installed package's Python (Ultralytics' trainer is the job's code; PyTorch's is not). */
+bool model_frame_is_machinery(const struct model_frame *f);
 /* Index in cs->frames of the application frame (above); 0 for NULL or no frames. */
 size_t model_app_frame(const struct model_callsite *cs);
 /* The application frame when it is a line of the user's Python code, else NULL: call sites that
  * end in one line are one row of the report's table. */
 const struct model_frame *model_user_line(const struct model_callsite *cs);
+/* Which rule named the call site, when it is an installed package's line: "the innermost line
+ * outside PyTorch, in ultralytics: your train.py:5 in <module> only calls into it" (or "no line of
+ * your own code is on the stack"). False, with nothing written, for the user's own line and
+ * native frames, which need no saying. */
+bool model_add_site_rule(struct strbuf *b, const struct model_report *r,
+                         const struct model_callsite *cs);
 
 /* How long a frame's text is: FULL as recorded (whole paths and symbols, symbol offsets), SHORT
  * for tables (a Python file from the process's folder or from inside site-packages, a C++ name

@@ -42,13 +42,14 @@ static void add_frame(struct strbuf *b, const struct model_report *r, const stru
 
 /* Where the stack shown under "called from" starts: the application's innermost frame, which may
  * be native code of its own (an extension module) below the line that names the call site; the
- * application frame (model.h) when no frame is the application's. */
+ * application frame (model.h) when that comes first or no frame is the application's. */
 static size_t first_own_frame(const struct model_callsite *cs)
 {
-    for (size_t i = 0; i < cs->n_frames; i++)
+    size_t app = model_app_frame(cs);
+    for (size_t i = 0; i < app; i++)
         if (!model_frame_is_library(&cs->frames[i]))
             return i;
-    return model_app_frame(cs);
+    return app;
 }
 
 static void put_line(FILE *out, const char *indent, struct strbuf *b)
@@ -365,8 +366,12 @@ static void print_lead(FILE *out, const struct model_report *r, const struct col
         const struct model_callsite *cs = model_callsite(r, f->callsite);
         if (cs && cs->n_frames)
             add_callsite(&b, r, f->callsite);
-        if (b.len)
+        if (b.len) {
             fprintf(out, "\n%sOut of memory at%s %s\n", st->red, st->reset, sb_str(&b));
+            sb_truncate(&b, 0);
+            if (model_add_site_rule(&b, r, cs))
+                fprintf(out, "  named by %s\n", sb_str(&b));
+        }
     } else if (r->framework.known) {
         const struct model_framework *fw = &r->framework;
         if (fw->requested_bytes.known)
@@ -456,11 +461,12 @@ static void print_failure(FILE *out, const struct model_report *r, const struct 
         fputs("  called from\n", out);
         print_full_stack(out, r, cs, "    ");
     } else {
-        /* The first application frame and its callers, without the library frames between. */
+        /* The first application frame and its callers, without the machinery between (PyTorch,
+         * the interpreter; an installed package's lines stay: they are the job's code). */
         fputs("  called from\n", out);
         size_t app = first_own_frame(cs), shown = 0;
         for (size_t i = app; i < cs->n_frames && shown < FAILURE_FRAMES; i++) {
-            if (i > app && model_frame_is_library(&cs->frames[i]))
+            if (i > app && model_frame_is_machinery(&cs->frames[i]))
                 continue;
             add_frame(&b, r, &cs->frames[i], false);
             put_line(out, "    ", &b);
