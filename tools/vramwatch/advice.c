@@ -252,6 +252,21 @@ static void note_job_rounding(const struct advice *a, struct advice_rec *x, int6
               x->note.len ? "; " : "", before, world);
 }
 
+/* Ultralytics halves the batch by itself when its first epoch runs out of memory on one GPU, at
+ * most three times, and trains on (engine/trainer.py, 8.4): a run that exited after k
+ * out-of-memory errors that PyTorch raised went on at batch / 2^k, and every batch above that
+ * failed. 0 when that is not this report. */
+static int ultralytics_halvings(const struct advice *a)
+{
+    const struct model_report *r = a->r;
+    if (cmdline_family(r->process.argv, r->process.argc) != CMDLINE_ULTRALYTICS || !r->reason ||
+        strcmp(r->reason, "exit") != 0 || !r->framework.known || !r->framework.count.known ||
+        (a->job && job_world_size(a->job) > 1))
+        return 0;
+    int64_t k = r->framework.count.v;
+    return k >= 1 && k <= 3 ? (int)k : 0;
+}
+
 static void advise_batch_and_image(struct advice *a)
 {
     const struct memmodel_obs *o = a->o;
@@ -265,8 +280,12 @@ static void advise_batch_and_image(struct advice *a)
          * batch cannot help, and saying "may fit" would send the user on a useless run */
         if (a->static_large || !o->batch.found || cur_b < 2)
             return;
-        /* Half the batch, or less when even the lower bound says half cannot fit. */
-        int64_t next = cur_b / 2;
+        /* Half the batch, or less when even the lower bound says half cannot fit; below every
+         * batch the job itself tried and lost (Ultralytics' own halving). */
+        int halvings = ultralytics_halvings(a);
+        int64_t next = halvings ? cur_b >> halvings : cur_b / 2;
+        if (next < 1)
+            next = 1;
         int64_t by_bound = largest_batch(a, cur_img);
         if (by_bound >= 1 && by_bound < next)
             next = by_bound;
@@ -276,6 +295,12 @@ static void advise_batch_and_image(struct advice *a)
         set_value(x, a, &o->batch, job_batch(a, next));
         double lower = memmodel_predict(m, x->value, cur_img);
         x->fits = lower > (double)a->capacity ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
+        if (halvings)
+            sb_printf(&x->note,
+                      "Ultralytics halved the batch itself after each out-of-memory (PyTorch raised "
+                      "%d), so this run trained on at batch=%" PRId64
+                      ", not at batch=%" PRId64 " (its log says \"Reducing to batch=\"); ",
+                      halvings, cur_b >> halvings, cur_b);
         sb_add(&x->note,
                "the need is only known from below (the run failed before a step ended, with nothing else "
                "to go on): this is the next run to try, not a promise");
