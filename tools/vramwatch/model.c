@@ -2,8 +2,10 @@
 #include "model.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json.h"
 
@@ -807,6 +809,38 @@ static bool python_version_folder(const char *s)
     return *s == '/';
 }
 
+/* Whether a file is PyTorch's own: under an installed torch/ (site-packages/torch/), or a source
+ * checkout's torch/ package, told by its torch/__init__.py (a folder of the user's named torch,
+ * such as tests/torch, is not PyTorch). The last folder asked about is remembered: a report asks
+ * about the same few thousand times. */
+static bool is_pytorch_file(const char *file)
+{
+    static char last[PATH_MAX];
+    static bool last_is;
+    for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++) {
+        const char *m = strstr(file, python_packages[i]);
+        if (m && strncmp(m + strlen(python_packages[i]), "torch/", 6) == 0)
+            return true;
+    }
+    if (strncmp(file, "torch/", 6) == 0) /* run from a checkout's root */
+        return true;
+    const char *t = strstr(file, "/torch/");
+    if (!t)
+        return false;
+    size_t dir = (size_t)(t - file) + 7; /* through "torch/" */
+    if (dir + sizeof "__init__.py" > sizeof last)
+        return false;
+    if (strncmp(last, file, dir) == 0 && last[dir] == '\0')
+        return last_is;
+    char init[PATH_MAX];
+    memcpy(init, file, dir);
+    memcpy(init + dir, "__init__.py", sizeof "__init__.py");
+    last_is = access(init, F_OK) == 0;
+    memcpy(last, file, dir);
+    last[dir] = '\0';
+    return last_is;
+}
+
 /* The Python of the machinery between a model's code and the card: PyTorch (also a source
  * checkout, where torch/ is not under site-packages), the standard library, code without a file,
  * an installed command's launcher (bin/yolo, bin/torchrun: pip writes them without ".py") and
@@ -815,7 +849,7 @@ static bool python_file_is_plumbing(const char *file)
 {
     if (file[0] == '<') /* <frozen importlib._bootstrap>, <string> */
         return true;
-    if (strncmp(file, "torch/", 6) == 0 || strstr(file, "/torch/") != NULL)
+    if (is_pytorch_file(file))
         return true;
     const char *base = util_basename(file);
     if (strcmp(base, "vramwatch_companion.py") == 0)
