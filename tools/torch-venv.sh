@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes, or reuses, the Python venv with PyTorch that the test suite runs its PyTorch tests with
-# (the CPU run of examples/train_torch.py, C++ exceptions under the preload: meson option
+# (the CPU run of examples/train_torch.py, C++ exceptions under the preload, and the frameworks
+# users run on top of it: Ultralytics, Hugging Face's transformers and accelerate; meson option
 # torch_python), and prints its python's path as the last line on stdout.
 #
 #   tools/torch-venv.sh               makes it if needed (tools/install-deps.sh --tests)
@@ -19,7 +20,7 @@ set -uo pipefail
 install=1
 [ "${1:-}" = "--no-install" ] && install=0
 
-want=(torch==2.14.1 torchvision==0.29.1)
+want=(torch==2.14.1 torchvision==0.29.1 ultralytics==8.4.190 transformers==5.25.0 accelerate==1.16.0)
 venv=${VRAMWATCH_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/vramwatch/torch-venv}
 case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 stamp=$venv/.vramwatch-torch-stamp
@@ -30,16 +31,17 @@ cd / || exit 1
 say() { printf 'torch-venv: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 
-# True when the venv's torch and torchvision import and have the versions asked for (a local
-# build suffix such as +cu130 is allowed).
+# True when the venv's torch and torchvision import and every package has the version asked for
+# (a local build suffix such as +cu130 is allowed). The others are not imported: importing
+# Ultralytics writes its settings file into the user's configuration folder.
 versions_ok() {
   "$py" - "${want[@]}" >/dev/null 2>&1 <<'PY'
 import sys
+from importlib import metadata
 import torch, torchvision
-got = {"torch": torch.__version__, "torchvision": torchvision.__version__}
 for spec in sys.argv[1:]:
     name, version = spec.split("==")
-    if got[name].split("+")[0] != version:
+    if metadata.version(name).split("+")[0] != version:
         sys.exit(1)
 PY
 }

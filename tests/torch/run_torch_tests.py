@@ -22,6 +22,14 @@ failure.
              writes from this PyTorch's import lists: nothing was written by hand
   ranks      torchrun --nproc_per_node 2 (DDP over the stand-in NCCL, two simulated devices):
              a report per rank, merged into one job view
+  yolo       Ultralytics' `yolo train model=yolov9c.yaml ... batch=64` on the simulated V100,
+             offline over a dataset made here (yolo_data.py): the report names Ultralytics'
+             line and the rule that chose it, the advice speaks Ultralytics' batch=, and the
+             advised command, rerun with the library off, fits
+  yolo-api   the same through Python (yolo_api.py: YOLO("yolov9c.yaml").train(...)): the user's
+             file only launches, and the report still names Ultralytics' line and says so
+  yolo-fit   `vramwatch fit --sim V100` on `yolo train`: the largest batch that fits, equal to
+             the truth with the library off (Ultralytics' own halving counts as out of memory)
 
 A group that cannot run here (no interpreter with torch) exits 77 and says why.
 """
@@ -44,6 +52,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 class Failed(Exception):
     pass
+
+
+class Skipped(Exception):
+    """The group cannot run here; it has said why on stderr."""
 
 
 def check(cond, what):
@@ -300,6 +312,121 @@ def g_async(c):
     check("train_torch.py" in failing_site_frames(rep), "the failing call site names no model line")
 
 
+# Ultralytics' YOLOv9-c at 640 runs out of memory on the simulated V100 (16 GiB) at this batch.
+YOLO_BATCH = 64
+YOLO_CARD = "V100"
+
+
+def yolo_env(c):
+    # Offline: Ultralytics then skips the downloads it would make (fonts, the AMP check's
+    # weights) and says so; its settings go to a folder of the test's, not the user's.
+    return {"YOLO_CONFIG_DIR": c.folder("yolo-config"), "YOLO_OFFLINE": "1",
+            "HF_HUB_OFFLINE": "1", "MPLCONFIGDIR": c.folder("mpl")}
+
+
+def yolo_data(c):
+    d = os.path.join(c.tmp, "yolo-data")
+    if not os.path.exists(os.path.join(d, "data.yaml")):
+        # one full batch of training pictures at YOLO_BATCH, and a validation set
+        r = c.run([c.py, os.path.join(HERE, "yolo_data.py"), d, "--train", str(YOLO_BATCH),
+                   "--val", "16"])
+        check(r.returncode == 0, "yolo_data.py failed: " + r.stderr[-400:])
+    return os.path.join(d, "data.yaml")
+
+
+def yolo_args(c, name):
+    return ["model=yolov9c.yaml", f"data={yolo_data(c)}", "imgsz=640", "epochs=1", "workers=2",
+            "device=0", f"project={os.path.join(c.tmp, 'runs')}", f"name={name}", "exist_ok=True",
+            "plots=False"]
+
+
+def yolo_cmd(c, batch, name):
+    yolo = os.path.join(os.path.dirname(c.py), "yolo")
+    check(os.path.exists(yolo), f"no yolo command beside {c.py} (tools/torch-venv.sh installs Ultralytics)")
+    return [yolo, "train"] + yolo_args(c, name) + [f"batch={batch}"]
+
+
+def needs_ultralytics(c):
+    probe = subprocess.run([c.py, "-c", "import importlib.util as u; "
+                            "raise SystemExit(u.find_spec('ultralytics') is None)"])
+    if probe.returncode != 0:
+        print(f"torch: {c.py} has no ultralytics (tools/torch-venv.sh installs it)", file=sys.stderr)
+        raise Skipped()
+
+
+def ran_out(r):
+    """Whether a run ran out of memory, whatever it did next: Ultralytics catches the error in
+    its first epoch, halves the batch, trains on and exits 0."""
+    text = r.stdout + r.stderr
+    return r.returncode != 0 or "out of memory" in text.lower()
+
+
+def yolo_fits_bare(c, argv):
+    r = c.run([c.vw, "sim", YOLO_CARD, "--"] + argv, extra=yolo_env(c))
+    return not ran_out(r), r
+
+
+def check_ultralytics_site(c, out, launcher=None):
+    m = re.search(r"Out of memory at (\S+):(\d+) in (\S+)\n\s+named by (.*)", out)
+    check(m, "the post-mortem names no line with its rule: " + out[:1200])
+    check(m.group(1).startswith("ultralytics/"), "the failing line is not Ultralytics': " + m.group(0))
+    rule = m.group(4)
+    check(rule.startswith("the innermost line outside PyTorch, in ultralytics"), "rule: " + rule)
+    if launcher:
+        check(re.search(r"your \S*%s:\d+ in \S+ only calls into it" % re.escape(launcher), rule),
+              f"the rule does not name the launcher {launcher}: " + rule)
+    else:
+        check("no line of your own code" in rule, "rule: " + rule)
+
+
+def g_yolo(c):
+    needs_ultralytics(c)
+    d = c.folder("yolo")
+    r = c.run([c.vw, "run", "--sim", YOLO_CARD, "--dir", d, "--"] + yolo_cmd(c, YOLO_BATCH, "oom"),
+              extra=yolo_env(c))
+    check(ran_out(r), "yolov9c at batch 64 did not run out of memory on the V100")
+    path, rep = one_report(d)
+    check(any(f.get("oom") and f.get("retried") != "succeeded" for f in rep.get("failures", [])),
+          "the report holds no out-of-memory that stood")
+    check_ultralytics_site(c, r.stdout)
+    text = c.run([c.vw, "advise", path]).stdout
+    check("Ultralytics halved the batch itself" in text,
+          "the advice does not say that Ultralytics went on at a smaller batch: " + text[-1500:])
+    rec, cmd = advised_command(c, [path])
+    argv = cmd if isinstance(cmd, list) else cmd.split()
+    batch = [a for a in argv if a.startswith("batch=")]
+    check(len(batch) == 1 and batch[0] != f"batch={YOLO_BATCH}",
+          f"the advised command sets no other batch= in Ultralytics' syntax: {argv}")
+    check(not any(a.startswith("--") for a in argv[argv.index("train") + 1:]),
+          f"the advised command has an option Ultralytics does not spell so: {argv}")
+    ok, rr = yolo_fits_bare(c, argv)
+    check(ok, f"the advised command {batch[0]} runs out of memory with the library off: "
+          + (rr.stdout + rr.stderr)[-600:])
+
+
+def g_yolo_api(c):
+    needs_ultralytics(c)
+    d = c.folder("yolo-api")
+    launcher = os.path.join(HERE, "yolo_api.py")
+    argv = [c.py, launcher] + yolo_args(c, "api") + [f"batch={YOLO_BATCH}"]
+    r = c.run([c.vw, "run", "--sim", YOLO_CARD, "--dir", d, "--"] + argv, extra=yolo_env(c))
+    check(ran_out(r), "yolov9c at batch 64 through YOLO().train() did not run out of memory")
+    check_ultralytics_site(c, r.stdout, launcher="yolo_api.py")
+
+
+def g_yolo_fit(c):
+    needs_ultralytics(c)
+    f = c.run([c.vw, "fit", "--sim", YOLO_CARD, "--headroom", "0", "--json", "--"]
+              + yolo_cmd(c, YOLO_BATCH, "fit"), extra=yolo_env(c), timeout=1500)
+    check(f.returncode == 0, f"fit exit {f.returncode}: {f.stderr[-600:]}")
+    best = json.loads(f.stdout).get("best_value")
+    check(isinstance(best, int), "fit gave no value: " + f.stdout[:400])
+    ok, r = yolo_fits_bare(c, yolo_cmd(c, best, "truth"))
+    check(ok, f"fit's batch={best} runs out of memory with the library off: " + (r.stdout + r.stderr)[-400:])
+    ok, _ = yolo_fits_bare(c, yolo_cmd(c, best + 1, "truth"))
+    check(not ok, f"batch={best + 1} fits with the library off: fit's {best} is not the largest")
+
+
 def g_observe(c):
     d = c.folder("observe")
     r = c.run([c.vw, "run", "--sim", "80GiB", "--limit", "16GiB", "--observe", "--dir", d, "--"]
@@ -364,7 +491,8 @@ def g_stubs(c):
 
 
 GROUPS = {"card": g_card, "fits": g_fits, "oom": g_oom, "advise": g_advise, "fit": g_fit,
-          "expandable": g_expandable, "async": g_async, "observe": g_observe, "ranks": g_ranks, "stubs": g_stubs}
+          "expandable": g_expandable, "async": g_async, "observe": g_observe, "ranks": g_ranks, "stubs": g_stubs,
+          "yolo": g_yolo, "yolo-api": g_yolo_api, "yolo-fit": g_yolo_fit}
 
 
 def main():
@@ -384,6 +512,9 @@ def main():
     c = Ctx(a)
     try:
         GROUPS[a.group](c)
+    except Skipped:
+        shutil.rmtree(c.tmp, ignore_errors=True)
+        return SKIP
     except Failed as e:
         print(f"FAIL torch/{a.group}: {e}", file=sys.stderr)
         print(f"(files kept in {c.tmp})", file=sys.stderr)
