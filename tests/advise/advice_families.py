@@ -1,9 +1,17 @@
 #!/usr/bin/env python3
 """Every command `vramwatch advise` proposes, for reports whose command lines are real ones of each
-family, parsed with that family's real option list (tests/advise/parsers): it must be accepted,
-and mean what the recommendation says (its batch, its accumulation, its switch, its GPU count).
+family, read by that family's parser (tests/advise/parsers/check_cmdline.py: the package's own
+parser where it is installed in the interpreter running this, else the family's option list): it
+must be accepted, and mean what the recommendation says (its batch, its accumulation, its switch,
+its GPU count).
 
-    advice_families.py --vramwatch EXE --data DIR
+    advice_families.py --vramwatch EXE --data DIR [--real PY]
+
+With --real PY it runs under the interpreter PY, where Ultralytics', Hugging Face's, torchrun's,
+accelerate's and the scripts' own parsers must be the ones consulted (exit 77, and why, when PY is
+empty or lacks one of the packages), the option lists must read each command the same way, and a
+misspelt advised flag must be refused. deepspeed and yolov9 keep their option lists (not on PyPI
+with the test interpreter: parsers/real_parsers.py says why).
 """
 import argparse
 import json
@@ -65,12 +73,33 @@ def strip_env(cmd):
     return cmd
 
 
+def misspelt(cmd):
+    """The command with the last option the advice may have written (a key=value pair, or a
+    --flag) misspelt: 'batch=8' -> 'bacth=8', '--batch' -> '--bacth'; None when it has none."""
+    for i in range(len(cmd) - 1, 0, -1):
+        a = cmd[i]
+        name = a.split("=", 1)[0] if "=" in a and not a.startswith("-") else (a if a.startswith("--") else None)
+        if name and len(name.lstrip("-")) >= 4:
+            bare = name.lstrip("-")
+            wrong = name[:len(name) - len(bare)] + bare[0] + bare[2] + bare[1] + bare[3:] + "xq"
+            return cmd[:i] + [wrong + a[len(name):]] + cmd[i + 1:]
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vramwatch", required=True)
     ap.add_argument("--data", required=True)
+    ap.add_argument("--real", metavar="PY")
     o = ap.parse_args()
-    failed = checked = 0
+    if o.real is not None:
+        rc = check_cmdline.require_real(o.real)
+        if rc is not None:
+            return rc
+        check_cmdline.MODE = "real"
+    check_cmdline.real_parsers.SCRIPT_DIRS[:] = [os.path.abspath(o.data)]  # advise reads them there
+    print(check_cmdline.parsers_line())
+    failed = checked = misspelt_refused = 0
     for name, family in REPORTS.items():
         # in the data folder, as the golden tests: a script named relative to it is read there
         p = subprocess.run([os.path.abspath(o.vramwatch), "advise", "--json", name], cwd=o.data,
@@ -92,6 +121,17 @@ def main():
                 failed += 1
                 continue
             bad = {k: (v, got.get(k)) for k, v in expected(rec).items() if got.get(k) != v}
+            bad.update(check_cmdline.real_mode_problems(family, cmd, got, expected(rec)))
+            if check_cmdline.MODE == "real":
+                # the same command with its first option misspelt: the parser must refuse it
+                wrong = misspelt(cmd)
+                if wrong:
+                    misspelt_refused += 1
+                    try:
+                        check_cmdline.check(family, wrong)
+                        bad["misspelt"] = ("refused", f"accepted: {' '.join(wrong)}")
+                    except check_cmdline.Refused:
+                        pass
             if rec["kind"] == "checkpointing" and not checkpointing_on(got):
                 bad["checkpointing"] = (True, {k: got.get(k) for k in ("gradient_checkpointing", "checkpoint")})
             if rec["kind"] == "amp" and not amp_on(got):
@@ -101,11 +141,16 @@ def main():
                       ", ".join(f"{k} should be {w!r}, the parser reads {h!r}" for k, (w, h) in bad.items()))
                 failed += 1
             else:
-                print(f"ok   {name}: {rec['kind']}: {' '.join(cmd)}")
+                print(f"ok   {name}: {rec['kind']}: {' '.join(cmd)} ({' + '.join(got['read_by'])})")
     if checked < 10:
         print(f"FAIL only {checked} commands checked")
         return 1
-    print(f"{checked - failed} of {checked} advised commands accepted by their family's parser, meaning what they say")
+    if check_cmdline.MODE == "real" and misspelt_refused < 10:
+        print(f"FAIL only {misspelt_refused} misspelt commands tried")
+        return 1
+    print(f"{checked - failed} of {checked} advised commands accepted by their family's parser, meaning what they say" +
+          (f" (real parsers; each also refused with an option misspelt: {misspelt_refused})"
+           if check_cmdline.MODE == "real" else ""))
     return 1 if failed else 0
 
 

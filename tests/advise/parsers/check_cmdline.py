@@ -1,14 +1,24 @@
 #!/usr/bin/env python3
-"""check_cmdline.py: parses command lines the way each family's real parser does, from the option
-lists in this folder (written from the public sources each names), and checks that the command
-lines vramwatch's advice writes are accepted and mean what was intended.
+"""check_cmdline.py: reads command lines with each family's real parser where its package is
+installed in the interpreter that runs this (real_parsers.py: Ultralytics, Hugging Face, torchrun,
+accelerate, the script's own argparse), else with the option lists in this folder (written from
+the public sources each names), and checks that the command lines vramwatch's advice writes are
+accepted and mean what was intended.
 
-  check_cmdline.py --driver EXE   run EXE, read one JSON case a line, check each
-  check_cmdline.py FAMILY ARG...  print what one command line means (for looking)
+  check_cmdline.py --driver EXE            run EXE, read one JSON case a line, check each
+  check_cmdline.py --driver EXE --real PY  the same under the interpreter PY, where every parser
+                                           that can be installed must be the real one (exit 77,
+                                           and why, when PY is empty or lacks a package); each
+                                           case is also read by the option lists, which must
+                                           agree, and misspelt flags must be refused by the real
+                                           parsers
+  check_cmdline.py FAMILY ARG...           print what one command line means (for looking)
 
 A case is {"name", "family", "argv", "want": {key: value}}; keys are batch, imgsz, accumulate,
 eval_batch, nbs, amp, fp16, bf16, gradient_checkpointing, checkpoint, autobatch, launcher,
-world_size. Standard library only: the real parsers are not installed where the tests run."""
+world_size. The option lists stay the only parser for deepspeed (not installed with the test
+interpreter) and yolov9 (train_dual.py is not on PyPI), and stand in for the others under a
+python3 without their packages."""
 
 import argparse
 import json
@@ -17,12 +27,14 @@ import re
 import subprocess
 import sys
 
+import real_parsers  # noqa: E402 (this folder is on sys.path: the script's own)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's _negative_number_matcher
 
 
-class Refused(Exception):
-    pass
+Refused = real_parsers.Refused
+REAL = ("ultralytics", "hf", "torchrun", "accelerate", "generic")  # families with a real parser
 
 
 def load(family):
@@ -256,25 +268,67 @@ def ultralytics(args, spec, meaning):
     meaning.update(imgsz=cfg["imgsz"], amp=bool(cfg["amp"]), nbs=cfg["nbs"])
 
 
-def check(family, argv):
-    """What the command line means to its parsers; raises Refused when one of them refuses it."""
-    meaning = {"launcher": None, "world_size": 1}
+# "auto": the real parser where its package imports, else the option list; "real": the real
+# parser for every family in REAL (main checked that they import); "list": the option lists only
+MODE = "auto"
+
+
+def real_for(family, script=None, mode=None):
+    """Whether the family's real parser reads this command line."""
+    mode = mode or MODE
+    if mode == "list" or family not in REAL:
+        return False
+    if family == "generic":
+        return script is not None and real_parsers.script_parser(script) is None
+    return mode == "real" or real_parsers.available(family)
+
+
+def check(family, argv, mode=None):
+    """What the command line means to its parsers; raises Refused when one of them refuses it.
+    meaning["read_by"] names the parsers that read it."""
+    meaning = {"launcher": None, "world_size": 1, "read_by": []}
     _, module, rest = split_python(argv)
     lspec, rest = launcher_of(module, rest)
+    script = None
     if lspec:
-        values, rest = parse_options(rest, lspec, stop_at_positional=True)
-        if not rest:
-            raise Refused(f"{lspec['family']}: no training script")
-        meaning["launcher"] = lspec["family"]
-        meaning["world_size"] = world_of(lspec, values)
-        if values.get("module"):
+        lfam = lspec["family"]
+        meaning["launcher"] = lfam
+        if real_for(lfam, mode=mode):
+            world, as_module, rest, by = real_parsers.launcher(lfam, module, rest)
+            meaning["world_size"] = world
+        else:
+            by = f"{lfam}.json"
+            try:
+                values, rest = parse_options(rest, lspec, stop_at_positional=True)
+            except Refused as e:
+                e.by = by
+                raise
+            if not rest:
+                raise Refused(f"{lfam}: no training script", by)
+            meaning["world_size"] = world_of(lspec, values)
+            as_module = bool(values.get("module"))
+        meaning["read_by"].append(by)
+        if as_module:
             rest = rest[1:]  # a module name, then its arguments
         else:
             _, module, rest = split_python(rest) if re.match(r"^(python|pypy)", os.path.basename(rest[0])) else (
                 None, None, rest)
-            rest = rest[1:] if module is None else rest
+            if module is None:
+                script, rest = rest[0], rest[1:]
     elif module is None:
-        rest = rest[1:]  # the script itself
+        script, rest = rest[0], rest[1:]  # the script itself
+    if real_for(family, script, mode):
+        meaning["read_by"].append(real_parsers.script(family, script, rest, meaning))
+        return meaning
+    meaning["read_by"].append(f"{family}.json")
+    try:
+        return _check_listed(family, rest, meaning)
+    except Refused as e:
+        e.by = e.by or f"{family}.json"
+        raise
+
+
+def _check_listed(family, rest, meaning):
     spec = load(family)
     if spec["parser"] == "key=value":
         ultralytics(rest, spec, meaning)
@@ -307,19 +361,109 @@ def check(family, argv):
     return meaning
 
 
+def require_real(python):
+    """For --real: None when this interpreter is PY and every package with a real parser imports
+    in it; else the exit status of the same check run under PY, or 77 (skip) with the reason."""
+    if not python:
+        print("skip: no Python with PyTorch for the real parsers (meson -Dtorch_python=PATH; "
+              "tools/torch-venv.sh makes one)")
+        return 77
+    if os.environ.get("ADVISE_REAL_PARSERS") != python:
+        env = dict(os.environ, ADVISE_REAL_PARSERS=python)
+        return subprocess.run([python, os.path.abspath(sys.argv[0])] + sys.argv[1:], env=env).returncode
+    missing = [f"{real_parsers.PACKAGE[f]} ({real_parsers.package(real_parsers.PACKAGE[f])})"
+               for f in REAL if real_parsers.PACKAGE[f] and not real_parsers.available(f)]
+    if missing:
+        print(f"skip: {python} cannot import " + "; ".join(missing) +
+              " (tools/torch-venv.sh installs them)")
+        return 77
+    return None
+
+
+def parsers_line():
+    """Which parser reads each family here, on one line."""
+    out = []
+    for fam in REAL:
+        if fam == "generic":
+            out.append("generic: the script's own parser where it loads, else generic.json")
+        elif real_for(fam):
+            out.append(f"{fam}: {real_parsers.version(fam)}")
+        else:
+            why = real_parsers.package(real_parsers.PACKAGE[fam])
+            out.append(f"{fam}: {fam}.json ({why if isinstance(why, str) else 'not consulted'})")
+    out += [f"{fam}: {fam}.json only ({why})" for fam, why in real_parsers.LIST_ONLY.items()]
+    return "parsers: " + "; ".join(out)
+
+
+def read_by_real(family, argv, by):
+    """In --real mode, the parsers that must have been real ones, and were not (by: what read
+    it, or what refused it)."""
+    _, module, rest = split_python(argv)
+    lspec, _ = launcher_of(module, rest)
+    want = [lspec["family"]] if lspec and lspec["family"] in REAL else []
+    want += [family] if family in REAL and family != "generic" else []
+    return [f for f in want if f + ".json" in by]
+
+
+def real_mode_problems(family, argv, got, want):
+    """In --real mode, {what: (wanted, found)} for a command line the real parsers read as `got`:
+    a family with a real parser that was read by its option list instead, and the option lists
+    (which the runs without these packages consult) reading the keys of `want` otherwise."""
+    bad = {}
+    if MODE != "real":
+        return bad
+    not_real = read_by_real(family, argv, got["read_by"])
+    if not_real:
+        bad["read_by"] = (f"the real parsers of {', '.join(not_real)}", got["read_by"])
+    try:
+        listed = check(family, argv, mode="list")
+        bad.update({f"{k} (option lists)": (v, listed.get(k)) for k, v in want.items() if listed.get(k) != v})
+    except Refused as e:
+        bad["option lists"] = ("accepted", f"refused by {e.by}: {e}")
+    return bad
+
+
+# Misspelt or badly typed flags: the checker must refuse what the real parsers refuse, or its
+# passes mean nothing. (family, argv, only with the real parsers: the option lists accept it)
+NEGATIVE_CASES = [
+    ("ultralytics", ["yolo", "train", "--batch", "16"], False),
+    ("ultralytics", ["yolo", "train", "model=yolov8n.pt", "bacth=16"], False),
+    ("ultralytics", ["yolo", "train", "batch=abc"], True),       # get_cfg: int or float
+    ("ultralytics", ["yolo", "train", "amp=maybe"], True),       # get_cfg: a bool or a precision
+    ("yolov9", ["torchrun", "--nproc_per_node", "8", "train_dual.py", "--batch", "52"], False),
+    ("yolov9", ["torchrun", "--nproc_per_node", "8", "-u", "train_dual.py"], False),
+    ("yolov9", ["torchrun", "--nprocs_per_node", "2", "train_dual.py", "--batch", "16"], False),
+    ("hf", ["python3", "run_clm.py", "--fp16", "maybe"], False),
+    ("hf", ["python3", "run_clm.py", "--per_device_train_bach_size", "16"], False),
+    ("hf", ["python3", "run_clm.py", "--gradient_accumulation_steps", "two"], False),
+    ("hf", ["accelerate", "launch", "--num-proceses", "2", "run_clm.py"], False),
+    ("generic", ["python3", "train_torch.py", "--grad-accum", "2"], False),
+    ("generic", ["python3", "examples/train_torch.py", "--img", "100"], True),  # its own check
+]
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    global MODE
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     ap.add_argument("--driver")
+    ap.add_argument("--real", metavar="PY", help="every parser that can be installed must be the real one "
+                    "(an empty PY: exit 77)")
     ap.add_argument("family", nargs="?")
     ap.add_argument("argv", nargs=argparse.REMAINDER)
     o = ap.parse_args()
+    if o.real is not None:
+        rc = require_real(o.real)
+        if rc is not None:
+            return rc
+        MODE = "real"
     if not o.driver:
         try:
             print(json.dumps(check(o.family, o.argv)))
         except Refused as e:
-            print(f"refused: {e}")
+            print(f"refused by {e.by}: {e}")
             return 1
         return 0
+    print(parsers_line())
     out = subprocess.run([o.driver], check=True, capture_output=True, text=True).stdout
     failed = n = 0
     for line in out.splitlines():
@@ -328,32 +472,37 @@ def main():
         try:
             got = check(case["family"], case["argv"])
         except Refused as e:
-            print(f"FAIL {case['name']}: refused ({e}): {' '.join(case['argv'])}")
+            print(f"FAIL {case['name']}: refused by {e.by} ({e}): {' '.join(case['argv'])}")
             failed += 1
             continue
         bad = {k: (v, got.get(k)) for k, v in case["want"].items() if got.get(k) != v}
+        bad.update(real_mode_problems(case["family"], case["argv"], got, case["want"]))
         if bad:
             print(f"FAIL {case['name']}: {' '.join(case['argv'])}")
             for k, (want, have) in bad.items():
                 print(f"  {k}: wanted {want!r}, the parser reads {have!r}")
             failed += 1
-    # the checker must refuse what the real parsers refuse, or its passes mean nothing
-    for family, argv in [("ultralytics", ["yolo", "train", "--batch", "16"]),
-                         ("yolov9", ["torchrun", "--nproc_per_node", "8", "train_dual.py", "--batch", "52"]),
-                         ("yolov9", ["torchrun", "--nproc_per_node", "8", "-u", "train_dual.py"]),
-                         ("hf", ["python3", "run_clm.py", "--fp16", "maybe"]),
-                         ("generic", ["python3", "train_torch.py", "--grad-accum", "2"])]:
+        else:
+            print(f"ok   {case['name']}: {' + '.join(got['read_by'])}")
+    for family, argv, real_only in NEGATIVE_CASES:
+        if real_only and MODE != "real":
+            continue
         n += 1
         try:
-            check(family, argv)
-            print(f"FAIL the checker accepts what its parser refuses: {' '.join(argv)}")
+            got = check(family, argv)
+            print(f"FAIL {' + '.join(got['read_by'])} accepts what the real parser refuses: {' '.join(argv)}")
             failed += 1
-        except Refused:
-            pass
+        except Refused as e:
+            not_real = read_by_real(family, argv, [e.by]) if MODE == "real" else []
+            if not_real:
+                print(f"FAIL {' '.join(argv)}: refused by {e.by}, not by the real parser of {', '.join(not_real)}")
+                failed += 1
+            else:
+                print(f"ok   refused by {e.by}: {' '.join(argv)}: {e}")
     if n < 10:
         print(f"FAIL only {n} cases")
         return 1
-    print(f"{n - failed} of {n} command lines read as intended")
+    print(f"{n - failed} of {n} command lines read as intended ({'real parsers' if MODE == 'real' else MODE})")
     return 1 if failed else 0
 
 
