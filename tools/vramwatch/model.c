@@ -810,9 +810,10 @@ static bool python_version_folder(const char *s)
 }
 
 /* Whether a file is PyTorch's own: under an installed torch/ (site-packages/torch/), or a source
- * checkout's torch/ package, told by its torch/__init__.py (a folder of the user's named torch,
- * such as tests/torch, is not PyTorch). The last folder asked about is remembered: a report asks
- * about the same few thousand times. */
+ * checkout's torch/ folder. A folder named torch that is here without an __init__.py is the
+ * user's (tests/torch), not PyTorch; one that is not here (a report read on another machine) is
+ * taken to be PyTorch's, as its name says. The last folder asked about is remembered: a report
+ * asks about the same few thousand times. */
 static bool is_pytorch_file(const char *file)
 {
     static char last[PATH_MAX];
@@ -834,8 +835,10 @@ static bool is_pytorch_file(const char *file)
         return last_is;
     char init[PATH_MAX];
     memcpy(init, file, dir);
+    init[dir] = '\0';
+    bool here = access(init, F_OK) == 0;
     memcpy(init + dir, "__init__.py", sizeof "__init__.py");
-    last_is = access(init, F_OK) == 0;
+    last_is = !here || access(init, F_OK) == 0;
     memcpy(last, file, dir);
     last[dir] = '\0';
     return last_is;
