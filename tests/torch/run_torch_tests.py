@@ -490,7 +490,58 @@ def g_stubs(c):
                   "from this PyTorch: rerun it (docs/simgpu.md)")
 
 
-GROUPS = {"card": g_card, "fits": g_fits, "oom": g_oom, "advise": g_advise, "fit": g_fit,
+# examples/train_hf.py (GPT-2 small, sequence 1024, fp32 AdamW) runs out of memory on 24 GiB at
+# this batch (about 1.7 GiB per sample); --gradient_checkpointing at the same batch fits.
+HF_BATCH = 16
+
+
+def hf_job(c, batch, extra=()):
+    # Trainer's own flags; two steps, nothing saved, no logger: a run takes seconds.
+    return [c.py, os.path.join(c.repo, "examples", "train_hf.py"), "--output_dir", c.folder("hf-out"),
+            "--per_device_train_batch_size", str(batch), "--max_steps", "2", "--report_to", "none",
+            "--save_strategy", "no", "--dataloader_num_workers", "0"] + list(extra)
+
+
+def g_hf(c):
+    """Hugging Face's Trainer, offline: a real OOM, advice in Trainer's flags, the advised
+    command fits with the library off, and the checkpointing prediction holds (10%)."""
+    offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": c.folder("hf-home")}
+    d = c.folder("hf")
+    p = c.run([c.vw, "run", "--sim", "24GiB", "--dir", d, "--"] + hf_job(c, HF_BATCH), extra=offline)
+    check(p.returncode != 0, f"batch {HF_BATCH} fitted on 24 GiB; expected an OOM")
+    torch_message(p.stderr)
+    path, rep = one_report(d)
+    check(final_failure(rep).get("oom"), "the report's failure is not an out-of-memory")
+    a = c.run([c.vw, "advise", "--json", path])
+    check(a.returncode == 1, f"advise on an OOM exits {a.returncode}: {a.stderr}")
+    recs = {r["kind"]: r for r in json.loads(a.stdout).get("recommendations") or []}
+    # The size-only card is the simulator's default device, compute capability 9.0: bfloat16.
+    want = {"batch": "--per_device_train_batch_size", "accumulation": "--gradient_accumulation_steps",
+            "amp": "--bf16", "checkpointing": "--gradient_checkpointing"}
+    for kind, flag in want.items():
+        check(kind in recs, f"no {kind} advice: {sorted(recs)}")
+        check(recs[kind].get("flag") == flag and flag in (recs[kind].get("command") or []),
+              f"{kind} advice is not in Trainer's {flag}: {recs[kind]}")
+    _, cmd = advised_command(c, [path])
+    r = c.run([c.vw, "sim", "24GiB", "--"] + cmd, extra=offline)
+    check(r.returncode == 0 and "OutOfMemoryError" not in r.stderr,
+          f"advised command {cmd} does not fit: exit {r.returncode}: {r.stderr[-400:]}")
+    # The checkpointing prediction against a rerun with the flag, measured as advise counts a
+    # need: the reserved peak plus the untracked memory (the context).
+    ck = recs["checkpointing"]
+    d2 = c.folder("hf-ckpt")
+    r = c.run([c.vw, "run", "--sim", "24GiB", "--dir", d2, "--"] + ck["command"], extra=offline)
+    check(r.returncode == 0, f"--gradient_checkpointing at batch {HF_BATCH}: exit {r.returncode}: "
+          + r.stderr[-400:])
+    dev = device0(one_report(d2)[1])
+    need = dev["peak_reserved_bytes"] + dev.get("untracked_bytes", 0)
+    pred = ck["predicted_peak_bytes"]
+    check(abs(pred - need) <= 0.10 * need,
+          f"checkpointing predicted {pred / GiB:.2f} GiB, a rerun needs {need / GiB:.2f} GiB "
+          f"({(pred - need) / need:+.0%}, more than 10% off)")
+
+
+GROUPS = {"hf": g_hf, "card": g_card, "fits": g_fits, "oom": g_oom, "advise": g_advise, "fit": g_fit,
           "expandable": g_expandable, "async": g_async, "observe": g_observe, "ranks": g_ranks, "stubs": g_stubs,
           "yolo": g_yolo, "yolo-api": g_yolo_api, "yolo-fit": g_yolo_fit}
 
