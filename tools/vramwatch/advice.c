@@ -461,7 +461,10 @@ static bool card_has_bf16(const struct model_device *d)
                                          "H20",         "B100",   "B200",   "GH200",  "GB200",
                                          "L4",          "L40",    "A10",    "A16",    "A30",
                                          "A40",         "RTX 30", "RTX 40", "RTX 50", "RTX A",
-                                         "RTX 6000 Ada" };
+                                         "RTX 6000 Ada",
+                                         /* the simulator's default device: compute capability
+                                          * 9.0 (docs/simgpu.md), bfloat16 in PyTorch's eyes */
+                                         "vramwatch simulated GPU" };
     if (!d->name)
         return false;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
