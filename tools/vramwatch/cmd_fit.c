@@ -617,6 +617,14 @@ static bool run_trial(struct fit_ctx *c, int64_t value, struct trial *t)
             goto out;
         }
         read_status(statusp, &st);
+        /* An allocation failed for good: the trial is out of memory whatever the program does
+         * next (Ultralytics catches it, halves its batch and trains on to the end), so it is
+         * stopped now rather than run for minutes to the same verdict. */
+        if (st.oom && st.counts_pressure) {
+            status = stop_group(pid);
+            ended = true;
+            break;
+        }
         double now = mono_s();
         live_draw(c, value, now - start, &st);
         if (st.sites > last_sites) {
