@@ -28,13 +28,23 @@ allocator and that style. Then the scenarios of docs/advice-accuracy.md:
             ceil(log2(batch)) + 2 trials. Without markers the job's steps take time, so that
             fit's trials are stopped after settling, as a real job's are
 
+Real rows: the same scenarios on unchanged PyTorch jobs on the simulated card (tests/torch), a
+workload each: examples/train_torch.py (YOLO-like, PyTorch alone), Ultralytics' `yolo train
+model=yolov9c.yaml` over a dataset made here (tests/torch/yolo_data.py) and Hugging Face's
+Trainer (examples/train_hf.py). Their markers are the companion's (model.train()/eval()); each
+report comes from `vramwatch run --sim` (observe mode: a card twice the size, `--limit` the
+card); their truth is found with the library off, `vramwatch sim SIZE`, on a card of the size in
+question, and a run completes when it exits 0 and never ran out of memory (Ultralytics catches
+one in its first epoch and trains on at half the batch). `--torch-python` names the interpreter
+with PyTorch; without it the real rows are not run, and say so.
+
 A check that fails is reported with the row; a row that cannot be run says why and counts as
 failed, never as passed. The figures are printed as one Markdown table (docs/advice-accuracy.md
 holds the last one) and a summary of the rows that failed.
 
     accuracy.py --vramwatch BUILD/tools/vramwatch/vramwatch --sim BUILD/tools/simgpu
-                --train-sim examples/train_sim.py [--quick] [--markers yes|no|both]
-                [--only NAME[,NAME...]] [--jobs N]
+                --train-sim examples/train_sim.py [--torch-python PY] [--quick]
+                [--markers yes|no|both] [--only NAME[,NAME...]] [--jobs N]
 
 --quick is the reduced set the integration suite runs (about a minute on two cores); without it
 the whole matrix runs (tests/bench registers it as the benchmark advise-accuracy-matrix).
@@ -50,6 +60,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 GiB = 1 << 30
@@ -87,6 +98,39 @@ WORKLOADS = {
     "validation-spike": ["--val-mem", "1.6"],
     "fragmentation": ["--keep-cache"],
 }
+
+
+# Unchanged PyTorch jobs (the real rows), each built by real_job() in the style of its own script.
+REAL_WORKLOADS = ("torch", "ultralytics-yolov9c", "hf-gpt2")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class Job(list):
+    """A command line; real: an unchanged PyTorch job, run on a simulated card of the size in
+    question rather than under an emulated limit."""
+
+    def __init__(self, argv, real=False):
+        super().__init__(argv)
+        self.real = real
+
+
+def real_job(o, workload, batch, img, data):
+    b, i = str(batch), str(img)
+    if workload == "torch":
+        return [o.torch_python, os.path.join(REPO, "examples", "train_torch.py"), "--batch", b, "--img", i,
+                "--cfg", "s", "--steps", "2", "--val-steps", "1", "--workers", "0"]
+    if workload == "ultralytics-yolov9c":
+        yolo = os.path.join(os.path.dirname(o.torch_python), "yolo")
+        return [yolo, "train", "model=yolov9c.yaml", f"data={data}", f"imgsz={i}", "epochs=1", "workers=2",
+                "device=0", f"project={os.path.join(os.path.dirname(data), 'runs')}", "exist_ok=True",
+                "plots=False", f"batch={b}"]
+    if workload == "hf-gpt2":
+        if img != 640:
+            raise ValueError("Hugging Face's Trainer has no image-size flag")
+        return [o.torch_python, os.path.join(REPO, "examples", "train_hf.py"), "--output_dir",
+                os.path.join(os.path.dirname(data), "hf-out"), "--per_device_train_batch_size", b,
+                "--max_steps", "2", "--report_to", "none", "--save_strategy", "no"]
+    raise ValueError(f"unknown real workload {workload}")
 
 
 def style_args(style, batch, img):
@@ -181,6 +225,16 @@ ROWS = [
     ("fragmentation", N, "caching", "generic", "late-oom", [52], False),
     ("fragmentation", N, "caching", "yolo", "two", [16, 32], False),
     ("fragmentation", N, "caching", "hf", "fitted", [16], False),
+
+    # Unchanged PyTorch jobs (markers: the companion's; allocator: PyTorch's own)
+    ("torch", N, "caching", "yolo", "observe", [128], True),
+    ("torch", N, "caching", "yolo", "two", [16, 32], False),
+    ("torch", N, "caching", "yolo", "fitted", [32], False),
+    ("torch", N, "caching", "yolo", "first-oom", [128], True),
+    ("ultralytics-yolov9c", N, "caching", "ultralytics", "fitted", [16], False),
+    ("ultralytics-yolov9c", N, "caching", "ultralytics", "first-oom", [64], False),
+    ("hf-gpt2", N, "caching", "hf", "two", [2, 4], False),
+    ("hf-gpt2", N, "caching", "hf", "first-oom", [16], False),
 ]
 
 
@@ -201,6 +255,10 @@ class Row:
         self.static = None
         self.b_head = self.b_card = None
         self.trials = ""
+
+    @property
+    def real(self):
+        return self.workload in REAL_WORKLOADS
 
     @property
     def label(self):
@@ -237,8 +295,30 @@ class Runner:
         self.env["SIMGPU_MEMORY"] = "64GiB"
         self.cache = {}     # (command, limit, environment): whether it ran to its end
         self.truths = {}    # (command but the batch, image): (B_head, B_card)
+        # the real jobs' environment: `vramwatch run --sim` and `vramwatch sim` set the card,
+        # offline, with the frameworks' own files in the run's folder
+        self.real_env = {k: v for k, v in os.environ.items()
+                         if not k.startswith(("VRAMWATCH_", "SIMGPU_")) and k not in ("LD_PRELOAD", "PYTHONPATH")}
+        self.real_env.update(YOLO_OFFLINE="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+                             YOLO_CONFIG_DIR=os.path.join(tmp, "yolo-config"), HF_HOME=os.path.join(tmp, "hf-home"),
+                             MPLCONFIGDIR=os.path.join(tmp, "mpl"), PYTHONUNBUFFERED="1")
+        self.data = None
+        self.data_lock = threading.Lock()
+
+    def yolo_data(self):
+        with self.data_lock:
+            if self.data is None:
+                d = os.path.join(self.tmp, "yolo-data")
+                subprocess.run([self.o.torch_python, os.path.join(REPO, "tests", "torch", "yolo_data.py"), d,
+                                "--train", "128", "--val", "256"], env=self.real_env, check=True,
+                               capture_output=True, timeout=300)
+                self.data = os.path.join(d, "data.yaml")
+            return self.data
 
     def job(self, row, batch, img=640, extra=()):
+        if row.real:
+            data = self.yolo_data() if row.workload.startswith("ultralytics") else os.path.join(self.tmp, "x")
+            return Job(real_job(self.o, row.workload, batch, img, data), real=True)
         flags = WORKLOADS[row.workload] + ([] if row.markers else ["--no-markers"]) + \
             (["--no-cache"] if row.allocator == "none" else [])
         if not row.markers and "--step-ms" not in extra:
@@ -246,8 +326,16 @@ class Runner:
         return [self.o.python, self.o.train_sim] + style_args(row.style, batch, img) + flags + list(extra)
 
     def run(self, cmd, limit, env_extra, observe=False):
-        """vramwatch run under the limit: (exit status, report path or None, the job's output)."""
+        """vramwatch run under the limit: (exit status, report path or None, the job's output).
+        A real job runs on a simulated card of the limit's size, or in observe mode on one twice
+        that size with the limit emulated."""
         d = tempfile.mkdtemp(dir=self.tmp)
+        if getattr(cmd, "real", False):
+            card = ["--sim", str(2 * limit if observe else limit)] + (["--limit", str(limit), "--observe"] if observe else [])
+            p = subprocess.run([self.o.vramwatch, "run", "--dir", d] + card + ["--"] + cmd,
+                               env=dict(self.real_env, **env_extra), capture_output=True, text=True, timeout=900)
+            reports = glob.glob(os.path.join(d, "*.json"))
+            return p.returncode, reports[0] if len(reports) == 1 else None, p.stdout + p.stderr
         env = dict(self.env, **env_extra)
         p = subprocess.run([self.o.vramwatch, "run", "--dir", d, "--limit", str(limit)] + (["--observe"] if observe else [])
                            + ["--"] + cmd, env=env, capture_output=True, text=True, timeout=300)
@@ -256,6 +344,11 @@ class Runner:
 
     def completes(self, cmd, limit, env_extra):
         key = (tuple(cmd), limit, tuple(sorted(env_extra.items())))
+        if key not in self.cache and getattr(cmd, "real", False):
+            # the truth of a real job: the library off, on a card of that size
+            p = subprocess.run([self.o.vramwatch, "sim", str(limit), "--"] + cmd, env=dict(self.real_env, **env_extra),
+                               capture_output=True, text=True, timeout=900)
+            self.cache[key] = p.returncode == 0 and "out of memory" not in (p.stdout + p.stderr).lower()
         if key not in self.cache:
             rc, rep, _ = self.run(cmd, limit, env_extra)
             if rep:
@@ -264,8 +357,9 @@ class Runner:
         return self.cache[key]
 
     def largest_batch(self, row, env_extra, limit, img=640):
-        """Bisection over the batch: the largest that runs to its end under the limit."""
-        lo, hi = 0, 1
+        """Bisection over the batch: the largest that runs to its end under the limit. A real
+        job starts at 8, its runs take seconds each."""
+        lo, hi = 0, 8 if row.real else 1
         while self.completes(self.job(row, hi, img), limit, env_extra):
             lo, hi = hi, hi * 2
         while hi - lo > 1:
@@ -315,8 +409,8 @@ class Runner:
             return None, f"not JSON: {e}"
 
 
-def as_job(r, cmd):
-    return [r.o.python if c == "python3" else c for c in cmd]
+def as_job(r, cmd, real=False):
+    return Job([r.o.python if c == "python3" and not real else c for c in cmd], real=real)
 
 
 def steps_before_oom(output):
@@ -350,12 +444,16 @@ def scenario(r, row):
         if kind == "observe":
             row.check(rc == 0, f"the observe-mode run at batch {batch} ran to its end (exit {rc})",
                       f"observe run exit {rc}")
-        if kind == "late-oom":
+        if row.real and kind in ("late-oom", "first-oom"):
+            # the report says where it failed; the setup only needs the job to have failed
+            row.check(rc != 0 or "out of memory" in out.lower(), f"batch {batch} ran out of memory (exit {rc})",
+                      "setup: no OOM")
+        elif kind == "late-oom":
             steps = steps_before_oom(out)
             row.check(rc != 0 and steps is not None and steps >= 1,
                       f"batch {batch} ran out of memory after a full step (exit {rc}, {steps} steps)",
                       "setup: no late OOM")
-        if kind == "first-oom":
+        elif kind == "first-oom":
             steps = steps_before_oom(out)
             row.check(rc != 0 and steps == 0, f"batch {batch} ran out of memory in the first step (exit {rc}, {steps} steps)",
                       "setup: no first-step OOM")
@@ -369,7 +467,7 @@ def scenario(r, row):
     recs = advice["recommendations"]
     row.basis = advice["model"]["basis"]
     row.static = advice["model"]["static_bytes"]
-    if row.basis in ("timeline", "runs"):
+    if row.basis in ("timeline", "runs") and row.workload in STATIC_GIB:
         truth = STATIC_GIB[row.workload] * GiB + CONTEXT_BYTES
         err = (row.static - truth) / truth
         row.check(abs(err) <= STATIC_TOLERANCE, f"static part {row.static / GiB:.2f} GiB, truth {truth / GiB:.2f} GiB "
@@ -384,7 +482,7 @@ def scenario(r, row):
         return
     rec = recs[0]
     row.first, row.advised, row.pred = rec["kind"], advised, rec["predicted_peak_bytes"]
-    cmd = as_job(r, rec["command"])
+    cmd = as_job(r, rec["command"], row.real)
     if rec["kind"] == "allocator":
         row.check(cmd[:2] == ["env", f"PYTORCH_CUDA_ALLOC_CONF={EXPANDABLE}"] and str(advised) in " ".join(cmd),
                   f"the allocator command sets expandable segments and batch {advised}", "allocator command")
@@ -414,7 +512,7 @@ def scenario(r, row):
         # The allocator setting can only lower what the batch needs: its predicted peak is the
         # batch's, so it is compared with the need of the batch's own command.
         batch_rec = next((x for x in recs if x["kind"] == "batch" and x["command"]), None)
-        need_cmd = as_job(r, batch_rec["command"]) if rec["kind"] == "allocator" and batch_rec else cmd
+        need_cmd = as_job(r, batch_rec["command"], row.real) if rec["kind"] == "allocator" and batch_rec else cmd
         if need_cmd is not cmd and not r.completes(need_cmd, CARD, {}):
             need_cmd = cmd  # the batch alone does not run on the card: the setting's need then
         row.need = r.need(need_cmd, {}, rec["predicted_peak_bytes"])
@@ -443,7 +541,7 @@ def reversed_order(r, row, reports, advised):
     if not row.check(other is not None, f"the reports in the other order advise a batch ({err or 'none'})",
                      f"reversed: no batch{' (' + err + ')' if err else ''}"):
         return
-    cmd = as_job(r, back["recommendations"][0]["command"] or [])
+    cmd = as_job(r, back["recommendations"][0]["command"] or [], row.real)
     runs = bool(cmd) and r.completes(cmd, CARD, {})
     row.check(runs and other >= MIN_SHARE * b_head,
               f"in the other order, the advised batch {other} at image {imgs[-1]} runs on the card and is >= "
@@ -461,8 +559,13 @@ def first_oom(r, row, advice, rec):
         settle, extra = 5, ()
     else:
         settle, extra = FIT_SETTLE_S, ("--step-ms", str(FIT_STEP_MS))
-    p = subprocess.run([r.o.vramwatch, "fit", "--json", "--limit", "16GiB", "--settle", str(settle), "--"]
-                       + r.job(row, start, img, extra), env=r.env, capture_output=True, text=True, timeout=900)
+    if row.real:
+        # the card itself, less the headroom, as a user on that card runs fit
+        p = subprocess.run([r.o.vramwatch, "fit", "--json", "--sim", str(CARD), "--"] + r.job(row, start, img),
+                           env=r.real_env, capture_output=True, text=True, timeout=1800)
+    else:
+        p = subprocess.run([r.o.vramwatch, "fit", "--json", "--limit", "16GiB", "--settle", str(settle), "--"]
+                           + r.job(row, start, img, extra), env=r.env, capture_output=True, text=True, timeout=900)
     if not row.check(p.returncode == 0, f"fit exit {p.returncode}", f"fit exit {p.returncode}"):
         row.log("      " + p.stderr.strip().replace("\n", "\n      "))
         return
@@ -480,7 +583,9 @@ def first_oom(r, row, advice, rec):
                   f"fit found {best} >= {FIT_SHARE:.0%} of {row.b_head}",
                   f"fit found {best}" + (f", {best / max(row.b_head, 1):.0%} of {row.b_head}" if best else ""))
         # settling is what this row is about: a trial that fits must have been stopped, not run out
-        row.check(settled > 0, f"{settled} trial(s) stopped after settling", "setup: no trial settled")
+        # (a real job's few steps end on their own)
+        if not row.real:
+            row.check(settled > 0, f"{settled} trial(s) stopped after settling", "setup: no trial settled")
     if best:
         row.check(r.completes(r.job(row, best, img), CARD, {}), f"fit's batch {best} runs to its end on the card",
                   f"fit's {best} does not run")
@@ -509,7 +614,7 @@ def run_group(r, rows):
     for row in rows:
         try:
             scenario(r, row)
-        except (subprocess.TimeoutExpired, OSError, KeyError, ValueError) as e:
+        except (subprocess.TimeoutExpired, subprocess.CalledProcessError, OSError, KeyError, ValueError) as e:
             row.cannot(f"{type(e).__name__}: {e}")
     return rows
 
@@ -520,6 +625,8 @@ def main():
     ap.add_argument("--sim", required=True)
     ap.add_argument("--train-sim", required=True)
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--torch-python", default="", help="an interpreter with PyTorch's CUDA wheel, Ultralytics "
+                    "and transformers (tools/torch-venv.sh): the real rows")
     ap.add_argument("--only", help="workloads, comma-separated")
     ap.add_argument("--markers", choices=("yes", "no", "both"), default="both",
                     help="the rows with markers, those without (jobs as users run them), or both")
@@ -527,10 +634,20 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="groups of rows run at the same time")
     o = ap.parse_args()
     only = set(o.only.split(",")) if o.only else None
-    if only and only - set(WORKLOADS):
-        ap.error(f"--only: unknown workload(s) {', '.join(sorted(only - set(WORKLOADS)))}; known: {', '.join(WORKLOADS)}")
+    known = list(WORKLOADS) + list(REAL_WORKLOADS)
+    if only and only - set(known):
+        ap.error(f"--only: unknown workload(s) {', '.join(sorted(only - set(known)))}; known: {', '.join(known)}")
     rows = [Row(s) for s in ROWS
             if (not only or s[0] in only) and (o.markers == "both" or s[1] == (o.markers == "yes")) and (s[6] or not o.quick)]
+    if not o.torch_python:
+        left = [x for x in rows if x.real]
+        rows = [x for x in rows if not x.real]
+        if left:
+            print(f"{len(left)} real rows (unchanged PyTorch) not run: no --torch-python "
+                  "(an interpreter with PyTorch, tools/torch-venv.sh)", flush=True)
+        if not rows:
+            print("accuracy: nothing to run without --torch-python", file=sys.stderr)
+            return 77
     groups = {}
     for row in rows:
         groups.setdefault((row.markers, row.workload, row.allocator), []).append(row)
@@ -561,17 +678,18 @@ def main():
           "static GiB | fit trials | result |")
     print("| --- " * 18 + "|")
     for x in rows:
-        print(f"| {'yes' if x.markers else 'no'} | {x.allocator} | {x.workload} | {x.style} | {x.kind} | "
+        print(f"| {'companion' if x.real else 'yes' if x.markers else 'no'} | {x.allocator} | {x.workload} | {x.style} | {x.kind} | "
               f"{', '.join(str(s) for s in x.specs)} | {x.basis or ''} | {x.first or ''} | "
               f"{'' if x.advised is None else x.advised} | {'' if x.b_head is None else x.b_head} | "
               f"{'' if x.b_card is None else x.b_card} | {share(x)} | {gib(x.pred)} | {gib(x.need)} | {error(x)} | "
               f"{gib(x.static)} | {x.trials} | {x.result} |")
     bad = [x for x in rows if x.result != "ok"]
     print()
-    for markers in (True, False):
-        part = [x for x in rows if x.markers == markers]
+    for name, part in (("with markers", [x for x in rows if x.markers and not x.real]),
+                       ("without markers", [x for x in rows if not x.markers and not x.real]),
+                       ("unchanged PyTorch", [x for x in rows if x.real])):
         if part:
-            print(f"{'with' if markers else 'without'} markers: {sum(x.result == 'ok' for x in part)} of {len(part)} rows "
+            print(f"{name}: {sum(x.result == 'ok' for x in part)} of {len(part)} rows "
                   f"passed, {sum(bool(x.not_run) for x in part)} could not be run")
     print(f"{secs:.0f} s")
     if bad:
