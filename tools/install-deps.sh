@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing vramwatch needs, from Debian's packages. The CUDA headers
 # come from the installed CUDA toolkit (CUDA_HOME, or /usr/local/cuda); nothing links libcuda.
-#   tools/install-deps.sh          what the build and the quick start need
+#   tools/install-deps.sh          what the build and the quick start need (python3-venv for the
+#                                  venv with PyTorch, which the quick start makes itself)
 #   tools/install-deps.sh --tests  also what the whole suite needs (tests/run_all.sh): g++ for the
 #                                  C++ exception checks; Chromium for the timeline's rendering
 #                                  test; clang with its sanitizer and fuzzer runtimes for the
@@ -14,11 +15,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 tests=0
 [ "${1:-}" = "--tests" ] && tests=1
 pkgs=(meson ninja-build gcc pkg-config libunwind-dev uthash-dev libcriterion-dev libcjson-dev
-      python3 python3-jsonschema)
+      python3 python3-jsonschema python3-venv)
 if [ $tests = 1 ]; then
   # g++: without it c++ is clang++ once clang is in, and a sanitizer build's C++ test programs
   # get clang's runtime while the rest of the build (gcc) preloads gcc's.
-  pkgs+=(g++ chromium clang python3-venv)
+  pkgs+=(g++ chromium clang)
 fi
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
