@@ -30,6 +30,9 @@ failure.
              file only launches, and the report still names Ultralytics' line and says so
   yolo-fit   `vramwatch fit --sim V100` on `yolo train`: the largest batch that fits, equal to
              the truth with the library off (Ultralytics' own halving counts as out of memory)
+  hf         examples/train_hf.py (GPT-2 small, Hugging Face's Trainer) at batch 16 on 24 GiB: a
+             real OOM, advice in Trainer's flags, the advised command fits with the library off,
+             and the --gradient_checkpointing prediction is within 10% of a rerun with the flag
 
 A group that cannot run here (no interpreter with torch) exits 77 and says why.
 """

@@ -15,6 +15,7 @@
 #define MAX_BATCH 1048576
 
 static bool static_too_large(const struct advice *a);
+static double weights_part(const struct advice *a);
 
 static struct advice_rec *add_rec(struct advice *a, const char *kind)
 {
@@ -558,6 +559,245 @@ static void advise_typical(struct advice *a, const char *kind, const char *flag,
     typical_note(a, x, kept);
 }
 
+/* ---- Gradient checkpointing in Hugging Face's terms. Transformers checkpoints its layers (each a
+ * GradientCheckpointingLayer: GPT2Block, LlamaDecoderLayer, BertLayer, T5Block...) and nothing
+ * else: under --gradient_checkpointing each layer keeps only its input, and its activations are
+ * recomputed in the backward one layer at a time, while the embeddings, the LM head's logits, the
+ * loss and their gradients are never recomputed. For a causal LM those are batch x sequence x
+ * vocabulary floats, as much as all of GPT-2 small's layers together, so a share of the batch's
+ * memory cannot say what is kept: the report's call sites, by their Python frames, can. ---- */
+
+static bool str_ends(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* The wrapper GradientCheckpointingLayer puts around each layer's forward (transformers 4.52 on):
+ * exactly what --gradient_checkpointing checkpoints. */
+static bool ckpt_wrapper_frame(const struct model_frame *f)
+{
+    return f->python && f->function && strncmp(f->function, "GradientCheckpointingLayer.", 27) == 0;
+}
+
+/* A layer's own forward by its class's name, in a transformers file: "<X>Block.forward",
+ * "<X>Layer.forward" (DecoderLayer, EncoderLayer...). The class name is copied into name. */
+static bool hf_layer_frame(const struct model_frame *f, char *name, size_t name_len)
+{
+    if (!f->python || !f->function || !f->file || !strstr(f->file, "transformers/"))
+        return false;
+    const char *dot = strchr(f->function, '.');
+    if (!dot || strcmp(dot, ".forward") != 0 || dot == f->function)
+        return false;
+    size_t n = (size_t)(dot - f->function);
+    char cls[128];
+    if (n >= sizeof cls)
+        return false;
+    memcpy(cls, f->function, n);
+    cls[n] = 0;
+    if (!str_ends(cls, "Block") && !str_ends(cls, "Layer"))
+        return false;
+    if (name)
+        snprintf(name, name_len, "%s", cls);
+    return true;
+}
+
+/* Whether a call site runs in the backward pass: no Python frame at all (the autograd engine's
+ * device threads) in a report that has them, or under torch's backward(). */
+static bool backward_site(const struct model_report *r, const struct model_callsite *cs)
+{
+    bool python = false;
+    for (size_t k = 0; k < cs->n_frames; k++) {
+        const struct model_frame *f = &cs->frames[k];
+        if (!f->python)
+            continue;
+        python = true;
+        if (f->function && f->file && strstr(f->file, "torch/") &&
+            (strcmp(f->function, "backward") == 0 || strcmp(f->function, "Tensor.backward") == 0))
+            return true;
+    }
+    return !python && r->python == 1 && cs->n_frames > 0;
+}
+
+/* The memory of the step that failed, split by the checkpointed layers. */
+struct ckpt_split {
+    double inside;   /* live in the checkpointed layers' forward */
+    double outside;  /* live outside them, before the backward, the static part left out */
+    double backward; /* the backward's first allocation: the failed request */
+    int64_t layers;  /* how many layers: the most common allocation count at a layer's call site */
+    int64_t hidden;  /* one layer's input: the most common allocation size at a layer's call site */
+    char layer_name[128];
+    const char *why_not; /* NULL when the split holds, else why it does not */
+};
+
+/* The most common value of v[0..n) (ties to the smaller); 0 when n is 0. */
+static int64_t most_common(const int64_t *v, size_t n)
+{
+    int64_t best = 0;
+    size_t best_n = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t c = 0;
+        for (size_t j = 0; j < n; j++)
+            c += v[j] == v[i];
+        if (c > best_n || (c == best_n && v[i] < best)) {
+            best = v[i];
+            best_n = c;
+        }
+    }
+    return best;
+}
+
+static void ckpt_split(const struct advice *a, struct ckpt_split *s)
+{
+    const struct model_report *r = a->r;
+    memset(s, 0, sizeof *s);
+    const struct model_failure *f = model_real_oom(r);
+    if (r->python != 1) {
+        s->why_not = "the report has no Python frames to tell the layers from the rest";
+        return;
+    }
+    /* At a failure the call sites' segments are the tensors of the step that failed. A run that
+     * did not fail peaked in a later step as often as not, where the caching allocator serves the
+     * layers and the head from the segments of the step before: a call site's memory then is not
+     * its own tensors'. */
+    if (!f) {
+        s->why_not = "the run did not run out of memory, and at the peak of a later step the caching "
+                     "allocator's segments are not the tensors of the call sites that made them";
+        return;
+    }
+    /* the wrapper when the report has it (it names exactly what is checkpointed), else the layers'
+     * class names (transformers before 4.52 checkpointed its layers from the model's loop) */
+    bool wrapper = false;
+    for (size_t i = 0; i < r->n_callsites && !wrapper; i++)
+        for (size_t k = 0; k < r->callsites[i].n_frames && !wrapper; k++)
+            wrapper = ckpt_wrapper_frame(&r->callsites[i].frames[k]);
+    int64_t *counts = util_xcalloc(r->n_callsites + 1, sizeof *counts);
+    int64_t *sizes = util_xcalloc(r->n_callsites + 1, sizeof *sizes);
+    size_t n_votes = 0;
+    double outside = 0;
+    for (size_t i = 0; i < r->n_callsites; i++) {
+        const struct model_callsite *cs = &r->callsites[i];
+        model_int v = cs->live_bytes_at_failure;
+        if (!v.known || v.v <= 0)
+            continue;
+        bool inside = false;
+        char name[128] = "";
+        for (size_t k = 0; k < cs->n_frames; k++) {
+            const struct model_frame *fr = &cs->frames[k];
+            if (!name[0])
+                hf_layer_frame(fr, name, sizeof name);
+            inside |= wrapper ? ckpt_wrapper_frame(fr) : hf_layer_frame(fr, NULL, 0);
+        }
+        if (inside) {
+            s->inside += (double)v.v;
+            if (!s->layer_name[0] && name[0])
+                snprintf(s->layer_name, sizeof s->layer_name, "%s", name);
+            /* a layer's call site allocates once per layer, each time the same size: its
+             * average allocation, and how many of them it held at the failure */
+            if (cs->alloc_calls > 0 && cs->alloc_bytes_total > 0) {
+                int64_t each = cs->alloc_bytes_total / cs->alloc_calls;
+                counts[n_votes] = each > 0 ? llround((double)v.v / (double)each) : 0;
+                sizes[n_votes] = each;
+                n_votes += counts[n_votes] > 0;
+            }
+        } else if (backward_site(r, cs))
+            s->backward += (double)v.v;
+        else
+            outside += (double)v.v;
+    }
+    s->layers = most_common(counts, n_votes);
+    s->hidden = most_common(sizes, n_votes);
+    free(counts);
+    free(sizes);
+    if (s->inside <= 0) {
+        s->why_not = "no call site passes through Hugging Face's checkpointed layers";
+        return;
+    }
+    if (s->layers < 1) {
+        s->why_not = "the report does not tell how many layers there are";
+        return;
+    }
+    const struct model_callsite *fcs = model_callsite(r, f->callsite);
+    if (!fcs || !backward_site(r, fcs)) {
+        s->why_not = "the card ran out before the backward, so the part outside the layers was "
+                     "never seen whole";
+        return;
+    }
+    /* Only the backward's first allocation shows the step whole: the forward's tensors all held,
+     * none of the backward's yet. Memory already held by the backward's call sites means a later
+     * point of the backward, or a later step, whose tensors sit in segments other call sites made. */
+    if (s->backward > 0) {
+        s->why_not = "the failure came after the backward's first allocation (later in the backward, "
+                     "or in a later step), where the caching allocator's segments are not the tensors "
+                     "of the call sites that made them";
+        return;
+    }
+    s->backward = (double)f->size;
+    s->outside = outside - weights_part(a);
+    if (s->outside < 0)
+        s->outside = 0;
+}
+
+/* The part outside the layers with its gradients: each tensor the loss is computed from gets a
+ * gradient of its size in the backward, so as much again, or what the backward was seen to hold
+ * on top of it when that is more. */
+static double ckpt_outside_kept(const struct ckpt_split *s)
+{
+    double with_grads = 2 * s->outside, seen = s->outside + s->backward;
+    return with_grads > seen ? with_grads : seen;
+}
+
+/* One layer's activations (recomputed in the backward, one layer at a time) and every layer's
+ * input. */
+static double ckpt_layers_kept(const struct ckpt_split *s)
+{
+    return s->inside / (double)s->layers + (double)s->layers * (double)s->hidden;
+}
+
+static void advise_hf_checkpointing(struct advice *a, const char *why)
+{
+    struct ckpt_split s;
+    ckpt_split(a, &s);
+    if (s.why_not) {
+        advise_typical(a, "checkpointing", "--gradient_checkpointing", CKPT_ACTIVATIONS_KEPT, why);
+        sb_printf(&find_rec(a, "checkpointing")->note,
+                  "; the typical share, not the layers' split: %s", s.why_not);
+        return;
+    }
+    struct advice_rec *x = add_rec(a, "checkpointing");
+    x->flag = "--gradient_checkpointing";
+    struct cmdline_edit e = { NULL, x->flag, 0 };
+    x->command = cmdline_with_edits(a->r->process.argv, a->r->process.argc, &e, 1, &x->command_n);
+    double outside = ckpt_outside_kept(&s), layers = ckpt_layers_kept(&s);
+    x->predicted = a->m.static_bytes + outside + layers;
+    x->has_predicted = true;
+    x->fits = x->predicted > (double)a->avail ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
+    sb_add(&x->note, why);
+    int64_t b = a->o->batch.found ? a->o->batch.value : 1;
+    sb_printf(&x->note, "; at batch %" PRId64 " the prediction is built from the report's call sites at the failure: ",
+              b);
+    sb_printf(&x->note, "the %" PRId64 " checkpointed layers (%s) held ", s.layers,
+              s.layer_name[0] ? s.layer_name : "GradientCheckpointingLayer");
+    add_size(&x->note, s.inside);
+    sb_add(&x->note, ", of which checkpointing keeps one layer's activations at a time (");
+    add_size(&x->note, s.inside / (double)s.layers);
+    sb_printf(&x->note, ", recomputed in the backward) and each layer's input (%" PRId64 " x ",
+              s.layers);
+    add_size(&x->note, (double)s.hidden);
+    sb_add(&x->note, ", the most common allocation in a layer); the part outside the layers "
+                     "(embeddings, the LM head's logits, the loss: ");
+    add_size(&x->note, s.outside);
+    sb_add(&x->note, ") is not recomputed and is kept with its gradients (");
+    add_size(&x->note, outside);
+    sb_add(&x->note, "), on top of the static part (");
+    add_size(&x->note, a->m.static_bytes);
+    sb_add(&x->note, ") (not measured with checkpointing on this job");
+    if (a->m.lower_bound)
+        sb_add(&x->note, ", and the model is a lower bound");
+    sb_add(&x->note, "): measure it with vramwatch run");
+}
+
+
 #define AMP_COST                                                                                    \
     "; typically as accurate (float16 needs loss scaling, GradScaler) and faster on Tensor Cores; " \
     "mixed precision saved about 40% of the memory in the measurements people report for YOLOv9 "   \
@@ -584,11 +824,10 @@ static void advise_precision_and_checkpointing(struct advice *a, enum cmdline_fa
             sb_add(&find_rec(a, "amp")->note, AMP_COST);
         }
         if (!cmdline_switch_on(argv, argc, "--gradient_checkpointing"))
-            advise_typical(
-                    a, "checkpointing", "--gradient_checkpointing", CKPT_ACTIVATIONS_KEPT,
-                    "gradient checkpointing keeps a few activations and recomputes the rest in the backward "
-                    "pass, typically about 20% slower per step (Hugging Face's guide to training on one GPU; "
-                    "Chen et al. 2016, sublinear memory cost)");
+            advise_hf_checkpointing(
+                    a, "gradient checkpointing keeps a few activations and recomputes the rest in the backward "
+                       "pass, typically about 20% slower per step (Hugging Face's guide to training on one GPU; "
+                       "Chen et al. 2016, sublinear memory cost)");
         return;
     }
     if (!must_shrink(a) || (a->static_large && a->m.static_bytes >= (double)a->usable))
