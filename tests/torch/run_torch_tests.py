@@ -26,8 +26,9 @@ failure.
              offline over a dataset made here (yolo_data.py): the report names Ultralytics'
              line and the rule that chose it, the advice speaks Ultralytics' batch=, and the
              advised command, rerun with the library off, fits
-  yolo-api   the same through Python (yolo_api.py: YOLO("yolov9c.yaml").train(...)): the user's
-             file only launches, and the report still names Ultralytics' line and says so
+  yolo-api   the same through Python (yolo_api.py: YOLO("yolov9c.yaml").train(...), amp=False):
+             the user's file only launches, and the report still names Ultralytics' line and
+             says so; the advice's amp=True is on the launcher's own command line
   yolo-fit   `vramwatch fit --sim V100` on `yolo train`: the largest batch that fits, equal to
              the truth with the library off (Ultralytics' own halving counts as out of memory)
   hf         examples/train_hf.py (GPT-2 small, Hugging Face's Trainer) at batch 16 on 24 GiB: a
@@ -411,10 +412,17 @@ def g_yolo_api(c):
     needs_ultralytics(c)
     d = c.folder("yolo-api")
     launcher = os.path.join(HERE, "yolo_api.py")
-    argv = [c.py, launcher] + yolo_args(c, "api") + [f"batch={YOLO_BATCH}"]
+    # in fp32 (amp=False), so that the advice also speaks of Ultralytics' amp=
+    argv = [c.py, launcher] + yolo_args(c, "api") + [f"batch={YOLO_BATCH}", "amp=False"]
     r = c.run([c.vw, "run", "--sim", YOLO_CARD, "--dir", d, "--"] + argv, extra=yolo_env(c))
     check(ran_out(r), "yolov9c at batch 64 through YOLO().train() did not run out of memory")
     check_ultralytics_site(c, r.stdout, launcher="yolo_api.py")
+    path, _ = one_report(d)
+    a = c.run([c.vw, "advise", "--json", path])
+    recs = {x["kind"]: x for x in json.loads(a.stdout).get("recommendations") or []}
+    amp = recs.get("amp", {}).get("command") or []
+    check("amp=True" in amp and "amp=False" not in amp and amp[:2] == argv[:2],
+          f"no amp=True advice on the launcher's own command line: {recs.get('amp')}")
 
 
 def g_yolo_fit(c):
