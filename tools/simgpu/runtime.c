@@ -258,16 +258,13 @@ EXPORT cudaError_t cudaPeekAtLastError(void)
  * symbols are found through its own handle; the two are at::globalContext() and
  * at::Context::setUserEnabledCuDNN(bool), stable across PyTorch 2.x.
  */
-static void torch_cudnn_policy(void)
+static void torch_cudnn_policy(void *libtorch_cpu)
 {
     const char *v = getenv("SIMGPU_CUDNN");
     if (v && strcmp(v, "on") == 0)
         return;
-    void *h = dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
-    if (!h)
-        return;
-    void *get = dlsym(h, "_ZN2at13globalContextEv");
-    void *set = dlsym(h, "_ZN2at7Context19setUserEnabledCuDNNEb");
+    void *get = dlsym(libtorch_cpu, "_ZN2at13globalContextEv");
+    void *set = dlsym(libtorch_cpu, "_ZN2at7Context19setUserEnabledCuDNNEb");
     if (get && set) {
         void *(*global_context)(void);
         void (*set_enabled)(void *, _Bool);
@@ -275,7 +272,43 @@ static void torch_cudnn_policy(void)
         memcpy(&set_enabled, &set, sizeof set);
         set_enabled(global_context(), 0);
     }
-    dlclose(h);
+}
+
+/* The few functions of Python's C API the module needs, found in the process (the interpreter
+ * is the program, or a library it loaded with its symbols global). */
+struct python_api {
+    int (*gil_held)(void);
+    void *(*dict_new)(void);
+    void *(*builtins)(void);
+    int (*dict_set)(void *, const char *, void *);
+    void *(*decode)(const char *);
+    void *(*run)(const char *, int, void *, void *, void *);
+    void (*decref)(void *);
+    void (*print_error)(void);
+};
+
+static bool find_python(struct python_api *py)
+{
+    static const struct {
+        const char *name;
+        size_t offset;
+    } want[] = {
+        { "PyGILState_Check", offsetof(struct python_api, gil_held) },
+        { "PyDict_New", offsetof(struct python_api, dict_new) },
+        { "PyEval_GetBuiltins", offsetof(struct python_api, builtins) },
+        { "PyDict_SetItemString", offsetof(struct python_api, dict_set) },
+        { "PyUnicode_DecodeFSDefault", offsetof(struct python_api, decode) },
+        { "PyRun_StringFlags", offsetof(struct python_api, run) },
+        { "Py_DecRef", offsetof(struct python_api, decref) },
+        { "PyErr_Print", offsetof(struct python_api, print_error) },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        void *sym = dlsym(RTLD_DEFAULT, want[i].name);
+        if (!sym)
+            return false;
+        memcpy((char *)py + want[i].offset, &sym, sizeof sym);
+    }
+    return true;
 }
 
 /*
@@ -291,36 +324,8 @@ static void torch_host_ops(void)
     const char *v = getenv("SIMGPU_HOST_OPS");
     if (v && strcmp(v, "off") == 0)
         return;
-    void *h = dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
-    if (!h)
-        return;
-    dlclose(h);
-    int (*gil_held)(void);
-    void *(*dict_new)(void);
-    void *(*builtins)(void);
-    int (*dict_set)(void *, const char *, void *);
-    void *(*decode)(const char *);
-    void *(*run)(const char *, int, void *, void *, void *);
-    void (*decref)(void *);
-    void (*print_error)(void);
-    void *sym[8] = { dlsym(RTLD_DEFAULT, "PyGILState_Check"), dlsym(RTLD_DEFAULT, "PyDict_New"),
-                     dlsym(RTLD_DEFAULT, "PyEval_GetBuiltins"),
-                     dlsym(RTLD_DEFAULT, "PyDict_SetItemString"),
-                     dlsym(RTLD_DEFAULT, "PyUnicode_DecodeFSDefault"),
-                     dlsym(RTLD_DEFAULT, "PyRun_StringFlags"), dlsym(RTLD_DEFAULT, "Py_DecRef"),
-                     dlsym(RTLD_DEFAULT, "PyErr_Print") };
-    for (size_t i = 0; i < 8; i++)
-        if (!sym[i])
-            return;
-    memcpy(&gil_held, &sym[0], sizeof sym[0]);
-    memcpy(&dict_new, &sym[1], sizeof sym[1]);
-    memcpy(&builtins, &sym[2], sizeof sym[2]);
-    memcpy(&dict_set, &sym[3], sizeof sym[3]);
-    memcpy(&decode, &sym[4], sizeof sym[4]);
-    memcpy(&run, &sym[5], sizeof sym[5]);
-    memcpy(&decref, &sym[6], sizeof sym[6]);
-    memcpy(&print_error, &sym[7], sizeof sym[7]);
-    if (!gil_held())
+    struct python_api py;
+    if (!find_python(&py) || !py.gil_held())
         return;
 
     Dl_info self;
@@ -334,9 +339,10 @@ static void torch_host_ops(void)
     memcpy(path, self.dli_fname, dir);
     memcpy(path + dir, slash ? "/simgpu_torch.py" : "simgpu_torch.py", sizeof "/simgpu_torch.py");
 
-    void *ns = dict_new();
-    void *p = ns ? decode(path) : NULL;
-    if (p && dict_set(ns, "__builtins__", builtins()) == 0 && dict_set(ns, "path", p) == 0) {
+    void *ns = py.dict_new();
+    void *p = ns ? py.decode(path) : NULL;
+    if (p && py.dict_set(ns, "__builtins__", py.builtins()) == 0 &&
+        py.dict_set(ns, "path", p) == 0) {
         static const char code[] =
             "import importlib.util, os, sys\n"
             "if os.path.isfile(path) and '_simgpu_torch' not in sys.modules:\n"
@@ -344,16 +350,28 @@ static void torch_host_ops(void)
             "    module = importlib.util.module_from_spec(spec)\n"
             "    spec.loader.exec_module(module)\n"
             "    sys.modules['_simgpu_torch'] = module\n";
-        void *r = run(code, 257 /* Py_file_input */, ns, ns, NULL);
+        void *r = py.run(code, 257 /* Py_file_input */, ns, ns, NULL);
         if (r)
-            decref(r);
+            py.decref(r);
         else
-            print_error();
+            py.print_error();
     }
     if (p)
-        decref(p);
+        py.decref(p);
     if (ns)
-        decref(ns);
+        py.decref(ns);
+}
+
+/* What the simulated card changes in PyTorch, once its library is loaded (libtorch_cpu is loaded
+ * with RTLD_LOCAL, so it is looked for by name): cuDNN off, the unique operators on the host. */
+static void torch_policies(void)
+{
+    void *h = dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return;
+    torch_cudnn_policy(h);
+    torch_host_ops();
+    dlclose(h);
 }
 
 static void rt_load(void)
@@ -418,10 +436,8 @@ static void rt_load(void)
     r = drv.init(0);
     if (r == CUDA_SUCCESS)
         r = drv.deviceGetCount(&rt_device_count);
-    if (r == CUDA_SUCCESS) {
-        torch_cudnn_policy();
-        torch_host_ops();
-    }
+    if (r == CUDA_SUCCESS)
+        torch_policies();
     if (r == CUDA_SUCCESS && rt_device_count > RT_MAX_DEVICES)
         rt_device_count = RT_MAX_DEVICES;
     rt_init_error = map_error(r);
