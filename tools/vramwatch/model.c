@@ -768,6 +768,18 @@ static const char *const native_libraries[] = {
 static const char *const interpreter_modules[] = { "python", "libpython" };
 /* Python code of installed packages, and of the standard library. */
 static const char *const python_packages[] = { "/site-packages/", "/dist-packages/" };
+
+/* The path inside the installed packages' folder ("ultralytics/nn/modules/conv.py" of
+ * ".../site-packages/ultralytics/nn/modules/conv.py"), or NULL for a file outside one. */
+static const char *inside_packages(const char *file)
+{
+    for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++) {
+        const char *m = strstr(file, python_packages[i]);
+        if (m)
+            return m + strlen(python_packages[i]);
+    }
+    return NULL;
+}
 /* The C runtime under everything: never the interesting frame. */
 static const char *const system_libraries[] = { "libc.so",    "libc-",    "libstdc++",
                                                 "libpthread", "libgcc_s", "ld-linux" };
@@ -818,11 +830,9 @@ static bool is_pytorch_file(const char *file)
 {
     static char last[PATH_MAX];
     static bool last_is;
-    for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++) {
-        const char *m = strstr(file, python_packages[i]);
-        if (m && strncmp(m + strlen(python_packages[i]), "torch/", 6) == 0)
-            return true;
-    }
+    const char *pkg = inside_packages(file);
+    if (pkg && strncmp(pkg, "torch/", 6) == 0)
+        return true;
     if (strncmp(file, "torch/", 6) == 0) /* run from a checkout's root */
         return true;
     const char *t = strstr(file, "/torch/");
@@ -857,12 +867,10 @@ static bool python_file_is_plumbing(const char *file)
     const char *base = util_basename(file);
     if (strcmp(base, "vramwatch_companion.py") == 0)
         return true;
-    size_t n = strlen(base);
-    if ((n < 3 || strcmp(base + n - 3, ".py") != 0) && strstr(file, "/bin/"))
+    if (!util_has_suffix(base, ".py") && strstr(file, "/bin/"))
         return true;
-    for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++)
-        if (strstr(file, python_packages[i]))
-            return false;
+    if (inside_packages(file))
+        return false;
     for (const char *p = strstr(file, "/lib/python"); p; p = strstr(p + 1, "/lib/python"))
         if (python_version_folder(p + strlen("/lib/python")))
             return true;
@@ -873,25 +881,21 @@ static bool python_file_is_plumbing(const char *file)
  * nn/modules/conv.py), written into b; false for a file of no installed package. */
 static bool python_package_of(const char *file, struct strbuf *b)
 {
-    for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++) {
-        const char *m = strstr(file, python_packages[i]);
-        if (!m)
-            continue;
-        m += strlen(python_packages[i]);
+    const char *m = inside_packages(file);
+    if (!m)
+        return false;
+    if (b) {
         size_t len = strcspn(m, "/");
-        if (b) {
-            char *name = util_xmalloc(len + 1);
-            memcpy(name, m, len);
-            name[len] = '\0';
-            /* a module file of its own (six.py) is named without ".py" */
-            if (len > 3 && strcmp(name + len - 3, ".py") == 0)
-                name[len - 3] = '\0';
-            util_add_text(b, name);
-            free(name);
-        }
-        return true;
+        char *name = util_xmalloc(len + 1);
+        memcpy(name, m, len);
+        name[len] = '\0';
+        /* a module file of its own (six.py) is named without ".py" */
+        if (len > 3 && util_has_suffix(name, ".py"))
+            name[len - 3] = '\0';
+        util_add_text(b, name);
+        free(name);
     }
-    return false;
+    return true;
 }
 
 /* Python code the user did not write: the machinery above and installed packages. */
@@ -997,12 +1001,10 @@ static void add_python_file(struct strbuf *b, const char *file, const char *cwd,
             util_add_text(b, file + n + 1);
             return;
         }
-        for (size_t i = 0; i < sizeof python_packages / sizeof python_packages[0]; i++) {
-            const char *m = strstr(file, python_packages[i]);
-            if (m) {
-                util_add_text(b, m + strlen(python_packages[i]));
-                return;
-            }
+        const char *m = inside_packages(file);
+        if (m) {
+            util_add_text(b, m);
+            return;
         }
     }
     util_add_text(b, file);

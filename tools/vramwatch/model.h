@@ -241,9 +241,10 @@ int64_t model_flush_largest(const struct model_report *r);
  * job view). A call site is named by its application frame: the innermost Python frame outside
  * the machinery (PyTorch, the standard library, code without a file, installed launchers such as
  * bin/yolo, vramwatch's companion): the user's own line, or an installed package's (Ultralytics'
- * layers, transformers' models) when the user's file only calls into one; else the innermost native frame outside the known libraries (CUDA, the frameworks, the
- * interpreter, the C runtime); else the outermost framework frame below the interpreter and the
- * C runtime (a thread the framework started, an operation's binding); else the innermost frame.
+ * layers, transformers' models) when the user's file only calls into one; else the innermost
+ * native frame outside the known libraries (CUDA, the frameworks, the interpreter, the C
+ * runtime); else the outermost framework frame below the interpreter and the C runtime (a thread
+ * the framework started, an operation's binding); else the innermost frame.
  * The rule is in docs/report-format.md too. ---- */
 
 /* Whether a frame is code the user did not write: CUDA, the frameworks, ctypes, the interpreter,

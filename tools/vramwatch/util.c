@@ -608,3 +608,9 @@ const char *util_basename(const char *path)
     const char *slash = strrchr(path, '/');
     return slash && slash[1] ? slash + 1 : path;
 }
+
+bool util_has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}

@@ -137,5 +137,7 @@ bool util_replace_file(const char *path, unsigned mode, void (*fill)(FILE *f, co
 
 /* The last path component ("libcuda.so.1" of "/usr/lib/x86_64-linux-gnu/libcuda.so.1"). */
 const char *util_basename(const char *path);
+/* Whether s ends with suffix ("conv.py" with ".py"). */
+bool util_has_suffix(const char *s, const char *suffix);
 
 #endif
