@@ -524,14 +524,30 @@ static bool must_shrink(const struct advice *a)
     return a->o->oom || (double)a->o->need > (double)a->usable;
 }
 
+/* A prediction of a switch that was not measured on this job: it may fit, or is known not to. */
+static void set_switch_prediction(struct advice *a, struct advice_rec *x, double predicted)
+{
+    x->predicted = predicted;
+    x->has_predicted = true;
+    x->fits = x->predicted > (double)a->avail ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
+}
+
 static void typical_prediction(struct advice *a, struct advice_rec *x, double kept)
 {
     const struct memmodel *m = &a->m;
     int64_t b = a->o->batch.found ? a->o->batch.value : 1;
     int64_t img = a->o->image.found ? a->o->image.value : 0;
-    x->predicted = m->static_bytes + (memmodel_predict(m, b, img) - m->static_bytes) * kept;
-    x->has_predicted = true;
-    x->fits = x->predicted > (double)a->avail ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
+    double batch_part = memmodel_predict(m, b, img) - m->static_bytes;
+    set_switch_prediction(a, x, m->static_bytes + batch_part * kept);
+}
+
+/* The end of every such note: what the prediction is not, and how to measure it. */
+static void add_not_measured(struct advice *a, struct advice_rec *x, const char *with)
+{
+    sb_printf(&x->note, " (not measured%s on this job", with);
+    if (a->m.lower_bound)
+        sb_add(&x->note, ", and the model is a lower bound");
+    sb_add(&x->note, "): measure it with vramwatch run");
 }
 
 static void typical_note(struct advice *a, struct advice_rec *x, double kept)
@@ -540,20 +556,25 @@ static void typical_note(struct advice *a, struct advice_rec *x, double kept)
     sb_printf(&x->note,
               "; at batch %" PRId64
               " the prediction assumes the typical %.0f%% of the batch's memory "
-              "kept (not measured on this job",
+              "kept",
               b, kept * 100);
-    if (a->m.lower_bound)
-        sb_add(&x->note, ", and the model is a lower bound");
-    sb_add(&x->note, "): measure it with vramwatch run");
+    add_not_measured(a, x, "");
 }
 
-static void advise_typical(struct advice *a, const char *kind, const char *flag, double kept,
-                           const char *why)
+/* A recommendation that turns a switch on (flag added to the command line as it ran). */
+static struct advice_rec *add_switch_rec(struct advice *a, const char *kind, const char *flag)
 {
     struct advice_rec *x = add_rec(a, kind);
     x->flag = flag;
     struct cmdline_edit e = { NULL, flag, 0 };
     x->command = cmdline_with_edits(a->r->process.argv, a->r->process.argc, &e, 1, &x->command_n);
+    return x;
+}
+
+static void advise_typical(struct advice *a, const char *kind, const char *flag, double kept,
+                           const char *why)
+{
+    struct advice_rec *x = add_switch_rec(a, kind, flag);
     typical_prediction(a, x, kept);
     sb_add(&x->note, why);
     typical_note(a, x, kept);
@@ -566,12 +587,6 @@ static void advise_typical(struct advice *a, const char *kind, const char *flag,
  * loss and their gradients are never recomputed. For a causal LM those are batch x sequence x
  * vocabulary floats, as much as all of GPT-2 small's layers together, so a share of the batch's
  * memory cannot say what is kept: the report's call sites, by their Python frames, can. ---- */
-
-static bool str_ends(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
 
 /* The wrapper GradientCheckpointingLayer puts around each layer's forward (transformers 4.52 on):
  * exactly what --gradient_checkpointing checkpoints. */
@@ -595,7 +610,7 @@ static bool hf_layer_frame(const struct model_frame *f, char *name, size_t name_
         return false;
     memcpy(cls, f->function, n);
     cls[n] = 0;
-    if (!str_ends(cls, "Block") && !str_ends(cls, "Layer"))
+    if (!util_has_suffix(cls, "Block") && !util_has_suffix(cls, "Layer"))
         return false;
     if (name)
         snprintf(name, name_len, "%s", cls);
@@ -764,14 +779,9 @@ static void advise_hf_checkpointing(struct advice *a, const char *why)
                   "; the typical share, not the layers' split: %s", s.why_not);
         return;
     }
-    struct advice_rec *x = add_rec(a, "checkpointing");
-    x->flag = "--gradient_checkpointing";
-    struct cmdline_edit e = { NULL, x->flag, 0 };
-    x->command = cmdline_with_edits(a->r->process.argv, a->r->process.argc, &e, 1, &x->command_n);
+    struct advice_rec *x = add_switch_rec(a, "checkpointing", "--gradient_checkpointing");
     double outside = ckpt_outside_kept(&s), layers = ckpt_layers_kept(&s);
-    x->predicted = a->m.static_bytes + outside + layers;
-    x->has_predicted = true;
-    x->fits = x->predicted > (double)a->avail ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
+    set_switch_prediction(a, x, a->m.static_bytes + outside + layers);
     sb_add(&x->note, why);
     int64_t b = a->o->batch.found ? a->o->batch.value : 1;
     sb_printf(&x->note, "; at batch %" PRId64 " the prediction is built from the report's call sites at the failure: ",
@@ -791,12 +801,9 @@ static void advise_hf_checkpointing(struct advice *a, const char *why)
     add_size(&x->note, outside);
     sb_add(&x->note, "), on top of the static part (");
     add_size(&x->note, a->m.static_bytes);
-    sb_add(&x->note, ") (not measured with checkpointing on this job");
-    if (a->m.lower_bound)
-        sb_add(&x->note, ", and the model is a lower bound");
-    sb_add(&x->note, "): measure it with vramwatch run");
+    sb_add(&x->note, ")");
+    add_not_measured(a, x, " with checkpointing");
 }
-
 
 #define AMP_COST                                                                                    \
     "; typically as accurate (float16 needs loss scaling, GradScaler) and faster on Tensor Cores; " \
