@@ -103,6 +103,8 @@ WORKLOADS = {
 # Unchanged PyTorch jobs (the real rows), each built by real_job() in the style of its own script.
 REAL_WORKLOADS = ("torch", "ultralytics-yolov9c", "hf-gpt2")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tests", "torch"))
+import yolo_job  # noqa: E402  (how a real job runs offline here, and when it completed)
 
 
 class Job(list):
@@ -121,9 +123,8 @@ def real_job(o, workload, batch, img, data):
                 "--cfg", "s", "--steps", "2", "--val-steps", "1", "--workers", "0"]
     if workload == "ultralytics-yolov9c":
         yolo = os.path.join(os.path.dirname(o.torch_python), "yolo")
-        return [yolo, "train", "model=yolov9c.yaml", f"data={data}", f"imgsz={i}", "epochs=1", "workers=2",
-                "device=0", f"project={os.path.join(os.path.dirname(data), 'runs')}", "exist_ok=True",
-                "plots=False", f"batch={b}"]
+        return [yolo, "train"] + yolo_job.train_args(data, b, os.path.join(os.path.dirname(data), "runs"),
+                                                     imgsz=i)
     if workload == "hf-gpt2":
         if img != 640:
             raise ValueError("Hugging Face's Trainer has no image-size flag")
@@ -299,9 +300,8 @@ class Runner:
         # offline, with the frameworks' own files in the run's folder
         self.real_env = {k: v for k, v in os.environ.items()
                          if not k.startswith(("VRAMWATCH_", "SIMGPU_")) and k not in ("LD_PRELOAD", "PYTHONPATH")}
-        self.real_env.update(YOLO_OFFLINE="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                             YOLO_CONFIG_DIR=os.path.join(tmp, "yolo-config"), HF_HOME=os.path.join(tmp, "hf-home"),
-                             MPLCONFIGDIR=os.path.join(tmp, "mpl"), PYTHONUNBUFFERED="1")
+        self.real_env.update(yolo_job.offline_env(tmp))
+        self.real_env.update(TRANSFORMERS_OFFLINE="1", HF_HOME=os.path.join(tmp, "hf-home"), PYTHONUNBUFFERED="1")
         self.data = None
         self.data_lock = threading.Lock()
 
@@ -348,7 +348,7 @@ class Runner:
             # the truth of a real job: the library off, on a card of that size
             p = subprocess.run([self.o.vramwatch, "sim", str(limit), "--"] + cmd, env=dict(self.real_env, **env_extra),
                                capture_output=True, text=True, timeout=900)
-            self.cache[key] = p.returncode == 0 and "out of memory" not in (p.stdout + p.stderr).lower()
+            self.cache[key] = yolo_job.completed(p.returncode, p.stdout + p.stderr)
         if key not in self.cache:
             rc, rep, _ = self.run(cmd, limit, env_extra)
             if rep:
@@ -446,7 +446,7 @@ def scenario(r, row):
                       f"observe run exit {rc}")
         if row.real and kind in ("late-oom", "first-oom"):
             # the report says where it failed; the setup only needs the job to have failed
-            row.check(rc != 0 or "out of memory" in out.lower(), f"batch {batch} ran out of memory (exit {rc})",
+            row.check(not yolo_job.completed(rc, out), f"batch {batch} ran out of memory (exit {rc})",
                       "setup: no OOM")
         elif kind == "late-oom":
             steps = steps_before_oom(out)

@@ -38,6 +38,8 @@ SKIP = 77
 GiB = 1 << 30
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA_TOOL = os.path.join(HERE, "..", "torch", "yolo_data.py")
+sys.path.insert(0, os.path.join(HERE, "..", "torch"))
+import yolo_job  # noqa: E402  (tests/torch: how Ultralytics runs offline here, and is judged)
 PEAK_TOOL = os.path.join(HERE, "yolo_peak.py")
 # The most any batch reaches on each card, for the dataset's size (a batch larger than the
 # training set would be capped by it, and validation runs at twice the batch).
@@ -68,9 +70,8 @@ class Bench:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VRAMWATCH_", "SIMGPU_"))}
         for k in ("LD_PRELOAD", "PYTORCH_CUDA_ALLOC_CONF", "PYTHONPATH"):
             env.pop(k, None)
-        env.update(LC_ALL="C", TERM="dumb", NO_COLOR="1", PYTHONUNBUFFERED="1", YOLO_OFFLINE="1",
-                   HF_HUB_OFFLINE="1", YOLO_CONFIG_DIR=os.path.join(self.tmp, "config"),
-                   MPLCONFIGDIR=os.path.join(self.tmp, "mpl"))
+        env.update(LC_ALL="C", TERM="dumb", NO_COLOR="1", PYTHONUNBUFFERED="1")
+        env.update(yolo_job.offline_env(self.tmp))
         return env
 
     def run(self, argv, timeout=3600):
@@ -88,20 +89,15 @@ class Bench:
         return self.data[n]
 
     def args(self, model, data, batch, name, amp=True):
-        return [f"model={model}", f"data={data}", "imgsz=640", "epochs=1", "workers=2", "device=0",
-                f"project={os.path.join(self.tmp, 'runs')}", f"name={name}", "exist_ok=True",
-                "plots=False", f"batch={batch}", f"amp={amp}"]
+        return yolo_job.train_args(data, batch, os.path.join(self.tmp, "runs"), name, model=model,
+                                   extra=[f"amp={amp}"])
 
     def bare(self, card, argv):
         """Runs argv on the card with the library off: (completed, PyTorch's largest GPU_mem in
         bytes or None, the output)."""
         r = self.run([self.vw, "sim", card, "--"] + argv)
         out = r.stdout + r.stderr
-        # AutoBatch's profiling runs out of memory on purpose at its largest probe (batch 64 on a
-        # 24 GiB card) and says so: only what comes once training starts counts
-        training = out.split("Starting training", 1)[-1]
-        done = r.returncode == 0 and "out of memory" not in training.lower()
-        return done, gpu_mem(out), out
+        return yolo_job.completed(r.returncode, out), gpu_mem(out), out
 
 
 def gpu_mem(out):

@@ -47,6 +47,8 @@ import subprocess
 import sys
 import tempfile
 
+import yolo_job
+
 SKIP = 77
 GiB = 1 << 30
 # train_torch.py --cfg s --img 640 runs out of memory on 16 GiB at this batch (it fits at 64).
@@ -322,10 +324,7 @@ YOLO_CARD = "V100"
 
 
 def yolo_env(c):
-    # Offline: Ultralytics then skips the downloads it would make (fonts, the AMP check's
-    # weights) and says so; its settings go to a folder of the test's, not the user's.
-    return {"YOLO_CONFIG_DIR": c.folder("yolo-config"), "YOLO_OFFLINE": "1",
-            "HF_HUB_OFFLINE": "1", "MPLCONFIGDIR": c.folder("mpl")}
+    return yolo_job.offline_env(c.tmp)
 
 
 def yolo_data(c):
@@ -338,16 +337,14 @@ def yolo_data(c):
     return os.path.join(d, "data.yaml")
 
 
-def yolo_args(c, name):
-    return ["model=yolov9c.yaml", f"data={yolo_data(c)}", "imgsz=640", "epochs=1", "workers=2",
-            "device=0", f"project={os.path.join(c.tmp, 'runs')}", f"name={name}", "exist_ok=True",
-            "plots=False"]
+def yolo_args(c, name, batch, extra=()):
+    return yolo_job.train_args(yolo_data(c), batch, os.path.join(c.tmp, "runs"), name, extra=extra)
 
 
 def yolo_cmd(c, batch, name):
     yolo = os.path.join(os.path.dirname(c.py), "yolo")
     check(os.path.exists(yolo), f"no yolo command beside {c.py} (tools/torch-venv.sh installs Ultralytics)")
-    return [yolo, "train"] + yolo_args(c, name) + [f"batch={batch}"]
+    return [yolo, "train"] + yolo_args(c, name, batch)
 
 
 def needs_ultralytics(c):
@@ -359,10 +356,7 @@ def needs_ultralytics(c):
 
 
 def ran_out(r):
-    """Whether a run ran out of memory, whatever it did next: Ultralytics catches the error in
-    its first epoch, halves the batch, trains on and exits 0."""
-    text = r.stdout + r.stderr
-    return r.returncode != 0 or "out of memory" in text.lower()
+    return not yolo_job.completed(r.returncode, r.stdout + r.stderr)
 
 
 def yolo_fits_bare(c, argv):
@@ -413,7 +407,7 @@ def g_yolo_api(c):
     d = c.folder("yolo-api")
     launcher = os.path.join(HERE, "yolo_api.py")
     # in fp32 (amp=False), so that the advice also speaks of Ultralytics' amp=
-    argv = [c.py, launcher] + yolo_args(c, "api") + [f"batch={YOLO_BATCH}", "amp=False"]
+    argv = [c.py, launcher] + yolo_args(c, "api", YOLO_BATCH, extra=["amp=False"])
     r = c.run([c.vw, "run", "--sim", YOLO_CARD, "--dir", d, "--"] + argv, extra=yolo_env(c))
     check(ran_out(r), "yolov9c at batch 64 through YOLO().train() did not run out of memory")
     check_ultralytics_site(c, r.stdout, launcher="yolo_api.py")
