@@ -19,13 +19,12 @@
  * list is full the oldest range is forgotten, which errs on the side of zeros. */
 #include "readback.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 
+#define EXPORT __attribute__((visibility("default")))
 #define WINDOW_MAX 256
 
 struct written {
