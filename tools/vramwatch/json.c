@@ -398,6 +398,55 @@ static void position(const char *s, size_t off, size_t *line, size_t *col)
     }
 }
 
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A name given twice in one object. cJSON keeps both and its lookups find the first, where
+ * Python's json (and most readers) take the last: a report with "failures": [] before the real
+ * "failures" read as a run without failures here and with them there. Such a file is refused,
+ * at any depth. The names of each object are sorted, so a large object costs n log n. Writes
+ * where the duplicate is ("failures[0]: ") and the name into err; depth is bounded by check(). */
+static bool duplicate_key(const cJSON *item, struct strbuf *where, struct strbuf *err)
+{
+    size_t n = 0;
+    for (const cJSON *c = item->child; c; c = c->next)
+        n++;
+    if (cJSON_IsObject(item) && n > 1) {
+        const char **names = util_xcalloc(n, sizeof(*names));
+        size_t i = 0;
+        for (const cJSON *c = item->child; c; c = c->next)
+            names[i++] = c->string ? c->string : "";
+        qsort(names, n, sizeof(*names), compare_names);
+        const char *dup = NULL;
+        for (i = 1; i < n && !dup; i++)
+            if (strcmp(names[i - 1], names[i]) == 0)
+                dup = names[i];
+        if (dup)
+            sb_printf(err, "%s%sduplicate key \"%s\": not a vramwatch report", sb_str(where),
+                      where->len ? ": " : "", dup);
+        free(names);
+        if (dup)
+            return true;
+    }
+    size_t index = 0;
+    for (const cJSON *c = item->child; c; c = c->next, index++) {
+        if (!c->child)
+            continue;
+        size_t keep = where->len;
+        if (cJSON_IsObject(item))
+            sb_printf(where, "%s%s", keep ? "." : "", c->string ? c->string : "");
+        else
+            sb_printf(where, "[%zu]", index);
+        bool found = duplicate_key(c, where, err);
+        sb_truncate(where, keep);
+        if (found)
+            return true;
+    }
+    return false;
+}
+
 cJSON *json_load_file(const char *path, struct strbuf *err)
 {
     char *text;
@@ -447,6 +496,14 @@ cJSON *json_load_file(const char *path, struct strbuf *err)
         size_t off = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
         position(text, off, &line, &col);
         sb_printf(err, "not valid JSON at line %zu, column %zu", line, col);
+        goto out;
+    }
+    struct strbuf where = { 0 };
+    bool dup = duplicate_key(root, &where, err);
+    sb_free(&where);
+    if (dup) {
+        cJSON_Delete(root);
+        root = NULL;
         goto out;
     }
     size_t pos = 0, start;
