@@ -869,6 +869,30 @@ def group_sim(opts):
             check(listed and dev["name"] == listed[0],
                   "run --sim v100: the report's device is the card: %r, listed %r" % (dev["name"], listed))
 
+        if opts.libvramwatch:
+            # A warning is one line whatever it quotes: VRAMWATCH_LOG holding a newline and an
+            # ESC gave a forged second "vramwatch: " line and a raw ESC (library, lib/log.c).
+            forged = "debug\n\x1b[31mvramwatch: forged \x7f\xff"
+            rdir = os.path.join(work, "reports-log")
+            r = run(opts, ["run", "--sim", "1GiB", "--dir", rdir, "--", opts.sim_job, "1", "1"],
+                    env=dict(env, VRAMWATCH_LIB=os.path.realpath(opts.libvramwatch),
+                             VRAMWATCH_LOG=forged.encode("latin-1")), cwd=work)
+            lines = r.stderr.split(b"\n")
+            warned = [l for l in lines if l.startswith(b"vramwatch: VRAMWATCH_LOG=")]
+            check(b"\x1b" not in r.stderr and b"\x7f" not in r.stderr and b"\xff" not in r.stderr,
+                  "VRAMWATCH_LOG forged: a raw control byte on stderr: %r" % r.stderr)
+            check(not any(l.startswith(b"vramwatch: forged") for l in lines),
+                  "VRAMWATCH_LOG forged: a forged line: %r" % r.stderr)
+            check(warned == [b"vramwatch: VRAMWATCH_LOG=debug\\n\\e[31mvramwatch: forged \\x7f\\xff is not quiet, "
+                             b"warn, info or debug; using warn"],
+                  "VRAMWATCH_LOG forged: one escaped warning: %r" % r.stderr)
+        # The command's own messages: a file name holding a newline, an ESC, DEL and a byte
+        # that is not UTF-8 is named on one line, escaped the same way (util_err).
+        r = vw(["report", b"a\nvramwatch: forged\x1b[31m\x7f\xff.json"])
+        line = one_line_error(r, "a file name with control bytes")
+        check(line == "vramwatch: a\\nvramwatch: forged\\e[31m\\x7f\\xff.json: cannot open: No such file or directory",
+              "a file name with control bytes: %r" % line)
+
         # ---- mistakes: one line, exit 2, and the command never runs ----
         def refused(args, words, extra=None):
             r = vw(args + [opts.child, "env", envfile] + (["--bs", "4"] if args[0] == "fit" else []), extra)

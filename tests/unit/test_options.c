@@ -275,3 +275,24 @@ Test(options, limit_from_the_environment)
         cr_assert(vw_opt.limit[i] == 0 && vw_opt.limit_share[i] == 0, "device %d limited", i);
     unsetenv("VRAMWATCH_LIMIT");
 }
+
+/* A warning quotes what the user gave (VRAMWATCH_LOG=$'debug\n\e[31mvramwatch: forged'): every
+ * control byte, DEL and byte that is not UTF-8 is escaped, so a warning stays one line and never
+ * a terminal's command; UTF-8 text stays as it is. */
+Test(log, escapes_make_one_line)
+{
+    char out[256];
+    static const char in[] = "debug\n\x1b[31mvramwatch: forged\r\t\x01\x7f\xff caf\xc3\xa9 \xe2\x82";
+    size_t n = vw_log_escape(in, sizeof(in) - 1, out, sizeof(out));
+    cr_assert_str_eq(out, "debug\\n\\e[31mvramwatch: forged\\r\\t\\x01\\x7f\\xff caf\xc3\xa9 \\xe2\\x82");
+    cr_assert_eq(n, strlen(out));
+    /* overlong forms and surrogates are not UTF-8 */
+    vw_log_escape("\xc0\xaf\xed\xa0\x80", 5, out, sizeof(out));
+    cr_assert_str_eq(out, "\\xc0\\xaf\\xed\\xa0\\x80");
+    /* never past the buffer, never half an escape */
+    char small[6];
+    vw_log_escape("ab\ncd", 5, small, sizeof(small));
+    cr_assert_str_eq(small, "ab\\nc");
+    vw_log_escape("abcd\n", 5, small, sizeof(small));
+    cr_assert_str_eq(small, "abcd");
+}

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "sizes.h"
 
 void util_err(const char *fmt, ...)
@@ -22,11 +23,14 @@ void util_err(const char *fmt, ...)
     va_start(ap, fmt);
     sb_vprintf(&b, fmt, ap);
     va_end(ap);
-    /* A file name or a report string may hold a newline; the contract promises one line. */
-    for (size_t i = 0; i < b.len; i++)
-        if ((unsigned char)b.s[i] < 0x20 || b.s[i] == 0x7f)
-            b.s[i] = '?';
-    fprintf(stderr, "vramwatch: %s\n", sb_str(&b));
+    /* A file name, a report string or a variable may hold a newline or an ESC; the contract
+     * promises one line, and a terminal must not take commands from it. The library's rule
+     * (lib/log.c): control bytes, DEL and bytes that are not UTF-8 as \n, \e, \xNN. */
+    size_t cap = 4 * b.len + 1;
+    char *line = util_xmalloc(cap);
+    vw_log_escape(sb_str(&b), b.len, line, cap);
+    fprintf(stderr, "vramwatch: %s\n", line);
+    free(line);
     sb_free(&b);
 }
 
