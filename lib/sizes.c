@@ -176,6 +176,50 @@ bool sizes_parse_percent(const char *s, double *out, const char **why)
     return percent_n(s, strlen(s), false, out, why);
 }
 
+/* The reason for a limit below SIZES_MIN_LIMIT: "16 bytes is below 1 MiB: did you mean 16GiB?"
+ * when the size had no unit and the guess is a card's size (up to 16384GiB: a unit left out is the
+ * likely slip, "--limit 16"), else without the guess. Formatted by hand into a buffer of the calling thread (no allocation, no stdio, no
+ * locale); bytes is below 1 MiB, so at most 7 digits, and the number as given is cut at 24. */
+static void small_limit(const char *s, size_t n, uint64_t bytes, const char **why)
+{
+    static _Thread_local char buf[128];
+    if (!why)
+        return;
+    const char *p = s, *end = s + n;
+    trim(&p, &end);
+    size_t digits = 0;
+    while (p + digits < end && (is_digit(p[digits]) || p[digits] == '.'))
+        digits++;
+    bool unitless = p + digits == end && bytes <= 16384;
+    char num[24];
+    size_t k = sizeof(num);
+    do {
+        num[--k] = (char)('0' + bytes % 10);
+        bytes /= 10;
+    } while (bytes && k > 0);
+    size_t o = 0;
+    memcpy(buf + o, num + k, sizeof(num) - k);
+    o += sizeof(num) - k;
+    static const char below[] = " bytes is below 1 MiB: ";
+    memcpy(buf + o, below, sizeof(below) - 1);
+    o += sizeof(below) - 1;
+    if (unitless && digits <= 24) {
+        static const char mean[] = "did you mean ";
+        memcpy(buf + o, mean, sizeof(mean) - 1);
+        o += sizeof(mean) - 1;
+        memcpy(buf + o, p, digits);
+        o += digits;
+        memcpy(buf + o, "GiB?", 4);
+        o += 4;
+    } else {
+        static const char small[] = "too small a limit for a card";
+        memcpy(buf + o, small, sizeof(small) - 1);
+        o += sizeof(small) - 1;
+    }
+    buf[o] = '\0';
+    *why = buf;
+}
+
 /* One device's value in [s, s + n): a share when it has a '%', else a size. */
 static bool limit_value(const char *s, size_t n, uint64_t *bytes, double *share, const char **why)
 {
@@ -192,6 +236,11 @@ static bool limit_value(const char *s, size_t n, uint64_t *bytes, double *share,
         return false;
     if (*bytes == 0)
         return fail(why, why_zero);
+    if (*bytes < SIZES_MIN_LIMIT) {
+        small_limit(s, n, *bytes, why);
+        *bytes = 0;
+        return false;
+    }
     return true;
 }
 

@@ -13,8 +13,9 @@
  * Percentages: "90", "90%", "12.5 %": digits, an optional fraction, an optional '%'; 0 to 100.
  * Limits:     one size or share for every device ("16GiB", "90%"), or a list of DEVICE:VALUE
  *             ("0:16GiB,1:90%"); a device is 0 to SIZES_MAX_DEVICES - 1 and named at most once;
- *             a size is more than 0 bytes, a share more than 0% and at most 100% (a share needs
- *             its '%': it is what tells it from a size in bytes).
+ *             a size is at least SIZES_MIN_LIMIT (1 MiB: "16" is 16 bytes, most likely 16GiB
+ *             with its unit left out, and no card is that small), a share more than 0% and at
+ *             most 100% (a share needs its '%': it is what tells it from a size in bytes).
  */
 #ifndef VW_SIZES_H
 #define VW_SIZES_H
@@ -42,7 +43,12 @@ struct sizes_limit {
     double share[SIZES_MAX_DEVICES];
 };
 
-/* A limit as VRAMWATCH_LIMIT and --limit spell it. *out is written only on success. */
+/* The smallest limit in bytes: below it, "16 bytes is below 1 MiB: did you mean 16GiB?". */
+#define SIZES_MIN_LIMIT ((uint64_t)1 << 20)
+
+/* A limit as VRAMWATCH_LIMIT and --limit spell it. *out is written only on success. The reason
+ * for a limit below SIZES_MIN_LIMIT is in a buffer of the calling thread, good until its next
+ * call; every other reason is static. */
 bool sizes_parse_limit(const char *s, struct sizes_limit *out, const char **why);
 
 #endif

@@ -72,6 +72,15 @@ def group_limits(opts):
                         wrong.append(str(e))
         check(not wrong, "%d of %d decided unlike the library's table:\n  %s" %
               (len(wrong), 2 * len(cases), "\n  ".join(wrong)))
+        # "--limit 16" is 16 bytes, most likely 16GiB: run and fit say so before running anything
+        # (fit used to end "nothing fits: even --batch 1 does not (oom, peak 14 B)").
+        marker = os.path.join(work, "ran")
+        for cmd in (["run", "--limit", "16"], ["run", "--limit", "0:16,1:16GiB"],
+                    ["fit", "--flag", "--bs", "--limit", "16"]):
+            r = run(opts, cmd + ["--", opts.child, "env", marker, "--bs", "4"], env=env, cwd=work)
+            line = one_line_error(r, " ".join(cmd))
+            check(line.endswith("16 bytes is below 1 MiB: did you mean 16GiB?"), "%s: %s" % (" ".join(cmd), line))
+            check(not os.path.exists(marker), "%s: the command ran anyway" % " ".join(cmd))
         print("%d spellings, both forms, decided as the library decides them" % len(cases))
     finally:
         shutil.rmtree(work)

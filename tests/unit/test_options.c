@@ -145,6 +145,9 @@ Test(sizes, limits_per_device)
     cr_assert_eq(l.bytes[0], 4ull << 30);
     cr_assert(sizes_parse_limit("63:1G", &l, NULL));
     cr_assert_eq(l.bytes[63], 1ull << 30);
+    cr_assert(sizes_parse_limit("1MiB", &l, NULL), "1 MiB is the smallest limit");
+    cr_assert_eq(l.bytes[0], 1ull << 20);
+    cr_assert(sizes_parse_limit("1048576", &l, NULL));
 }
 
 Test(sizes, limits_refused_say_why)
@@ -173,6 +176,14 @@ Test(sizes, limits_refused_say_why)
         { "", "empty" },
         { "16XB", "unknown unit" },
         { "0:14.4XB", "unknown unit" },
+        /* "16" is 16 bytes: most likely 16GiB with its unit left out */
+        { "16", "16 bytes is below 1 MiB: did you mean 16GiB?" },
+        { " 16 ", "16 bytes is below 1 MiB: did you mean 16GiB?" },
+        { "0:16,1:16GiB", "16 bytes is below 1 MiB: did you mean 16GiB?" },
+        { "0:16GiB,1:80", "80 bytes is below 1 MiB: did you mean 80GiB?" },
+        { "1048575", "1048575 bytes is below 1 MiB: too small a limit for a card" },
+        { "512B", "512 bytes is below 1 MiB: too small a limit for a card" },
+        { "0.5KiB", "512 bytes is below 1 MiB: too small a limit for a card" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *why = NULL;
@@ -255,6 +266,24 @@ Test(options, environment_with_bad_values_keeps_defaults)
     options_load();
     cr_assert_eq(vw_opt.stack_depth, 0);
     cr_assert_eq(vw_opt.disable, true);
+}
+
+/* VRAMWATCH_LIMIT=16 is refused as the command line refuses --limit 16: one warning, no limit. */
+Test(options, limit_below_one_mib_applies_none)
+{
+    setenv("VRAMWATCH_LOG", "quiet", 1);
+    memset(vw_opt.limit, 0, sizeof vw_opt.limit);
+    memset(vw_opt.limit_share, 0, sizeof vw_opt.limit_share);
+    static const char *const small[] = { "16", "0:16,1:16GiB", "0:16GiB,1:512B" };
+    for (size_t k = 0; k < sizeof(small) / sizeof(small[0]); k++) {
+        setenv("VRAMWATCH_LIMIT", small[k], 1);
+        options_load();
+        for (int i = 0; i < SIZES_MAX_DEVICES; i++)
+            cr_assert(vw_opt.limit[i] == 0 && vw_opt.limit_share[i] == 0,
+                      "VRAMWATCH_LIMIT=%s: device %d limited to %llu", small[k], i,
+                      (unsigned long long)vw_opt.limit[i]);
+    }
+    unsetenv("VRAMWATCH_LIMIT");
 }
 
 Test(options, limit_from_the_environment)
