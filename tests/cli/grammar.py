@@ -81,6 +81,12 @@ def group_limits(opts):
             line = one_line_error(r, " ".join(cmd))
             check(line.endswith("16 bytes is below 1 MiB: did you mean 16GiB?"), "%s: %s" % (" ".join(cmd), line))
             check(not os.path.exists(marker), "%s: the command ran anyway" % " ".join(cmd))
+        # A limit the headroom takes below 1 MiB would leave fit's trials without any limit.
+        r = run(opts, ["fit", "--flag", "--bs", "--limit", "1MiB", "--", opts.child, "env", marker, "--bs", "4"],
+                env=env, cwd=work)
+        line = one_line_error(r, "fit --limit 1MiB")
+        check("less the 10% headroom is 943718: 943718 bytes is below 1 MiB" in line, "fit --limit 1MiB: " + line)
+        check(not os.path.exists(marker), "fit --limit 1MiB: the command ran anyway")
         print("%d spellings, both forms, decided as the library decides them" % len(cases))
     finally:
         shutil.rmtree(work)

@@ -1082,6 +1082,17 @@ int cmd_fit(int argc, char **argv)
     }
     reduce_limit(&set, 1.0 - c->headroom / 100.0, &reduced);
     c->reduced = reduced.s;
+    {
+        /* The trials' limit is read by the library's grammar: one it would refuse (a limit
+         * that the headroom takes below 1 MiB) would leave the trials without any limit. */
+        struct sizes_limit check;
+        const char *why = NULL;
+        if (!sizes_parse_limit(sb_str(&reduced), &check, &why)) {
+            util_err("fit: the limit less the %g%% headroom is %s: %s", c->headroom,
+                     sb_str(&reduced), why ? why : "not a limit");
+            goto out;
+        }
+    }
     if (!set.every) {
         c->limit_kind = LIMIT_LIST;
     } else if (set.share[0] > 0) {
