@@ -198,6 +198,9 @@ static throw_fn thrower_own_runtime(void *caller)
 
 VW_EXPORT void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
 {
+    /* The handler that catches it sees errno as the thrower left it, whatever a report and the
+     * first lookup of the real function did. */
+    int e = vw_errno_get();
     enum framework_exception kind = tinfo ? exception_kind(tinfo) : FRAMEWORK_EXC_NONE;
     if (VW_UNLIKELY(kind != FRAMEWORK_EXC_NONE) && obj && !in_verdict && vw_active() &&
         (kind != FRAMEWORK_EXC_ERROR || plain_error_can_be_oom())) {
@@ -210,6 +213,7 @@ VW_EXPORT void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
         f = thrower_own_runtime(__builtin_return_address(0));
     if (VW_UNLIKELY(!f))
         abort(); /* no C++ runtime anywhere, though C++ code threw: nothing can unwind it */
+    vw_errno_set(e);
     f(obj, tinfo, dest);
     /* The runtime's __cxa_throw unwinds or terminates; it never comes back. */
     __builtin_unreachable();

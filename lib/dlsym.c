@@ -7,6 +7,7 @@
  * other handle goes to vw_dlsym_impl, which may hand out a shim (dlsym on a libcuda or
  * libcudart handle, which is how cudart, JAX and ctypes reach CUDA). */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stddef.h>
 
 #include "util.h"
@@ -24,11 +25,14 @@ VW_NO_SANITIZE void *vw_dlsym_resolve(void)
     dlsym_fn f = __atomic_load_n(&vw_dlsym_real_ptr, __ATOMIC_ACQUIRE);
     if (f)
         return (void *)f;
-    /* glibc 2.34 moved dlsym into libc under a new version; older ones only have 2.2.5. */
+    /* glibc 2.34 moved dlsym into libc under a new version; older ones only have 2.2.5. The
+     * application's dlsym comes next: errno stays as it left it. */
+    int e = errno;
     void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (!p)
         p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
     __atomic_store_n(&vw_dlsym_real_ptr, (dlsym_fn)p, __ATOMIC_RELEASE);
+    errno = e;
     return p;
 }
 

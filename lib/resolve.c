@@ -85,7 +85,7 @@ static bool adopt(int id, void *p, const Dl_info *di)
     return false;
 }
 
-void *vw_resolve(int id)
+static void *resolve(int id)
 {
     struct hook *h = &hooks[id];
     void *p = vw_real_dlsym(RTLD_NEXT, h->name);
@@ -98,6 +98,16 @@ void *vw_resolve(int id)
         memset(&di, 0, sizeof(di));
     adopt(id, p, &di); /* the slot may have been filled meanwhile: use whatever it holds */
     return __atomic_load_n(h->real, __ATOMIC_ACQUIRE);
+}
+
+void *vw_resolve(int id)
+{
+    /* Before the real function is called: the lookups (dlsym, dladdr, the loaded libraries'
+     * list) must not leave the caller a different errno. */
+    int e = vw_errno_get();
+    void *p = resolve(id);
+    vw_errno_set(e);
+    return p;
 }
 
 static int hook_by_name(const char *name)
@@ -157,9 +167,13 @@ VW_NO_SANITIZE void *vw_dlsym_impl(void *handle, const char *name)
     void *p = vw_real_dlsym(handle, name);
     if (!p || !name || !((name[0] == 'c' && name[1] == 'u') || (name[0] == 'n' && name[1] == 'v')))
         return p;
+    /* errno as the real dlsym left it, whatever the checks do (dladdr, dlopen, set-up). */
+    int e = vw_errno_get();
     if (name[0] == 'c')
         vw_drv_hint();
-    return wrap_dlsym_result(name, p);
+    p = wrap_dlsym_result(name, p);
+    vw_errno_set(e);
+    return p;
 }
 
 /* The lookup found our own exported function (the global scope, RTLD_DEFAULT, or a handle

@@ -34,12 +34,14 @@
     }
 
 /* An allocation: forward, then record the outcome; `key` and `size` are read after the real
- * call returns, and may use `ok`. */
+ * call returns, and may use `ok`. errno: the caller's for the real call (the capture and the
+ * limit gate may change it), the real call's after it, the caller's when refused. */
 #define VW_SHIM_ALLOC(ret, success, missing, runtime, name, kind, params, args, key, size)      \
     static __attribute__((noinline))                                                            \
     ret vw_rec_##name(__typeof__(vw_real.name) real, VW_UNPAREN params)                         \
     {                                                                                           \
         struct vw_call c;                                                                       \
+        int e = vw_errno_get();                                                                 \
         if (!vw_enter_top(&c))                                                                  \
             return real args;                                                                   \
         bool ok = false;                                                                        \
@@ -47,18 +49,24 @@
         if (VW_UNLIKELY(vw_limits)) {                                                           \
             int gated = dev; /* its address is taken here only, so `dev` stays in a register */ \
             lim = vw_limit_gate(&c, #name, kind, (size), &gated, runtime);                      \
-            if (lim == VW_LIMIT_REFUSE)                                                         \
+            if (lim == VW_LIMIT_REFUSE) {                                                       \
+                vw_errno_set(e);                                                                \
                 return (ret)VW_OOM;                                                             \
+            }                                                                                   \
             dev = gated;                                                                        \
         }                                                                                       \
+        vw_errno_set(e);                                                                        \
         ret r = real args;                                                                      \
+        e = vw_errno_get();                                                                     \
         ok = r == success;                                                                      \
         if (VW_LIKELY(ok && lim == VW_LIMIT_OK)) {                                              \
             vw_record_ok(&c, #name, kind, (key), (size), dev, false);                           \
+            vw_errno_set(e);                                                                    \
             return r;                                                                           \
         }                                                                                       \
         vw_record_alloc(&c, #name, kind, ok, (int)r, runtime, ok ? (key) : 0, (size), dev,      \
                         ok &&lim == VW_LIMIT_CROSS);                                            \
+        vw_errno_set(e);                                                                        \
         return r;                                                                               \
     }                                                                                           \
     VW_SHIM_ENTRY(ret, missing, name, params, args)
@@ -72,6 +80,7 @@
         if (VW_UNLIKELY(!real))                                                                 \
             return missing;                                                                     \
         struct vw_call c;                                                                       \
+        int e = vw_errno_get();                                                                 \
         if (!vw_enter(&c, true))                                                                \
             return real(ptr, size, pool, stream);                                               \
         int dev = vw_current_device();                                                          \
@@ -80,13 +89,16 @@
         int lim = VW_UNLIKELY(vw_limits)                                                        \
                           ? vw_limit_gate(&c, #name, CORE_POOL, size, &dev, runtime)            \
                           : VW_LIMIT_OK;                                                        \
+        vw_errno_set(e);                                                                        \
         if (lim == VW_LIMIT_REFUSE)                                                             \
             return (ret)VW_OOM;                                                                 \
         ret r = real(ptr, size, pool, stream);                                                  \
+        e = vw_errno_get();                                                                     \
         bool ok = r == success;                                                                 \
         vw_record_alloc(&c, #name, CORE_POOL, ok, (int)r, runtime,                              \
                         ok ? (uint64_t)(uintptr_t)*ptr : 0, size, dev,                          \
                         ok &&lim == VW_LIMIT_CROSS);                                            \
+        vw_errno_set(e);                                                                        \
         return r;                                                                               \
     }
 
@@ -100,15 +112,29 @@
         if (!(key) || !vw_active())                                        \
             return real args;                                              \
         vw_depth = 1;                                                      \
+        int e = vw_errno_get(); /* a lock that sleeps may change it */    \
         struct core_alloc a;                                               \
         bool tracked = core_take(kind, (key), &a, vw_now_coarse_ns());     \
+        vw_errno_set(e);                                                   \
         ret r = real args;                                                 \
-        if (VW_UNLIKELY(tracked && r != success))                          \
+        if (VW_UNLIKELY(tracked && r != success)) {                        \
+            e = vw_errno_get();                                            \
             core_untake(&a);                                               \
+            vw_errno_set(e);                                               \
+        }                                                                  \
         vw_leave();                                                        \
         return r;                                                          \
     }                                                                      \
     VW_SHIM_ENTRY(ret, missing, name, params, args)
+
+/* What a query or lookup hook does after the real call (rewriting a figure, wrapping a pointer),
+ * with errno as the real call left it. */
+#define VW_KEEP_ERRNO(...)               \
+    do {                                 \
+        int keep_errno_ = vw_errno_get(); \
+        __VA_ARGS__;                     \
+        vw_errno_set(keep_errno_);       \
+    } while (0)
 
 /* A plain pass-through: the hook exists so later features have a place. */
 #define VW_SHIM_PASS(ret, missing, name, params, args) \

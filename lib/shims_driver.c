@@ -49,18 +49,22 @@ VW_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
     if (VW_UNLIKELY(!real))
         return DRV_MISSING;
     struct vw_call c;
+    int e = vw_errno_get(); /* as in VW_SHIM_ALLOC */
     if (!vw_enter(&c, true))
         return real(handle, size, prop, flags);
     int dev = (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) ? prop->location.id
                                                                            : VW_DEV_UNKNOWN;
     int lim = VW_UNLIKELY(vw_limits) ? vw_limit_gate(&c, "cuMemCreate", CORE_VMM, size, &dev, false)
                                      : VW_LIMIT_OK;
+    vw_errno_set(e);
     if (lim == VW_LIMIT_REFUSE)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = real(handle, size, prop, flags);
+    e = vw_errno_get();
     bool ok = r == CUDA_SUCCESS;
     vw_record_alloc(&c, "cuMemCreate", CORE_VMM, ok, (int)r, false,
                     ok && handle ? (uint64_t)*handle : 0, size, dev, ok && lim == VW_LIMIT_CROSS);
+    vw_errno_set(e);
     return r;
 }
 
@@ -81,7 +85,7 @@ VW_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t ali
         return DRV_MISSING;
     CUresult r = real(ptr, size, alignment, addr, flags);
     if (r == CUDA_SUCCESS && vw_active() && !vw_depth)
-        core_va_reserve(vw_current_device(), (int64_t)size);
+        VW_KEEP_ERRNO(core_va_reserve(vw_current_device(), (int64_t)size));
     return r;
 }
 
@@ -92,7 +96,7 @@ VW_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
         return DRV_MISSING;
     CUresult r = real(ptr, size);
     if (r == CUDA_SUCCESS && vw_active() && !vw_depth)
-        core_va_reserve(vw_current_device(), -(int64_t)size);
+        VW_KEEP_ERRNO(core_va_reserve(vw_current_device(), -(int64_t)size));
     return r;
 }
 
@@ -108,7 +112,7 @@ VW_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
         return DRV_MISSING;
     CUresult r = real(free, total);
     if (r == CUDA_SUCCESS && vw_active() && VW_UNLIKELY(vw_limits))
-        vw_limit_meminfo(vw_current_device(), free, total);
+        VW_KEEP_ERRNO(vw_limit_meminfo(vw_current_device(), free, total));
     return r;
 }
 
@@ -118,8 +122,8 @@ VW_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     if (VW_UNLIKELY(!real))
         return DRV_MISSING;
     CUresult r = real(bytes, dev);
-    if (r == CUDA_SUCCESS && bytes && vw_active() && VW_UNLIKELY(vw_limits) && vw_limit_of(dev))
-        *bytes = vw_limit_of(dev);
+    if (r == CUDA_SUCCESS && bytes && vw_active() && VW_UNLIKELY(vw_limits))
+        VW_KEEP_ERRNO(if (vw_limit_of(dev)) *bytes = vw_limit_of(dev));
     return r;
 }
 DRV_PASS(cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value),
@@ -135,7 +139,7 @@ VW_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
         return DRV_MISSING;
     CUresult r = real(symbol, pfn, cudaVersion, flags);
     if (r == CUDA_SUCCESS && pfn && *pfn)
-        *pfn = vw_wrap_proc(symbol, cudaVersion, flags, *pfn);
+        VW_KEEP_ERRNO(*pfn = vw_wrap_proc(symbol, cudaVersion, flags, *pfn));
     return r;
 }
 
@@ -148,6 +152,6 @@ VW_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
         return DRV_MISSING;
     CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
     if (r == CUDA_SUCCESS && pfn && *pfn)
-        *pfn = vw_wrap_proc(symbol, cudaVersion, flags, *pfn);
+        VW_KEEP_ERRNO(*pfn = vw_wrap_proc(symbol, cudaVersion, flags, *pfn));
     return r;
 }

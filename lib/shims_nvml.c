@@ -105,7 +105,9 @@ VW_EXPORT vw_nvml_return nvmlDeviceGetMemoryInfo(vw_nvml_device device, vw_nvml_
     if (VW_UNLIKELY(!real))
         return NVML_ERROR_UNKNOWN;
     vw_nvml_return r = real(device, memory);
-    uint64_t lim = r == NVML_OK && memory ? nvml_limit(device, (void *)real) : 0;
+    uint64_t lim = 0;
+    if (r == NVML_OK && memory)
+        VW_KEEP_ERRNO(lim = nvml_limit(device, (void *)real));
     if (lim) {
         memory->total = lim;
         memory->free = memory->used < lim ? lim - memory->used : 0;
@@ -120,7 +122,9 @@ VW_EXPORT vw_nvml_return nvmlDeviceGetMemoryInfo_v2(vw_nvml_device device,
     if (VW_UNLIKELY(!real))
         return NVML_ERROR_UNKNOWN;
     vw_nvml_return r = real(device, memory);
-    uint64_t lim = r == NVML_OK && memory ? nvml_limit(device, (void *)real) : 0;
+    uint64_t lim = 0;
+    if (r == NVML_OK && memory)
+        VW_KEEP_ERRNO(lim = nvml_limit(device, (void *)real));
     if (lim) {
         /* total = reserved + used + free on NVML's v2 figures */
         uint64_t held = memory->used + memory->reserved;

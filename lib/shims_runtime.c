@@ -72,7 +72,7 @@ VW_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
         return RT_MISSING;
     cudaError_t r = real(free, total);
     if (r == cudaSuccess && vw_active() && VW_UNLIKELY(vw_limits))
-        vw_limit_meminfo(vw_current_device(), free, total);
+        VW_KEEP_ERRNO(vw_limit_meminfo(vw_current_device(), free, total));
     return r;
 }
 
@@ -85,9 +85,9 @@ VW_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
         if (VW_UNLIKELY(!real))                                                  \
             return RT_MISSING;                                                   \
         cudaError_t r = real(prop, device);                                      \
-        if (r == cudaSuccess && prop && vw_active() && VW_UNLIKELY(vw_limits) && \
-            vw_limit_of(device))                                                 \
-            prop->totalGlobalMem = vw_limit_of(device);                          \
+        if (r == cudaSuccess && prop && vw_active() && VW_UNLIKELY(vw_limits))   \
+            VW_KEEP_ERRNO(if (vw_limit_of(device)) prop->totalGlobalMem =        \
+                                  vw_limit_of(device));                          \
         return r;                                                                \
     }
 RT_PROPS(cudaGetDeviceProperties)
@@ -119,7 +119,7 @@ static int runtime_version(void)
             return RT_MISSING;                                                               \
         cudaError_t r = real(symbol, funcPtr, flags, driverStatus);                          \
         if (r == cudaSuccess && funcPtr && *funcPtr)                                         \
-            *funcPtr = vw_wrap_proc(symbol, runtime_version(), flags, *funcPtr);             \
+            VW_KEEP_ERRNO(*funcPtr = vw_wrap_proc(symbol, runtime_version(), flags, *funcPtr)); \
         return r;                                                                            \
     }
 RT_ENTRY(cudaGetDriverEntryPoint)
@@ -135,7 +135,7 @@ RT_ENTRY(cudaGetDriverEntryPoint_ptsz)
             return RT_MISSING;                                                               \
         cudaError_t r = real(symbol, funcPtr, cudaVersion, flags, driverStatus);             \
         if (r == cudaSuccess && funcPtr && *funcPtr)                                         \
-            *funcPtr = vw_wrap_proc(symbol, (int)cudaVersion, flags, *funcPtr);              \
+            VW_KEEP_ERRNO(*funcPtr = vw_wrap_proc(symbol, (int)cudaVersion, flags, *funcPtr)); \
         return r;                                                                            \
     }
 RT_ENTRY_BY_VERSION(cudaGetDriverEntryPointByVersion)
