@@ -5,8 +5,10 @@
  * says it is a secret, or where it is a URL's credentials. One rule reads every name (a flag, a
  * variable, a query parameter, a header, a key in a config string): it is cut into parts at
  * '-', '_', '.', changes of case and digits ("--hf_token", "WANDB_API_KEY", "hub.token",
- * "apiKey"), and it is a secret's name when one part, ignoring case, is one of secret_words.
- * Whole parts only: "--monkey", "--keep-cache" and "--max_new_tokens" are ordinary.
+ * "apiKey"), and it is a secret's name when one part, ignoring case, is one of secret_words, or
+ * its last part is one of last_secret_words ("DB_PASS", "&sig=", "--session"; not
+ * "--pass-through" or "--signature-version"). Whole parts only: "--monkey", "--keep-cache",
+ * "--max_new_tokens", "--passes", "--bypass" are ordinary.
  * What is replaced becomes REDACT_MARK, so a reader sees that something was there.
  *
  * No allocation: the report writer calls this with buffers of its own, once a report. */
@@ -37,7 +39,25 @@ static const char *const secret_words[] = {
     "accesskey",
     "secretkey",
     "privatekey",
+    "privkey",
+    "pgpassword", /* libpq's PGPASSWORD */
+    /* short names of passwords and tokens */
+    "pwd", /* MYSQL_PWD, --db-pwd; not the variable PWD, the working directory (secret_name) */
+    "passcode",
+    "jwt",
+    "bearer",
+    "otp",
+    "totp",
+    "hmac",
     NULL,
+};
+
+/* Secret words that are ordinary as the first or a middle part of a name: a secret's only when
+ * the name ends with them. "--pass", "DB_PASS", "?X-Amz-Signature=", "&sig=", "--session" are
+ * secrets; "--pass-through", "--signature-version s3v4", "--sig-level", "--session-name" are not.
+ * ("--passes", "--bypass", "--compass", "--sigma" are other words: whole parts only.) */
+static const char *const last_secret_words[] = {
+    "pass", "pw", "sig", "signature", "session", "dsn", "sas", "cred", "creds", NULL,
 };
 
 /* A secret's name whose first part is one of these names a switch ("--use_auth_token",
@@ -134,12 +154,18 @@ static bool next_part(const char *name, size_t n, size_t *i, const char **part, 
 
 static bool secret_name(const char *name, size_t n)
 {
-    const char *part;
-    size_t len, i = 0;
-    while (next_part(name, n, &i, &part, &len))
+    /* PWD (and OLDPWD, one part) is the shell's working directory, not a password. */
+    if (n == 3 && memcmp(name, "PWD", 3) == 0)
+        return false;
+    const char *part, *last = NULL;
+    size_t len, last_len = 0, i = 0;
+    while (next_part(name, n, &i, &part, &len)) {
         if (in_list(part, len, secret_words))
             return true;
-    return false;
+        last = part;
+        last_len = len;
+    }
+    return last && in_list(last, last_len, last_secret_words);
 }
 
 /* A flag (one or more dashes, then a name) that names a secret and takes a value. */
@@ -355,6 +381,53 @@ bool redact_arg(const char *arg, bool after_secret_flag, char *out, size_t cap)
         return false;
     struct out o = { out, cap, 0 };
     return redact_one(arg, after_secret_flag, false, &o);
+}
+
+/* How many of the first n bytes of s are name characters. */
+static size_t strspn_name(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && name_char(s[i]))
+        i++;
+    return i;
+}
+
+bool redact_line(const char *line, char *work, size_t work_size, char *out, size_t cap)
+{
+    if (cap == 0 || work_size == 0)
+        return false;
+    /* First the text rules over the whole line, which see across its spaces: a header's value,
+     * a quoted key's value, "--token X" ... */
+    bool changed = redact_arg(line, false, work, work_size);
+    /* ... then each word as the argument it most likely was, with the state of the word before:
+     * the value after a secret flag whatever it looks like ("--token -Xk"), after a secret
+     * header's name, its scheme kept ("Authorization: Bearer X"). */
+    struct out o = { out, cap, 0 };
+    out[0] = '\0';
+    bool secret_next = false, after_header = false;
+    for (char *w = work;;) {
+        char *end = strchr(w, ' ');
+        char keep = end ? *end : '\0';
+        if (end)
+            *end = '\0';
+        size_t n = strlen(w);
+        if (after_header && in_list(w, n, auth_schemes)) {
+            put(&o, w, n); /* the scheme says what kind of credentials follow; the next is them */
+        } else {
+            size_t room = o.cap - o.len;
+            changed |= redact_arg(w, secret_next, o.p + o.len, room);
+            o.len += strlen(o.p + o.len);
+            after_header = n > 1 && w[n - 1] == ':' && strspn_name(w, n - 1) == n - 1 &&
+                           secret_name(w, n - 1);
+            secret_next = after_header || redact_is_secret_flag(w);
+        }
+        if (!end)
+            break;
+        *end = keep;
+        put(&o, " ", 1);
+        w = end + 1;
+    }
+    return changed;
 }
 
 /* Where to cut s (at least n bytes long) at most n bytes in without splitting a UTF-8 sequence:

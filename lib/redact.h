@@ -26,6 +26,17 @@ bool redact_is_secret_flag(const char *arg);
  * No allocation. */
 bool redact_arg(const char *arg, bool after_secret_flag, char *out, size_t cap);
 
+/* A command line of which only the arguments joined by spaces are known (vramwatch top shows
+ * the live-state file's argv so; a file written by an older library holds it unredacted). A
+ * joined line cannot be split back exactly ("--password=a b" and "--password=a" "b" read the
+ * same), so it is redacted twice, over-replacing rather than missing: all of it as one text
+ * (redact_arg), then each space-separated word as an argument, with the previous word's state
+ * (after a secret flag, the word is the secret; after a secret header's name "Authorization:",
+ * an authentication scheme is kept and the word after it replaced). work: work_size bytes of the
+ * caller's. Needs work_size >= 2 * strlen(line) + 8 and cap >= 2 * work_size to never cut.
+ * Returns true when something was replaced. No allocation. */
+bool redact_line(const char *line, char *work, size_t work_size, char *out, size_t cap);
+
 /* The report's argv: most bytes of argument text written (each argument counting one more). */
 #define REDACT_ARGV_MAX 65536
 /* A work area for redact_cmdline that sees any argument of REDACT_ARGV_MAX bytes whole. */

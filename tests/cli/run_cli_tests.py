@@ -5,7 +5,7 @@ Usage: run_cli_tests.py --vramwatch EXE --data DIR --golden DIR [--child EXE --s
                         [--validator PY] [--docs MD] [--libvramwatch SO]
                         [--sim SIMGPU_DIR --sim-job EXE] GROUP
 
-GROUP: golden, malformed, json, usage, run, schema, merge, outputs, inputs, values, sim. Every command
+GROUP: golden, malformed, json, usage, run, schema, merge, outputs, inputs, values, sim, secrets. Every command
 runs with LC_ALL=C TERM=dumb NO_COLOR=1 and no VRAMWATCH_* variables from outside. VRAMWATCH_UPDATE_GOLDEN=1 rewrites the
 golden files instead of comparing (tests/golden.py; then read the diff before committing it).
 
@@ -24,6 +24,7 @@ import random
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -1197,8 +1198,10 @@ def group_outputs(opts):
             shutil.copy(os.path.join(opts.data, name), tmp)
         shutil.copy(os.path.join(os.path.dirname(opts.data), "..", "timeline", "data", "oom-b64.json"), tmp)
         writers = [("merge", lambda out: ["merge", "job4-rank0.json", "job4-rank1.json", "-o", out], ".json", 0o600),
-                   ("timeline svg", lambda out: ["timeline", "-o", out, "oom-b64.json"], ".svg", 0o644),
-                   ("timeline html", lambda out: ["timeline", "-o", out, "oom-b64.json"], ".html", 0o644)]
+                   # the picture holds the command line: 0600 as reports (it was 0644 under umask 022)
+                   ("timeline svg", lambda out: ["timeline", "-o", out, "oom-b64.json"], ".svg", 0o600),
+                   ("timeline html", lambda out: ["timeline", "-o", out, "oom-b64.json"], ".html", 0o600),
+                   ("timeline trace", lambda out: ["timeline", "-o", out, "oom-b64.json"], ".trace.json", 0o600)]
         victim = os.path.join(tmp, "victim")
 
         def leftovers():
@@ -1326,9 +1329,92 @@ def group_values(opts):
     finally:
         shutil.rmtree(tmp)
 
+# The forms issue 24 found in reports (S01..S32) and others of their kind, as an older library
+# wrote them: unredacted.
+SECRET_ARGV = ["python3", "train.py", "--pass", "S01x", "DB_PASS=S02x", "MYSQL_PWD=S03x", "--db-pass", "S04x",
+               "--db-pwd=S05x",
+               "https://b.s3.amazonaws.com/k?X-Amz-Credential=S09x&X-Amz-Date=1&X-Amz-Signature=S06x",
+               "https://a.blob.core.windows.net/c?sv=2022&sig=S07x",
+               "https://storage.googleapis.com/b/o?X-Goog-Signature=S08x",
+               "--jwt", "S28x", "JWT=S29x", "--session", "S30x", "--bearer", "S32x", "--token", "S33x",
+               "--batch", "24"]
+SECRETS = ["S%02dx" % i for i in range(1, 40) if any("S%02dx" % i in a for a in SECRET_ARGV)]
+
+
+def live_file(path, pid, host, argv_line):
+    """A live-state file as lib/livefile.h lays it out (x86-64 / aarch64): one device, no call site."""
+    size = 24 + 40 + 16 + 16 + 64 + 256 + 512 + 8 * 72 + 5 * (40 + 16 * 256)
+    data = bytearray(size)
+    struct.pack_into("<8sIIQ", data, 0, b"vwlive1\n", 1, size, 2)
+    now = time.time_ns()
+    struct.pack_into("<qqqqqQQIIII", data, 24, pid, os.getppid(), 0, 0, 1, now, now, 1000, 1, 0, 0)
+    struct.pack_into("64s256s512s", data, 96, host.encode(), b"/tmp", argv_line.encode()[:511])
+    struct.pack_into("<iIqqqqqQQQ", data, 928, 0, 0, 1 << 30, 1 << 30, 1 << 30, -1, 16 << 30, 1, 0, 0)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def group_secrets(opts):
+    """One rule for secrets wherever the command line is written: a report of an older library
+    holding them unredacted, through report, report --json, advise, advise --json, timeline (the
+    terminal and -o .svg/.html/.trace.json) and merge -o, and a live-state file through top; no
+    secret anywhere, every ordinary argument kept, and each -o file mode 0600 under umask 022."""
+    old_umask = os.umask(0o022)
+    tmp = tempfile.mkdtemp(prefix="vw-secrets-")
+    try:
+        with open(os.path.join(os.path.dirname(opts.data), "..", "timeline", "data", "oom-b64.json")) as f:
+            doc = json.load(f)  # a report with a timeline
+        doc["process"]["argv"] = SECRET_ARGV
+        rep = os.path.join(tmp, "old.json")
+        write_json(rep, doc)
+        outs = {"t.svg": ["timeline", "-o", "t.svg", rep], "t.html": ["timeline", "-o", "t.html", rep],
+                "t.trace.json": ["timeline", "-o", "t.trace.json", rep], "m.json": ["merge", rep, "-o", "m.json"]}
+        runs = [["report", rep], ["report", "--full", rep], ["report", "--json", rep], ["advise", rep],
+                ["advise", "--json", rep], ["timeline", rep]] + list(outs.values())
+        for args in runs:
+            r = run(opts, args, cwd=tmp)
+            check(r.returncode in (0, 1), "%s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr[:300]))
+            for text in (r.stdout, r.stderr):
+                leaked = [x for x in SECRETS if x.encode() in text]
+                check(not leaked, "%s shows %r" % (" ".join(args[:2]), leaked))
+        for name in outs:
+            path = os.path.join(tmp, name)
+            with open(path, "rb") as f:
+                text = f.read()
+            leaked = [x for x in SECRETS if x.encode() in text]
+            check(not leaked, "%s holds %r" % (name, leaked))
+            check(b"train.py" in text and b"--batch" in text, "%s: the command line is there" % name)
+            mode = os.stat(path).st_mode & 0o777
+            check(mode == 0o600, "%s: mode %o under umask 022, expected 600" % (name, mode))
+        r = run(opts, ["advise", "--json", rep], cwd=tmp)
+        argv = json.loads(r.stdout)["observed"]["argv"]
+        check(argv[:4] == ["python3", "train.py", "--pass", "***"] and "DB_PASS=***" in argv and
+              "--batch" in argv and "24" in argv, "advise --json: the report's argv redacted: %r" % argv)
+        print("an old report's %d secrets: in none of %d outputs; -o files 0600" % (len(SECRETS), len(runs)))
+
+        # top: the live-state file's command line, arguments joined by spaces
+        live = os.path.join(tmp, "live")
+        os.mkdir(live)
+        host = "".join(c if c.isalnum() or c in ".-_" else "_" for c in socket.gethostname())[:63]
+        line = " ".join(SECRET_ARGV[:12] + ["--api-key", "-S34x", "--batch", "24"])
+        live_file(os.path.join(live, "vramwatch-live.%s.%d" % (host, os.getpid())), os.getpid(), host, line)
+        r = run(opts, ["top", "--once", live], cwd=tmp)
+        shown = [l for l in r.stdout.decode().splitlines() if "train.py" in l]
+        check(r.returncode == 0 and len(shown) == 1, "top --once: the process listed: %r %r" % (r.stdout, r.stderr))
+        leaked = [x for x in SECRETS + ["S34x"] if x in r.stdout.decode()]
+        check(not leaked, "top shows %r: %r" % (leaked, shown))
+        check(shown and "--pass *** DB_PASS=*** MYSQL_PWD=***" in shown[0] and "--api-key *** --batch 24" in shown[0],
+              "top: the line redacted word by word: %r" % shown)
+        print("top: a live file's joined command line redacted")
+    finally:
+        os.umask(old_umask)
+        shutil.rmtree(tmp)
+
+
 GROUPS = {"golden": group_golden, "malformed": group_malformed, "json": group_json, "usage": group_usage,
           "run": group_run, "schema": group_schema, "merge": group_merge,
-          "outputs": group_outputs, "inputs": group_inputs, "values": group_values, "sim": group_sim}
+          "outputs": group_outputs, "inputs": group_inputs, "values": group_values, "sim": group_sim,
+          "secrets": group_secrets}
 
 
 def run_group(groups, opts):

@@ -304,3 +304,99 @@ Test(redact, growth_stays_within_its_bound)
         cr_assert_lt(strlen(small), sizeof(small));
     }
 }
+
+/* Issue 24: 32 forms were tried on a report; these stayed in it. Each is replaced now. */
+Test(redact, short_and_last_part_secret_names)
+{
+    CHECK("x --pass *** DB_PASS=*** MYSQL_PWD=*** --db-pwd=*** --db-pass ***", "x", "--pass", "S01",
+          "DB_PASS=S02", "MYSQL_PWD=S03", "--db-pwd=S05", "--db-pass", "S04");
+    CHECK("x --jwt *** JWT=*** --session *** --bearer *** SESSION=***", "x", "--jwt", "S28",
+          "JWT=S29", "--session", "S30", "--bearer", "S32", "SESSION=S31");
+    CHECK("x --pwd *** --pw *** DB_PW=*** PGPASSWORD=*** --passcode *** --otp *** --totp=***", "x",
+          "--pwd", "a", "--pw", "b", "DB_PW=c", "PGPASSWORD=d", "--passcode", "e", "--otp", "f",
+          "--totp=g");
+    CHECK("x --dsn *** SENTRY_DSN=*** --sig *** --signature *** --hmac-key *** --creds ***", "x",
+          "--dsn", "a", "SENTRY_DSN=b", "--sig", "c", "--signature", "d", "--hmac-key", "e",
+          "--creds", "f");
+    CHECK("x --client-secret *** --access-key *** --private-key *** --session-token *** "
+          "--refresh-token *** --x-amz-security-token ***",
+          "x", "--client-secret", "a", "--access-key", "b", "--private-key", "c", "--session-token",
+          "d", "--refresh-token", "e", "--x-amz-security-token", "f");
+    CHECK("x --credential *** --credentials *** --auth *** --cookie *** --passwd ***", "x",
+          "--credential", "a", "--credentials", "b", "--auth", "c", "--cookie", "d", "--passwd",
+          "e");
+}
+
+Test(redact, signed_urls)
+{
+    /* S3: the credential and the signature both; the other parameters stay */
+    CHECK("x https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=***"
+          "&X-Amz-Date=20261206T000000Z&X-Amz-Expires=3600&X-Amz-Security-Token=***"
+          "&X-Amz-SignedHeaders=host&X-Amz-Signature=***",
+          "x",
+          "https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA%2F20261206"
+          "&X-Amz-Date=20261206T000000Z&X-Amz-Expires=3600&X-Amz-Security-Token=S09"
+          "&X-Amz-SignedHeaders=host&X-Amz-Signature=S06");
+    /* Google Cloud Storage */
+    CHECK("x https://storage.googleapis.com/b/o?X-Goog-Algorithm=GOOG4-RSA-SHA256"
+          "&X-Goog-Credential=***&X-Goog-Signature=***",
+          "x",
+          "https://storage.googleapis.com/b/o?X-Goog-Algorithm=GOOG4-RSA-SHA256"
+          "&X-Goog-Credential=sa%40p.iam&X-Goog-Signature=S08");
+    /* Azure shared access signatures: sv=..&sig= */
+    CHECK("x https://a.blob.core.windows.net/c/b?sv=2022-11-02&ss=b&sp=r&se=2026-12-07&sig=***",
+          "x", "https://a.blob.core.windows.net/c/b?sv=2022-11-02&ss=b&sp=r&se=2026-12-07&sig=S07");
+    CHECK("x --url=https://h/x?Signature=***&Expires=1", "x", "--url=https://h/x?Signature=S10&Expires=1");
+    /* a DSN: the URL's password, and key=value pairs */
+    CHECK("x --dsn *** postgresql://u:***@db/app host=db password=*** sslmode=require", "x", "--dsn",
+          "postgresql://u:p@db/app", "postgresql://u:p@db/app", "host=db password=p sslmode=require");
+}
+
+/* Whole parts only, and the last-part words only at the end of a name. */
+Test(redact, near_misses_stay)
+{
+    CHECK("x --passes 3 --bypass 1 --compass n --pass-through 1 --sigma 0.5 --sig-level 0.05", "x",
+          "--passes", "3", "--bypass", "1", "--compass", "n", "--pass-through", "1", "--sigma", "0.5",
+          "--sig-level", "0.05");
+    CHECK("x --signature-version s3v4 --session-name run1 --session-dir /tmp --passage 2", "x",
+          "--signature-version", "s3v4", "--session-name", "run1", "--session-dir", "/tmp",
+          "--passage", "2");
+    CHECK("x --batch 64 --sessions 4 --signatures 2 --swp 1 --dsnr 2 --pwm 3", "x", "--batch", "64",
+          "--sessions", "4", "--signatures", "2", "--swp", "1", "--dsnr", "2", "--pwm", "3");
+    CHECK("PWD=/home/ana/seg OLDPWD=/home/ana compass=3 bypass=1 passes=2 sigma=1", "PWD=/home/ana/seg",
+          "OLDPWD=/home/ana", "compass=3", "bypass=1", "passes=2", "sigma=1");
+    CHECK("x --no-pass --no-session --batch 8", "x", "--no-pass", "--no-session", "--batch", "8");
+}
+
+static const char *line_redacted(const char *line)
+{
+    static char out[4096];
+    char work[2048];
+    redact_line(line, work, sizeof(work), out, sizeof(out));
+    return out;
+}
+
+/* vramwatch top has only the arguments joined by spaces. */
+Test(redact, joined_line)
+{
+    cr_assert_str_eq(line_redacted("python3 train.py --token hf_x --batch 64"),
+                     "python3 train.py --token *** --batch 64");
+    cr_assert_str_eq(line_redacted("x --pass S01 DB_PASS=S02 --db-pwd=S05 --jwt S28 --session S30"),
+                     "x --pass *** DB_PASS=*** --db-pwd=*** --jwt *** --session ***");
+    /* a value starting with dashes, after a secret flag */
+    cr_assert_str_eq(line_redacted("x --api-key -Xk3 --batch 2"), "x --api-key *** --batch 2");
+    cr_assert_str_eq(line_redacted("curl https://u:p@h/?sig=S -H Authorization: Bearer abc.def"),
+                     "curl https://u:***@h/?sig=*** -H Authorization: Bearer ***");
+    /* a header's value runs to the end of the line: what follows it in a joined line is lost */
+    cr_assert_str_eq(line_redacted("curl -H Authorization: Bearer abc.def -o x"),
+                     "curl -H Authorization: Bearer ***");
+    cr_assert_str_eq(line_redacted("x {\"hub_token\": \"hf x\"} lr=1"), "x {\"hub_token\": \"***\"} lr=1");
+    cr_assert_str_eq(line_redacted("python3 train.py --batch 64 --passes 3"),
+                     "python3 train.py --batch 64 --passes 3");
+    cr_assert_str_eq(line_redacted(""), "");
+    /* never past its buffers */
+    char small[8], work[8];
+    redact_line("--token abcdefgh", work, sizeof(work), small, sizeof(small));
+    cr_assert_lt(strlen(small), sizeof(small));
+    cr_assert_null(strstr(small, "abc"));
+}

@@ -26,7 +26,8 @@ static const char usage[] =
         "  -o, --output FILE  write one self-contained file: FILE.svg, FILE.html with hover\n"
         "                     details, or FILE.trace.json, a Chrome trace event file for Perfetto\n"
         "                     or chrome://tracing; without it, the timeline is drawn in the\n"
-        "                     terminal, as wide as the terminal (else $COLUMNS, else 80)\n"
+        "                     terminal, as wide as the terminal (else $COLUMNS, else 80); the\n"
+        "                     file is replaced whole, mode 0600: it holds the command line\n"
         "  --format=FORMAT    svg, html or trace, whatever the output's name (without -o, the\n"
         "                     file is written on standard output)\n"
         "  --color=WHEN       the terminal view's colour: auto (the default: on a terminal,\n"
@@ -175,9 +176,10 @@ int cmd_timeline(int argc, char **argv)
                     status = EXIT_USAGE;
                 }
             } else {
-                /* Whole or not at all, never through a link; 0666 less the umask, as fopen gave. */
+                /* Whole or not at all, never through a link; mode 0600 as reports and merge -o: the
+                 * picture holds the job's command line (docs/reliability.md). */
                 struct strbuf why = { 0 };
-                if (!util_replace_file(output, 0666, write_doc, &doc, &why)) {
+                if (!util_replace_file(output, 0600, write_doc, &doc, &why)) {
                     struct strbuf where = { 0 };
                     util_add_text(&where, output);
                     util_err("timeline: cannot write %s: %s", sb_str(&where), sb_str(&why));

@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "livefile.h"
 #include "model.h"
+#include "redact.h"
 #include "util.h"
 
 static const char usage[] =
@@ -77,6 +78,15 @@ static bool read_live(int dirfd, const char *name, struct vw_live_file *out)
     out->host[sizeof(out->host) - 1] = 0;
     out->cwd[sizeof(out->cwd) - 1] = 0;
     out->argv[sizeof(out->argv) - 1] = 0;
+    /* The command line is shown with the reports' rule for secrets: a file written by an older
+     * library holds it as the kernel had it. Only the arguments joined by spaces are here, so it
+     * is redacted as such a line (redact_line, lib/redact.h: it may replace more than the
+     * report's argv does, never less), then cut to the field, which only takes text away. */
+    char work[2 * sizeof(out->argv) + 8], shown[4 * sizeof(out->argv) + 16];
+    redact_line(out->argv, work, sizeof(work), shown, sizeof(shown));
+    size_t n = strnlen(shown, sizeof(out->argv) - 1);
+    memcpy(out->argv, shown, n);
+    out->argv[n] = 0;
     if (out->ndevices > VW_LIVE_DEVICES)
         out->ndevices = VW_LIVE_DEVICES;
     if (out->nsites > VW_LIVE_SITES)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "json.h"
+#include "redact.h"
 
 /* Contract fields are required; fields the library writes beyond the contract may be absent
  * (reports from other writers or older versions) and then read as unknown. The JSON Schema in
@@ -464,8 +465,23 @@ static bool load_process(struct vctx *c, const cJSON *o, struct model_process *p
             pop(c, k);
             return false;
         }
-        p->argv[i] = a->valuestring;
         total += strlen(a->valuestring) + 1;
+    }
+    /* What a report's command line shows, every view, the JSON printed back (report --json) and
+     * merged (merge -o) included, follows the library's rule for secrets as it is now: a report
+     * written by an older library, or edited by hand, may hold what that rule replaces. The
+     * string is replaced in the tree itself, so nothing reads the secret after this. */
+    i = 0;
+    bool secret_next = false;
+    for (const cJSON *a = argv->child; a && total <= MODEL_ARGV_MAX; a = a->next, i++) {
+        size_t cap = 2 * strlen(a->valuestring) + 8;
+        char *red = util_xmalloc(cap);
+        bool flag = redact_is_secret_flag(a->valuestring);
+        if (redact_arg(a->valuestring, secret_next, red, cap))
+            cJSON_SetValuestring((cJSON *)a, red);
+        free(red);
+        secret_next = flag;
+        p->argv[i] = a->valuestring;
     }
     /* The library writes at most 64 KiB of the command line; advice copies it into every
      * command it proposes, so a huge one would multiply memory (docs/reliability.md). */
