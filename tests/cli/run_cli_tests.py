@@ -1282,6 +1282,36 @@ def group_inputs(opts):
                 timed_check(opts, took, what)
                 check(not os.path.exists(os.path.join(tmp, "out.json")), "%s: merge wrote its output" % what)
         print("inputs: a FIFO and /dev/zero refused at once by report, report --json, advise, timeline, merge")
+
+        # A file the command did not create is looked at before it is opened: advise reads the
+        # script a report names (for its options), and a report may name /dev/ptmx (opening it
+        # makes a terminal) or a FIFO. Each is skipped as a missing script is, never opened;
+        # and a report that is itself a device is never opened either.
+        fifo_script = os.path.join(tmp, "train.py")
+        os.mkfifo(fifo_script)
+        with open(os.path.join(opts.data, "oom-mixed.json")) as f:
+            doc = json.load(f)
+        doc["process"]["cwd"] = tmp
+        strace = shutil.which("strace")
+        probe = subprocess.run([strace, "-f", "-qq", "-e", "trace=none", "true"], capture_output=True) if strace else None
+        if not strace or probe.returncode != 0:
+            not_checked(opts, "that advise never opens a device or FIFO a report names (no working strace)")
+        else:
+            for script in ("/dev/ptmx", "train.py", "/dev/zero"):
+                doc["process"]["argv"] = ["python3", script, "--batch", "24"]
+                rep = os.path.join(tmp, "named.json")
+                write_json(rep, doc)
+                log = os.path.join(tmp, "strace.log")
+                for args in (["advise", rep], ["advise", "--json", rep], ["report", "/dev/ptmx"]):
+                    r = subprocess.run([strace, "-f", "-qq", "-o", log, "-e", "trace=open,openat,openat2",
+                                        opts.vramwatch] + args, capture_output=True, cwd=tmp, env=base_env(),
+                                       timeout=60)
+                    check(r.returncode in (0, 1, 2), "%s (script %s): exit %d" % (" ".join(args), script, r.returncode))
+                    with open(log) as f:
+                        opened = [l.strip() for l in f if ("/dev/ptmx" in l or "train.py" in l or "/dev/zero" in l)
+                                  and "ENOENT" not in l]
+                    check(opened == [], "%s (script %s) opened: %r" % (" ".join(args), script, opened))
+            print("inputs: a script named /dev/ptmx, /dev/zero or a FIFO in a report is never opened by advise")
     finally:
         shutil.rmtree(tmp)
 

@@ -21,10 +21,21 @@ def reject_constant(name):
     raise ValueError("not valid JSON: " + name)
 
 
+def reject_duplicates(pairs):
+    # Python's json keeps the last of a key given twice, cJSON (vramwatch) refuses the file: a
+    # report with "failures": [] before the real "failures" reads differently by each reader.
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ValueError('duplicate key "%s"' % key)
+        seen.add(key)
+    return dict(pairs)
+
+
 def load(path):
     with open(path, "rb") as f:
         text = f.read().decode("utf-8")
-    return json.loads(text, parse_constant=reject_constant)
+    return json.loads(text, parse_constant=reject_constant, object_pairs_hook=reject_duplicates)
 
 
 def where(error):

@@ -172,6 +172,21 @@ static void remove_folder(const char *dir)
     rmdir(dir);
 }
 
+/* A file the job wrote in the trial's folder (the status file, its log), for reading: only a
+ * regular file, never a FIFO or a device a program put at the name (util_open_regular). */
+static FILE *open_job_file(const char *path)
+{
+    struct stat st;
+    const char *kind;
+    int fd = util_open_regular(AT_FDCWD, path, 0, &st, &kind);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "r");
+    if (!f)
+        close(fd);
+    return f;
+}
+
 /* ---- the status file the library keeps while the program runs ---- */
 
 struct live_status {
@@ -187,7 +202,7 @@ struct live_status {
 
 static void read_status(const char *path, struct live_status *st)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = open_job_file(path);
     if (!f)
         return;
     char line[512];
@@ -325,7 +340,7 @@ static void live_draw(struct fit_ctx *c, int64_t value, double secs, const struc
 /* Whether the program's log says it ran out of memory, for programs that die before a report. */
 static bool log_mentions_oom(const char *path)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = open_job_file(path);
     if (!f)
         return false;
     char line[1024];
@@ -341,7 +356,7 @@ static bool log_mentions_oom(const char *path)
 /* The last non-empty line of the program's log, for an error's progress line. */
 static void log_last_line(const char *path, struct strbuf *out)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = open_job_file(path);
     if (!f)
         return;
     char line[256];
@@ -561,7 +576,7 @@ static bool run_trial(struct fit_ctx *c, int64_t value, struct trial *t)
         int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (in >= 0)
             dup2(in, STDIN_FILENO);
-        int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        int fd = open(logp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0) {
             dup2(fd, STDOUT_FILENO);
             dup2(fd, STDERR_FILENO);

@@ -193,7 +193,9 @@ static bool python_command(const char *cmd)
         return false;
     char line[256];
     ssize_t n = -1;
-    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    const char *kind;
+    int fd = util_open_regular(AT_FDCWD, file, 0, &st, &kind);
     free(file);
     if (fd >= 0) {
         n = read(fd, line, sizeof line - 1);

@@ -47,11 +47,12 @@ struct proc {
  * that kept changing it). */
 static bool read_live(int dirfd, const char *name, struct vw_live_file *out)
 {
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    const char *kind;
+    int fd = util_open_regular(dirfd, name, O_NOFOLLOW, &st, &kind);
     if (fd < 0)
         return false;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != (off_t)sizeof(*out)) {
+    if (st.st_size != (off_t)sizeof(*out)) {
         close(fd);
         return false;
     }

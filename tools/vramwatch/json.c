@@ -12,29 +12,16 @@
 
 static bool read_all(const char *path, char **data, size_t *len, struct strbuf *err)
 {
-    /* O_NONBLOCK: opening a FIFO waits for a writer, which may never come; this way the open
-     * returns at once and fstat says what it is. (On a regular file the flag does nothing.) */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        sb_printf(err, "cannot open: %s", strerror(errno));
-        return false;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        sb_printf(err, "cannot read: %s", strerror(errno));
-        close(fd);
-        return false;
-    }
     /* Reports are files. A FIFO or a terminal can block for ever, a device such as /dev/zero
-     * never ends: none is read. */
-    if (!S_ISREG(st.st_mode)) {
-        sb_printf(err, "is %s, not a report file",
-                  S_ISDIR(st.st_mode)                          ? "a folder"
-                  : S_ISFIFO(st.st_mode)                       ? "a FIFO"
-                  : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                  : S_ISSOCK(st.st_mode)                       ? "a socket"
-                                                               : "a special file");
-        close(fd);
+     * never ends, and opening one can act on it (/dev/ptmx): none is opened (util_open_regular). */
+    struct stat st;
+    const char *kind = NULL;
+    int fd = util_open_regular(AT_FDCWD, path, 0, &st, &kind);
+    if (fd < 0) {
+        if (kind)
+            sb_printf(err, "is %s, not a report file", kind);
+        else
+            sb_printf(err, "cannot open: %s", strerror(errno));
         return false;
     }
     /* A regular file's size is known before reading: a file over the limit is refused at once,

@@ -22,12 +22,15 @@
 
 static char *read_regular(const char *path, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    /* A report names the script: it may name /dev/ptmx or a FIFO. Anything but a regular file
+     * is skipped without being opened, as a missing script is. */
+    struct stat st;
+    const char *kind;
+    int fd = util_open_regular(AT_FDCWD, path, 0, &st, &kind);
     if (fd < 0)
         return NULL;
-    struct stat st;
     char *buf = NULL;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size <= SCRIPT_MAX) {
+    if (st.st_size > 0 && st.st_size <= SCRIPT_MAX) {
         buf = util_xcalloc((size_t)st.st_size + 1, 1);
         ssize_t got = read(fd, buf, (size_t)st.st_size);
         if (got <= 0) {

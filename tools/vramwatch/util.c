@@ -520,9 +520,11 @@ void util_add_argv(struct strbuf *b, const char *const *argv, size_t argc)
     }
 }
 
-/* What a path that is not a regular file is, for the refusal. */
-static const char *not_regular(mode_t m)
+const char *util_file_kind(unsigned mode)
 {
+    mode_t m = (mode_t)mode;
+    if (S_ISREG(m))
+        return "a regular file";
     if (S_ISLNK(m))
         return "a symbolic link";
     if (S_ISDIR(m))
@@ -533,7 +535,46 @@ static const char *not_regular(mode_t m)
         return "a FIFO";
     if (S_ISSOCK(m))
         return "a socket";
-    return "not a regular file";
+    return "a special file";
+}
+
+static const char *not_regular(mode_t m)
+{
+    return util_file_kind(m);
+}
+
+int util_open_regular(int dirfd, const char *path, int flags, struct stat *st, const char **kind)
+{
+    *kind = NULL;
+    /* Looked at before it is opened: opening is itself an action on a device (/dev/ptmx makes a
+     * terminal, a tape rewinds) and waits on a FIFO without a writer. */
+    struct stat pre;
+    if (fstatat(dirfd, path, &pre, (flags & O_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0) != 0)
+        return -1;
+    if (!S_ISREG(pre.st_mode)) {
+        *kind = util_file_kind(pre.st_mode);
+        errno = 0;
+        return -1;
+    }
+    /* O_NONBLOCK and O_NOCTTY for the moment between the look and the open, in case what stands
+     * at the name changed; fstat then says whether it is still the same regular file. */
+    int fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | flags);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, st) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    if (!S_ISREG(st->st_mode) || st->st_dev != pre.st_dev || st->st_ino != pre.st_ino) {
+        *kind = S_ISREG(st->st_mode) ? "a file replaced while it was opened"
+                                     : util_file_kind(st->st_mode);
+        close(fd);
+        errno = 0;
+        return -1;
+    }
+    return fd;
 }
 
 /* Whether path may be replaced: missing, or a regular file. lstat, so a link is seen as one:

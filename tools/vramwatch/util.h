@@ -135,6 +135,21 @@ void util_add_size_arg(struct strbuf *b, uint64_t bytes);
 bool util_replace_file(const char *path, unsigned mode, void (*fill)(FILE *f, const void *ctx),
                        const void *ctx, struct strbuf *why);
 
+/* What a file of this st_mode is, for messages: "a folder", "a FIFO", "a device", "a socket",
+ * "a symbolic link", "a regular file", "a special file". */
+const char *util_file_kind(unsigned mode);
+
+/* Every file the command reads and did not create (a report, a script named in a report, a
+ * status or log file a job wrote, a live-state file, a shebang line) is opened here: looked at
+ * first (fstatat) and opened only when it is a regular file, with O_RDONLY | O_NONBLOCK |
+ * O_NOCTTY | O_CLOEXEC and `flags` (O_NOFOLLOW), then checked again with fstat to be the same
+ * regular file, whose stat is left in *st. Returns the descriptor, or -1 with errno set (a system
+ * error: the file is missing, ...) or with errno 0 and *kind saying what it is instead ("a
+ * FIFO", "a device", ...). A device is never opened, a FIFO never waited on. dirfd: AT_FDCWD or
+ * a folder's descriptor, for a relative path. */
+struct stat;
+int util_open_regular(int dirfd, const char *path, int flags, struct stat *st, const char **kind);
+
 /* The last path component ("libcuda.so.1" of "/usr/lib/x86_64-linux-gnu/libcuda.so.1"). */
 const char *util_basename(const char *path);
 /* Whether s ends with suffix ("conv.py" with ".py"). */
