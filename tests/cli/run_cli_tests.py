@@ -15,6 +15,7 @@ root; the job schema needs jsonschema) is named on stderr and the group then exi
 after everything else in it has run: a failure still fails, but a pass means every check ran.
 """
 import argparse
+import fcntl
 import fnmatch
 import glob
 import json
@@ -1257,9 +1258,65 @@ def group_outputs(opts):
                     os.unlink(path)
             print("%s -o: new file and hard link replaced (mode %o); %s refused" %
                   (what, mode, ", ".join(k for k, _ in specials)))
+        killed_writers(opts, tmp)
     finally:
         os.umask(old_umask)
         shutil.rmtree(tmp)
+
+
+def killed_writers(opts, tmp):
+    """timeline -o and merge -o killed (SIGKILL) at random moments leave cut temporary files; the
+    next run of the same output removes those of dead writers once they are 60 s old (the
+    library's rule; aged here with os.utime), and keeps the ones in doubt: too recent, another
+    host's, locked by a live writer."""
+    rng = random.Random(20261206)
+    big = os.path.join(tmp, "big.json")
+    write_json(big, big_report(os.path.join(opts.data, "oom-pytorch.json"), 3000, 32, 1000))
+    kills = int(os.environ.get("VW_KILLS", "20"))
+    host = "".join(c if c.isalnum() or c in ".-_" else "_" for c in socket.gethostname())
+    for what, args, out in (("merge -o", ["merge", "big.json", "-o", "killed.json"], "killed.json"),
+                            ("timeline -o", ["timeline", "-o", "killed.svg", "oom-b64.json"], "killed.svg")):
+        mine = lambda: sorted(f for f in os.listdir(tmp) if f.startswith(out + ".tmp-"))
+        start = time.monotonic()
+        r = run(opts, args, cwd=tmp)
+        took = time.monotonic() - start
+        check(r.returncode == 0, "%s: exit %d %r" % (what, r.returncode, r.stderr))
+        os.unlink(os.path.join(tmp, out))
+        for _ in range(kills):
+            p = subprocess.Popen([opts.vramwatch] + args, cwd=tmp, env=base_env(),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(rng.uniform(0, took * 1.2))
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+        left = mine()
+        # Ones that must stay: a dead writer's written just now, another host's, a live writer's
+        # (locked, by this test's own pid).
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        keep = ["%s.tmp-%s-%d-0" % (out, host, dead.pid), "%s.tmp-other-host-%d-0" % (out, dead.pid),
+                "%s.tmp-%s-%d-7" % (out, host, os.getpid())]
+        for name in keep:
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write("cut")
+        locked = open(os.path.join(tmp, keep[2]), "rb")
+        fcntl.flock(locked.fileno(), fcntl.LOCK_EX)
+        old = time.time() - 120
+        for name in left + keep[1:]:
+            os.utime(os.path.join(tmp, name), (old, old))
+        r = run(opts, args, cwd=tmp)
+        locked.close()
+        check(r.returncode == 0, "%s after %d kills: exit %d %r" % (what, kills, r.returncode, r.stderr))
+        after = mine()
+        check(after == sorted(keep), "%s: %d cut temporaries of killed writers, after one more run %r left, "
+              "expected only %r" % (what, len(left), after, sorted(keep)))
+        with open(os.path.join(tmp, out), "rb") as f:
+            data = f.read()
+        whole = json.loads(data) is not None if out.endswith(".json") else data.rstrip().endswith(b"</svg>")
+        check(whole, "%s: the output is whole" % what)
+        for name in keep:
+            os.unlink(os.path.join(tmp, name))
+        print("%s: %d SIGKILLs left %d cut temporaries; the next run removed them (aged 120 s), kept "
+              "a recent one, another host's and a locked one" % (what, kills, len(left)))
 
 
 def group_inputs(opts):

@@ -104,18 +104,6 @@ static bool read_live(int dirfd, const char *name, struct vw_live_file *out)
     return true;
 }
 
-/* As the library spells its host in file names (lib/live.c). */
-static void this_host(char *out, size_t n)
-{
-    if (gethostname(out, n) != 0)
-        snprintf(out, n, "unknown");
-    out[n - 1] = 0;
-    for (char *p = out; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              *p == '.' || *p == '-' || *p == '_'))
-            *p = '_';
-}
-
 static int by_rank(const void *a, const void *b)
 {
     const struct vw_live_file *x = &((const struct proc *)a)->f, *y = &((const struct proc *)b)->f;
@@ -142,7 +130,7 @@ static bool scan(const char *dir, struct proc **procs, size_t *n, size_t *exited
         return false;
     }
     char host[64];
-    this_host(host, sizeof(host));
+    util_host_name(host, sizeof(host));
     uint64_t now = (uint64_t)time(NULL) * 1000000000ull;
     size_t cap = 0;
     for (struct dirent *e; (e = readdir(d));) {

@@ -1,6 +1,7 @@
 /* util.c: messages, growable strings, options (getopt_long and the shared size grammar), formatting, safe text output for the vramwatch tool. */
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -8,7 +9,9 @@
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -595,19 +598,119 @@ static bool replaceable(const char *path, struct strbuf *why)
     return true;
 }
 
+void util_host_name(char *out, size_t n)
+{
+    if (gethostname(out, n) != 0)
+        snprintf(out, n, "unknown");
+    out[n - 1] = 0;
+    for (char *p = out; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '-' || *p == '_'))
+            *p = '_';
+}
+
+/* The output's temporary files: NAME.tmp-HOST-PID-SEQ beside it, NAME its last component. A
+ * writer killed between its create and its rename (timeline -o, merge -o under SIGKILL) leaves
+ * one for good; the next writer of the same output removes those whose writer is certainly gone,
+ * by the library's rule for its reports (lib/report.c, docs/reliability.md "Leftovers of killed
+ * writers"), anything in doubt staying:
+ *  - the name is exactly NAME.tmp-HOST-PID-SEQ with our own host name (a pid means nothing on
+ *    another host sharing the folder);
+ *  - no process has that pid here (kill(pid, 0) fails with ESRCH);
+ *  - it is a regular file of ours with one name;
+ *  - nobody holds a lock on it: writers hold flock(LOCK_EX) on their temporary from its create
+ *    to its rename (a writer in another PID namespace on the same host name is seen so);
+ *  - it has not been written to for UTIL_STALE_AGE_S (the moment between a create and its lock,
+ *    and writers of earlier versions, which took none).
+ * Temporaries of earlier versions (NAME.tmp-PID-SEQ, no host) are never removed: whose they are
+ * cannot be known. */
+#define UTIL_STALE_AGE_S 60
+
+/* The writer's pid in a temporary name of ours (prefix NAME.tmp-HOST-), or -1. */
+static long long temp_pid(const char *name, const char *prefix)
+{
+    size_t pl = strlen(prefix);
+    if (strncmp(name, prefix, pl) != 0)
+        return -1;
+    const char *p = name + pl;
+    long long pid = 0;
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (pid > INT_MAX)
+            return -1;
+        pid = pid * 10 + (*p - '0');
+    }
+    if (*p++ != '-' || *p < '0' || *p > '9')
+        return -1;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return *p == '\0' && pid >= 1 && pid <= INT_MAX ? pid : -1;
+}
+
+static void remove_stale_temps(const char *path, const char *host)
+{
+    const char *base = util_basename(path);
+    size_t dirlen = (size_t)(base - path);
+    char *dir = util_xmalloc(dirlen + 2);
+    if (dirlen == 0) {
+        strcpy(dir, ".");
+    } else {
+        memcpy(dir, path, dirlen);
+        dir[dirlen] = '\0';
+    }
+    struct strbuf prefix = { 0 };
+    sb_printf(&prefix, "%s.tmp-%s-", base, host);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        sb_free(&prefix);
+        return;
+    }
+    uid_t uid = geteuid();
+    time_t now = time(NULL);
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        long long pid = temp_pid(de->d_name, sb_str(&prefix));
+        if (pid < 0 || (pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
+            continue;
+        struct stat st, fst, again;
+        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != uid || st.st_nlink != 1 || st.st_mtime > now - UTIL_STALE_AGE_S)
+            continue;
+        int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        /* Still the file judged above, unlocked, and still at its name when it is removed. */
+        if (fstat(fd, &fst) == 0 && fst.st_dev == st.st_dev && fst.st_ino == st.st_ino &&
+            flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+            fstatat(dfd, de->d_name, &again, AT_SYMLINK_NOFOLLOW) == 0 &&
+            again.st_dev == st.st_dev && again.st_ino == st.st_ino)
+            unlinkat(dfd, de->d_name, 0);
+        close(fd);
+    }
+    closedir(d);
+    sb_free(&prefix);
+}
+
 bool util_replace_file(const char *path, unsigned mode, void (*fill)(FILE *f, const void *ctx),
                        const void *ctx, struct strbuf *why)
 {
     if (!replaceable(path, why))
         return false;
+    char host[256];
+    util_host_name(host, sizeof(host));
+    remove_stale_temps(path, host);
     /* The temporary name is beside the target, so the rename stays in one file system and is
      * atomic: a reader sees the old file or the new one, never half of one. O_EXCL and
      * O_NOFOLLOW: a name someone else made (a link, a file) is never opened, only skipped. */
-    size_t len = strlen(path);
-    char *tmp = util_xmalloc(len + 48);
+    size_t cap = strlen(path) + strlen(host) + 64;
+    char *tmp = util_xmalloc(cap);
     int fd = -1;
     for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        snprintf(tmp, len + 48, "%s.tmp-%ld-%u", path, (long)getpid(), attempt);
+        snprintf(tmp, cap, "%s.tmp-%s-%ld-%u", path, host, (long)getpid(), attempt);
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
         if (fd < 0 && errno != EEXIST)
             break;
@@ -617,11 +720,17 @@ bool util_replace_file(const char *path, unsigned mode, void (*fill)(FILE *f, co
         free(tmp);
         return false;
     }
+    /* Locked from now to the rename (through a second descriptor, as fclose closes the first):
+     * a later writer never takes a live one for a killed writer's leftover. */
+    (void)flock(fd, LOCK_EX | LOCK_NB);
+    int lockfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     FILE *f = fdopen(fd, "w");
     if (!f) {
         sb_printf(why, "%s", strerror(errno));
         close(fd);
         unlink(tmp);
+        if (lockfd >= 0)
+            close(lockfd);
         free(tmp);
         return false;
     }
@@ -644,6 +753,8 @@ bool util_replace_file(const char *path, unsigned mode, void (*fill)(FILE *f, co
     }
     if (!ok)
         unlink(tmp);
+    if (lockfd >= 0)
+        close(lockfd);
     free(tmp);
     return ok;
 }

@@ -131,7 +131,9 @@ void util_add_size_arg(struct strbuf *b, uint64_t bytes);
  * new file beside it (created with O_EXCL, permissions mode less the umask), which is then
  * renamed over path. A path that exists and is not a regular file (a symbolic link, a folder, a
  * device, a FIFO, a socket) is refused, not replaced or written through. Returns false with a
- * short reason in why; nothing is left behind then. */
+ * short reason in why; nothing is left behind then. The new file is PATH.tmp-HOST-PID-SEQ, locked
+ * (flock) until its rename; the temporaries of PATH that killed writers left are removed first,
+ * by the library's rule for its own (util.c, docs/reliability.md). */
 bool util_replace_file(const char *path, unsigned mode, void (*fill)(FILE *f, const void *ctx),
                        const void *ctx, struct strbuf *why);
 
@@ -149,6 +151,10 @@ const char *util_file_kind(unsigned mode);
  * a folder's descriptor, for a relative path. */
 struct stat;
 int util_open_regular(int dirfd, const char *path, int flags, struct stat *st, const char **kind);
+
+/* This host's name as file names spell it (as the library does): characters other than
+ * letters, digits, '.', '-' and '_' as '_'. */
+void util_host_name(char *out, size_t n);
 
 /* The last path component ("libcuda.so.1" of "/usr/lib/x86_64-linux-gnu/libcuda.so.1"). */
 const char *util_basename(const char *path);
