@@ -609,6 +609,37 @@ def group_run(opts):
         line = one_line_error(run(opts, ["run", "--", opts.child, "exit", "0"],
                                   env=dict(env, VRAMWATCH_LIB="/no/such/lib.so"), cwd=work), "a missing VRAMWATCH_LIB")
 
+        # A report folder the library refuses (lib/safefile.c) is refused before the job runs:
+        # the job used to run whole, then "no report: the program made no device allocation".
+        open_dir = os.path.join(work, "world")
+        os.mkdir(open_dir)
+        os.chmod(open_dir, 0o777)
+        afile = os.path.join(work, "a-file")
+        open(afile, "w").close()
+        bad = [(open_dir, "anyone may write to it", None), (os.path.join(open_dir, "new", "deeper"),
+               "anyone may write to it", None), (afile, "not a folder", None)]
+        if os.geteuid() == 0:
+            theirs = os.path.join(work, "theirs")
+            os.mkdir(theirs, 0o755)
+            os.chown(theirs, 65534, 65534)
+            bad.append((theirs, "theirs", None))
+            link = os.path.join(work, "their-link")
+            os.symlink(work, link)
+            os.lchown(link, 65534, 65534)
+            bad.append((os.path.join(link, "r"), "their-link", None))
+        else:
+            not_checked(opts, "run --dir refuses a folder or link of another user (needs root)")
+        for d, words, _ in bad:
+            for args in (["run", "--dir", d], ["run"]):
+                extra = {"VRAMWATCH_DIR": d} if args == ["run"] else None
+                line = one_line_error(vw(args + ["--", opts.child, "env", envfile], extra), "run, folder %s" % d)
+                check(words in line and not os.path.exists(envfile), "report folder %s: %s" % (d, line))
+        check(not os.path.exists(os.path.join(open_dir, "new")), "nothing made in a refused folder")
+        os.chmod(open_dir, 0o1777)  # with the sticky bit, as /tmp: accepted
+        r = vw(["run", "--dir", os.path.join(open_dir, "mine"), "--", opts.child, "env", envfile])
+        check(r.returncode == 0 and os.path.exists(envfile), "a sticky world-writable folder: exit %d %r" %
+              (r.returncode, r.stderr))
+
         # Reports: the child's own, one written by a grandchild (a shell in between), none, stale ones.
         host = socket.gethostname()
         rdir = os.path.join(work, "r1")
@@ -888,6 +919,19 @@ def group_sim(opts):
             check(warned == [b"vramwatch: VRAMWATCH_LOG=debug\\n\\e[31mvramwatch: forged \\x7f\\xff is not quiet, "
                              b"warn, info or debug; using warn"],
                   "VRAMWATCH_LOG forged: one escaped warning: %r" % r.stderr)
+        if opts.libvramwatch:
+            # A job that allocated, whose report folder became unusable while it ran (the
+            # library refuses it, one warning): run says so, never "made no device allocation".
+            rdir = os.path.join(work, "reports-unusable")
+            os.mkdir(rdir, 0o700)
+            r = run(opts, ["run", "--sim", "1GiB", "--dir", rdir, "--", "sh", "-c", 'chmod 777 "$1" && exec "$0" 1 1',
+                           opts.sim_job, rdir], env=dict(env, VRAMWATCH_LIB=os.path.realpath(opts.libvramwatch)),
+                    cwd=work)
+            err = r.stderr.decode()
+            check(r.returncode == 0 and "made no device allocation" not in err and
+                  ("vramwatch: no report was written, though the program allocated device memory (peak 1.00 MiB): "
+                   "the report folder %s became unusable: anyone may write to it" % rdir) in err,
+                  "a folder made unusable during the run: exit %d %r" % (r.returncode, err))
         # The command's own messages: a file name holding a newline, an ESC, DEL and a byte
         # that is not UTF-8 is named on one line, escaped the same way (util_err).
         r = vw(["report", b"a\nvramwatch: forged\x1b[31m\x7f\xff.json"])

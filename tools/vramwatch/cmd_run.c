@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "preload.h"
 #include "report_view.h"
+#include "safefile.h"
 #include "simcard.h"
 #include "sizes.h"
 
@@ -42,7 +43,8 @@ static const char usage[] =
         "(128+N when a signal N killed it).\n"
         "\n"
         "  --dir D        write reports into folder D (VRAMWATCH_DIR; default: $VRAMWATCH_DIR, else\n"
-        "                 the current folder)\n"
+        "                 the current folder); one the library would refuse (anyone may write\n"
+        "                 to it without the sticky bit, another user's) is refused at once\n"
         "  --limit SIZE   emulate a smaller card (VRAMWATCH_LIMIT): 16GiB, 14.4GiB, 16G, 16000MB,\n"
         "                 17179869184, a share of the card (90%), or per device 0:16GiB,1:8GiB.\n"
         "                 K M G T KiB MiB GiB TiB are powers of 1024, KB MB GB TB powers of 1000;\n"
@@ -604,6 +606,112 @@ static void print_advice(const struct model_report *r)
     advice_free(&a);
 }
 
+/* Whether the library could write reports in dir, by its own rule (lib/safefile.c: every
+ * component walked, links and folders of other users refused, a folder anyone may write to
+ * needs the sticky bit) and writable by us; a folder still missing is judged by the part of its
+ * path that exists (the library makes the rest, 0700). Checked before the job runs: the library
+ * can only say so with a warning at the end, after the whole job, and no report. */
+static bool report_folder_usable(const char *dir, struct strbuf *why)
+{
+    char *have = util_xstrdup(dir);
+    struct stat st;
+    while (stat(have, &st) != 0 && errno == ENOENT) {
+        char *slash = strrchr(have, '/');
+        if (!slash || slash == have) {
+            strcpy(have, "/");
+            break;
+        }
+        *slash = '\0';
+    }
+    char text[512] = "";
+    int fd = safefile_open_dir(have, false, text, sizeof text);
+    bool ok = fd >= 0;
+    if (!ok) {
+        if (strcmp(have, dir) != 0)
+            sb_printf(why, "%s: ", have); /* the part that exists is what is refused */
+        sb_add(why, text[0] ? text : strerror(errno));
+    }
+    if (ok && faccessat(fd, ".", W_OK | X_OK, AT_EACCESS) != 0) {
+        sb_printf(why, "%s: %s", have, strerror(errno));
+        ok = false;
+    }
+    if (fd >= 0)
+        close(fd);
+    free(have);
+    return ok;
+}
+
+/* The status file run asks the library to keep (VRAMWATCH_STATUS, as fit does), in a private
+ * folder of its own, so that a run that left no report can say whether the program allocated
+ * device memory: "made no device allocation" is only said when it did not. A VRAMWATCH_STATUS
+ * of the user's own is kept and read instead. */
+struct run_status {
+    char *dir;  /* the private folder made for it, removed at the end; NULL for the user's */
+    char *path; /* the file */
+};
+
+static void status_setup(struct run_status *rs)
+{
+    memset(rs, 0, sizeof *rs);
+    const char *user = getenv("VRAMWATCH_STATUS");
+    if (user && *user) {
+        rs->path = util_xstrdup(user);
+        return;
+    }
+    const char *tmp = getenv("TMPDIR");
+    struct strbuf b = { 0 };
+    sb_printf(&b, "%s/vramwatch-run-XXXXXX", tmp && *tmp == '/' ? tmp : "/tmp");
+    if (!mkdtemp(b.s)) {
+        sb_free(&b);
+        return; /* no status: a run without a report says less, nothing else changes */
+    }
+    rs->dir = b.s;
+    rs->path = join(rs->dir, "status");
+    if (setenv("VRAMWATCH_STATUS", rs->path, 1) != 0) {
+        rmdir(rs->dir);
+        free(rs->dir);
+        free(rs->path);
+        memset(rs, 0, sizeof *rs);
+    }
+}
+
+/* The peak the status file's first line gives (the library rewrites that one line; fit reads it
+ * the same way), or -1 when there is none: no file, or a line without it. */
+static int64_t status_peak(const struct run_status *rs)
+{
+    if (!rs->path)
+        return -1;
+    struct stat st;
+    const char *kind;
+    int fd = util_open_regular(AT_FDCWD, rs->path, 0, &st, &kind);
+    if (fd < 0)
+        return -1;
+    char line[512];
+    ssize_t n = read(fd, line, sizeof line - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    line[n] = '\0';
+    line[strcspn(line, "\n")] = '\0';
+    const char *p = strncmp(line, "vramwatch-status ", 17) == 0 ? strstr(line, " peak_live_bytes=") : NULL;
+    if (!p)
+        return -1;
+    char *end;
+    long long v = strtoll(p + 17, &end, 10);
+    return end != p + 17 && v >= 0 ? (int64_t)v : -1;
+}
+
+static void status_cleanup(struct run_status *rs)
+{
+    if (rs->dir) {
+        unlink(rs->path);
+        rmdir(rs->dir);
+        free(rs->dir);
+    }
+    free(rs->path);
+    memset(rs, 0, sizeof *rs);
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o = { 0 };
@@ -643,8 +751,19 @@ int cmd_run(int argc, char **argv)
         util_err("run: %s: not a folder", dir);
         goto out;
     }
+    struct strbuf fwhy = { 0 };
+    if (!report_folder_usable(dir, &fwhy)) {
+        util_err("run: the report folder %s cannot be used: %s (the library would write no report "
+                 "there; nothing was run)",
+                 dir, sb_str(&fwhy));
+        sb_free(&fwhy);
+        goto out;
+    }
+    sb_free(&fwhy);
     if (!prepare_env(&o, lib, dir))
         goto out;
+    struct run_status rs;
+    status_setup(&rs);
 
     struct snapshot before = { 0 };
     take_snapshot(dir, &before);
@@ -653,14 +772,33 @@ int cmd_run(int argc, char **argv)
     status = run_child(o.cmd, &child);
     if (status < 0) {
         free_snapshot(&before);
+        status_cleanup(&rs);
         status = EXIT_USAGE;
         goto out;
     }
     struct found f = { 0 };
     collect(dir, &before, start, &f);
     free_snapshot(&before);
-    if (f.n == 0) {
+    int64_t peak = status_peak(&rs);
+    status_cleanup(&rs);
+    if (f.n == 0 && peak < 0) {
         util_err("no report: the program made no device allocation");
+    } else if (f.n == 0) {
+        /* It allocated (the status file says so): say why there is no report where it can be
+         * known, never that no allocation was made. */
+        char pk[UTIL_SIZE_LEN];
+        struct strbuf why = { 0 }, fwhy2 = { 0 };
+        if (!report_folder_usable(dir, &fwhy2))
+            sb_printf(&why, "the report folder %s became unusable: %s", dir, sb_str(&fwhy2));
+        else if (status > 128)
+            sb_printf(&why, "the program was killed by signal %d before it could write one",
+                      status - 128);
+        else
+            sb_add(&why, "the library's warning above says why");
+        util_err("no report was written, though the program allocated device memory (peak %s): %s",
+                 util_fmt_size(peak, pk), sb_str(&why));
+        sb_free(&why);
+        sb_free(&fwhy2);
     } else {
         prefer_child(&f, child);
         struct report_opts ro = { .color = colour_wanted(o.colour) };
