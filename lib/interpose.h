@@ -80,7 +80,9 @@ void *vw_resolve(int id);
  * a runtime call that reaches the driver inside, and our own calls into CUDA while writing a
  * report, pass through. */
 extern VW_TLS int vw_depth;
-extern bool vw_ready; /* options read and core mapped; false: pass everything through */
+/* Options read and core mapped; false: pass everything through. Points into a page that a child
+ * process gets zeroed (lifecycle.c), so a child's first call goes through set-up's slow path. */
+extern bool *vw_ready;
 
 /* errno is the application's: after a hooked call it holds what the real function left, and
  * where the library answers without calling it, what it held before the call (issue 24). The
@@ -109,7 +111,7 @@ static __attribute__((cold, noinline, unused)) bool vw_init_keep_errno(void)
 static inline bool vw_active(void)
 {
     /* vw_ready is only ever set with recording on (setup.c returns before it when disabled). */
-    if (VW_LIKELY(__atomic_load_n(&vw_ready, __ATOMIC_ACQUIRE)))
+    if (VW_LIKELY(__atomic_load_n(vw_ready, __ATOMIC_ACQUIRE)))
         return true;
     return vw_init_keep_errno() && !vw_opt.disable;
 }
@@ -203,14 +205,6 @@ uint64_t vw_limit_of(int device);
  * so that the first allocation can be checked against the limit and put on its device. Does
  * what the application's own first runtime call is about to do anyway. */
 void vw_runtime_init(void);
-
-/* ---- stop signals (signals.c) ---- */
-/* Once, at the first allocation: a report with reason "signal" when SIGTERM or SIGINT stops it. */
-void vw_signals_install(void);
-/* At exit, before the exit report: no stop signal's report may come after it. */
-void vw_signals_exiting(void);
-/* The fork child handler's part: the dispositions ours replaced, back where ours is still set. */
-void vw_signals_after_fork_child(void);
 
 /* ---- allocators that flush and retry (retrying.c) ---- */
 /* Whether this process's allocator releases its cache and retries a failed request. */

@@ -6,7 +6,14 @@
  * freed since, of its call sites to rank them; the copy of the call sites is spaced so that it
  * takes at most 1% of the thread's time (a run with tens of thousands of call sites refreshes
  * them less often). The file is created at the first tick, so a process that never made an
- * allocation call has none, and removed at exit. */
+ * allocation call has none, and removed at exit.
+ *
+ * No descriptor stays open between ticks: the folder and the file are opened by name at each
+ * tick and closed again, and the file written only when it is still the one we made (same
+ * device and inode), so an application that closes every descriptor and opens its own at the
+ * same numbers never gets our bytes, and one that closed ours before exiting still has its file
+ * removed. A name another user holds is left to them: the file takes the next free
+ * vramwatch-live.HOST.PID.N. */
 #include "live.h"
 
 #include <dlfcn.h>
@@ -22,20 +29,24 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "demangle.h"
 #include "driver.h"
 #include "interpose.h"
 #include "livefile.h"
 #include "log.h"
 #include "pyframes.h"
 #include "ranks.h"
+#include "redact.h"
+#include "report.h"
 #include "safefile.h"
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static int fd_live = -1;          /* under live_lock */
+static bool made;                 /* under live_lock: the file exists, as `ino` on `dev` */
+static dev_t made_dev;
+static ino_t made_ino;
 static struct vw_live_file stage; /* under live_lock: the next content, copied in at once */
 static struct core_snapshot snap; /* under live_lock */
 static bool failed, gone;
-static int dirfd_live = -1;
 static char name[sizeof(VW_LIVE_PREFIX) + 64 + 24];
 /* The call sites' copy, kept between ticks and grown as the run makes more sites. */
 static struct core_callsite *sites;
@@ -43,8 +54,6 @@ static uint64_t *frames;
 static uint32_t sites_cap, frames_cap;
 static uint64_t sites_due_ns, sites_seen_calls;
 static int64_t total_of[VW_MAX_DEVICES];
-
-typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
 /* A path that does not fit keeps its end, where the file's name is. */
 static void put_tail(char *out, size_t cap, const char *s)
@@ -76,20 +85,36 @@ static void host_name(char *out, size_t n)
             *p = '_';
 }
 
+struct argv_out {
+    char *out;
+    size_t cap, len;
+};
+
+static void put_arg(void *ctx, const char *arg)
+{
+    struct argv_out *a = ctx;
+    size_t n = strlen(arg);
+    if (a->len && a->len + 1 < a->cap)
+        a->out[a->len++] = ' ';
+    if (n > a->cap - 1 - a->len)
+        n = a->cap - 1 - a->len;
+    memcpy(a->out + a->len, arg, n);
+    a->len += n;
+    a->out[a->len] = 0;
+}
+
+/* The command line as the report writes it: redacted by the one rule (redact.c) before it is
+ * cut to fit. The work area is static: only the tick, under live_lock, reads it. */
 static void read_argv(char *out, size_t cap)
 {
+    static char work[REDACT_WORK_SIZE];
     out[0] = 0;
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
-    ssize_t n = read(fd, out, cap - 1);
+    struct argv_out a = { out, cap, 0 };
+    redact_cmdline(fd, work, sizeof(work), cap - 1, put_arg, &a);
     close(fd);
-    if (n <= 0)
-        return;
-    out[n] = 0;
-    for (ssize_t i = 0; i + 1 < n; i++)
-        if (!out[i])
-            out[i] = ' ';
 }
 
 static void fill_process(struct vw_live_file *f)
@@ -114,26 +139,56 @@ static void fill_process(struct vw_live_file *f)
  * report's own warning, when there is one, says what matters). Called once: `failed` stops it. */
 #define info_once(...) vw_log(VW_LOG_INFO, __VA_ARGS__)
 
+/* The folder, opened by its path with the report folder's checks; -1 with one message. */
+static int open_folder(void)
+{
+    char why[512];
+    int dirfd = safefile_open_dir(vw_opt.dir, true, why, sizeof(why));
+    if (dirfd < 0)
+        info_once("no live-state file in %s: %s", vw_opt.dir, why);
+    return dirfd;
+}
+
+/* Our file, opened again by its name: -1 when it is gone or is not the one we made. */
+static int open_ours(int dirfd)
+{
+    int fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != made_dev || st.st_ino != made_ino)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 /* Under live_lock. One message and no live file for the process's life when it cannot be made. */
 static bool create(void)
 {
-    char why[512];
     fill_process(&stage);
-    snprintf(name, sizeof(name), VW_LIVE_PREFIX "%s.%d", stage.host, (int)stage.pid);
-    dirfd_live = safefile_open_dir(vw_opt.dir, true, why, sizeof(why));
-    if (dirfd_live < 0) {
-        info_once("no live-state file in %s: %s", vw_opt.dir, why);
+    int dirfd = open_folder();
+    if (dirfd < 0)
         return false;
+    report_sweep_stale(dirfd); /* live-state files of killed writers go first */
+    /* O_EXCL | O_NOFOLLOW: never written through a name planted in advance. A file of ours
+     * already at our name is an earlier process's whose pid came back (a restarted container):
+     * ours now. One of another user's is theirs: the next name. */
+    int fd = -1;
+    for (int n = 0; n < 16 && fd < 0; n++) {
+        if (n)
+            snprintf(name, sizeof(name), VW_LIVE_PREFIX "%s.%d.%d", stage.host, (int)stage.pid, n);
+        else
+            snprintf(name, sizeof(name), VW_LIVE_PREFIX "%s.%d", stage.host, (int)stage.pid);
+        fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        struct stat st;
+        if (fd < 0 && errno == EEXIST && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            st.st_uid == geteuid() && unlinkat(dirfd, name, 0) == 0)
+            fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST && errno != EPERM && errno != EACCES)
+            break;
     }
-    /* O_EXCL | O_NOFOLLOW: never written through a name planted in advance. A file already at our
-     * name is an earlier process's whose pid came back (a restarted container): ours now. */
-    int fd = openat(dirfd_live, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 && errno == EEXIST && unlinkat(dirfd_live, name, 0) == 0)
-        fd = openat(dirfd_live, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         info_once("no live-state file in %s: %s", vw_opt.dir, strerror(errno));
-        close(dirfd_live);
-        dirfd_live = -1;
+        close(dirfd);
         return false;
     }
     (void)fchmod(fd, 0600); /* whatever the umask */
@@ -142,20 +197,24 @@ static bool create(void)
      * with pwrite, never through a shared mapping, whose stores on a full file system would kill
      * the process with SIGBUS. */
     stage.seq = 1;
-    if (pwrite(fd, &stage, sizeof(stage), 0) != (ssize_t)sizeof(stage)) {
+    struct stat st;
+    if (pwrite(fd, &stage, sizeof(stage), 0) != (ssize_t)sizeof(stage) || fstat(fd, &st) != 0) {
         int err = errno ? errno : ENOSPC;
         info_once("no live-state file in %s: %s", vw_opt.dir, strerror(err));
         close(fd);
-        unlinkat(dirfd_live, name, 0);
-        close(dirfd_live);
-        dirfd_live = -1;
+        unlinkat(dirfd, name, 0);
+        close(dirfd);
         return false;
     }
-    fd_live = fd;
+    made_dev = st.st_dev;
+    made_ino = st.st_ino;
+    made = true;
+    close(fd);
+    close(dirfd);
     return true;
 }
 
-static void describe_native(struct vw_live_frame *o, uint64_t ip, demangle_fn demangle)
+static void describe_native(struct vw_live_frame *o, uint64_t ip)
 {
     /* Return addresses point after the call: the byte before is inside the caller. */
     uint64_t at = ip ? ip - 1 : 0;
@@ -171,20 +230,15 @@ static void describe_native(struct vw_live_frame *o, uint64_t ip, demangle_fn de
     if (!di.dli_sname)
         return;
     o->symbol_offset = (int64_t)(at - (uint64_t)(uintptr_t)di.dli_saddr);
-    int status = -1;
-    char *d = NULL;
-    if (demangle && di.dli_sname[0] == '_' && di.dli_sname[1] == 'Z')
-        d = demangle(di.dli_sname, NULL, NULL, &status);
-    put_head(o->function_or_symbol, sizeof(o->function_or_symbol),
-             d && status == 0 ? d : di.dli_sname);
+    char *d = vw_demangle(di.dli_sname);
+    put_head(o->function_or_symbol, sizeof(o->function_or_symbol), d ? d : di.dli_sname);
     free(d);
 }
 
 /* A call site's frames into the file: its Python frames and, in the room left, its innermost
  * native frames, in their order (innermost first), so that the command line's rule for the
  * application frame (model.c) finds the same frame when the chain is longer than the room. */
-static void fill_site(struct vw_live_site *o, uint32_t id, const struct core_callsite *cs,
-                      demangle_fn demangle)
+static void fill_site(struct vw_live_site *o, uint32_t id, const struct core_callsite *cs)
 {
     const uint64_t *fr = &frames[cs->frames_off];
     uint32_t n = cs->nframes, py = 0;
@@ -211,7 +265,7 @@ static void fill_site(struct vw_live_site *o, uint32_t id, const struct core_cal
                      function ? function : "?");
             o->nframes++;
         } else if (native < native_room) {
-            describe_native(f, fr[i], demangle);
+            describe_native(f, fr[i]);
             native++;
             o->nframes++;
         }
@@ -255,11 +309,8 @@ static void rank_sites(uint64_t now)
             top[j] = top[j - 1];
         top[j] = i;
     }
-    void *dm = vw_real_dlsym(RTLD_DEFAULT, "__cxa_demangle");
-    demangle_fn demangle;
-    memcpy(&demangle, &dm, sizeof(demangle));
     for (uint32_t j = 0; j < k; j++)
-        fill_site(&stage.sites[j], top[j], &sites[top[j]], demangle);
+        fill_site(&stage.sites[j], top[j], &sites[top[j]]);
     stage.nsites = k;
     /* At most 1% of the time: the next copy waits a hundred times what this one took. */
     uint64_t took = vw_now_ns() - now;
@@ -301,7 +352,7 @@ static void fill_devices(void)
 void vw_live_tick(void)
 {
     pthread_mutex_lock(&live_lock);
-    if (!failed && !gone && fd_live < 0)
+    if (!failed && !gone && !made)
         failed = !create();
     if (failed || gone) {
         pthread_mutex_unlock(&live_lock);
@@ -327,33 +378,62 @@ void vw_live_tick(void)
     uint64_t odd = (stage.seq | 1) + 2, even = odd + 1;
     off_t at = (off_t)offsetof(struct vw_live_file, seq);
     stage.seq = odd;
-    if (pwrite(fd_live, &odd, sizeof(odd), at) == (ssize_t)sizeof(odd) &&
-        pwrite(fd_live, &stage, sizeof(stage), 0) == (ssize_t)sizeof(stage) &&
-        pwrite(fd_live, &even, sizeof(even), at) == (ssize_t)sizeof(even))
+    int dirfd = open_folder();
+    int fd = dirfd < 0 ? -1 : open_ours(dirfd);
+    if (fd >= 0 && pwrite(fd, &odd, sizeof(odd), at) == (ssize_t)sizeof(odd) &&
+        pwrite(fd, &stage, sizeof(stage), 0) == (ssize_t)sizeof(stage) &&
+        pwrite(fd, &even, sizeof(even), at) == (ssize_t)sizeof(even))
         stage.seq = even;
+    if (fd >= 0)
+        close(fd);
+    else if (dirfd >= 0)
+        made = false; /* removed by someone: made again at the next tick */
+    if (dirfd >= 0)
+        close(dirfd);
     pthread_mutex_unlock(&live_lock);
+}
+
+/* Under live_lock: our file goes, if it is still ours at its name. */
+static void remove_ours(void)
+{
+    if (!made)
+        return;
+    made = false;
+    int dirfd = open_folder();
+    if (dirfd < 0)
+        return;
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == made_dev &&
+        st.st_ino == made_ino)
+        unlinkat(dirfd, name, 0);
+    close(dirfd);
 }
 
 void vw_live_remove(void)
 {
     /* Also when the thread has not made the file yet: it must not make it after this. */
     pthread_mutex_lock(&live_lock);
-    if (fd_live >= 0) {
-        close(fd_live);
-        fd_live = -1;
-        unlinkat(dirfd_live, name, 0);
-    }
+    remove_ours();
     gone = true;
+    pthread_mutex_unlock(&live_lock);
+}
+
+void vw_live_resume(void)
+{
+    pthread_mutex_lock(&live_lock);
+    gone = false;
     pthread_mutex_unlock(&live_lock);
 }
 
 void vw_live_after_fork_child(void)
 {
     /* The parent's thread may have held the lock across fork, and the file is the parent's: the
-     * child has neither thread nor file, and leaves the parent's alone. */
+     * child leaves it alone, and makes its own if it allocates (its own watcher ticks). */
     pthread_mutex_init(&live_lock, NULL);
-    if (fd_live >= 0)
-        close(fd_live);
-    fd_live = -1;
+    made = false;
+    failed = false;
     gone = true;
+    sites_seen_calls = 0;
+    sites_due_ns = 0;
+    memset(total_of, 0, sizeof(total_of));
 }

@@ -10,7 +10,9 @@
 void vw_live_tick(void);
 /* At exit: the file goes, and none is made after. */
 void vw_live_remove(void);
-/* In a forked child: no file of its own, and the parent's is not touched. */
+/* Files may be made again (the process's first allocation, an exec that failed). */
+void vw_live_resume(void);
+/* In a child: the parent's file is not touched; none of its own until it allocates. */
 void vw_live_after_fork_child(void);
 
 #endif

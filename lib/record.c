@@ -6,43 +6,22 @@
 
 #include "driver.h"
 #include "errnames.h"
+#include "lifecycle.h"
 #include "live.h"
 #include "status.h"
 
-static bool exit_registered;
 bool vw_alloc_rare = true; /* the exit handler is registered at the first allocation */
-
-static void on_exit_report(void)
-{
-    vw_signals_exiting();
-    core_end_pending();
-    if (vw_status_fd >= 0 && vw_ready)
-        vw_status_update(vw_now_ns(), false, true); /* the last figures, whatever the rate limit */
-    if (vw_ready && !vw_opt.disable && core_touched())
-        vw_write_report("exit");
-    vw_live_remove(); /* the process is gone for vramwatch top */
-}
-
-static void register_exit(void)
-{
-    if (VW_LIKELY(__atomic_load_n(&exit_registered, __ATOMIC_RELAXED)))
-        return;
-    if (!__atomic_exchange_n(&exit_registered, true, __ATOMIC_ACQ_REL)) {
-        atexit(on_exit_report);
-        vw_signals_install(); /* the report of a job stopped by SIGTERM or SIGINT (signals.c) */
-    }
-}
 
 /* After an allocation that went through, what vw_record_ok's one test found to do: the exit
  * handler, the status file's figures, and the report on disk when a retry has just rescued the
  * failure it describes. */
 void vw_record_rare(uint64_t now)
 {
-    register_exit();
-    /* The status file is opened at set-up, before any allocation is recorded, and only a forked
-     * child closes it: once the handler is registered, whether it is open is all that is left. */
-    __atomic_store_n(&vw_alloc_rare, vw_status_fd >= 0, __ATOMIC_RELAXED);
-    if (VW_UNLIKELY(vw_status_fd >= 0))
+    vw_lifecycle_first_alloc();
+    /* The status file is checked at set-up, before any allocation is recorded, and only a child
+     * stops writing it: once the handler is registered, whether it is on is all that is left. */
+    __atomic_store_n(&vw_alloc_rare, vw_status_on, __ATOMIC_RELAXED);
+    if (VW_UNLIKELY(vw_status_on))
         vw_status_update(now, false, false);
     if (VW_UNLIKELY(core_take_report_stale())) {
         /* The report on disk says out of memory, and the retry has just succeeded: a process
@@ -78,7 +57,7 @@ void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bo
     if (device == VW_DEV_UNKNOWN && kind != CORE_HOST)
         device = vw_current_device();
     uint32_t site = core_callsite(c->frames, c->nframes);
-    register_exit();
+    vw_lifecycle_first_alloc();
     bool oom = err == 2; /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY are both 2 */
     const char *name = runtime ? vw_runtime_error_name(err) : vw_driver_error_name(err);
     int64_t free_bytes = kind == CORE_HOST ? -1 : query_free(device);
@@ -91,7 +70,7 @@ void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bo
     }
     enum core_failure_verdict v = core_failure(kind, device, size, api, err, name, oom, site,
                                                free_bytes, (uint64_t)extra, now);
-    if (VW_UNLIKELY(vw_status_fd >= 0) && oom)
+    if (VW_UNLIKELY(vw_status_on) && oom)
         vw_status_update(now, true, false); /* a second failure may have made it final */
     if (v == CORE_FAIL_REPORT)
         vw_write_report("oom"); /* on disk before the failing call returns */
@@ -110,7 +89,7 @@ int vw_limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint6
         vw_record_alloc(c, api, kind, false, VW_OOM, runtime, 0, size, *device, false);
     if (lim == VW_LIMIT_FLUSH) {
         core_observe_refusal(*device, size, api, core_callsite(c->frames, c->nframes), vw_now_ns());
-        register_exit();
+        vw_lifecycle_first_alloc();
         vw_leave();
         return VW_LIMIT_REFUSE; /* the shim answers out of memory without calling the card */
     }

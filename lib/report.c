@@ -27,7 +27,9 @@
 #include <unistd.h>
 #include <uthash.h>
 
+#include "demangle.h"
 #include "framework.h"
+#include "livefile.h"
 #include "jsonw.h"
 #include "log.h"
 #include "options.h"
@@ -53,6 +55,9 @@ static unsigned report_seq;
 static int warned_write;
 static bool previous_checked; /* a report of an earlier process at our name was looked for, and
                                  temporary files of killed writers */
+/* 0: the report's name is the contract's vramwatch-HOST-PID.json; N: that name is another
+ * user's (planted in a shared sticky folder before we ran), and ours is vramwatch-HOST-PID.N.json */
+static int name_n;
 /* The other processes seen at the last out-of-memory report, per device, so the report at exit
  * still says whose the rest of the card was; nprocs_seen 0 means never asked (stored + 1). */
 static struct report_proc procs_seen[VW_MAX_DEVICES + 1][REPORT_PROCS_MAX];
@@ -66,6 +71,7 @@ void report_after_fork_child(void)
     memset(peak_reserved_seen, 0, sizeof(peak_reserved_seen));
     memset(nprocs_seen, 0, sizeof(nprocs_seen));
     previous_checked = false;
+    name_n = 0;
     launcher_after_fork_child();
 }
 
@@ -380,9 +386,7 @@ struct sym {
     UT_hash_handle hh;
 };
 
-typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
-
-static struct sym *symbolize(struct sym **cache, uint64_t ip, demangle_fn demangle, const char *exe)
+static struct sym *symbolize(struct sym **cache, uint64_t ip, const char *exe)
 {
     struct sym *s;
     HASH_FIND(hh, *cache, &ip, sizeof(ip), s);
@@ -401,13 +405,8 @@ static struct sym *symbolize(struct sym **cache, uint64_t ip, demangle_fn demang
         s->module = (di.dli_fname && di.dli_fname[0]) ? di.dli_fname : exe;
         s->offset = at - (uint64_t)lm->l_addr;
         if (di.dli_sname) {
-            int status = -1;
-            char *d = NULL;
-            if (demangle && di.dli_sname[0] == '_' && di.dli_sname[1] == 'Z')
-                d = demangle(di.dli_sname, NULL, NULL, &status);
-            s->symbol = (d && status == 0) ? d : strdup(di.dli_sname);
-            if (d && status != 0)
-                free(d);
+            char *d = vw_demangle(di.dli_sname);
+            s->symbol = d ? d : strdup(di.dli_sname);
             s->symbol_offset = (int64_t)(at - (uint64_t)(uintptr_t)di.dli_saddr);
         }
     } else {
@@ -418,7 +417,7 @@ static struct sym *symbolize(struct sym **cache, uint64_t ip, demangle_fn demang
 }
 
 static void write_frames(struct jsonw *w, const uint64_t *frames, int n, struct sym **cache,
-                         demangle_fn demangle, const char *exe)
+                         const char *exe)
 {
     jw_arr_begin(w, "frames");
     for (int i = 0; i < n; i++) {
@@ -434,7 +433,7 @@ static void write_frames(struct jsonw *w, const uint64_t *frames, int n, struct 
             jw_obj_end(w);
             continue;
         }
-        struct sym *s = symbolize(cache, frames[i], demangle, exe);
+        struct sym *s = symbolize(cache, frames[i], exe);
         jw_obj_begin(w, NULL);
         jw_str(w, "kind", "native");
         jw_str(w, "module", s ? s->module : NULL);
@@ -456,8 +455,12 @@ const char *report_path(void)
     char host[256];
     host_name(host, sizeof(host));
     file_safe(host);
-    snprintf(path_buf, sizeof(path_buf), "%s/vramwatch-%s-%d.json", vw_opt.dir, host,
-             (int)getpid());
+    if (name_n)
+        snprintf(path_buf, sizeof(path_buf), "%s/vramwatch-%s-%d.%d.json", vw_opt.dir, host,
+                 (int)getpid(), name_n);
+    else
+        snprintf(path_buf, sizeof(path_buf), "%s/vramwatch-%s-%d.json", vw_opt.dir, host,
+                 (int)getpid());
     return path_buf;
 }
 
@@ -682,9 +685,6 @@ static int write_callsites(struct jsonw *w, int nlive)
     sort_sites = cs;
     qsort(order, k, sizeof(*order), by_live);
 
-    void *dm = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-    demangle_fn demangle;
-    memcpy(&demangle, &dm, sizeof(demangle));
     char exe[PATH_MAX];
     ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     exe[el > 0 ? el : 0] = 0;
@@ -700,7 +700,7 @@ static int write_callsites(struct jsonw *w, int nlive)
         listed++;
         jw_obj_begin(w, NULL);
         jw_u64(w, "id", i);
-        write_frames(w, &fr[cs[i].frames_off], cs[i].nframes, &cache, demangle, exe);
+        write_frames(w, &fr[cs[i].frames_off], cs[i].nframes, &cache, exe);
         jw_u64(w, "live_bytes", cs[i].live_bytes);
         jw_u64(w, "live_count", cs[i].live_count);
         jw_u64(w, "alloc_calls", cs[i].alloc_calls);
@@ -915,8 +915,13 @@ static void keep_previous(int dirfd, const char *name)
  *  - it has not been written to for STALE_AGE_S: that covers the moment between a writer's
  *    create and its lock, and between its close and its rename, and writers of earlier versions
  *    that took no lock. A live writer writes all the time (one 16 KiB buffer after another).
- * A lock that cannot be taken for any reason (a file system without flock) keeps the file. */
+ * A lock that cannot be taken for any reason (a file system without flock) keeps the file.
+ * Live-state files of killed writers (vramwatch-live.HOST.PID[.N], live.c) go by the same rule,
+ * with LIVE_STALE_AGE_S for the age: a live writer rewrites its file every second and holds no
+ * descriptor (so no lock) between ticks; ten seconds untouched with no such pid here is dead.
+ * Both the first report and the first live-state file a process makes in a folder sweep it. */
 #define STALE_AGE_S 60
+#define LIVE_STALE_AGE_S 10
 
 static bool take_digits(const char **s, long long *out)
 {
@@ -934,16 +939,31 @@ static bool take_digits(const char **s, long long *out)
     return true;
 }
 
-/* The writer's pid from a temporary name of ours on this host, or -1. */
-static long long stale_pid(const char *name, const char *host)
+/* The writer's pid from a temporary report name (vramwatch-HOST-PID[.N].json.tmp-TID-SEQ) or a
+ * live-state name (vramwatch-live.HOST.PID[.N]) of ours on this host, or -1; *live tells which. */
+static long long stale_pid(const char *name, const char *host, bool *is_live)
 {
     size_t hl = strlen(host);
-    long long pid, tid, seq;
+    long long pid, tid, seq, n;
+    *is_live = strncmp(name, VW_LIVE_PREFIX, sizeof(VW_LIVE_PREFIX) - 1) == 0;
+    if (*is_live) {
+        const char *p = name + sizeof(VW_LIVE_PREFIX) - 1;
+        if (strncmp(p, host, hl) != 0 || p[hl] != '.')
+            return -1;
+        p += hl + 1;
+        if (!take_digits(&p, &pid) || (*p == '.' && (p++, !take_digits(&p, &n))) || *p)
+            return -1;
+        return pid >= 1 && pid <= INT_MAX ? pid : -1;
+    }
     if (strncmp(name, "vramwatch-", 10) != 0 || strncmp(name + 10, host, hl) != 0 ||
         name[10 + hl] != '-')
         return -1;
     const char *p = name + 10 + hl + 1;
-    if (!take_digits(&p, &pid) || strncmp(p, ".json.tmp-", 10) != 0)
+    if (!take_digits(&p, &pid))
+        return -1;
+    if (*p == '.' && p[1] >= '0' && p[1] <= '9' && (p++, !take_digits(&p, &n)))
+        return -1;
+    if (strncmp(p, ".json.tmp-", 10) != 0)
         return -1;
     p += 10;
     if (!take_digits(&p, &tid) || *p++ != '-' || !take_digits(&p, &seq) || *p)
@@ -951,7 +971,7 @@ static long long stale_pid(const char *name, const char *host)
     return pid >= 1 && pid <= INT_MAX ? pid : -1;
 }
 
-static void remove_stale_temps(int dirfd)
+void report_sweep_stale(int dirfd)
 {
     char host[256];
     host_name(host, sizeof(host));
@@ -967,15 +987,19 @@ static void remove_stale_temps(int dirfd)
     pid_t me = getpid();
     uid_t uid = geteuid();
     time_t now = time(NULL);
-    unsigned removed = 0;
+    unsigned removed = 0, removed_live = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        long long pid = stale_pid(de->d_name, host);
-        if (pid < 0 || (pid != me && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
+        bool is_live;
+        long long pid = stale_pid(de->d_name, host, &is_live);
+        /* our own pid: an earlier image's temporary; never our own live-state file */
+        if (pid < 0 || (is_live && pid == me) ||
+            (pid != me && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
             continue;
         struct stat st, fst, again;
         if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-            st.st_uid != uid || st.st_nlink != 1 || st.st_mtime > now - STALE_AGE_S)
+            st.st_uid != uid || st.st_nlink != 1 ||
+            st.st_mtime > now - (is_live ? LIVE_STALE_AGE_S : STALE_AGE_S))
             continue;
         int fd = openat(dirfd, de->d_name,
                         O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -987,13 +1011,45 @@ static void remove_stale_temps(int dirfd)
             fstatat(dirfd, de->d_name, &again, AT_SYMLINK_NOFOLLOW) == 0 &&
             again.st_dev == st.st_dev && again.st_ino == st.st_ino &&
             unlinkat(dirfd, de->d_name, 0) == 0)
-            removed++;
+            ++*(is_live ? &removed_live : &removed);
         close(fd);
     }
     closedir(d);
     if (removed)
         vw_log(VW_LOG_INFO, "removed %u temporary report file%s of killed processes", removed,
                removed == 1 ? "" : "s");
+    if (removed_live)
+        vw_log(VW_LOG_INFO, "removed %u live-state file%s of killed processes", removed_live,
+               removed_live == 1 ? "" : "s");
+}
+
+/* Whether `name` is held by another user: a name planted in a shared sticky folder, which we
+ * may not replace (rename fails with EPERM) and must not write through. */
+static bool name_taken(int dirfd, const char *name)
+{
+    struct stat st;
+    return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != geteuid();
+}
+
+/* The first vramwatch-HOST-PID.N.json nobody holds, from now on this process's report name;
+ * one warning says where the report went. */
+static const char *free_name(int dirfd)
+{
+    const char *taken = strrchr(report_path(), '/') + 1;
+    char was[256];
+    snprintf(was, sizeof(was), "%s", taken);
+    for (int n = name_n + 1; n < name_n + 64; n++) {
+        name_n = n;
+        const char *path = report_path();
+        struct stat st;
+        if (fstatat(dirfd, strrchr(path, '/') + 1, &st, AT_SYMLINK_NOFOLLOW) != 0 &&
+            errno == ENOENT) {
+            vw_log(VW_LOG_WARN, "the report's name %s in %s is another user's: writing %s", was,
+                   vw_opt.dir, strrchr(path, '/') + 1);
+            return path;
+        }
+    }
+    return report_path();
 }
 
 int report_write(const char *reason, const struct report_devinfo *info)
@@ -1016,6 +1072,10 @@ int report_write(const char *reason, const struct report_devinfo *info)
     bool first = !previous_checked;
     if (first) {
         previous_checked = true;
+        if (name_taken(dirfd, name)) {
+            final = free_name(dirfd);
+            name = strrchr(final, '/') + 1;
+        }
         keep_previous(dirfd, name);
     }
     /* O_EXCL | O_NOFOLLOW: a name planted in advance (a link to a file of ours) is never
@@ -1035,24 +1095,33 @@ int report_write(const char *reason, const struct report_devinfo *info)
         goto done;
     }
     /* Held until the close: tells a process cleaning the folder that this writer is alive, even
-     * from another PID namespace (remove_stale_temps). Without it the age rule still holds. */
+     * from another PID namespace (report_sweep_stale). Without it the age rule still holds. */
     (void)flock(fd, LOCK_EX | LOCK_NB);
     fchmod(fd, 0600); /* whatever the umask */
     bool ok = write_body(fd, reason, info, nlive, live_total);
     if (close(fd) != 0)
         ok = false;
+    if (ok && renameat(dirfd, tmp, dirfd, name) != 0 && (errno == EPERM || errno == EACCES) &&
+        name_taken(dirfd, name)) {
+        /* taken by another user since we looked: the next free name */
+        final = free_name(dirfd);
+        name = strrchr(final, '/') + 1;
+    } else if (ok) {
+        goto renamed;
+    }
     if (!ok || renameat(dirfd, tmp, dirfd, name) != 0) {
         int e = errno;
         unlinkat(dirfd, tmp, 0);
         vw_warn_once(warned_write, "writing the report %s failed: %s", final, strerror(e));
         goto done;
     }
+renamed:
     vw_log(VW_LOG_INFO, "report written: %s (%s)", final, reason);
     rc = 0;
 done:
     /* After our own report, so that an out-of-memory report is not delayed by the folder's size. */
     if (first)
-        remove_stale_temps(dirfd);
+        report_sweep_stale(dirfd);
     close(dirfd);
 out:
     pthread_mutex_unlock(&report_lock);

@@ -40,5 +40,8 @@ void report_after_fork_child(void);
 
 /* The path the next report goes to (for messages and tests). */
 const char *report_path(void);
+/* Temporary report files and live-state files of killed writers in the folder dirfd: removed
+ * when certainly dead (the rule is report.c's). */
+void report_sweep_stale(int dirfd);
 
 #endif

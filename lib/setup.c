@@ -1,5 +1,5 @@
-/* Lazy set-up at the first hooked call (options, the core, the status file) and the fork
- * handlers that keep a child's state sound. */
+/* Lazy set-up at the first hooked call (options, the core, the status file); the process's life
+ * from then on, forks included, is lifecycle.c's. */
 #include "interpose.h"
 
 #include <pthread.h>
@@ -10,6 +10,7 @@
 #include "devinfo.h"
 #include "driver.h"
 #include "framework.h"
+#include "lifecycle.h"
 #include "live.h"
 #include "log.h"
 #include "pyframes.h"
@@ -17,38 +18,9 @@
 #include "status.h"
 
 VW_TLS int vw_depth;
-bool vw_ready;
 
 static int warned_init;
-
-/* Across fork() the core's lock is held (it is never held while calling into CUDA, so no
- * driver lock can be ordered against it); the child unlocks its copy and forgets the parent's
- * allocations. The report locks are not taken here: a report holds them while it calls the
- * driver, whose own fork handlers may hold the driver's locks. A child forked while another
- * thread was writing a report gets them re-initialised instead (the writer is not in the child). */
-static void fork_prepare(void)
-{
-    core_lock_for_fork();
-}
-
-static void fork_parent(void)
-{
-    core_unlock_after_fork(false);
-}
-
-static void fork_child(void)
-{
-    core_unlock_after_fork(true);
-    stack_after_fork_child();
-    report_after_fork_child();
-    framework_reset();
-    vw_devinfo_after_fork_child();
-    vw_drv_after_fork_child();
-    vw_status_after_fork_child();
-    vw_live_after_fork_child();
-    vw_signals_after_fork_child();
-    vw_depth = 0;
-}
+static bool set_up; /* init_body finished with recording on */
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -84,8 +56,8 @@ static void init_body(void)
         return;
     }
     vw_status_open();
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-    __atomic_store_n(&vw_ready, true, __ATOMIC_RELEASE);
+    set_up = true;
+    vw_lifecycle_start();
 }
 
 bool vw_init_slow(void)
@@ -94,6 +66,10 @@ bool vw_init_slow(void)
     int saved = vw_depth;
     vw_depth = 1;
     pthread_once(&init_once, init_body);
+    /* Set up, yet not ready: a child process whose page of `ready` the kernel zeroed (a raw
+     * clone, which ran no fork handler). It starts its own life here (lifecycle.c). */
+    if (set_up && !__atomic_load_n(vw_ready, __ATOMIC_ACQUIRE))
+        vw_lifecycle_new_process();
     vw_depth = saved;
-    return __atomic_load_n(&vw_ready, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(vw_ready, __ATOMIC_ACQUIRE);
 }

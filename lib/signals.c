@@ -2,45 +2,67 @@
  * `kill`) and SIGINT (Ctrl-C) end a process without its exit handlers, so the run's report would
  * be lost, or stay the one written at an earlier failure.
  *
+ * The rule: the application's signal behaviour stays exactly what it set. Our handler stands in
+ * the kernel with the application's own flags (SA_RESTART only where it asked for it, its
+ * SA_RESETHAND, SA_NODEFER, SA_ONSTACK) and mask, plus SA_SIGINFO, which changes nothing the
+ * process can see; after the report it calls the application's handler, or ends the process by
+ * the signal where the disposition was the default. sigaction() and signal() are wrapped so that
+ * the application reads back what it set and what it sets is what runs: its handler, its flags,
+ * our report in front. An ignored signal is left ignored: nothing stops the job, nothing to
+ * report.
+ *
  * Nothing that writes a report is async-signal-safe (it takes locks and allocates), so the
- * handler only writes the signal's number into a pipe and waits, with poll (async-signal-safe),
- * until a thread of ours, started with the first allocation and blocked on that pipe until then,
- * has written the report with reason "signal", for at most STOP_WAIT_MS: the thread may need a
- * lock that the interrupted thread holds, which it gets once the handler has returned. Then:
- * - the program had a handler of its own (Python's for SIGINT, a framework's): it is called, and
- *   the program goes on as it would have; if it exits normally, its exit report comes last;
- * - the disposition was the default: the default is put back and the signal raised again, so the
- *   process ends by it, with the status its parent expects (128 + N in a shell);
- * - it was ignored: nothing is installed.
- * A program that installs its own handler later replaces ours, as it would any other. A forked
- * child inherits the handler but not the thread: the fork child handler puts the old
- * dispositions back (vw_signals_after_fork_child), and a child made without fork handlers
- * (a raw clone) that gets the signal in ours does the same and raises it again at once, as if
- * we were not there. */
+ * handler hands the signal to a thread of ours, started with the first allocation, and waits
+ * until that thread has written the report with reason "signal", for at most STOP_WAIT_MS: the
+ * thread may need a lock that the interrupted thread holds, which it gets once the handler has
+ * returned. Handler and thread meet on two futex words, not a pipe: the library holds no
+ * descriptor the application could close and reuse (a pipe's numbers, once the application had
+ * closed them, were its own files, and our byte went into its log).
+ *
+ * A forked child inherits the handler but not the thread: the fork child handler puts the
+ * application's dispositions back (vw_signals_after_fork_child), and a child made without fork
+ * handlers (a raw clone) that gets the signal in ours does the same and raises it again at once,
+ * as if we were not there. A child that allocates installs ours again, as any new process. */
 #include "interpose.h"
 #include "live.h"
 
+#include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "lifecycle.h"
 
 static const int stop_signals[] = { SIGTERM, SIGINT };
 #define NSIG_STOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
-
-static struct sigaction previous[NSIG_STOP];
-static bool installed[NSIG_STOP];
-static int pipe_fd[2] = { -1, -1 }; /* handler -> thread: the signal */
-static int done_fd[2] = { -1, -1 }; /* thread -> handler: the report is written */
 #define STOP_WAIT_MS 5000
-static pid_t owner;
+#define DYING 0x100u
+
+/* What the application set, as it reads it back: two copies per signal, the one in use named by
+ * `app_at`, so that a handler running on another thread while sigaction() changes it reads a
+ * whole one. Writers take app_lock. */
+static struct sigaction app[NSIG_STOP][2];
+static int app_at[NSIG_STOP];
+static bool ours[NSIG_STOP]; /* our handler is the one the kernel has */
+static pthread_mutex_t app_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool watching;        /* the thread is running: a stop signal can be reported */
+
+/* handler -> thread: the signal's number (0: none); thread -> handler: reports written */
+static uint32_t stop_word, done_word;
+
 /* Once the exit report is being written, a stop signal's report would come after it and say less
  * (the exit report is the later, fuller one): the watcher checks this under stop_lock. */
 static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool exiting;
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+static sigaction_fn real_sigaction_fn;
 
 static int slot_of(int sig)
 {
@@ -50,9 +72,67 @@ static int slot_of(int sig)
     return -1;
 }
 
+/* The sigaction below ours: libc's, or a sanitizer's interceptor preloaded before us (which
+ * must see our handler to run it as it runs every other). */
+VW_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    sigaction_fn f = __atomic_load_n(&real_sigaction_fn, __ATOMIC_ACQUIRE);
+    if (!f) {
+        int saved = errno;
+        void *p = vw_real_dlsym(RTLD_DEFAULT, "sigaction");
+        if (!p || p == (void *)sigaction)
+            p = vw_real_dlsym(RTLD_NEXT, "sigaction");
+        errno = saved;
+        if (!p) {
+            errno = ENOSYS;
+            return -1;
+        }
+        memcpy(&f, &p, sizeof(f));
+        __atomic_store_n(&real_sigaction_fn, f, __ATOMIC_RELEASE);
+    }
+    return f(sig, act, old);
+}
+
 static bool is_default(const struct sigaction *sa)
 {
     return !(sa->sa_flags & SA_SIGINFO) && sa->sa_handler == SIG_DFL;
+}
+
+static bool is_ignored(const struct sigaction *sa)
+{
+    return !(sa->sa_flags & SA_SIGINFO) && sa->sa_handler == SIG_IGN;
+}
+
+static long futex(uint32_t *word, int op, uint32_t val, const struct timespec *rel)
+{
+    return syscall(SYS_futex, word, op, val, rel, NULL, 0);
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_on(uint32_t *word, uint32_t val, uint64_t ms)
+{
+    struct timespec rel = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+    futex(word, FUTEX_WAIT_PRIVATE, val, &rel);
+}
+
+static void on_stop(int sig, siginfo_t *info, void *uctx);
+
+/* Our handler in the kernel with the application's flags and mask. */
+static bool install_ours(int i, const struct sigaction *as)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_stop;
+    sa.sa_flags = SA_SIGINFO | (as->sa_flags & (SA_RESTART | SA_RESETHAND | SA_NODEFER | SA_ONSTACK));
+    sa.sa_mask = as->sa_mask;
+    return real_sigaction(stop_signals[i], &sa, NULL) == 0;
 }
 
 static void on_stop(int sig, siginfo_t *info, void *uctx)
@@ -63,31 +143,42 @@ static void on_stop(int sig, siginfo_t *info, void *uctx)
         errno = saved;
         return;
     }
-    if (getpid() != owner) {
-        /* a forked child: our thread is not here; behave as without us */
-        sigaction(sig, &previous[i], NULL);
+    struct sigaction p = app[i][__atomic_load_n(&app_at[i], __ATOMIC_ACQUIRE)];
+    if (!vw_is_owner()) {
+        /* a child made without fork handlers: no thread of ours here; as without us */
+        real_sigaction(sig, &p, NULL);
         raise(sig);
         errno = saved;
         return;
     }
-    unsigned char b = (unsigned char)sig;
-    if (write(pipe_fd[1], &b, 1) == 1) {
-        struct pollfd pf = { .fd = done_fd[0], .events = POLLIN };
-        if (poll(&pf, 1, STOP_WAIT_MS) == 1 && (pf.revents & POLLIN)) {
-            ssize_t r = read(done_fd[0], &b, 1);
-            (void)r;
-        }
+    if (p.sa_flags & SA_RESETHAND) {
+        /* the kernel has put the default back, as the application asked: so does its view */
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof(dfl));
+        int at = !__atomic_load_n(&app_at[i], __ATOMIC_RELAXED);
+        app[i][at] = dfl;
+        __atomic_store_n(&app_at[i], at, __ATOMIC_RELEASE);
+        __atomic_store_n(&ours[i], false, __ATOMIC_RELAXED);
     }
-    const struct sigaction *p = &previous[i];
-    if (is_default(p)) {
+    if (__atomic_load_n(&watching, __ATOMIC_ACQUIRE)) {
+        uint32_t done = __atomic_load_n(&done_word, __ATOMIC_ACQUIRE);
+        /* DYING: the signal ends the process once we return, so its live-state file goes too */
+        __atomic_store_n(&stop_word, (uint32_t)sig | (is_default(&p) ? DYING : 0), __ATOMIC_RELEASE);
+        futex(&stop_word, FUTEX_WAKE_PRIVATE, 1, NULL);
+        uint64_t until = mono_ms() + STOP_WAIT_MS;
+        for (uint64_t now = mono_ms();
+             __atomic_load_n(&done_word, __ATOMIC_ACQUIRE) == done && now < until; now = mono_ms())
+            sleep_on(&done_word, done, until - now);
+    }
+    if (is_default(&p)) {
         /* the job was to end by this signal: now it does, once the handler returns */
-        sigaction(sig, p, NULL);
+        real_sigaction(sig, &p, NULL);
         raise(sig);
-    } else if (p->sa_flags & SA_SIGINFO) {
-        if (p->sa_sigaction)
-            p->sa_sigaction(sig, info, uctx);
-    } else if (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN) {
-        p->sa_handler(sig);
+    } else if (p.sa_flags & SA_SIGINFO) {
+        if (p.sa_sigaction)
+            p.sa_sigaction(sig, info, uctx);
+    } else if (p.sa_handler != SIG_IGN) {
+        p.sa_handler(sig);
     }
     errno = saved;
 }
@@ -98,51 +189,50 @@ static void *watcher(void *arg)
 {
     (void)arg;
     vw_live_tick();
+    uint64_t next = mono_ms() + VW_LIVE_INTERVAL_MS;
     for (;;) {
-        struct pollfd pf = { .fd = pipe_fd[0], .events = POLLIN };
-        int ready = poll(&pf, 1, VW_LIVE_INTERVAL_MS);
-        if (ready < 0 && errno == EINTR)
-            continue;
-        if (ready == 0) {
-            vw_live_tick();
+        uint32_t sig = __atomic_exchange_n(&stop_word, 0, __ATOMIC_ACQ_REL);
+        if (sig) {
+            pthread_mutex_lock(&stop_lock);
+            if (!exiting && core_touched())
+                vw_write_report("signal");
+            pthread_mutex_unlock(&stop_lock);
+            if (sig & DYING)
+                vw_live_remove();
+            __atomic_add_fetch(&done_word, 1, __ATOMIC_RELEASE);
+            futex(&done_word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
             continue;
         }
-        unsigned char b;
-        ssize_t n = ready < 0 ? -1 : read(pipe_fd[0], &b, 1);
-        if (n < 0 && errno == EINTR)
+        uint64_t now = mono_ms();
+        if (now >= next) {
+            vw_live_tick();
+            next = mono_ms() + VW_LIVE_INTERVAL_MS;
             continue;
-        if (n != 1)
-            return NULL;
-        int sig = b, i = slot_of(sig);
-        if (i < 0)
-            continue;
-        pthread_mutex_lock(&stop_lock);
-        if (!exiting && core_touched())
-            vw_write_report("signal");
-        pthread_mutex_unlock(&stop_lock);
-        ssize_t w = write(done_fd[1], &b, 1);
-        (void)w;
+        }
+        sleep_on(&stop_word, 0, next - now);
     }
+    return NULL;
 }
 
 /* The fork child handler: the child has no watcher thread, so where our handler is still the one
- * installed, the disposition it replaced is put back before the child runs any code of its own.
- * Doing it here rather than in the handler matters: a signal that reaches a forked worker (a
- * DataLoader or multiprocessing pool being terminated) must act as it would without us, even
- * where a sanitizer's runtime defers handlers and a restarted wait would never see the
+ * installed, the disposition the application set is put back before the child runs any code of
+ * its own. Doing it here rather than in the handler matters: a signal that reaches a forked
+ * worker (a DataLoader or multiprocessing pool being terminated) must act as it would without
+ * us, even where a sanitizer's runtime defers handlers and a restarted wait would never see the
  * re-raised signal (seen under ThreadSanitizer: pool workers left blocked in sem_wait, their
- * SIGTERM lost). A handler the application installed after ours is left alone. */
+ * SIGTERM lost). Also for a child told apart by its pid (lifecycle.c). */
 void vw_signals_after_fork_child(void)
 {
+    pthread_mutex_init(&app_lock, NULL);
+    pthread_mutex_init(&stop_lock, NULL);
     for (size_t i = 0; i < NSIG_STOP; i++) {
-        if (!installed[i])
-            continue;
-        struct sigaction cur;
-        if (sigaction(stop_signals[i], NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
-            cur.sa_sigaction == on_stop)
-            sigaction(stop_signals[i], &previous[i], NULL);
-        installed[i] = false;
+        if (__atomic_load_n(&ours[i], __ATOMIC_RELAXED))
+            real_sigaction(stop_signals[i], &app[i][app_at[i]], NULL);
+        ours[i] = false;
     }
+    watching = false;
+    exiting = false;
+    stop_word = done_word = 0;
 }
 
 void vw_signals_exiting(void)
@@ -152,18 +242,8 @@ void vw_signals_exiting(void)
     pthread_mutex_unlock(&stop_lock);
 }
 
-void vw_signals_install(void)
+bool vw_signals_install(void)
 {
-    owner = getpid();
-    if (pipe2(pipe_fd, O_CLOEXEC) != 0)
-        return;
-    if (pipe2(done_fd, O_CLOEXEC | O_NONBLOCK) != 0) {
-        close(pipe_fd[0]);
-        close(pipe_fd[1]);
-        return;
-    }
-    fcntl(pipe_fd[1], F_SETFL,
-          O_NONBLOCK); /* a full pipe drops the byte, never blocks the handler */
     sigset_t all, old;
     sigfillset(&all);
     /* the thread takes no signal of the application's */
@@ -171,29 +251,96 @@ void vw_signals_install(void)
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 64 * 1024);
+    /* Small: the thread's deepest work is a report's, whose demangling checks the room it has
+     * (report.c); 256 KiB of address space, touched only as deep as it goes. */
+    pthread_attr_setstacksize(&attr, 256 * 1024);
     pthread_t t;
     int rc = pthread_create(&t, &attr, watcher, NULL);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        close(pipe_fd[0]);
-        close(pipe_fd[1]);
-        close(done_fd[0]);
-        close(done_fd[1]);
-        pipe_fd[0] = pipe_fd[1] = done_fd[0] = done_fd[1] = -1;
-        return;
-    }
+    if (rc != 0)
+        return false;
+    __atomic_store_n(&watching, true, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&app_lock);
     for (size_t i = 0; i < NSIG_STOP; i++) {
-        if (sigaction(stop_signals[i], NULL, &previous[i]) != 0)
+        struct sigaction cur;
+        if (real_sigaction(stop_signals[i], NULL, &cur) != 0)
             continue;
-        if (!(previous[i].sa_flags & SA_SIGINFO) && previous[i].sa_handler == SIG_IGN)
+        app[i][0] = cur;
+        __atomic_store_n(&app_at[i], 0, __ATOMIC_RELEASE);
+        if (is_ignored(&cur))
             continue; /* ignored: the job is not stopped by it, nothing to report */
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_sigaction = on_stop;
-        sa.sa_flags = SA_SIGINFO | SA_RESTART | (previous[i].sa_flags & SA_ONSTACK);
-        sa.sa_mask = previous[i].sa_mask;
-        installed[i] = sigaction(stop_signals[i], &sa, NULL) == 0;
+        __atomic_store_n(&ours[i], install_ours((int)i, &cur), __ATOMIC_RELEASE);
     }
+    pthread_mutex_unlock(&app_lock);
+    return true;
+}
+
+/* The application's sigaction: for a stop signal while ours stands, it reads and sets the
+ * disposition it sees, and ours goes on standing in front of what it set (an ignored signal
+ * is installed as such: ignoring is the kernel's business). */
+VW_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    int i = slot_of(sig);
+    if (i < 0 || !__atomic_load_n(&ours[i], __ATOMIC_ACQUIRE) || !vw_is_owner())
+        return real_sigaction(sig, act, old);
+    int saved = errno;
+    sigset_t block, prev;
+    sigemptyset(&block);
+    sigaddset(&block, sig);
+    /* not while our handler on this thread reads the copy being replaced */
+    pthread_sigmask(SIG_BLOCK, &block, &prev);
+    pthread_mutex_lock(&app_lock);
+    int rc = 0;
+    if (__atomic_load_n(&ours[i], __ATOMIC_ACQUIRE)) {
+        struct sigaction was = app[i][app_at[i]];
+        if (act) {
+            if (is_ignored(act)) {
+                rc = real_sigaction(sig, act, NULL);
+                if (rc == 0)
+                    __atomic_store_n(&ours[i], false, __ATOMIC_RELEASE);
+            } else if (!install_ours(i, act)) {
+                rc = -1;
+            }
+            if (rc == 0) {
+                int at = !app_at[i];
+                app[i][at] = *act;
+                __atomic_store_n(&app_at[i], at, __ATOMIC_RELEASE);
+            }
+        }
+        if (rc == 0 && old)
+            *old = was;
+    } else {
+        rc = real_sigaction(sig, act, old); /* ours went (SA_RESETHAND) meanwhile */
+    }
+    int err = errno;
+    pthread_mutex_unlock(&app_lock);
+    pthread_sigmask(SIG_SETMASK, &prev, NULL);
+    errno = rc == 0 ? saved : err;
+    return rc;
+}
+
+/* signal() as glibc's (BSD semantics: SA_RESTART, the signal blocked in its handler), through
+ * the sigaction above: glibc's own calls its internal sigaction, which we would not see. */
+VW_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+    struct sigaction sa, old;
+    if (handler == SIG_ERR || sig < 1 || sig >= NSIG) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, sig);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(sig, &sa, &old) < 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}
+
+VW_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler);
+VW_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+    return signal(sig, handler);
 }

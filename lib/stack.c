@@ -14,9 +14,11 @@
 #include "stack.h"
 
 #include <dlfcn.h>
-#include <link.h>
+#include <errno.h>
 #include <libunwind.h>
+#include <link.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core.h"
@@ -51,13 +53,22 @@ void stack_init(void)
     dl_iterate_phdr(find_self, (void *)(uintptr_t)&stack_init);
 #ifndef __SANITIZE_THREAD__
     /* Kept open for the life of the process: frames are walked with it until exit. */
+    int saved = errno;
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    /* Why the library's own name failed, which is what the user needs: out of descriptors
+     * (EMFILE) or memory says so, not "not found" */
+    char why[160] = "";
+    const char *e = h ? NULL : dlerror();
+    if (e)
+        snprintf(why, sizeof(why), "%s", e);
     if (!h)
         h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
     if (h)
         *(void **)&stack_walker.backtrace_fn = dlsym(h, "unw_backtrace");
     if (!stack_walker.backtrace_fn)
-        vw_warn_once(warned_unwind, "libunwind not found; native call stacks are off");
+        vw_warn_once(warned_unwind, "cannot load libunwind (%s); native call stacks are off",
+                     why[0] ? why : "no unw_backtrace in it");
+    errno = saved;
 #endif
 }
 

@@ -9,9 +9,15 @@
  * report folder, and only a regular file of ours (or a new one, 0600) is ever opened, written or
  * chmod'ed, never a FIFO (that would hang the job), a device (/dev/null made 0600 for everyone)
  * or another user's file (safefile.c). Anything else costs the status file, with one warning;
- * the job runs on. */
+ * the job runs on. A path used before is truncated at set-up: a longer line of an earlier run
+ * must not show its tail after ours.
+ * No descriptor stays open between writes: the application may close every descriptor it has
+ * (close_range) and open its own files at the same numbers, and a line meant for the status
+ * file would go into them. Each write opens the file by its path again (a few system calls, at
+ * most ten times a second and at failures). */
 #include "status.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,7 +27,7 @@
 #include "options.h"
 #include "safefile.h"
 
-int vw_status_fd = -1;
+bool vw_status_on;
 static uint64_t status_last_ns, status_written_peak, status_written_flushes, status_written_finals;
 static uint64_t status_written_sites;
 static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -48,9 +54,31 @@ void vw_status_open(void)
     if (!vw_opt.status[0])
         return;
     char why[256];
-    vw_status_fd = safefile_open_private(vw_opt.status, why, sizeof(why));
-    if (vw_status_fd < 0)
+    int fd = safefile_open_private(vw_opt.status, why, sizeof(why));
+    if (fd < 0) {
         vw_log(VW_LOG_WARN, "not writing the status file %s: %s", vw_opt.status, why);
+        return;
+    }
+    if (ftruncate(fd, 0) != 0) {
+        vw_log(VW_LOG_WARN, "not writing the status file %s: %s", vw_opt.status, strerror(errno));
+        close(fd);
+        return;
+    }
+    close(fd);
+    vw_status_on = true;
+}
+
+/* The file again, by its path, with the same checks; one warning and no more writes when it
+ * has become something we must not write. */
+static int status_reopen(void)
+{
+    char why[256];
+    int fd = safefile_open_private(vw_opt.status, why, sizeof(why));
+    if (fd < 0) {
+        __atomic_store_n(&vw_status_on, false, __ATOMIC_RELAXED);
+        vw_log(VW_LOG_WARN, "no longer writing the status file %s: %s", vw_opt.status, why);
+    }
+    return fd;
 }
 
 /* Growth that is written at once, whatever the rate limit: a caching allocator asks for all its
@@ -94,8 +122,12 @@ void vw_status_update(uint64_t now, bool event, bool force)
     *p++ = '\n';
     if ((size_t)(p - line) > longest)
         longest = (size_t)(p - line);
-    ssize_t w = pwrite(vw_status_fd, line, (size_t)(p - line), 0);
-    (void)w;
+    int fd = status_reopen();
+    if (fd >= 0) {
+        ssize_t w = pwrite(fd, line, (size_t)(p - line), 0);
+        (void)w;
+        close(fd);
+    }
     status_written_peak = peak;
     __atomic_store_n(&status_written_flushes, flushes, __ATOMIC_RELAXED);
     __atomic_store_n(&status_written_finals, finals, __ATOMIC_RELAXED);
@@ -109,8 +141,5 @@ void vw_status_after_fork_child(void)
     pthread_mutex_init(&status_lock, NULL);
     status_written_peak = 0;
     status_written_flushes = status_written_finals = status_written_sites = 0;
-    if (vw_status_fd >= 0) {
-        close(vw_status_fd); /* the file describes the parent, which keeps writing it */
-        vw_status_fd = -1;
-    }
+    vw_status_on = false; /* the file describes the parent, which keeps writing it */
 }

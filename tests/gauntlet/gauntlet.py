@@ -488,7 +488,321 @@ def attack_cost(opts):
         c.close()
 
 
-ATTACKS = {"load": attack_load, "procs": attack_procs, "faults": attack_faults, "cost": attack_cost}
+# ---------------------------------------------------------------------------------------------
+# The host: a preload must change nothing the process can see. Each case runs the same program
+# with and without the library, in folders of their own, and compares what the program sees
+# (its output, its exit status, the files it made); then what the library left is checked on
+# its own: a whole report from every process that allocated, no live-state file after it.
+
+def live_files(folder):
+    return sorted(f for f in os.listdir(folder) if f.startswith("vramwatch-live."))
+
+
+def app_files(folder):
+    out = {}
+    for f in sorted(os.listdir(folder)):
+        if f.startswith("vramwatch-"):
+            continue
+        with open(os.path.join(folder, f), "rb") as fh:
+            out[f] = fh.read()
+    return out
+
+
+class Twin:
+    """One program run twice: `bare` without the library, `pre` with it."""
+
+    def __init__(self, opts, name):
+        self.bare = Case(opts, name + "-bare")
+        self.pre = Case(opts, name + "-pre")
+
+    def close(self):
+        self.bare.close()
+        self.pre.close()
+
+    def run(self, cmd, extra=None, timeout=60, signal_after=None, preexec=None):
+        """Both runs; returns (bare, pre) as (returncode, stdout, stderr, seconds). With
+        signal_after=(sig, delay), the signal goes to the process `delay` seconds after its
+        first line of output."""
+        out = []
+        for case, preload in ((self.bare, False), (self.pre, True)):
+            case.clean()
+            t0 = time.monotonic()
+            p = subprocess.Popen(cmd, env=case.env(extra, preload), cwd=case.dir, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 preexec_fn=preexec and (lambda c=case: preexec(c)))
+            first = ""
+            if signal_after:
+                first = p.stdout.readline()
+                time.sleep(signal_after[1])
+                p.send_signal(signal_after[0])
+            try:
+                so, se = p.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                so, se = p.communicate()
+                so += f"\n[still running {timeout} s later: killed]"
+            out.append((p.returncode, first + so, se, time.monotonic() - t0))
+        return out
+
+    def same(self, got, what):
+        (brc, bout, berr, bt), (prc, pout, perr, pt) = got
+        eq((prc, pout), (brc, bout), f"{what}: (status, output) with the library")
+        eq(app_files(self.pre.dir), app_files(self.bare.dir), f"{what}: the program's files")
+        eq(warnings(perr), [], f"{what}: warnings")
+        return got
+
+
+def check_left(c, want, what):
+    """The library's leftovers in c.dir: reports of exactly the pids in want (pid -> live bytes
+    on device 0), no live-state file, no temporary."""
+    reps = c.reports()
+    eq({pid: dev0(r)["live_bytes"] for pid, r in reps.items()}, want, f"{what}: reports")
+    eq(live_files(c.dir), [], f"{what}: live-state files left")
+    eq(tmp_files(c.dir), [], f"{what}: temporary files left")
+    return reps
+
+
+def host_case(fails, name, fn):
+    try:
+        fn()
+        print(f"host: {name}: ok")
+    except Failed as e:
+        fails.append(f"{name}: {e}")
+        print(f"host: {name}: FAILED: {e}")
+
+
+def attack_host(opts):
+    fails = []
+    exe = os.path.join(opts.build, "tests", "gauntlet", "host")
+    longsym = os.path.join(opts.build, "tests", "gauntlet", "longsym")
+    py = sys.executable
+
+    def signals_c():
+        t = Twin(opts, "eintr")
+        try:
+            got = t.same(t.run([exe, "eintr"], signal_after=(signal.SIGTERM, 0.3), timeout=10),
+                         "a blocking read and a handler without SA_RESTART")
+            expect("EINTR" in got[1][1], f"the read ended with EINTR: {got[1][1]!r}")
+        finally:
+            t.close()
+        t = Twin(opts, "resethand")
+        try:
+            got = t.same(t.run([exe, "resethand"]), "SA_RESETHAND")
+            eq(got[1][0], -signal.SIGINT, "the second SIGINT ends the process")
+        finally:
+            t.close()
+        t = Twin(opts, "query")
+        try:
+            t.same(t.run([exe, "query"]), "what sigaction() and signal() say")
+        finally:
+            t.close()
+
+    def signals_py():
+        # Python's SIGINT handler has no SA_RESTART: a blocked wait ends at once and raises
+        # KeyboardInterrupt
+        for what, block in (("Event().wait()", "threading.Event().wait()"),
+                            ("subprocess.run(sleep 8)", "subprocess.run(['sleep', '8'])"),
+                            ("os.read(empty pipe)", "os.read(os.pipe()[0], 1)")):
+            src = PY_ALLOC + ("import threading, subprocess, os, sys\n"
+                              "print('ready', flush=True)\n"
+                              "try:\n    " + block + "\n"
+                              "except KeyboardInterrupt:\n    print('KeyboardInterrupt')\n")
+            t = Twin(opts, "pysig")
+            try:
+                got = t.same(t.run([py, "-c", src], signal_after=(signal.SIGINT, 0.5), timeout=12),
+                             f"Ctrl-C in {what}")
+                expect("KeyboardInterrupt" in got[1][1], f"{what}: KeyboardInterrupt raised")
+                expect(got[1][3] < got[0][3] + 4, f"{what}: the job stopped in "
+                       f"{got[1][3]:.1f} s with the library, {got[0][3]:.1f} s without")
+                check_left(t.pre, {pid: MiB for pid in t.pre.reports()}, what)
+            finally:
+                t.close()
+
+    def demangle():
+        t = Twin(opts, "longsym")
+        try:
+            got = t.same(t.run([longsym, "2"]), "a call site with a long C++ symbol")
+            reps = check_left(t.pre, {pid: MiB for pid in t.pre.reports()}, "long symbol")
+            eq(len(reps), 1, "one report")
+            got = t.same(t.run([longsym, "5"], signal_after=(signal.SIGTERM, 1.5)),
+                         "SIGTERM at a call site with a long C++ symbol")
+            eq(got[1][0], -signal.SIGTERM, "ended by SIGTERM")
+            reps = check_left(t.pre, {pid: MiB for pid in t.pre.reports()}, "long symbol, SIGTERM")
+            eq([r["reason"] for r in reps.values()], ["signal"], "the report's reason")
+        finally:
+            t.close()
+
+    def descriptors():
+        t = Twin(opts, "fds")
+        try:
+            status = os.path.join(t.pre.dir, "vramwatch-status")
+            t.same(t.run([exe, "fds"], extra={"VRAMWATCH_STATUS": status}),
+                   "descriptors the program closed and reused")
+            check_left(t.pre, {pid: 98 * MiB for pid in t.pre.reports()}, "fds")
+            t.same(t.run([exe, "closeexit"]), "descriptors 3-15 closed before exit")
+            check_left(t.pre, {pid: MiB for pid in t.pre.reports()}, "closeexit")
+        finally:
+            t.close()
+
+    def children():
+        for mode, child_live in (("fork", MiB), ("forkfirst", MiB), ("clone", MiB)):
+            t = Twin(opts, mode)
+            try:
+                t.same(t.run([exe, mode]), mode)
+                reps = t.pre.reports()
+                parent = [p for p, r in reps.items() if r["process"]["ppid"] not in reps]
+                kids = {p: r for p, r in reps.items() if r["process"]["ppid"] in reps}
+                want_parent = 0 if mode == "forkfirst" else 64 * MiB
+                eq(len(kids) if mode != "forkfirst" else len(reps), 1, f"{mode}: the child's report")
+                child = list(kids.values() or reps.values())[-1]
+                eq(dev0(child)["live_bytes"], child_live, f"{mode}: the child's live bytes")
+                eq(dev0(child)["alloc_calls"], 1, f"{mode}: the child's allocation calls")
+                if want_parent:
+                    eq([dev0(reps[p])["live_bytes"] for p in parent], [want_parent],
+                       f"{mode}: the parent's report")
+                eq(live_files(t.pre.dir), [], f"{mode}: live-state files left")
+            finally:
+                t.close()
+        t = Twin(opts, "exec")
+        try:
+            t.same(t.run([exe, "exec"]), "exec")
+            reps = check_left(t.pre, {pid: 64 * MiB for pid in t.pre.reports()}, "exec")
+            eq(len(reps), 1, "exec: the report of the image that allocated")
+            t.same(t.run([exe, "vfork"]), "vfork")
+            reps = check_left(t.pre, {pid: 65 * MiB for pid in t.pre.reports()}, "vfork")
+            eq(len(reps), 1, "vfork: only the parent's report")
+        finally:
+            t.close()
+        # multiprocessing's fork context, its child ended with os._exit
+        src = PY_ALLOC + ("import multiprocessing as mp, os\n"
+                          "def child():\n    alloc(1 << 20)\n    os._exit(0)\n"
+                          "p = mp.get_context('fork').Process(target=child)\n"
+                          "p.start(); p.join(); print('child', p.exitcode)\n")
+        t = Twin(opts, "mpfork")
+        try:
+            t.same(t.run([py, "-c", src]), "a multiprocessing fork child")
+            reps = check_left(t.pre, {pid: MiB for pid in t.pre.reports()}, "mpfork")
+            eq(len(reps), 2, "mpfork: the parent's and the child's reports")
+        finally:
+            t.close()
+
+    def names():
+        import pwd
+        import socket
+        host = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in socket.gethostname())
+        if os.geteuid() != 0:
+            run_case.NOT_CHECKED.append("names another user holds: needs root to make them")
+        else:
+            nobody = pwd.getpwnam("nobody")
+            c = Case(opts, "names")
+            try:
+                os.chmod(c.dir, 0o1777)
+                planted = {}
+
+                def plant(case):
+                    pid = os.getpid()
+                    for n in (f"vramwatch-{host}-{pid}.json", f"vramwatch-live.{host}.{pid}"):
+                        path = os.path.join(case.dir, n)
+                        with open(path, "w") as fh:
+                            fh.write("nobody's\n")
+                        os.chown(path, nobody.pw_uid, nobody.pw_gid)
+                        planted[n] = True
+
+                p = subprocess.run([exe, "alloc"], env=c.env(), cwd=c.dir, capture_output=True,
+                                   text=True, timeout=60, preexec_fn=lambda: plant(c))
+                eq(p.returncode, 0, "names: exit status")
+                w = warnings(p.stderr)
+                eq(len(w), 1, f"names: one warning ({w})")
+                expect("another user's" in w[0], f"names: the warning says why: {w[0]}")
+                ours = os.path.join(c.dir, "ours")
+                os.mkdir(ours)
+                for f in os.listdir(c.dir):
+                    if f.endswith(".json") and os.lstat(os.path.join(c.dir, f)).st_uid == 0:
+                        shutil.copy(os.path.join(c.dir, f), ours)
+                reps = c.reports(ours)
+                eq(len(reps), 1, "names: the report, under another name")
+                eq([dev0(r)["live_bytes"] for r in reps.values()], [MiB], "names: its live bytes")
+                pid = list(reps)[0]
+                for n in (f"vramwatch-{host}-{pid}.json", f"vramwatch-live.{host}.{pid}"):
+                    path = os.path.join(c.dir, n)
+                    st = os.lstat(path)
+                    eq((st.st_uid, open(path).read()), (nobody.pw_uid, "nobody's\n"),
+                       f"names: {n} left as it was")
+                eq([f for f in live_files(c.dir) if f != f"vramwatch-live.{host}.{pid}"], [],
+                   "names: our live-state file gone at exit")
+            finally:
+                c.close()
+        # killed writers' live-state files: removed by the next process that writes here
+        c = Case(opts, "killed")
+        try:
+            procs = [subprocess.Popen([exe, "hold"], env=c.env(), cwd=c.dir, stdout=subprocess.PIPE,
+                                      text=True) for _ in range(20)]
+            for p in procs:
+                p.stdout.readline()
+            deadline = time.monotonic() + 10
+            while len(live_files(c.dir)) < 20 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            eq(len(live_files(c.dir)), 20, "killed: the writers' live-state files")
+            for p in procs:
+                p.kill()
+                p.wait()
+                p.stdout.close()
+            old = time.time() - 60  # writers tick every second: a minute untouched is dead
+            for f in live_files(c.dir):
+                os.utime(os.path.join(c.dir, f), (old, old))
+            c.run([exe, "alloc"])
+            eq(live_files(c.dir), [], "killed: live-state files of the 20 killed writers")
+        finally:
+            c.close()
+
+    def status_reused():
+        t = Twin(opts, "status")
+        try:
+            path = os.path.join(t.pre.dir, "status")
+            with open(path, "w") as fh:
+                fh.write("x" * 400 + "\n")
+            t.pre.run([exe, "alloc"], extra={"VRAMWATCH_STATUS": path})
+            with open(path) as fh:
+                lines = fh.read().splitlines()
+            eq(len(lines), 1, f"status: one line in a reused status file: {lines!r}")
+            expect(lines[0].startswith("vramwatch-status ") and "xxx" not in lines[0],
+                   f"status: nothing of the old line left: {lines[0]!r}")
+        finally:
+            t.close()
+
+    def fd_exhaustion():
+        # out of descriptors at the first call: the program fails as it would without us, and
+        # the warning says why libunwind could not be loaded (it said "not found"); the report
+        # cannot be written either, which its own warning says
+        t = Twin(opts, "nofile")
+        try:
+            got = t.run([exe, "nofile"])
+            eq(got[1][:2], got[0][:2], "out of descriptors: (status, output) with the library")
+            w = [x for x in warnings(got[1][2]) if "libunwind" in x]
+            expect(len(w) == 1 and "Too many open files" in w[0],
+                   f"out of descriptors: the warning about libunwind says why: {w}")
+        finally:
+            t.close()
+
+    for name, fn in (("out of descriptors", fd_exhaustion), ("names", names), ("status file reused", status_reused),
+                     ("signals (C)", signals_c), ("signals (Python)", signals_py),
+                     ("long symbols", demangle), ("descriptors", descriptors),
+                     ("children", children)):
+        host_case(fails, name, fn)
+    if fails:
+        raise Failed(f"{len(fails)} of the host cases failed:\n  " + "\n  ".join(fails))
+
+
+# A Python job's allocation through the simulated runtime, as ctypes sees it.
+PY_ALLOC = ("import ctypes\n"
+            "_rt = ctypes.CDLL('libcudart.so.13')\n"
+            "def alloc(n):\n"
+            "    p = ctypes.c_void_p()\n"
+            "    assert _rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(n)) == 0\n"
+            "alloc(1 << 20)\n")
+
+
+ATTACKS = {"host": attack_host, "load": attack_load, "procs": attack_procs, "faults": attack_faults, "cost": attack_cost}
 
 
 def main():

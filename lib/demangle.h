@@ -1,0 +1,10 @@
+/* C++ names for native frames (demangle.c): one rule for the report and the live-state file. */
+#ifndef VW_DEMANGLE_H
+#define VW_DEMANGLE_H
+
+/* The demangled form of `symbol` (malloc'd, the caller frees it), or NULL: not a C++ name, no
+ * demangler in the process, or no room for it on this thread's stack (the caller then shows the
+ * mangled name). */
+char *vw_demangle(const char *symbol);
+
+#endif
