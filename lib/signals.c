@@ -72,17 +72,17 @@ static int slot_of(int sig)
     return -1;
 }
 
-/* The sigaction below ours: libc's, or a sanitizer's interceptor preloaded before us (which
- * must see our handler to run it as it runs every other). */
+/* The sigaction after ours: libc's. A sanitizer's interceptor preloaded before us calls ours
+ * with its own wrapper of the application's handler, which is then the handler ours chains
+ * to, so its deferral still applies to the application's code; calling the interceptor from
+ * here would call us again. */
 VW_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     sigaction_fn f = __atomic_load_n(&real_sigaction_fn, __ATOMIC_ACQUIRE);
     if (!f) {
         int saved = errno;
-        void *p = vw_real_dlsym(RTLD_DEFAULT, "sigaction");
-        if (!p || p == (void *)sigaction)
-            p = vw_real_dlsym(RTLD_NEXT, "sigaction");
+        void *p = vw_real_dlsym(RTLD_NEXT, "sigaction");
         errno = saved;
         if (!p) {
             errno = ENOSYS;
@@ -325,6 +325,16 @@ VW_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 VW_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
     struct sigaction sa, old;
+    if (slot_of(sig) < 0) {
+        /* not ours: libc's own, which also knows what siginterrupt() asked for */
+        int saved = errno;
+        void *p = vw_real_dlsym(RTLD_NEXT, "signal");
+        errno = saved;
+        sighandler_t (*next)(int, sighandler_t);
+        memcpy(&next, &p, sizeof(next));
+        if (next)
+            return next(sig, handler);
+    }
     if (handler == SIG_ERR || sig < 1 || sig >= NSIG) {
         errno = EINVAL;
         return SIG_ERR;
