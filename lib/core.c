@@ -19,6 +19,7 @@
 #include "core.h"
 #include "util.h"
 
+#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <string.h>
@@ -43,10 +44,15 @@
  * holder. */
 typedef int vlock;
 
+/* The core leaves errno alone: its calls are made inside the application's, whose errno must be
+ * what the real function left (issue 24), and a futex wait that returns EAGAIN or an mmap that
+ * fails would change it. Only these cold paths make system calls. */
 static __attribute__((noinline, cold)) void vl_lock_slow(vlock *l)
 {
+    int e = errno;
     while (__atomic_exchange_n(l, 2, __ATOMIC_ACQUIRE) != 0)
         syscall(SYS_futex, l, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+    errno = e;
 }
 
 static inline void vl_lock(vlock *l)
@@ -59,7 +65,9 @@ static inline void vl_lock(vlock *l)
 
 static __attribute__((noinline, cold)) void vl_wake(vlock *l)
 {
+    int e = errno;
     syscall(SYS_futex, l, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    errno = e;
 }
 
 static inline void vl_unlock(vlock *l)
@@ -176,8 +184,10 @@ static bool tl_on = true;
 
 static void *map(size_t bytes)
 {
+    int e = errno; /* see vl_lock_slow */
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
+    errno = e;
     return p == MAP_FAILED ? NULL : p;
 }
 

@@ -104,7 +104,8 @@
 
 /* A free: the allocation leaves the tables before the real free, so an address the driver
  * hands out again at once cannot be confused with it; a failed free puts it back. A free keeps
- * no stack, so it enters without a call record. */
+ * no stack, so it enters without a call record. The core leaves errno alone (core.c), so the
+ * real free gets the caller's; putting a record back may map memory, after the real call. */
 #define VW_SHIM_FREE(ret, success, missing, name, kind, params, args, key) \
     static __attribute__((noinline))                                       \
     ret vw_rec_##name(__typeof__(vw_real.name) real, VW_UNPAREN params)    \
@@ -112,16 +113,11 @@
         if (!(key) || !vw_active())                                        \
             return real args;                                              \
         vw_depth = 1;                                                      \
-        int e = vw_errno_get(); /* a lock that sleeps may change it */    \
         struct core_alloc a;                                               \
         bool tracked = core_take(kind, (key), &a, vw_now_coarse_ns());     \
-        vw_errno_set(e);                                                   \
         ret r = real args;                                                 \
-        if (VW_UNLIKELY(tracked && r != success)) {                        \
-            e = vw_errno_get();                                            \
-            core_untake(&a);                                               \
-            vw_errno_set(e);                                               \
-        }                                                                  \
+        if (VW_UNLIKELY(tracked && r != success))                          \
+            VW_KEEP_ERRNO(core_untake(&a));                                \
         vw_leave();                                                        \
         return r;                                                          \
     }                                                                      \
