@@ -33,6 +33,7 @@
 #define INDEX_CAP (2u * VW_MAX_CALLSITES)
 #define HOST_SLOT (VW_MAX_DEVICES + 1) /* after the device slots and the unknown device's */
 #define NSLOTS (VW_MAX_DEVICES + 2)
+#define LANES 8 /* per device slot: threads allocating on one device spread over these */
 #define LINE 64
 
 /* ---------- locks ---------- */
@@ -95,14 +96,46 @@ struct site_ctr {
     uint32_t live_count, epoch;
 };
 
+/* A device slot is LANES lanes: a thread allocates in its own lane (lane_of_thread), with its
+ * own lock, table of live allocations, call-site counters and counts, so threads on one device
+ * share no lock and no written line on the way. Lane 0 (the slot's `home`) also holds what is
+ * the device's own: its peak, phase peak, pools, timeline and rare counters.
+ *
+ * While only one lane of a device was ever used, that lane does everything in its locked
+ * section, as one lock per device did before. Once a second lane is used (`multi`), a lane
+ * works alone within a `limit` of its live bytes: the lanes' limits add up to at most the
+ * device's phase peak (which is at most its peak), so the device's live bytes cannot pass either
+ * while every lane stays within its limit. Whatever could change a device figure (going past
+ * the limit, a stream-ordered pool's memory, a pending retry, a new timeline bucket, a growth
+ * step large enough to keep, a call site's first allocation) takes every lane's lock of the
+ * device (`sync`): there the device's live bytes are the exact sum, the peak and phase peak are
+ * updated as with one lock, and the slack is shared out again. The peaks, the call sites'
+ * figures at the peak and every total stay exact; what the timeline misses between syncs is said
+ * in docs/design.md. */
+enum lane_mode {
+    LANE_UNUSED = 0, /* no allocation was made in this lane yet */
+    LANE_ALONE,      /* the device's only lane in use: it does everything */
+    LANE_SHARED,     /* the device has several lanes in use: within its limit, this one alone */
+};
+
 struct slot {
     vlock lock;
-    uint32_t epoch; /* times the peak rose (wraps after 2^32: see docs/report-format.md) */
+    uint8_t mode;       /* enum lane_mode; written with every lane of the device held */
+    struct slot *home;  /* lane 0 of its device slot */
+    uint64_t limit;     /* multi: this lane's live bytes may grow to this without a sync */
+    uint64_t tl_events; /* multi: events not yet counted in the device's timeline */
+    /* The lane's alloc_calls, free_calls, live_bytes and live_count; the device's own figures
+     * (peak, pools, failures, flushes, reservations, active) in the home lane's. */
     struct core_device c;
     struct table ptrs;    /* keyed by address: device, pool, managed or pinned host memory */
     struct table vmm;     /* keyed by cuMemCreate handle */
+    struct site_ctr *ctr; /* [VW_MAX_CALLSITES], mapped at the lane's first allocation */
+    /* The home lane's only, on a line of its own: every lane reads them. */
+    uint32_t epoch __attribute__((aligned(LINE))); /* times the peak rose (wraps after 2^32: see
+                                                      docs/report-format.md) */
+    bool multi;           /* a second lane was used: lanes keep to their limits */
+    uint8_t nlanes;       /* lanes used */
     uint64_t phase_peak;  /* the most live since the previous marker */
-    struct site_ctr *ctr; /* [VW_MAX_CALLSITES], mapped at the slot's first allocation */
     struct tl_device *tl; /* its timeline; NULL: none (host memory, timeline off or unmapped) */
     /* What the pools hold beyond what they handed out, as the timeline's reserved memory counts
      * it (live + this): kept up to date where the pools' figures change, not worked out at
@@ -137,7 +170,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool ready;
 static bool touched;
 
-static struct slot slots[NSLOTS];
+static struct slot slots[NSLOTS][LANES];
 /* Device slots that ever recorded a call, for the lock-free sums (bit i of word i / 64). */
 static uint64_t active_mask[2];
 
@@ -175,7 +208,10 @@ static uint32_t fail_nsites;
 static bool fail_any;
 
 static VW_TLS struct pending pending;
-static VW_TLS int last_slot; /* where this thread last allocated: its frees are looked for there */
+/* The lane this thread last allocated in (a device's): its frees are looked for there first. */
+static VW_TLS struct slot *last_lane;
+static VW_TLS int my_lane;   /* this thread's lane + 1 (0: not chosen yet) */
+static int lanes_given;      /* threads that chose a lane: the next one takes the next lane */
 static VW_TLS uint32_t last_site; /* the call site this thread last interned a chain for */
 
 /* The whole-run timeline, one per device slot: mapped once, so its memory never grows. */
@@ -197,11 +233,14 @@ static void timeline_attach(void)
 {
     bool on = __atomic_load_n(&tl_on, __ATOMIC_RELAXED);
     for (int i = 0; i <= VW_MAX_DEVICES; i++)
-        __atomic_store_n(&slots[i].tl, on && tl ? &tl[i] : NULL, __ATOMIC_RELAXED);
+        __atomic_store_n(&slots[i][0].tl, on && tl ? &tl[i] : NULL, __ATOMIC_RELAXED);
 }
 
 static void init_once(void)
 {
+    for (int i = 0; i < NSLOTS; i++)
+        for (int l = 0; l < LANES; l++)
+            slots[i][l].home = &slots[i][0];
     sites = map(sizeof(*sites) * VW_MAX_CALLSITES);
     frames = map(sizeof(*frames) * FRAME_ARENA);
     site_index = map(sizeof(*site_index) * INDEX_CAP);
@@ -223,13 +262,53 @@ bool core_init(void)
 static void lock_slots(void)
 {
     for (int i = 0; i < NSLOTS; i++)
-        vl_lock(&slots[i].lock);
+        for (int l = 0; l < LANES; l++)
+            vl_lock(&slots[i][l].lock);
 }
 
 static void unlock_slots(void)
 {
     for (int i = NSLOTS - 1; i >= 0; i--)
-        vl_unlock(&slots[i].lock);
+        for (int l = LANES - 1; l >= 0; l--)
+            vl_unlock(&slots[i][l].lock);
+}
+
+/* Every lane of one device slot (`home` is its lane 0), in order. */
+static void lock_lanes(struct slot *home)
+{
+    for (int l = 0; l < LANES; l++)
+        vl_lock(&home[l].lock);
+}
+
+static void unlock_lanes(struct slot *home)
+{
+    for (int l = LANES - 1; l >= 0; l--)
+        vl_unlock(&home[l].lock);
+}
+
+/* The device's live bytes: its lanes' sum. With every lane of the device held. */
+static uint64_t dev_live(const struct slot *home)
+{
+    uint64_t live = 0;
+    for (int l = 0; l < LANES; l++)
+        live += home[l].c.live_bytes;
+    return live;
+}
+
+static inline int slot_index(const struct slot *home)
+{
+    return (int)((home - &slots[0][0]) / LANES);
+}
+
+/* The lane this thread allocates in: threads take lanes in turn, the first lane 0. */
+static inline int lane_of_thread(void)
+{
+    int l = my_lane;
+    if (VW_UNLIKELY(!l)) {
+        l = __atomic_fetch_add(&lanes_given, 1, __ATOMIC_RELAXED) % LANES + 1;
+        my_lane = l;
+    }
+    return l - 1;
 }
 
 static void table_drop(struct table *t)
@@ -257,18 +336,24 @@ static void unlock_all(void)
 static void reset_locked(void)
 {
     uint32_t n = __atomic_load_n(&nsites, __ATOMIC_RELAXED);
-    for (int i = 0; i < NSLOTS; i++) {
-        struct slot *s = &slots[i];
-        table_drop(&s->ptrs);
-        table_drop(&s->vmm);
-        if (s->ctr)
-            munmap(s->ctr, sizeof(*s->ctr) * VW_MAX_CALLSITES);
-        memset(&s->c, 0, sizeof(s->c));
-        s->ctr = NULL;
-        s->epoch = 0;
-        s->phase_peak = 0;
-        s->pool_extra = 0;
-    }
+    for (int i = 0; i < NSLOTS; i++)
+        for (int l = 0; l < LANES; l++) {
+            struct slot *s = &slots[i][l];
+            table_drop(&s->ptrs);
+            table_drop(&s->vmm);
+            if (s->ctr)
+                munmap(s->ctr, sizeof(*s->ctr) * VW_MAX_CALLSITES);
+            memset(&s->c, 0, sizeof(s->c));
+            s->ctr = NULL;
+            __atomic_store_n(&s->mode, LANE_UNUSED, __ATOMIC_RELAXED);
+            s->limit = 0;
+            s->tl_events = 0;
+            s->epoch = 0;
+            s->multi = false;
+            s->nlanes = 0;
+            s->phase_peak = 0;
+            s->pool_extra = 0;
+        }
     if (ready) {
         memset(sites, 0, sizeof(*sites) * n);
         memset(site_index, 0, sizeof(*site_index) * INDEX_CAP);
@@ -552,12 +637,13 @@ static struct core_failure *failure_by_seq(uint64_t seq)
     return (seq < failures_total && f->seq == seq) ? f : NULL;
 }
 
+/* The home lane (lane 0) of a device's slot. */
 static inline struct slot *slot_of_device(int device)
 {
-    return &slots[core_dev_slot(device)];
+    return &slots[core_dev_slot(device)][0];
 }
 
-/* Called with `device`'s slot lock and glock held, for every allocation outcome on this
+/* Called with `device`'s lanes and glock held (`d` its home), for every allocation outcome on this
  * thread. Returns 1 when this request retried a pending failure and succeeded, 2 when it
  * retried and failed. A pending failure that this request does not retry was final: the
  * application got the error. */
@@ -600,13 +686,14 @@ static int match_retry(struct slot *d, int device, uint64_t size, bool ok, uint6
     return 1;
 }
 
-/* With the slot's lock held: a call was recorded for this device. */
+/* With the device's lanes held (or its one lane in use): a call was recorded for this device.
+ * `d`: its home. */
 static inline void set_active(struct slot *d)
 {
     if (VW_LIKELY(d->c.active))
         return;
     d->c.active = true;
-    unsigned i = (unsigned)(d - slots);
+    unsigned i = (unsigned)slot_index(d);
     __atomic_fetch_or(&active_mask[i / 64], 1ull << (i % 64), __ATOMIC_RELAXED);
 }
 
@@ -617,7 +704,7 @@ void core_observe_refusal(int device, uint64_t size, const char *api, uint32_t c
         return;
     touch();
     struct slot *d = slot_of_device(device);
-    vl_lock(&d->lock);
+    lock_lanes(d);
     vl_lock(&glock);
     match_retry(d, device, size, false, now_ns);
     set_active(d);
@@ -633,7 +720,7 @@ void core_observe_refusal(int device, uint64_t size, const char *api, uint32_t c
                                                     ? callsite
                                                     : 0 };
     vl_unlock(&glock);
-    vl_unlock(&d->lock);
+    unlock_lanes(d);
 }
 
 bool core_observe_is_retry(int device, uint64_t size, uint64_t now_ns)
@@ -661,10 +748,10 @@ void core_end_pending(void)
 
 /* ---------- allocations ---------- */
 
-/* With the slot's lock held, after its pools' figures changed: reserved memory as the timeline
- * sees it between measurements is the live memory plus this. The pools are taken to keep the
- * most they handed out (PyTorch sets its pool's release threshold so that they do), until the
- * driver is next asked (core_measure). */
+/* With the device's lanes held, after its pools' figures changed (`d`: its home, which holds
+ * them): reserved memory as the timeline sees it between measurements is the live memory plus
+ * this. The pools are taken to keep the most they handed out (PyTorch sets its pool's release
+ * threshold so that they do), until the driver is next asked (core_measure). */
 static inline void pool_extra_update(struct slot *d)
 {
     const struct core_device *c = &d->c;
@@ -672,8 +759,8 @@ static inline void pool_extra_update(struct slot *d)
             c->pool_hold_bytes > c->pool_live_bytes ? c->pool_hold_bytes - c->pool_live_bytes : 0;
 }
 
-/* The slot's counters for call site `id`, NULL for the overflow site or when they cannot be
- * mapped. With the slot's lock held. */
+/* The lane's counters for call site `id`, NULL for the overflow site or when they cannot be
+ * mapped. With the lane's lock held. */
 static inline struct site_ctr *ctr_of(struct slot *d, uint32_t id)
 {
     if (VW_UNLIKELY(!d->ctr)) {
@@ -684,28 +771,31 @@ static inline struct site_ctr *ctr_of(struct slot *d, uint32_t id)
     return &d->ctr[id];
 }
 
-/* Before a site's live bytes on this slot change: keep what they were at the latest peak. */
-static inline void ctr_touch(const struct slot *d, struct site_ctr *c)
+/* Before a site's live bytes in a lane change: keep what they were at the device's latest peak
+ * (`home` holds its epoch). */
+static inline void ctr_touch(const struct slot *home, struct site_ctr *c)
 {
-    if (c->epoch != d->epoch) {
+    uint32_t e = home->epoch;
+    if (c->epoch != e) {
         c->at_peak = c->live_bytes;
-        c->epoch = d->epoch;
+        c->epoch = e;
     }
 }
 
 /* The site's first device allocation: where the run stood just before it (the start of its
  * phase, for runs without markers: a training step, validation). Once per site; asked only
- * when the site has no allocation counted on this slot (its first here), which every site's
- * first device allocation is. */
-static __attribute__((noinline)) void first_alloc(struct slot *d, uint32_t id, uint64_t time_ns)
+ * when the site has no allocation counted in this lane (its first here), which every site's
+ * first device allocation is. `live`: the device's live bytes before it. */
+static __attribute__((noinline)) void first_alloc(struct slot *home, uint32_t id, uint64_t time_ns,
+                                                  uint64_t live)
 {
     if (__atomic_load_n(&sites[id].first_time_ns, __ATOMIC_ACQUIRE))
         return;
     vl_lock(&site_lock);
     struct site *s = &sites[id];
     if (!s->first_time_ns) {
-        s->first_live_before = d->c.live_bytes;
-        s->first_peak_before = d->c.peak_live_bytes;
+        s->first_live_before = live;
+        s->first_peak_before = home->c.peak_live_bytes;
         __atomic_store_n(&s->first_time_ns, time_ns ? time_ns : 1, __ATOMIC_RELEASE);
     }
     vl_unlock(&site_lock);
@@ -719,123 +809,248 @@ static inline void atomic_max(uint64_t *p, uint64_t v)
         ;
 }
 
-/* With the slot's lock held (`d`, the allocation's). `kind` is the allocation's (a constant
- * where the caller knows it, so the common path carries no test for the kinds it never has).
- * `fresh`: a new allocation (not one put back after a failed free), a candidate growth step. */
-static inline __attribute__((always_inline)) void account_add(struct slot *d,
-                                                              const struct core_alloc *a,
-                                                              enum core_kind kind, uint64_t now,
-                                                              bool fresh)
+/* The lane's own part of an allocation: its call site's counters and its counts. With the
+ * lane's lock held. */
+static inline __attribute__((always_inline)) void lane_add(const struct slot *home,
+                                                           struct slot *lane,
+                                                           const struct core_alloc *a,
+                                                           struct site_ctr *c)
+{
+    if (VW_LIKELY(c)) {
+        ctr_touch(home, c);
+        c->live_bytes += a->size;
+        c->live_count++;
+        c->alloc_calls++;
+        c->alloc_bytes_total += a->size;
+    }
+    lane->c.alloc_calls++;
+    lane->c.live_count++;
+    __atomic_store_n(&lane->c.live_bytes, lane->c.live_bytes + a->size, __ATOMIC_RELAXED);
+}
+
+static inline __attribute__((always_inline)) void lane_sub(const struct slot *home,
+                                                           struct slot *lane,
+                                                           const struct core_alloc *a)
 {
     if (a->callsite) {
-        struct site_ctr *c = ctr_of(d, a->callsite);
+        struct site_ctr *c = ctr_of(lane, a->callsite);
         if (VW_LIKELY(c)) {
-            if (kind != CORE_HOST && VW_UNLIKELY(c->alloc_calls == 0))
-                first_alloc(d, a->callsite, a->time_ns);
-            ctr_touch(d, c);
-            c->live_bytes += a->size;
-            c->live_count++;
-            c->alloc_calls++;
-            c->alloc_bytes_total += a->size;
-        } else if (kind != CORE_HOST) {
-            first_alloc(d, a->callsite, a->time_ns);
+            ctr_touch(home, c);
+            c->live_bytes -= a->size;
+            c->live_count--;
         }
     }
-    struct core_device *dc = &d->c;
-    set_active(d);
-    dc->alloc_calls++;
-    dc->live_count++;
-    uint64_t live = dc->live_bytes + a->size;
-    __atomic_store_n(&dc->live_bytes, live, __ATOMIC_RELAXED);
-    if (live > d->phase_peak)
-        d->phase_peak = live;
+    lane->c.live_count--;
+    __atomic_store_n(&lane->c.live_bytes, lane->c.live_bytes - a->size, __ATOMIC_RELAXED);
+}
+
+/* An allocation in `lane`, with the device's figures (`home`) as well: with the device's lanes
+ * held, or with the lane's lock while it is the device's only lane. `live`: the device's live
+ * bytes before it. `kind` is the allocation's (a constant where the caller knows it, so the
+ * common path carries no test for the kinds it never has). `fresh`: a new allocation (not one
+ * put back after a failed free), a candidate growth step. */
+static inline __attribute__((always_inline)) void account_add(struct slot *home, struct slot *lane,
+                                                              const struct core_alloc *a,
+                                                              enum core_kind kind, uint64_t now,
+                                                              bool fresh, uint64_t live)
+{
+    struct site_ctr *c = NULL;
+    if (a->callsite) {
+        c = ctr_of(lane, a->callsite);
+        if (kind != CORE_HOST && VW_UNLIKELY(!c || c->alloc_calls == 0))
+            first_alloc(home, a->callsite, a->time_ns, live);
+    }
+    lane_add(home, lane, a, c);
+    struct core_device *dc = &home->c;
+    set_active(home);
+    live += a->size;
+    if (live > home->phase_peak)
+        home->phase_peak = live;
     if (kind == CORE_POOL) {
         dc->pool_live_bytes += a->size;
         dc->pool_used = true;
         if (dc->pool_live_bytes > dc->pool_hold_bytes)
             dc->pool_hold_bytes = dc->pool_live_bytes;
-        pool_extra_update(d);
+        pool_extra_update(home);
     }
     if (live > dc->peak_live_bytes) {
         dc->peak_live_bytes = live;
         dc->peak_time_ns = a->time_ns;
-        d->epoch++; /* this state is the peak now: every site's live bytes are its figure */
+        home->epoch++; /* this state is the peak now: every site's live bytes are its figure */
         if (kind != CORE_HOST)
             atomic_max(&peak_any, live);
     }
-    struct tl_device *t = __atomic_load_n(&d->tl, __ATOMIC_RELAXED);
+    struct tl_device *t = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
     if (kind != CORE_HOST && VW_LIKELY(t)) {
-        tl_record(t, now, live, live + d->pool_extra);
+        tl_record(t, now, live, live + home->pool_extra);
         if (fresh)
             tl_step(t, now, a->size, live, a->api, a->callsite);
     }
 }
 
-static inline __attribute__((always_inline)) void account_sub(struct slot *d,
+static inline __attribute__((always_inline)) void account_sub(struct slot *home, struct slot *lane,
                                                               const struct core_alloc *a,
-                                                              enum core_kind kind, uint64_t now)
+                                                              enum core_kind kind, uint64_t now,
+                                                              uint64_t live)
 {
-    if (a->callsite) {
-        struct site_ctr *c = ctr_of(d, a->callsite);
-        if (VW_LIKELY(c)) {
-            ctr_touch(d, c);
-            c->live_bytes -= a->size;
-            c->live_count--;
-        }
-    }
-    struct core_device *dc = &d->c;
-    dc->live_count--;
-    uint64_t live = dc->live_bytes - a->size;
-    __atomic_store_n(&dc->live_bytes, live, __ATOMIC_RELAXED);
+    lane_sub(home, lane, a);
+    live -= a->size;
     if (kind == CORE_POOL) {
-        dc->pool_live_bytes -= a->size;
-        pool_extra_update(d);
+        home->c.pool_live_bytes -= a->size;
+        pool_extra_update(home);
     }
-    struct tl_device *t = __atomic_load_n(&d->tl, __ATOMIC_RELAXED);
+    struct tl_device *t = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
     if (kind != CORE_HOST && VW_LIKELY(t))
-        tl_record(t, now, live, live + d->pool_extra);
+        tl_record(t, now, live, live + home->pool_extra);
 }
 
 /* account_add and account_sub for a record's own kind, read at run time (the rare paths). */
-static void account_add_any(struct slot *d, const struct core_alloc *a, uint64_t now, bool fresh)
+static void account_add_any(struct slot *home, struct slot *lane, const struct core_alloc *a,
+                            uint64_t now, bool fresh, uint64_t live)
 {
     switch ((enum core_kind)a->kind) {
     case CORE_DEVICE:
-        account_add(d, a, CORE_DEVICE, now, fresh);
+        account_add(home, lane, a, CORE_DEVICE, now, fresh, live);
         break;
     case CORE_POOL:
-        account_add(d, a, CORE_POOL, now, fresh);
+        account_add(home, lane, a, CORE_POOL, now, fresh, live);
         break;
     case CORE_HOST:
-        account_add(d, a, CORE_HOST, now, fresh);
+        account_add(home, lane, a, CORE_HOST, now, fresh, live);
         break;
     default: /* managed and VMM memory count as device memory does */
-        account_add(d, a, CORE_MANAGED, now, fresh);
+        account_add(home, lane, a, CORE_MANAGED, now, fresh, live);
         break;
     }
 }
 
-static void account_sub_any(struct slot *d, const struct core_alloc *a, uint64_t now)
+static void account_sub_any(struct slot *home, struct slot *lane, const struct core_alloc *a,
+                            uint64_t now, uint64_t live)
 {
     switch ((enum core_kind)a->kind) {
     case CORE_DEVICE:
-        account_sub(d, a, CORE_DEVICE, now);
+        account_sub(home, lane, a, CORE_DEVICE, now, live);
         break;
     case CORE_POOL:
-        account_sub(d, a, CORE_POOL, now);
+        account_sub(home, lane, a, CORE_POOL, now, live);
         break;
     case CORE_HOST:
-        account_sub(d, a, CORE_HOST, now);
+        account_sub(home, lane, a, CORE_HOST, now, live);
         break;
     default:
-        account_sub(d, a, CORE_MANAGED, now);
+        account_sub(home, lane, a, CORE_MANAGED, now, live);
         break;
     }
 }
 
-static inline struct slot *slot_of_alloc(const struct core_alloc *a)
+/* ---------- syncs: every lane of a device at once ---------- */
+
+/* With every lane of the device held: the events the lanes made alone, into its timeline's
+ * newest bucket (a lane makes none alone past that bucket's end). */
+static void flush_lane_events(struct slot *home)
 {
-    return a->kind == CORE_HOST ? &slots[HOST_SLOT] : &slots[core_dev_slot(a->device)];
+    uint64_t n = 0;
+    for (int l = 0; l < LANES; l++) {
+        n += home[l].tl_events;
+        home[l].tl_events = 0;
+    }
+    struct tl_device *t = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
+    if (n && t && t->started) {
+        t->events += n;
+        t->b[t->cur].events += (uint32_t)n;
+    }
+}
+
+/* With every lane of the device held, after its figures changed: the slack under its phase peak
+ * (its live bytes can reach that without anything to record) shared out among the lanes in use,
+ * so the lanes' limits add up to at most the phase peak. */
+static void share_slack(struct slot *home)
+{
+    if (!home->multi)
+        return;
+    uint64_t live = dev_live(home);
+    uint64_t slack = home->phase_peak > live ? home->phase_peak - live : 0;
+    uint64_t each = slack / (home->nlanes ? home->nlanes : 1);
+    for (int l = 0; l < LANES; l++)
+        if (home[l].mode != LANE_UNUSED)
+            home[l].limit = home[l].c.live_bytes + each;
+}
+
+/* With every lane of the device held: `lane` is used from now on. The device's second lane
+ * turns the lanes' limits on. */
+static void lane_use(struct slot *home, struct slot *lane)
+{
+    if (VW_LIKELY(lane->mode != LANE_UNUSED))
+        return;
+    home->nlanes++;
+    if (home->nlanes >= 2)
+        home->multi = true;
+    for (int l = 0; l < LANES; l++)
+        if (&home[l] == lane || home[l].mode != LANE_UNUSED)
+            __atomic_store_n(&home[l].mode, home->multi ? LANE_SHARED : LANE_ALONE,
+                             __ATOMIC_RELAXED);
+}
+
+/* core_alloc with every lane of the device held (`lane`: the thread's): the first allocation in
+ * a lane, and whatever a lane may not do alone. */
+static __attribute__((noinline)) bool alloc_sync(struct slot *home, struct slot *lane,
+                                                 enum core_kind kind, uint64_t key, uint64_t h,
+                                                 uint64_t size, int device, const char *api,
+                                                 uint32_t callsite, uint64_t now_ns)
+{
+    bool tracked = false, existed;
+    lock_lanes(home);
+    lane_use(home, lane);
+    flush_lane_events(home);
+    if (kind != CORE_HOST && VW_UNLIKELY(pending.active)) {
+        vl_lock(&glock);
+        match_retry(home, device, size, true, now_ns);
+        vl_unlock(&glock);
+    }
+    uint64_t live = dev_live(home);
+    struct core_alloc *a = table_insert(table_for(lane, kind), key, h, &existed);
+    if (VW_LIKELY(a)) {
+        if (VW_UNLIKELY(existed)) {
+            account_sub_any(home, lane, a, now_ns, live);
+            live -= a->size;
+        }
+        a->size = size;
+        a->time_ns = now_ns;
+        a->api = api;
+        a->callsite = callsite;
+        a->device = (int16_t)(device >= 0 && device < VW_MAX_DEVICES ? device : VW_DEV_UNKNOWN);
+        a->kind = (uint8_t)kind;
+        account_add_any(home, lane, a, now_ns, true, live);
+        tracked = true;
+    } else {
+        __atomic_fetch_add(&allocs_untracked, 1, __ATOMIC_RELAXED);
+        set_active(home);
+        lane->c.alloc_calls++;
+    }
+    share_slack(home);
+    unlock_lanes(home);
+    return tracked;
+}
+
+/* Whether a lane of a device with several may record an allocation of `size` alone: within its
+ * limit, no retry pending, nothing the timeline must see, not its call site's first allocation.
+ * With the lane's lock held. */
+static inline bool lane_alone(const struct slot *home, struct slot *lane, uint64_t size,
+                              uint32_t callsite, uint64_t now, struct site_ctr **c)
+{
+    if (lane->c.live_bytes + size > lane->limit || pending.active)
+        return false;
+    const struct tl_device *t = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
+    if (t && (now >= t->cur_end || t->nsteps != VW_TL_STEPS || size > t->steps[0].size))
+        return false;
+    *c = NULL;
+    if (callsite) {
+        *c = ctr_of(lane, callsite);
+        if ((!*c || (*c)->alloc_calls == 0) &&
+            !__atomic_load_n(&sites[callsite].first_time_ns, __ATOMIC_ACQUIRE))
+            return false;
+    }
+    return true;
 }
 
 /* core_alloc for one kind, a constant in each caller below. */
@@ -849,25 +1064,54 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
     if (VW_UNLIKELY(callsite >= __atomic_load_n(&nsites, __ATOMIC_ACQUIRE)))
         callsite = 0;
     int i = kind == CORE_HOST ? HOST_SLOT : core_dev_slot(device);
-    struct slot *d = &slots[i];
-    __asm__("" : "+r"(d)); /* kept in a register, as in take_from */
+    struct slot *home = &slots[i][0];
+    /* Pinned host memory keeps to one lane: it is not what threads race for. */
+    struct slot *lane = kind == CORE_HOST ? home : &home[lane_of_thread()];
+    __asm__("" : "+r"(lane)); /* kept in a register, as in take_from */
     if (kind != CORE_HOST)
-        last_slot = i; /* pinned host memory has its own free calls */
-    vl_lock(&d->lock);
+        last_lane = lane; /* pinned host memory has its own free calls */
+    vl_lock(&lane->lock);
+    uint8_t mode = lane->mode;
+    if (VW_UNLIKELY(mode != LANE_ALONE)) {
+        if (mode == LANE_UNUSED)
+            goto sync;
+        /* Several lanes: this one alone, within its limit, or all of them. */
+        struct site_ctr *c;
+        if (kind == CORE_POOL || !lane_alone(home, lane, size, callsite, now_ns, &c))
+            goto sync;
+        struct core_alloc *a = table_insert(table_for(lane, kind), key, h, &existed);
+        if (VW_UNLIKELY(!a || (existed && a->kind == CORE_POOL)))
+            goto sync; /* the table is full, or an untracked pool free: the rare way */
+        if (VW_UNLIKELY(existed))
+            lane_sub(home, lane, a);
+        a->size = size;
+        a->time_ns = now_ns;
+        a->api = api;
+        a->callsite = callsite;
+        a->device = (int16_t)(device >= 0 && device < VW_MAX_DEVICES ? device : VW_DEV_UNKNOWN);
+        a->kind = (uint8_t)kind;
+        lane_add(home, lane, a, c);
+        lane->tl_events++;
+        vl_unlock(&lane->lock);
+        return true;
+    }
+    /* The device's only lane in use: everything here, as one lock per device. */
     if (kind != CORE_HOST && VW_UNLIKELY(pending.active)) {
         vl_lock(&glock);
-        match_retry(d, device, size, true, now_ns);
+        match_retry(home, device, size, true, now_ns);
         vl_unlock(&glock);
     }
-    struct core_alloc *a = table_insert(table_for(d, kind), key, h, &existed);
+    struct core_alloc *a = table_insert(table_for(lane, kind), key, h, &existed);
     if (VW_LIKELY(a)) {
+        uint64_t live = lane->c.live_bytes;
         if (VW_UNLIKELY(existed)) {
             /* The same address again: its free went past us (an untracked path, or a free
              * racing with this allocation). The old one cannot still be live. Only this
              * device's table is asked: a device's addresses are its own (unified addressing
              * gives each device its own range), so a stale record on another is not looked
              * for on every allocation. */
-            account_sub_any(d, a, now_ns);
+            account_sub_any(home, lane, a, now_ns, live);
+            live -= a->size;
         }
         a->size = size;
         a->time_ns = now_ns;
@@ -875,15 +1119,18 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
         a->callsite = callsite;
         a->device = (int16_t)(device >= 0 && device < VW_MAX_DEVICES ? device : VW_DEV_UNKNOWN);
         a->kind = (uint8_t)kind;
-        account_add(d, a, kind, now_ns, true);
+        account_add(home, lane, a, kind, now_ns, true, live);
         tracked = true;
     } else {
         __atomic_fetch_add(&allocs_untracked, 1, __ATOMIC_RELAXED);
-        set_active(d);
-        d->c.alloc_calls++;
+        set_active(home);
+        lane->c.alloc_calls++;
     }
-    vl_unlock(&d->lock);
+    vl_unlock(&lane->lock);
     return tracked;
+sync:
+    vl_unlock(&lane->lock);
+    return alloc_sync(home, lane, kind, key, h, size, device, api, callsite, now_ns);
 }
 
 static __attribute__((noinline)) bool alloc_other(enum core_kind kind, uint64_t key, uint64_t size,
@@ -923,49 +1170,97 @@ static inline bool kind_matches(enum core_kind want, enum core_kind have)
     return have == CORE_DEVICE || have == CORE_POOL || have == CORE_MANAGED;
 }
 
-/* Take `key` out of slot `d` if it is there. `kind` is the free's (a constant in each caller);
- * the record's own kind decides its counters. */
-static inline __attribute__((always_inline)) bool take_from(struct slot *d, enum core_kind kind,
-                                                            uint64_t key, uint64_t h,
-                                                            struct core_alloc *out, uint64_t now_ns)
+/* take_from with every lane of the device held: what a lane may not do alone. */
+static __attribute__((noinline)) bool take_sync(struct slot *home, struct slot *lane,
+                                                enum core_kind kind, uint64_t key, uint64_t h,
+                                                struct core_alloc *out, uint64_t now_ns)
 {
-    /* The slot's address stays in a register: the compiler would otherwise work it out again
-     * from the index at each use (a multiply by the slot's size each time). */
-    __asm__("" : "+r"(d));
     bool found = false;
-    vl_lock(&d->lock);
-    struct table *t = table_for(d, kind);
+    lock_lanes(home);
+    flush_lane_events(home);
+    struct table *t = table_for(lane, kind);
     uint32_t j = table_find(t, key, h);
     const struct core_alloc *a = j != UINT32_MAX ? &t->slots[j] : NULL;
     if (a && kind_matches(kind, (enum core_kind)a->kind)) {
         *out = *a;
-        if (kind == CORE_HOST || kind == CORE_VMM)
-            account_sub(d, a, kind, now_ns);
-        else if (VW_LIKELY(a->kind == CORE_DEVICE))
-            account_sub(d, a, CORE_DEVICE, now_ns);
-        else
-            account_sub_any(d, a, now_ns);
-        /* Counted as freed now, in the same locked section; core_untake takes it back. */
-        d->c.free_calls++;
+        account_sub_any(home, lane, a, now_ns, dev_live(home));
+        lane->c.free_calls++;
         table_remove(t, j);
         found = true;
     }
-    vl_unlock(&d->lock);
+    unlock_lanes(home);
     return found;
 }
 
-/* The devices in use other than `first`, in order. */
-static __attribute__((noinline)) bool take_elsewhere(int first, enum core_kind kind, uint64_t key,
-                                                     uint64_t h, struct core_alloc *out,
-                                                     uint64_t now_ns)
+/* Take `key` out of lane `lane` of the device whose home is `home`, if it is there. `kind` is
+ * the free's (a constant in each caller); the record's own kind decides its counters. */
+static inline __attribute__((always_inline)) bool take_from(struct slot *home, struct slot *lane,
+                                                            enum core_kind kind, uint64_t key,
+                                                            uint64_t h, struct core_alloc *out,
+                                                            uint64_t now_ns)
 {
+    /* The lane's address stays in a register: the compiler would otherwise work it out again
+     * from the index at each use (a multiply by the slot's size each time). */
+    __asm__("" : "+r"(lane));
+    bool found = false;
+    vl_lock(&lane->lock);
+    struct table *t = table_for(lane, kind);
+    uint32_t j = table_find(t, key, h);
+    const struct core_alloc *a = j != UINT32_MAX ? &t->slots[j] : NULL;
+    if (a && kind_matches(kind, (enum core_kind)a->kind)) {
+        if (VW_UNLIKELY(lane->mode == LANE_SHARED)) {
+            /* Several lanes: a free only lowers this lane's live bytes, which keeps it within
+             * its limit; pool memory and a new timeline bucket are the device's business. */
+            const struct tl_device *tline = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
+            if (a->kind == CORE_POOL || (tline && now_ns >= tline->cur_end)) {
+                vl_unlock(&lane->lock);
+                return take_sync(home, lane, kind, key, h, out, now_ns);
+            }
+            *out = *a;
+            lane_sub(home, lane, a);
+            lane->tl_events++;
+        } else {
+            /* The device's only lane in use: everything here. */
+            *out = *a;
+            uint64_t live = lane->c.live_bytes;
+            if (kind == CORE_HOST || kind == CORE_VMM)
+                account_sub(home, lane, a, kind, now_ns, live);
+            else if (VW_LIKELY(a->kind == CORE_DEVICE))
+                account_sub(home, lane, a, CORE_DEVICE, now_ns, live);
+            else
+                account_sub_any(home, lane, a, now_ns, live);
+        }
+        /* Counted as freed now, in the same locked section; core_untake takes it back. */
+        lane->c.free_calls++;
+        table_remove(t, j);
+        found = true;
+    }
+    vl_unlock(&lane->lock);
+    return found;
+}
+
+/* The lanes in use other than `skip`, of the devices in use (`first`'s first). */
+static __attribute__((noinline)) bool take_elsewhere(int first, const struct slot *skip,
+                                                     enum core_kind kind, uint64_t key, uint64_t h,
+                                                     struct core_alloc *out, uint64_t now_ns)
+{
+    struct slot *home = &slots[first][0];
+    for (int l = 0; l < LANES; l++)
+        if (&home[l] != skip && __atomic_load_n(&home[l].mode, __ATOMIC_RELAXED) &&
+            take_from(home, &home[l], kind, key, h, out, now_ns))
+            return true;
     for (int w = 0; w < 2; w++) {
         uint64_t m = __atomic_load_n(&active_mask[w], __ATOMIC_RELAXED);
         while (m) {
             int i = w * 64 + __builtin_ctzll(m);
             m &= m - 1;
-            if (i != first && i != HOST_SLOT && take_from(&slots[i], kind, key, h, out, now_ns))
-                return true;
+            if (i == first || i == HOST_SLOT)
+                continue;
+            home = &slots[i][0];
+            for (int l = 0; l < LANES; l++)
+                if (__atomic_load_n(&home[l].mode, __ATOMIC_RELAXED) &&
+                    take_from(home, &home[l], kind, key, h, out, now_ns))
+                    return true;
         }
     }
     return false;
@@ -979,13 +1274,21 @@ static inline __attribute__((always_inline)) bool take_kind(enum core_kind kind,
     uint64_t h = key_hash(key);
     bool found;
     if (kind == CORE_HOST) {
-        found = take_from(&slots[HOST_SLOT], kind, key, h, out, now_ns);
+        struct slot *home = &slots[HOST_SLOT][0];
+        found = take_from(home, home, kind, key, h, out, now_ns);
     } else {
-        /* This thread's device first (almost always the one), then the other devices in use. */
-        int first = last_slot; /* a device slot: pinned host memory never sets it */
-        found = take_from(&slots[first], kind, key, h, out, now_ns);
+        /* This thread's lane of its device first (almost always the one), then the device's
+         * other lanes, then the other devices in use. */
+        struct slot *lane = last_lane;
+        if (VW_UNLIKELY(!lane)) {
+            if (!ready)
+                return false; /* nothing tracked yet, and no lane knows its home */
+            lane = &slots[0][lane_of_thread()];
+        }
+        struct slot *home = lane->home;
+        found = take_from(home, lane, kind, key, h, out, now_ns);
         if (VW_UNLIKELY(!found))
-            found = take_elsewhere(first, kind, key, h, out, now_ns);
+            found = take_elsewhere(slot_index(home), lane, kind, key, h, out, now_ns);
     }
     if (kind != CORE_HOST && VW_UNLIKELY(pending.active) && found) {
         pending.freed_bytes += out->size;
@@ -1017,31 +1320,38 @@ bool core_take(enum core_kind kind, uint64_t key, struct core_alloc *out, uint64
 void core_untake(const struct core_alloc *a)
 {
     bool existed, back = false;
-    struct slot *d = slot_of_alloc(a);
-    vl_lock(&d->lock);
+    struct slot *home = a->kind == CORE_HOST ? &slots[HOST_SLOT][0]
+                                             : &slots[core_dev_slot(a->device)][0];
+    /* Back into this thread's lane, with every lane held: the counts are sums over the lanes,
+     * so it need not be the lane it was taken from, and the device's figures are exact. */
+    struct slot *lane = a->kind == CORE_HOST ? home : &home[lane_of_thread()];
+    lock_lanes(home);
+    lane_use(home, lane);
+    uint64_t live = dev_live(home);
     struct core_alloc *slot =
-            table_insert(table_for(d, (enum core_kind)a->kind), a->key, key_hash(a->key), &existed);
+            table_insert(table_for(lane, (enum core_kind)a->kind), a->key, key_hash(a->key), &existed);
     if (slot && !existed) {
         *slot = *a;
         slot->used = 1;
         /* Put the counts back without counting a second allocation call. */
-        account_add_any(d, slot, slot->time_ns, false);
-        if (slot->callsite && d->ctr) {
-            d->ctr[slot->callsite].alloc_calls--;
-            d->ctr[slot->callsite].alloc_bytes_total -= slot->size;
+        account_add_any(home, lane, slot, slot->time_ns, false, live);
+        if (slot->callsite && lane->ctr) {
+            lane->ctr[slot->callsite].alloc_calls--;
+            lane->ctr[slot->callsite].alloc_bytes_total -= slot->size;
         }
-        d->c.alloc_calls--;
-        d->c.free_calls--;
+        lane->c.alloc_calls--;
+        lane->c.free_calls--;
         back = true;
     }
-    vl_unlock(&d->lock);
+    share_slack(home);
+    unlock_lanes(home);
     if (back && a->kind != CORE_HOST && pending.active) {
         pending.freed_bytes -= a->size;
         pending.freed_count--;
     }
 }
 
-/* With the failing device's slot lock and glock held: its call sites' live bytes now. */
+/* With the failing device's lanes and glock held: its call sites' live bytes now. */
 static void keep_failure_sites(struct slot *d)
 {
     if (!fail_live)
@@ -1049,8 +1359,12 @@ static void keep_failure_sites(struct slot *d)
     if (!fail_live)
         return;
     uint32_t n = __atomic_load_n(&nsites, __ATOMIC_ACQUIRE);
-    for (uint32_t i = 0; i < n; i++)
-        fail_live[i] = d->ctr ? d->ctr[i].live_bytes : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t v = 0;
+        for (int l = 0; l < LANES; l++)
+            v += d[l].ctr ? d[l].ctr[i].live_bytes : 0;
+        fail_live[i] = v;
+    }
     for (uint32_t i = n; i < fail_nsites; i++)
         fail_live[i] = 0;
     fail_nsites = n;
@@ -1067,14 +1381,14 @@ enum core_failure_verdict core_failure(enum core_kind kind, int device, uint64_t
     touch();
     enum core_failure_verdict v = CORE_FAIL_QUIET;
     if (kind == CORE_HOST) {
-        struct slot *hs = &slots[HOST_SLOT];
+        struct slot *hs = &slots[HOST_SLOT][0];
         vl_lock(&hs->lock);
         hs->c.failed_calls++;
         vl_unlock(&hs->lock);
         return CORE_FAIL_QUIET; /* pinned host memory is not what this tool reports on */
     }
     struct slot *d = slot_of_device(device);
-    vl_lock(&d->lock);
+    lock_lanes(d);
     vl_lock(&glock);
     int retry = match_retry(d, device, size, false, now_ns);
     set_active(d);
@@ -1091,8 +1405,8 @@ enum core_failure_verdict core_failure(enum core_kind kind, int device, uint64_t
     f->tid = (int)syscall(SYS_gettid);
     f->oom = oom;
     f->retried = 0;
-    f->live_at = d->c.live_bytes;
-    f->reserved_at = d->c.live_bytes + pool_extra;
+    f->live_at = dev_live(d);
+    f->reserved_at = f->live_at + pool_extra;
     f->free_at = free_bytes;
     if (oom) {
         keep_failure_sites(d);
@@ -1115,7 +1429,7 @@ enum core_failure_verdict core_failure(enum core_kind kind, int device, uint64_t
         }
     }
     vl_unlock(&glock);
-    vl_unlock(&d->lock);
+    unlock_lanes(d);
     return v;
 }
 
@@ -1124,14 +1438,14 @@ void core_note_pool(int device, uint64_t pool)
     if (!ready)
         return;
     struct slot *d = slot_of_device(device);
-    vl_lock(&d->lock);
+    lock_lanes(d);
     d->c.pool_used = true;
     bool known = false;
     for (int i = 0; i < d->c.npools; i++)
         known |= d->c.pools[i] == pool;
     if (!known && d->c.npools < VW_POOLS_PER_DEVICE)
         d->c.pools[d->c.npools++] = pool;
-    vl_unlock(&d->lock);
+    unlock_lanes(d);
 }
 
 void core_limit_crossing(int device, const char *api, uint64_t size, uint32_t callsite,
@@ -1140,22 +1454,22 @@ void core_limit_crossing(int device, const char *api, uint64_t size, uint32_t ca
     if (!ready)
         return;
     int slot = core_dev_slot(device);
-    struct slot *d = &slots[slot];
-    vl_lock(&d->lock);
+    struct slot *d = &slots[slot][0];
+    lock_lanes(d);
     vl_lock(&glock);
     if (!crossed[slot]) {
         crossed[slot] = true;
         crossings[ncrossings++] = (struct core_crossing){
             .time_ns = now_ns,
             .size = size,
-            .live_at = d->c.live_bytes,
+            .live_at = dev_live(d),
             .api = api,
             .device = device,
             .callsite = callsite < __atomic_load_n(&nsites, __ATOMIC_ACQUIRE) ? callsite : 0
         };
     }
     vl_unlock(&glock);
-    vl_unlock(&d->lock);
+    unlock_lanes(d);
 }
 
 void core_mark(const char *label, uint64_t now_ns)
@@ -1176,9 +1490,12 @@ void core_mark(const char *label, uint64_t now_ns)
     vl_lock(&glock);
     uint64_t live = 0, peak = 0;
     for (int i = 0; i <= VW_MAX_DEVICES; i++) {
-        live += slots[i].c.live_bytes;
-        peak += slots[i].phase_peak;
-        slots[i].phase_peak = slots[i].c.live_bytes;
+        struct slot *d = &slots[i][0];
+        uint64_t l = dev_live(d);
+        live += l;
+        peak += d->phase_peak;
+        d->phase_peak = l;
+        share_slack(d); /* no slack under the new phase's peak yet */
     }
     struct core_marker *m = &markers[ring_slot(markers_total, VW_EVENTS_KEPT)];
     markers_total++;
@@ -1196,7 +1513,7 @@ void core_measure(int device, int64_t used, int64_t pool_extra, uint64_t now_ns)
     if (!ready || device < 0)
         return;
     struct slot *s = slot_of_device(device);
-    vl_lock(&s->lock);
+    lock_lanes(s);
     struct core_device *d = &s->c;
     if (pool_extra >= 0) {
         d->pool_hold_bytes = d->pool_live_bytes + (uint64_t)pool_extra;
@@ -1204,13 +1521,14 @@ void core_measure(int device, int64_t used, int64_t pool_extra, uint64_t now_ns)
     }
     struct tl_device *t = __atomic_load_n(&s->tl, __ATOMIC_RELAXED);
     if (t && d->active) {
-        uint64_t reserved = d->live_bytes + s->pool_extra;
+        flush_lane_events(s);
+        uint64_t live = dev_live(s), reserved = live + s->pool_extra;
         if (pool_extra >= 0)
-            tl_record(t, now_ns, d->live_bytes, reserved);
+            tl_record(t, now_ns, live, reserved);
         if (used >= 0)
             tl_untracked(t, now_ns, used - (int64_t)reserved);
     }
-    vl_unlock(&s->lock);
+    unlock_lanes(s);
 }
 
 void core_va_reserve(int device, int64_t delta)
@@ -1218,12 +1536,24 @@ void core_va_reserve(int device, int64_t delta)
     if (!ready)
         return;
     struct slot *d = slot_of_device(device);
-    vl_lock(&d->lock);
+    lock_lanes(d);
     d->c.va_reserved_bytes += (uint64_t)delta;
-    vl_unlock(&d->lock);
+    unlock_lanes(d);
 }
 
 /* ---------- snapshots ---------- */
+
+/* A device's counts: its lanes' sums. With every lane held. */
+static void lane_sums(const struct slot *home, struct core_device *out)
+{
+    out->alloc_calls = out->free_calls = out->live_bytes = out->live_count = 0;
+    for (int l = 0; l < LANES; l++) {
+        out->alloc_calls += home[l].c.alloc_calls;
+        out->free_calls += home[l].c.free_calls;
+        out->live_bytes += home[l].c.live_bytes;
+        out->live_count += home[l].c.live_count;
+    }
+}
 
 static int copy_ring(void *dst, const void *src, size_t elem, uint64_t total, uint32_t kept)
 {
@@ -1247,14 +1577,17 @@ void core_snapshot(struct core_snapshot *s)
     /* Every device slot, then the rare state: one moment for all the counters. */
     lock_slots();
     vl_lock(&glock);
-    for (int i = 0; i <= VW_MAX_DEVICES; i++)
-        s->devices[i] = slots[i].c;
-    const struct core_device *h = &slots[HOST_SLOT].c;
-    s->host = (struct core_host){ .live_bytes = h->live_bytes,
-                                  .peak_live_bytes = h->peak_live_bytes,
-                                  .alloc_calls = h->alloc_calls,
-                                  .free_calls = h->free_calls,
-                                  .failed_calls = h->failed_calls };
+    for (int i = 0; i <= VW_MAX_DEVICES; i++) {
+        s->devices[i] = slots[i][0].c;
+        lane_sums(&slots[i][0], &s->devices[i]);
+    }
+    struct core_device h = slots[HOST_SLOT][0].c;
+    lane_sums(&slots[HOST_SLOT][0], &h);
+    s->host = (struct core_host){ .live_bytes = h.live_bytes,
+                                  .peak_live_bytes = h.peak_live_bytes,
+                                  .alloc_calls = h.alloc_calls,
+                                  .free_calls = h.free_calls,
+                                  .failed_calls = h.failed_calls };
     s->nfailures =
             copy_ring(s->failures, failures, sizeof(*failures), failures_total, VW_FAILURES_KEPT);
     s->failures_total = failures_total;
@@ -1291,18 +1624,20 @@ uint32_t core_copy_callsites(struct core_callsite *out, uint32_t n, uint64_t *fo
             o->first_live_before = r->first_live_before;
             o->first_peak_before = r->first_peak_before;
         }
-        for (int k = 0; k < NSLOTS; k++) {
-            const struct slot *d = &slots[k];
-            if (!d->ctr)
-                continue;
-            const struct site_ctr *c = &d->ctr[i];
-            o->live_bytes += c->live_bytes;
-            o->live_count += c->live_count;
-            o->alloc_calls += c->alloc_calls;
-            o->alloc_bytes_total += c->alloc_bytes_total;
-            if (k != HOST_SLOT)
-                o->live_bytes_at_peak += c->epoch == d->epoch ? c->at_peak : c->live_bytes;
-        }
+        for (int k = 0; k < NSLOTS; k++)
+            for (int l = 0; l < LANES; l++) {
+                const struct slot *home = &slots[k][0], *d = &home[l];
+                if (!d->ctr)
+                    continue;
+                const struct site_ctr *c = &d->ctr[i];
+                o->live_bytes += c->live_bytes;
+                o->live_count += c->live_count;
+                o->alloc_calls += c->alloc_calls;
+                o->alloc_bytes_total += c->alloc_bytes_total;
+                if (k != HOST_SLOT)
+                    o->live_bytes_at_peak +=
+                            c->epoch == home->epoch ? c->at_peak : c->live_bytes;
+            }
         o->has_failure = fail_any;
         o->live_bytes_at_failure = fail_any && i < fail_nsites ? fail_live[i] : 0;
         uint32_t k = r->nframes;
@@ -1346,8 +1681,9 @@ int core_largest_live(struct core_alloc *out, int max, uint64_t *total)
     }
     /* Every slot at once, so the list is one moment's. */
     lock_slots();
-    for (int s = 0; s < NSLOTS; s++) {
-        struct table *ts[2] = { &slots[s].ptrs, &slots[s].vmm };
+    for (int s = 0; s < NSLOTS * LANES; s++) {
+        struct slot *d = &slots[s / LANES][s % LANES];
+        struct table *ts[2] = { &d->ptrs, &d->vmm };
         for (int t = 0; t < 2; t++) {
             for (uint32_t i = 0; i < ts[t]->cap; i++) {
                 const struct core_alloc *a = &ts[t]->slots[i];
@@ -1402,7 +1738,8 @@ uint64_t core_live_total(void)
             int i = w * 64 + __builtin_ctzll(m);
             m &= m - 1;
             if (i <= VW_MAX_DEVICES)
-                sum += __atomic_load_n(&slots[i].c.live_bytes, __ATOMIC_RELAXED);
+                for (int l = 0; l < LANES; l++)
+                    sum += __atomic_load_n(&slots[i][l].c.live_bytes, __ATOMIC_RELAXED);
         }
     }
     return sum;
@@ -1413,12 +1750,13 @@ bool core_copy_timeline(int slot, struct tl_device *out)
     bool have = false;
     if (!ready || !tl || slot < 0 || slot > VW_MAX_DEVICES)
         return false;
-    vl_lock(&slots[slot].lock);
+    lock_lanes(&slots[slot][0]);
     if (tl[slot].started) {
+        flush_lane_events(&slots[slot][0]);
         *out = tl[slot];
         have = true;
     }
-    vl_unlock(&slots[slot].lock);
+    unlock_lanes(&slots[slot][0]);
     return have;
 }
 
@@ -1439,8 +1777,8 @@ size_t core_mapped_bytes(void)
 {
     size_t b = 0;
     uint32_t n = __atomic_load_n(&nsites, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < NSLOTS; i++) {
-        struct slot *d = &slots[i];
+    for (int i = 0; i < NSLOTS * LANES; i++) {
+        struct slot *d = &slots[i / LANES][i % LANES];
         vl_lock(&d->lock);
         b += sizeof(struct core_alloc) * (d->ptrs.cap + d->vmm.cap);
         if (d->ctr)

@@ -1,8 +1,9 @@
 /* How the core's throughput scales with threads: allocation + free pairs in the core directly
  * (no preload, no simulated GPU), from 1, 2 and 32 threads at once, each thread with its own
  * addresses and its own call sites. Two workloads: each thread on its own device (as one thread
- * per GPU, the case the per-device locks are for), and every thread on device 0 (the device's
- * live bytes and peak are one exact sequence, so these threads take turns on its lock).
+ * per GPU), and every thread on device 0 (each in its own lane of the device, which keeps its
+ * live bytes and peak exact without a lock the threads share: docs/design.md, "Threads on one
+ * device: lanes"). bench_threads_e2e measures the same through the preload.
  *
  * For each thread count: the best of 5 runs of about 0.2 s each, as pairs per second over all
  * threads, and the ratio to one thread's. With --check it exits 1 when a target is missed: own

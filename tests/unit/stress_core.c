@@ -1,10 +1,12 @@
 /* Concurrency stress of the core without a test framework, so it can run under
- * ThreadSanitizer (Criterion's sandbox does not start under it): 8 threads on two devices
- * allocate, free and intern stacks at once; the totals must be exact, and the call sites' live
+ * ThreadSanitizer (Criterion's sandbox does not start under it): 8 threads on two devices (so
+ * 4 lanes of each in use) allocate, free and intern stacks at once, with markers and timeline
+ * copies among them; the totals must be exact, and the call sites' live
  * bytes at the peak must add up to the devices' peaks. Then each thread frees what another left
  * live, on the other device (a free is looked for beyond the thread's own device), and nothing
  * may be left. Exit status 0 when all holds. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 
 #include "core.h"
@@ -31,6 +33,13 @@ static void *worker(void *arg)
             struct core_snapshot *s = (struct core_snapshot *)__builtin_alloca(sizeof(*s));
             core_snapshot(s);
         }
+        /* What takes every lane of a device at once (several threads per device: docs/design.md,
+         * lanes): a marker resets the lanes' limits, a timeline copy counts their events. */
+        if (i % 1000 == 500) {
+            core_mark("stress", i);
+            struct tl_device *t = (struct tl_device *)__builtin_alloca(sizeof(*t));
+            core_copy_timeline((int)(id % 2), t);
+        }
     }
     pthread_barrier_wait(&phase); /* main checks the totals */
     pthread_barrier_wait(&phase);
@@ -42,6 +51,71 @@ static void *worker(void *arg)
             return (void *)1;
     }
     return NULL;
+}
+
+/* Two threads taking turns on device 3, so that both lanes are in use and every step is a known
+ * state: random allocations and frees (a thread frees the other's too), whose live bytes after
+ * each step are worked out here; the device's peak must be the largest of them exactly, and
+ * its live bytes the last, however the lanes' limits fell. */
+#define TURN_STEPS 4000
+#define TURN_LIVE 64
+static uint64_t turn_key[TURN_LIVE], turn_size[TURN_LIVE];
+static int turn;
+static uint64_t turn_peak, turn_live;
+
+static void *turns(void *arg)
+{
+    int me = (int)(uintptr_t)arg;
+    uint64_t rnd = 0x9e3779b97f4a7c15ull;
+    for (int step = 0; step < TURN_STEPS; step++) {
+        rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+        if (step % 2 != me)
+            continue; /* the other thread's step: the same numbers, so both know the script */
+        while (__atomic_load_n(&turn, __ATOMIC_ACQUIRE) != step)
+            sched_yield();
+        int i = (int)((rnd >> 33) % TURN_LIVE);
+        uint64_t site_frames[1] = { 0x2000 + (uint64_t)(i % 4) };
+        if (turn_key[i]) {
+            struct core_alloc a;
+            if (!core_take(CORE_DEVICE, turn_key[i], &a, (uint64_t)step) || a.size != turn_size[i])
+                return (void *)1;
+            turn_live -= turn_size[i];
+            turn_key[i] = 0;
+        } else {
+            turn_key[i] = (0x77ull << 40) | ((uint64_t)step << 12);
+            turn_size[i] = 1 + (rnd >> 40) % 100000;
+            core_alloc(CORE_DEVICE, turn_key[i], turn_size[i], 3, "cudaMalloc",
+                       core_callsite(site_frames, 1), (uint64_t)step);
+            turn_live += turn_size[i];
+            if (turn_live > turn_peak)
+                turn_peak = turn_live;
+        }
+        __atomic_store_n(&turn, step + 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static int check_turns(void)
+{
+    pthread_t t[2];
+    for (uintptr_t i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, turns, (void *)i);
+    int bad = 0;
+    for (int i = 0; i < 2; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        bad |= r != NULL;
+    }
+    static struct core_snapshot s;
+    core_snapshot(&s);
+    if (bad || s.devices[3].peak_live_bytes != turn_peak || s.devices[3].live_bytes != turn_live) {
+        fprintf(stderr, "stress_core: two threads on one device: peak %llu (want %llu), live %llu "
+                        "(want %llu)\n",
+                (unsigned long long)s.devices[3].peak_live_bytes, (unsigned long long)turn_peak,
+                (unsigned long long)s.devices[3].live_bytes, (unsigned long long)turn_live);
+        return 1;
+    }
+    return 0;
 }
 
 static struct core_callsite cs[1 + THREADS * 64];
@@ -89,8 +163,10 @@ int main(void)
                 (unsigned long long)frees, s.ncallsites);
         return 1;
     }
+    if (check_turns())
+        return 1;
     printf("stress_core: %d threads x %d pairs exact, sites at the peak add up, frees found across "
-           "devices\n",
-           THREADS, PAIRS);
+           "devices; two threads taking turns on one device: peak %llu exact\n",
+           THREADS, PAIRS, (unsigned long long)turn_peak);
     return 0;
 }
