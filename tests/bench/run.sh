@@ -2,7 +2,8 @@
 # Prints the library's added cost per cudaMalloc + cudaFree pair on the simulated GPU: wall
 # time (median of 5 runs, each 200 000 pairs) and instructions (callgrind), without the preload,
 # and with it at stack depth 0 and 32; then what recording into the whole-run timeline adds per
-# allocation event (bench_timeline).
+# allocation event (bench_timeline), and how 2 threads scale (bench_threads: the core alone;
+# bench_threads_e2e: through the preload, on a stand-in GPU that shares nothing).
 #
 # Instructions per pair are marginal: each configuration runs twice under callgrind, with N and
 # 2N pairs, and the difference is divided by N. So start-up and the report at exit, paid once per
@@ -77,6 +78,11 @@ fi
 if [ -z "$only" ]; then
   # The timeline's share: recording into it, per allocation event, in the core.
   "$b/tests/bench/bench_timeline"
+
+  # Threads: the core alone, then end to end on a stand-in GPU that shares nothing (its own
+  # libcuda.so.1, which the simulated GPU's on LD_LIBRARY_PATH would hide); 77: fewer than 2 CPUs.
+  "$b/tests/bench/bench_threads" || true
+  env -u LD_LIBRARY_PATH "$b/tests/bench/bench_threads_e2e" "$lib" || true
 
   # Python frames: the same pairs from Python (ctypes), 40 Python frames deep, with Python frames
   # on and off at stack depths 8 and 32; the difference is the cost of capturing them.
