@@ -1053,6 +1053,38 @@ static inline bool lane_alone(const struct slot *home, struct slot *lane, uint64
     return true;
 }
 
+/* alloc_kind for a lane of a device with several in use, with the lane's lock held (released
+ * here): this lane alone, within its limit, or all of them. Apart, so that the common path of a
+ * device's only lane keeps its registers. */
+static __attribute__((noinline)) bool alloc_shared(struct slot *home, struct slot *lane,
+                                                   enum core_kind kind, uint64_t key, uint64_t h,
+                                                   uint64_t size, int device, const char *api,
+                                                   uint32_t callsite, uint64_t now_ns)
+{
+    bool existed;
+    struct site_ctr *c;
+    if (kind == CORE_POOL || !lane_alone(home, lane, size, callsite, now_ns, &c))
+        goto sync;
+    struct core_alloc *a = table_insert(table_for(lane, kind), key, h, &existed);
+    if (VW_UNLIKELY(!a || (existed && a->kind == CORE_POOL)))
+        goto sync; /* the table is full, or an untracked pool free: the rare way */
+    if (VW_UNLIKELY(existed))
+        lane_sub(home, lane, a);
+    a->size = size;
+    a->time_ns = now_ns;
+    a->api = api;
+    a->callsite = callsite;
+    a->device = (int16_t)(device >= 0 && device < VW_MAX_DEVICES ? device : VW_DEV_UNKNOWN);
+    a->kind = (uint8_t)kind;
+    lane_add(home, lane, a, c);
+    lane->tl_events++;
+    vl_unlock(&lane->lock);
+    return true;
+sync:
+    vl_unlock(&lane->lock);
+    return alloc_sync(home, lane, kind, key, h, size, device, api, callsite, now_ns);
+}
+
 /* core_alloc for one kind, a constant in each caller below. */
 static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind, uint64_t key,
                                                              uint64_t size, int device,
@@ -1067,7 +1099,9 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
     struct slot *home = &slots[i][0];
     /* Pinned host memory keeps to one lane: it is not what threads race for. */
     struct slot *lane = kind == CORE_HOST ? home : &home[lane_of_thread()];
-    __asm__("" : "+r"(lane)); /* kept in a register, as in take_from */
+    /* Both kept in registers, as in take_from: the compiler would otherwise work the home out
+     * again from the slot's number at each use. */
+    __asm__("" : "+r"(lane), "+r"(home));
     if (kind != CORE_HOST)
         last_lane = lane; /* pinned host memory has its own free calls */
     vl_lock(&lane->lock);
@@ -1075,25 +1109,7 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
     if (VW_UNLIKELY(mode != LANE_ALONE)) {
         if (mode == LANE_UNUSED)
             goto sync;
-        /* Several lanes: this one alone, within its limit, or all of them. */
-        struct site_ctr *c;
-        if (kind == CORE_POOL || !lane_alone(home, lane, size, callsite, now_ns, &c))
-            goto sync;
-        struct core_alloc *a = table_insert(table_for(lane, kind), key, h, &existed);
-        if (VW_UNLIKELY(!a || (existed && a->kind == CORE_POOL)))
-            goto sync; /* the table is full, or an untracked pool free: the rare way */
-        if (VW_UNLIKELY(existed))
-            lane_sub(home, lane, a);
-        a->size = size;
-        a->time_ns = now_ns;
-        a->api = api;
-        a->callsite = callsite;
-        a->device = (int16_t)(device >= 0 && device < VW_MAX_DEVICES ? device : VW_DEV_UNKNOWN);
-        a->kind = (uint8_t)kind;
-        lane_add(home, lane, a, c);
-        lane->tl_events++;
-        vl_unlock(&lane->lock);
-        return true;
+        return alloc_shared(home, lane, kind, key, h, size, device, api, callsite, now_ns);
     }
     /* The device's only lane in use: everything here, as one lock per device. */
     if (kind != CORE_HOST && VW_UNLIKELY(pending.active)) {
@@ -1192,6 +1208,29 @@ static __attribute__((noinline)) bool take_sync(struct slot *home, struct slot *
     return found;
 }
 
+/* take_from for a lane of a device with several in use, `a` found at `j` of its table `t`, with
+ * the lane's lock held (released here). A free only lowers this lane's live bytes, which keeps
+ * it within its limit; pool memory and a new timeline bucket are the device's business. */
+static __attribute__((noinline)) bool take_shared(struct slot *home, struct slot *lane,
+                                                  enum core_kind kind, uint64_t key, uint64_t h,
+                                                  struct table *t, uint32_t j,
+                                                  struct core_alloc *out, uint64_t now_ns)
+{
+    const struct core_alloc *a = &t->slots[j];
+    const struct tl_device *tline = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
+    if (a->kind == CORE_POOL || (tline && now_ns >= tline->cur_end)) {
+        vl_unlock(&lane->lock);
+        return take_sync(home, lane, kind, key, h, out, now_ns);
+    }
+    *out = *a;
+    lane_sub(home, lane, a);
+    lane->tl_events++;
+    lane->c.free_calls++;
+    table_remove(t, j);
+    vl_unlock(&lane->lock);
+    return true;
+}
+
 /* Take `key` out of lane `lane` of the device whose home is `home`, if it is there. `kind` is
  * the free's (a constant in each caller); the record's own kind decides its counters. */
 static inline __attribute__((always_inline)) bool take_from(struct slot *home, struct slot *lane,
@@ -1208,28 +1247,17 @@ static inline __attribute__((always_inline)) bool take_from(struct slot *home, s
     uint32_t j = table_find(t, key, h);
     const struct core_alloc *a = j != UINT32_MAX ? &t->slots[j] : NULL;
     if (a && kind_matches(kind, (enum core_kind)a->kind)) {
-        if (VW_UNLIKELY(lane->mode == LANE_SHARED)) {
-            /* Several lanes: a free only lowers this lane's live bytes, which keeps it within
-             * its limit; pool memory and a new timeline bucket are the device's business. */
-            const struct tl_device *tline = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
-            if (a->kind == CORE_POOL || (tline && now_ns >= tline->cur_end)) {
-                vl_unlock(&lane->lock);
-                return take_sync(home, lane, kind, key, h, out, now_ns);
-            }
-            *out = *a;
-            lane_sub(home, lane, a);
-            lane->tl_events++;
-        } else {
-            /* The device's only lane in use: everything here. */
-            *out = *a;
-            uint64_t live = lane->c.live_bytes;
-            if (kind == CORE_HOST || kind == CORE_VMM)
-                account_sub(home, lane, a, kind, now_ns, live);
-            else if (VW_LIKELY(a->kind == CORE_DEVICE))
-                account_sub(home, lane, a, CORE_DEVICE, now_ns, live);
-            else
-                account_sub_any(home, lane, a, now_ns, live);
-        }
+        if (VW_UNLIKELY(lane->mode == LANE_SHARED))
+            return take_shared(home, lane, kind, key, h, t, j, out, now_ns);
+        /* The device's only lane in use: everything here. */
+        *out = *a;
+        uint64_t live = lane->c.live_bytes;
+        if (kind == CORE_HOST || kind == CORE_VMM)
+            account_sub(home, lane, a, kind, now_ns, live);
+        else if (VW_LIKELY(a->kind == CORE_DEVICE))
+            account_sub(home, lane, a, CORE_DEVICE, now_ns, live);
+        else
+            account_sub_any(home, lane, a, now_ns, live);
         /* Counted as freed now, in the same locked section; core_untake takes it back. */
         lane->c.free_calls++;
         table_remove(t, j);
