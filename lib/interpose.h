@@ -83,6 +83,10 @@ extern VW_TLS int vw_depth;
 /* Options read and core mapped; false: pass everything through. Points into a page that a child
  * process gets zeroed (lifecycle.c), so a child's first call goes through set-up's slow path. */
 extern bool *vw_ready;
+static inline bool vw_ready_now(void)
+{
+    return __atomic_load_n(__atomic_load_n(&vw_ready, __ATOMIC_ACQUIRE), __ATOMIC_ACQUIRE);
+}
 
 /* errno is the application's: after a hooked call it holds what the real function left, and
  * where the library answers without calling it, what it held before the call (issue 24). The
@@ -111,7 +115,7 @@ static __attribute__((cold, noinline, unused)) bool vw_init_keep_errno(void)
 static inline bool vw_active(void)
 {
     /* vw_ready is only ever set with recording on (setup.c returns before it when disabled). */
-    if (VW_LIKELY(__atomic_load_n(vw_ready, __ATOMIC_ACQUIRE)))
+    if (VW_LIKELY(vw_ready_now()))
         return true;
     return vw_init_keep_errno() && !vw_opt.disable;
 }

@@ -44,6 +44,12 @@ bool *vw_ready = &not_ready;
 static bool *ready_page;
 static pid_t owner_pid;
 static bool exit_registered, started;
+/* A child of a process that had set up (fork, clone): no thread of ours is started in it. A
+ * thread started in the child of a multi-threaded process is what some runtimes refuse
+ * (ThreadSanitizer kills the child), and the child's life is the parent's business: its
+ * report at exit, _exit and exec is written without one; only its stop-signal report and
+ * live-state file are not. */
+static bool in_child;
 
 bool vw_is_owner(void)
 {
@@ -74,7 +80,7 @@ static void fork_parent(void)
 }
 
 /* The child's state: none of the parent's. Its first allocation starts its own life (the exit
- * handler is inherited; the watcher thread is not, and starts again). */
+ * handler is inherited; the watcher thread is not, and is not started again: in_child). */
 static void forget_parent(void)
 {
     stack_after_fork_child();
@@ -87,6 +93,7 @@ static void forget_parent(void)
     vw_signals_after_fork_child();
     vw_depth = 0;
     started = false;
+    in_child = true;
     __atomic_store_n(&vw_alloc_rare, true, __ATOMIC_RELAXED); /* its first allocation starts it */
     __atomic_store_n(&owner_pid, getpid(), __ATOMIC_RELAXED);
     set_ready();
@@ -127,7 +134,7 @@ void vw_lifecycle_start(void)
  * live-state file gone. Only in the process the state belongs to. */
 static void end_of_life(void)
 {
-    if (!vw_is_owner() || !*vw_ready)
+    if (!vw_is_owner() || !vw_ready_now())
         return;
     vw_signals_exiting();
     core_end_pending();
@@ -154,6 +161,8 @@ void vw_lifecycle_first_alloc(void)
     /* atexit once per image: a forked child inherits the parent's registration */
     if (!__atomic_exchange_n(&exit_registered, true, __ATOMIC_ACQ_REL))
         atexit(on_exit_report);
+    if (in_child)
+        return;
     vw_live_resume();
     vw_signals_install(); /* the report of a job stopped by SIGTERM or SIGINT (signals.c) */
 }
@@ -203,7 +212,7 @@ static void before_exec(void)
 static void after_failed_exec(void)
 {
     int saved = errno;
-    if (vw_is_owner() && *vw_ready)
+    if (vw_is_owner() && vw_ready_now())
         vw_live_resume();
     errno = saved;
 }

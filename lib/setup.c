@@ -68,8 +68,8 @@ bool vw_init_slow(void)
     pthread_once(&init_once, init_body);
     /* Set up, yet not ready: a child process whose page of `ready` the kernel zeroed (a raw
      * clone, which ran no fork handler). It starts its own life here (lifecycle.c). */
-    if (set_up && !__atomic_load_n(vw_ready, __ATOMIC_ACQUIRE))
+    if (set_up && !vw_ready_now())
         vw_lifecycle_new_process();
     vw_depth = saved;
-    return __atomic_load_n(vw_ready, __ATOMIC_ACQUIRE);
+    return vw_ready_now();
 }

@@ -64,7 +64,7 @@ static bool exiting;
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 static sigaction_fn real_sigaction_fn;
 
-static int slot_of(int sig)
+static inline __attribute__((always_inline)) int slot_of(int sig)
 {
     for (size_t i = 0; i < NSIG_STOP; i++)
         if (stop_signals[i] == sig)
@@ -77,7 +77,8 @@ static int slot_of(int sig)
  * to, so its deferral still applies to the application's code; calling the interceptor from
  * here would call us again. */
 VW_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old);
-static int real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+static VW_NO_SANITIZE int real_sigaction(int sig, const struct sigaction *act,
+                                         struct sigaction *old)
 {
     sigaction_fn f = __atomic_load_n(&real_sigaction_fn, __ATOMIC_ACQUIRE);
     if (!f) {
@@ -278,11 +279,22 @@ bool vw_signals_install(void)
 
 /* The application's sigaction: for a stop signal while ours stands, it reads and sets the
  * disposition it sees, and ours goes on standing in front of what it set (an ignored signal
- * is installed as such: ignoring is the kernel's business). */
-VW_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+ * is installed as such: ignoring is the kernel's business). A sanitizer's runtime calls it
+ * while it starts, before its instrumentation works: the way through is not instrumented. */
+static int app_sigaction(int i, const struct sigaction *act, struct sigaction *old);
+VW_EXPORT VW_NO_SANITIZE int sigaction(int sig, const struct sigaction *act,
+                                       struct sigaction *old)
 {
     int i = slot_of(sig);
-    if (i < 0 || !__atomic_load_n(&ours[i], __ATOMIC_ACQUIRE) || !vw_is_owner())
+    if (i < 0 || !__atomic_load_n(&ours[i], __ATOMIC_ACQUIRE))
+        return real_sigaction(sig, act, old);
+    return app_sigaction(i, act, old);
+}
+
+static int app_sigaction(int i, const struct sigaction *act, struct sigaction *old)
+{
+    int sig = stop_signals[i];
+    if (!vw_is_owner())
         return real_sigaction(sig, act, old);
     int saved = errno;
     sigset_t block, prev;
@@ -322,7 +334,7 @@ VW_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 
 /* signal() as glibc's (BSD semantics: SA_RESTART, the signal blocked in its handler), through
  * the sigaction above: glibc's own calls its internal sigaction, which we would not see. */
-VW_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+VW_EXPORT VW_NO_SANITIZE sighandler_t signal(int sig, sighandler_t handler)
 {
     struct sigaction sa, old;
     if (slot_of(sig) < 0) {
