@@ -109,7 +109,7 @@ struct site_ctr {
  * the limit, a stream-ordered pool's memory, a pending retry, a new timeline bucket, a growth
  * step large enough to keep, a call site's first allocation) takes every lane's lock of the
  * device (`sync`): there the device's live bytes are the exact sum, the peak and phase peak are
- * updated as with one lock, and the slack is shared out again. The peaks, the call sites'
+ * updated as with one lock, and the slack is shared out again (share_slack). The peaks, the call sites'
  * figures at the peak and every total stay exact; what the timeline misses between syncs is said
  * in docs/design.md. */
 enum lane_mode {
@@ -962,18 +962,29 @@ static void flush_lane_events(struct slot *home)
 }
 
 /* With every lane of the device held, after its figures changed: the slack under its phase peak
- * (its live bytes can reach that without anything to record) shared out among the lanes in use,
- * so the lanes' limits add up to at most the phase peak. */
-static void share_slack(struct slot *home)
+ * (its live bytes can reach that without anything to record) shared out again, so the lanes'
+ * limits add up to at most the phase peak. The lane that asked (`req`, or none) gets what the
+ * others do not keep; each other lane keeps half the room it had, so a lane that no longer
+ * allocates (its thread gone) gives its room up within a few syncs, and two busy lanes each keep
+ * a good part of it. */
+static void share_slack(struct slot *home, struct slot *req)
 {
     if (!home->multi)
         return;
     uint64_t live = dev_live(home);
-    uint64_t slack = home->phase_peak > live ? home->phase_peak - live : 0;
-    uint64_t each = slack / (home->nlanes ? home->nlanes : 1);
-    for (int l = 0; l < LANES; l++)
-        if (home[l].mode != LANE_UNUSED)
-            home[l].limit = home[l].c.live_bytes + each;
+    uint64_t slack = home->phase_peak > live ? home->phase_peak - live : 0, kept = 0;
+    for (int l = 0; l < LANES; l++) {
+        struct slot *o = &home[l];
+        if (o == req || o->mode == LANE_UNUSED)
+            continue;
+        uint64_t room = o->limit > o->c.live_bytes ? (o->limit - o->c.live_bytes) / 2 : 0;
+        if (room > slack - kept)
+            room = slack - kept;
+        o->limit = o->c.live_bytes + room;
+        kept += room;
+    }
+    if (req)
+        req->limit = req->c.live_bytes + (slack - kept);
 }
 
 /* With every lane of the device held: `lane` is used from now on. The device's second lane
@@ -1027,7 +1038,7 @@ static __attribute__((noinline)) bool alloc_sync(struct slot *home, struct slot 
         set_active(home);
         lane->c.alloc_calls++;
     }
-    share_slack(home);
+    share_slack(home, lane);
     unlock_lanes(home);
     return tracked;
 }
@@ -1371,7 +1382,7 @@ void core_untake(const struct core_alloc *a)
         lane->c.free_calls--;
         back = true;
     }
-    share_slack(home);
+    share_slack(home, lane);
     unlock_lanes(home);
     if (back && a->kind != CORE_HOST && pending.active) {
         pending.freed_bytes -= a->size;
@@ -1523,7 +1534,7 @@ void core_mark(const char *label, uint64_t now_ns)
         live += l;
         peak += d->phase_peak;
         d->phase_peak = l;
-        share_slack(d); /* no slack under the new phase's peak yet */
+        share_slack(d, NULL); /* no slack under the new phase's peak yet */
     }
     struct core_marker *m = &markers[ring_slot(markers_total, VW_EVENTS_KEPT)];
     markers_total++;
