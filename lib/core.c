@@ -24,12 +24,16 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define FIRST_KEPT 64 /* failures and events: the first ones stay, the rest is a ring */
 #define TABLE_MIN 512u
 #define FRAME_ARENA (8u << 20) /* frames in all interned stacks: 64 MiB of address space */
+/* FRAME_ARENA, or an eighth of it (8 MiB) in a process under a finite RLIMIT_AS: address space
+ * reserved there is address space the application's own mappings (CUDA's) may need. */
+static uint32_t frame_arena = FRAME_ARENA;
 #define INDEX_CAP (2u * VW_MAX_CALLSITES)
 #define HOST_SLOT (VW_MAX_DEVICES + 1) /* after the device slots and the unknown device's */
 #define NSLOTS (VW_MAX_DEVICES + 2)
@@ -177,7 +181,7 @@ static uint64_t active_mask[2];
 static vlock site_lock;
 static struct site *sites; /* [VW_MAX_CALLSITES], id 0 is the overflow site */
 static uint32_t nsites;
-static uint64_t *frames; /* [FRAME_ARENA] */
+static uint64_t *frames; /* [frame_arena] */
 static uint32_t nframes;
 static uint32_t *site_index; /* [INDEX_CAP] open addressing over ids, 0 = empty */
 uint32_t core_empty_site;    /* the chain with no frames, once interned (0: not yet) */
@@ -242,7 +246,10 @@ static void init_once(void)
         for (int l = 0; l < LANES; l++)
             slots[i][l].home = &slots[i][0];
     sites = map(sizeof(*sites) * VW_MAX_CALLSITES);
-    frames = map(sizeof(*frames) * FRAME_ARENA);
+    struct rlimit as;
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+        frame_arena = FRAME_ARENA / 8;
+    frames = map(sizeof(*frames) * frame_arena);
     site_index = map(sizeof(*site_index) * INDEX_CAP);
     if (!sites || !frames || !site_index)
         return;
@@ -579,7 +586,7 @@ static uint32_t intern(const uint64_t *f, int n)
         }
     }
     uint32_t ns = __atomic_load_n(&nsites, __ATOMIC_RELAXED);
-    if (ns >= VW_MAX_CALLSITES || nframes + (uint32_t)n > FRAME_ARENA) {
+    if (ns >= VW_MAX_CALLSITES || nframes + (uint32_t)n > frame_arena) {
         __atomic_fetch_add(&callsites_dropped, 1, __ATOMIC_RELAXED);
         goto out; /* the overflow site */
     }

@@ -8,7 +8,9 @@
  * application's, whose stack may be small: a name is demangled only when the thread has room
  * for 128 bytes per character plus 32 KiB to spare, and never past VW_DEMANGLE_MAX characters;
  * otherwise the mangled name stands. The room is measured from the thread's own stack bounds,
- * asked once per thread. */
+ * asked once per thread (the library's own thread says its own: asking mallocs).
+ * The demangler is looked up at set-up and before each report (libstdc++ may come later, with
+ * a framework), never on the library's thread: a failed dlsym mallocs its error. */
 #include "demangle.h"
 
 #include <dlfcn.h>
@@ -27,6 +29,12 @@ typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
 static VW_TLS uintptr_t stack_low; /* the lowest usable address of this thread's stack; 0: not asked */
 static VW_TLS int stack_known;     /* 1 known, -1 could not be asked */
+
+void vw_demangle_thread_stack(void *low)
+{
+    stack_low = (uintptr_t)low;
+    stack_known = 1;
+}
 
 static size_t stack_room(void)
 {
@@ -51,18 +59,24 @@ static size_t stack_room(void)
     return (size_t)((uintptr_t)&here - stack_low);
 }
 
+static demangle_fn demangler; /* looked up by vw_demangle_lookup */
+
+void vw_demangle_lookup(void)
+{
+    void *p = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    demangle_fn f;
+    memcpy(&f, &p, sizeof(f));
+    __atomic_store_n(&demangler, f, __ATOMIC_RELEASE);
+}
+
 char *vw_demangle(const char *symbol)
 {
-    if (!symbol || symbol[0] != '_' || symbol[1] != 'Z')
+    demangle_fn demangle = __atomic_load_n(&demangler, __ATOMIC_ACQUIRE);
+    if (!demangle || !symbol || symbol[0] != '_' || symbol[1] != 'Z')
         return NULL;
     size_t len = strnlen(symbol, VW_DEMANGLE_MAX + 1);
     if (len > VW_DEMANGLE_MAX || stack_room() < len * BYTES_PER_CHAR + SPARE)
         return NULL;
-    void *p = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-    if (!p)
-        return NULL;
-    demangle_fn demangle;
-    memcpy(&demangle, &p, sizeof(demangle));
     int status = -1;
     char *d = demangle(symbol, NULL, NULL, &status);
     if (status != 0) {

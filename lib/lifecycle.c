@@ -71,12 +71,16 @@ static void set_ready(void)
  * thread was writing a report gets them re-initialised instead (the writer is not in the child). */
 static void fork_prepare(void)
 {
+    int saved = errno; /* fork()'s errno is the application's, in both processes */
     core_lock_for_fork();
+    errno = saved;
 }
 
 static void fork_parent(void)
 {
+    int saved = errno;
     core_unlock_after_fork(false);
+    errno = saved;
 }
 
 /* The child's state: none of the parent's. Its first allocation starts its own life (the exit
@@ -101,8 +105,10 @@ static void forget_parent(void)
 
 static void fork_child(void)
 {
+    int saved = errno;
     core_unlock_after_fork(true);
     forget_parent();
+    errno = saved;
 }
 
 void vw_lifecycle_new_process(void)

@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,6 +49,10 @@ static ino_t made_ino;
 static struct vw_live_file stage; /* under live_lock: the next content, copied in at once */
 static struct core_snapshot snap; /* under live_lock */
 static bool failed, gone;
+/* Under a finite RLIMIT_AS the thread mallocs nothing at all: C++ names stay mangled here
+ * (demangling mallocs, and glibc would give the thread its own arena: 64 MiB of address
+ * space). The report, written by the thread that needs it, demangles as ever. */
+static bool frugal;
 static char name[sizeof(VW_LIVE_PREFIX) + 64 + 24];
 /* The call sites' copy, kept between ticks and grown as the run makes more sites. */
 static struct core_callsite *sites;
@@ -152,7 +158,8 @@ static int open_folder(void)
 /* Our file, opened again by its name: -1 when it is gone or is not the one we made. */
 static int open_ours(int dirfd)
 {
-    int fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int fd = safefile_high(
+        openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
     struct stat st;
     if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != made_dev || st.st_ino != made_ino)) {
         close(fd);
@@ -164,6 +171,8 @@ static int open_ours(int dirfd)
 /* Under live_lock. One message and no live file for the process's life when it cannot be made. */
 static bool create(void)
 {
+    struct rlimit as;
+    frugal = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
     fill_process(&stage);
     int dirfd = open_folder();
     if (dirfd < 0)
@@ -191,6 +200,7 @@ static bool create(void)
         close(dirfd);
         return false;
     }
+    fd = safefile_high(fd);
     (void)fchmod(fd, 0600); /* whatever the umask */
     /* Written whole at once, "being written" (odd) until the first tick: every block the file
      * needs is allocated here, where a full disk is an error, and the file is only ever written
@@ -230,7 +240,7 @@ static void describe_native(struct vw_live_frame *o, uint64_t ip)
     if (!di.dli_sname)
         return;
     o->symbol_offset = (int64_t)(at - (uint64_t)(uintptr_t)di.dli_saddr);
-    char *d = vw_demangle(di.dli_sname);
+    char *d = frugal ? NULL : vw_demangle(di.dli_sname);
     put_head(o->function_or_symbol, sizeof(o->function_or_symbol), d ? d : di.dli_sname);
     free(d);
 }
@@ -272,6 +282,9 @@ static void fill_site(struct vw_live_site *o, uint32_t id, const struct core_cal
     }
 }
 
+/* Grown with mmap/mremap, not realloc: the thread mallocs nothing while the job runs, or glibc
+ * would give it an arena of its own (64 MiB of address space, which a process under a tight
+ * RLIMIT_AS may not have to spare). */
 static bool grow(void **p, uint32_t *cap, uint32_t want, size_t each)
 {
     if (want <= *cap)
@@ -279,8 +292,10 @@ static bool grow(void **p, uint32_t *cap, uint32_t want, size_t each)
     uint32_t n = *cap ? *cap : 256;
     while (n < want)
         n = n > UINT32_MAX / 2 ? want : n * 2;
-    void *q = realloc(*p, (size_t)n * each);
-    if (!q)
+    void *q = *p ? mremap(*p, (size_t)*cap * each, (size_t)n * each, MREMAP_MAYMOVE)
+                 : mmap(NULL, (size_t)n * each, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                        -1, 0);
+    if (q == MAP_FAILED)
         return false;
     *p = q;
     *cap = n;

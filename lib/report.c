@@ -9,7 +9,6 @@
  * file operation after that goes through its descriptor. */
 #include "report.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -976,20 +975,33 @@ void report_sweep_stale(int dirfd)
     char host[256];
     host_name(host, sizeof(host));
     file_safe(host);
+    /* Read with getdents64 into a buffer on the stack, not opendir (which mallocs): the
+     * library's thread sweeps too, and mallocs nothing (live.c). */
     int rfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (rfd < 0)
         return;
-    DIR *d = fdopendir(rfd);
-    if (!d) {
-        close(rfd);
-        return;
-    }
     pid_t me = getpid();
     uid_t uid = geteuid();
     time_t now = time(NULL);
     unsigned removed = 0, removed_live = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
+    char buf[8192] __attribute__((aligned(8)));
+    long got = 0, at = 0;
+    struct linux_dirent64 {
+        uint64_t d_ino;
+        int64_t d_off;
+        unsigned short d_reclen;
+        unsigned char d_type;
+        char d_name[];
+    } *de;
+    for (;;) {
+        if (at >= got) {
+            got = syscall(SYS_getdents64, rfd, buf, sizeof(buf));
+            if (got <= 0)
+                break;
+            at = 0;
+        }
+        de = (struct linux_dirent64 *)(buf + at);
+        at += de->d_reclen;
         bool is_live;
         long long pid = stale_pid(de->d_name, host, &is_live);
         /* our own pid: an earlier image's temporary; never our own live-state file */
@@ -1014,7 +1026,7 @@ void report_sweep_stale(int dirfd)
             ++*(is_live ? &removed_live : &removed);
         close(fd);
     }
-    closedir(d);
+    close(rfd);
     if (removed)
         vw_log(VW_LOG_INFO, "removed %u temporary report file%s of killed processes", removed,
                removed == 1 ? "" : "s");
@@ -1055,6 +1067,7 @@ static const char *free_name(int dirfd)
 int report_write(const char *reason, const struct report_devinfo *info)
 {
     int rc = -1;
+    vw_demangle_lookup(); /* libstdc++ may have come since set-up */
     pthread_mutex_lock(&report_lock);
     core_snapshot(&snap);
     uint64_t live_total = 0;
@@ -1096,6 +1109,7 @@ int report_write(const char *reason, const struct report_devinfo *info)
     }
     /* Held until the close: tells a process cleaning the folder that this writer is alive, even
      * from another PID namespace (report_sweep_stale). Without it the age rule still holds. */
+    fd = safefile_high(fd);
     (void)flock(fd, LOCK_EX | LOCK_NB);
     fchmod(fd, 0600); /* whatever the umask */
     bool ok = write_body(fd, reason, info, nlive, live_total);

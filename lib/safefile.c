@@ -37,6 +37,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -261,9 +262,29 @@ static int walk(const char *path, bool create, bool name_last, char *why, size_t
     return explained(walk_path(path, create, name_last, why, whylen), why, whylen);
 }
 
+/* The application may close every descriptor at any time (close_range(3, ~0U) before it
+ * starts a child or runs on) and opens its own at the lowest free numbers: a descriptor of
+ * ours that it closed while we held it would have its next file's number, and our write would
+ * go there. Ours are moved to the top of its range (at most 4096: a higher number grows the
+ * process's descriptor table), where its next files do not land. */
+int safefile_high(int fd)
+{
+    struct rlimit rl;
+    if (fd < 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 256)
+        return fd;
+    rlim_t top = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 4096 ? 4096 : rl.rlim_cur;
+    int e = errno;
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)(top - 64));
+    errno = e;
+    if (hi < 0)
+        return fd; /* the top is full: the number we have */
+    close(fd);
+    return hi;
+}
+
 int safefile_open_dir(const char *path, bool create, char *why, size_t whylen)
 {
-    return walk(path, create, false, why, whylen);
+    return safefile_high(walk(path, create, false, why, whylen));
 }
 
 /* Why this file may not be written, or NULL: only a regular file of ours with one name. A
@@ -358,5 +379,5 @@ fail:
 
 int safefile_open_private(const char *path, char *why, size_t whylen)
 {
-    return explained(open_private(path, why, whylen), why, whylen);
+    return safefile_high(explained(open_private(path, why, whylen), why, whylen));
 }

@@ -18,4 +18,8 @@ int safefile_open_dir(const char *path, bool create, char *why, size_t whylen);
  * ours. Returns the descriptor (O_CLOEXEC, mode 0600) or -1, `why` and errno as above. */
 int safefile_open_private(const char *path, char *why, size_t whylen);
 
+/* `fd` moved to a number near the top of the process's range (closing `fd`), where the
+ * application's next files do not land if it closes ours; `fd` itself when that cannot be. */
+int safefile_high(int fd);
+
 #endif

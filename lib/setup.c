@@ -7,6 +7,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "demangle.h"
 #include "devinfo.h"
 #include "driver.h"
 #include "framework.h"
@@ -50,6 +51,7 @@ static void init_body(void)
                    (unsigned long long)vw_opt.limit[i], vw_opt.observe ? "observe" : "enforce");
         }
     stack_init();
+    vw_demangle_lookup();
     pyframes_init();
     if (!core_init()) {
         vw_warn_once(warned_init, "cannot map memory for the tables; recording is off");

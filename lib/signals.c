@@ -33,10 +33,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "demangle.h"
 #include "lifecycle.h"
 
 static const int stop_signals[] = { SIGTERM, SIGINT };
@@ -188,7 +190,7 @@ static void on_stop(int sig, siginfo_t *info, void *uctx)
  * while no signal comes. */
 static void *watcher(void *arg)
 {
-    (void)arg;
+    vw_demangle_thread_stack(arg);
     vw_live_tick();
     uint64_t next = mono_ms() + VW_LIVE_INTERVAL_MS;
     for (;;) {
@@ -249,18 +251,29 @@ bool vw_signals_install(void)
     sigfillset(&all);
     /* the thread takes no signal of the application's */
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    /* Small, and ours: the thread's deepest work is a report's, whose demangling checks the
+     * room it has (demangle.c); 256 KiB of address space and a guard page below, touched only
+     * as deep as it goes. */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), size = 256 * 1024;
+    char *stack = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) {
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return false;
+    }
+    mprotect(stack, page, PROT_NONE);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    /* Small: the thread's deepest work is a report's, whose demangling checks the room it has
-     * (report.c); 256 KiB of address space, touched only as deep as it goes. */
-    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_attr_setstack(&attr, stack + page, size);
     pthread_t t;
-    int rc = pthread_create(&t, &attr, watcher, NULL);
+    int rc = pthread_create(&t, &attr, watcher, stack + page);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0)
+    if (rc != 0) {
+        munmap(stack, size + page);
         return false;
+    }
     __atomic_store_n(&watching, true, __ATOMIC_RELEASE);
     pthread_mutex_lock(&app_lock);
     for (size_t i = 0; i < NSIG_STOP; i++) {

@@ -228,12 +228,17 @@ static int wait_child(pid_t pid, const char *what)
 static int mode_fork(void)
 {
     alloc(64 * MiB);
+    errno = 4242; /* fork() leaves errno alone on success, in both processes */
     pid_t pid = fork();
+    int err = errno;
     if (pid == 0) {
+        say("child: errno after fork %d\n", err);
         alloc(MiB);
         _exit(0);
     }
-    return wait_child(pid, "child");
+    int rc = wait_child(pid, "child");
+    say("parent: errno after fork %d\n", err);
+    return rc;
 }
 
 static int mode_forkfirst(void)
