@@ -55,6 +55,36 @@ static int child(const char *scenario)
     PROBE("cudaFreeAsync", cudaFreeAsync(async, 0));
     PROBE("cudaMemGetInfo", cudaMemGetInfo(&f, &t));
     PROBE("cuMemGetInfo_v2", cuMemGetInfo_v2(&f, &t));
+    PROBE("cuDeviceTotalMem_v2", cuDeviceTotalMem_v2(&f, 0));
+    struct cudaDeviceProp prop;
+    PROBE("cudaGetDeviceProperties", cudaGetDeviceProperties(&prop, 0));
+    void *host = NULL, *managed = NULL, *pitched = NULL;
+    size_t pitch = 0;
+    PROBE("cudaMallocHost", cudaMallocHost(&host, 4096));
+    PROBE("cudaFreeHost", cudaFreeHost(host));
+    PROBE("cudaMallocManaged", cudaMallocManaged(&managed, MiB, cudaMemAttachGlobal));
+    PROBE("cudaFree managed", cudaFree(managed));
+    PROBE("cudaMallocPitch", cudaMallocPitch(&pitched, &pitch, 1000, 100));
+    PROBE("cudaFree pitched", cudaFree(pitched));
+    /* Virtual memory management: physical memory from cuMemCreate, address space apart. */
+    CUmemAllocationProp vp;
+    memset(&vp, 0, sizeof(vp));
+    vp.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    vp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    vp.location.id = 0;
+    size_t gran = 0;
+    if (cuMemGetAllocationGranularity(&gran, &vp, CU_MEM_ALLOC_GRANULARITY_MINIMUM) ==
+                CUDA_SUCCESS &&
+        gran) {
+        CUmemGenericAllocationHandle vh = 0;
+        CUdeviceptr va = 0;
+        PROBE("cuMemCreate", cuMemCreate(&vh, gran, &vp, 0));
+        PROBE("cuMemAddressReserve", cuMemAddressReserve(&va, gran, 0, 0, 0));
+        PROBE("cuMemAddressFree", cuMemAddressFree(va, gran));
+        PROBE("cuMemRelease", cuMemRelease(vh));
+    } else {
+        printf("no VMM granularity\n");
+    }
     if (limit) {
         /* Over the emulated card (VRAMWATCH_LIMIT): the library refuses it without the real
          * call; without the library the real card has room. */
