@@ -5,17 +5,17 @@
  * start small and double under their lock; the call-site arrays are reserved once with
  * MAP_NORESERVE and filled front to back, so only the pages in use cost memory.
  *
- * Locks, so that threads on different devices neither wait for each other nor share a cache
- * line on the way (docs/performance.md):
- * - each device slot (and pinned host memory) has one lock for its table of live allocations,
- *   its counters, its timeline and its call sites' counters: a device's live bytes and its peak
- *   are one exact sequence, so they need one lock, and the device's table behind the same lock
- *   costs no second one. A free names no device: the thread's last device is tried first, then
- *   the other devices in use;
+ * Locks, so that threads neither wait for each other nor share a written cache line on the way,
+ * on different devices or on one (docs/performance.md, docs/design.md):
+ * - each device slot (and pinned host memory) is lanes, a thread's own, each with one lock for
+ *   its table of live allocations, its counts and its call sites' counters; a device's figures
+ *   (its peak, timeline, pools) are changed by its only lane in use, or with every lane of the
+ *   device held (struct slot says how the lanes keep the peak exact). A free names no device:
+ *   the thread's last lane is tried first, then the device's other lanes, then other devices;
  * - `glock` guards what is rare: failures, pressure events, markers, crossings;
  * - `site_lock` guards adding a call site (finding one seen before takes no lock).
- * Order, whenever more than one is held: device slots in ascending order, then glock, then
- * site_lock. None is held while unwinding, calling the driver or writing files. */
+ * Order, whenever more than one is held: device slots and their lanes in ascending order,
+ * then glock, then site_lock. None is held while unwinding, calling the driver or writing files. */
 #include "core.h"
 #include "util.h"
 
@@ -90,11 +90,12 @@ struct table {
     uint32_t grow_at; /* count at which an insert doubles it first: 70% of cap */
 };
 
-/* A call site's counters on one device slot, written on every allocation and free (under the
- * slot's lock), apart from the site's read-mostly record. `at_peak` is the site's live bytes at
- * the slot's latest peak when `epoch` equals the slot's epoch (the site changed since that
- * peak); otherwise the site has not changed since, and its live bytes are the figure. So the
- * figure at the peak is kept exactly, at the cost of one compare per allocation and free. */
+/* A call site's counters in one lane of a device slot, written on every allocation and free
+ * (under the lane's lock), apart from the site's read-mostly record. `at_peak` is the site's live
+ * bytes in the lane at the device's latest peak when `epoch` equals the device's epoch (the site
+ * changed since that peak); otherwise the site has not changed since, and its live bytes are the
+ * figure. So the figure at the peak is kept exactly, at the cost of one compare per allocation
+ * and free. */
 struct site_ctr {
     uint64_t live_bytes, alloc_bytes_total, alloc_calls, at_peak;
     uint32_t live_count, epoch;
@@ -232,7 +233,7 @@ static void *map(size_t bytes)
 }
 
 /* Each device slot's timeline pointer, as `tl_on` says (the host slot has none). With every
- * slot's lock held, or before the core is in use. */
+ * lane's lock held, or before the core is in use. */
 static void timeline_attach(void)
 {
     bool on = __atomic_load_n(&tl_on, __ATOMIC_RELAXED);

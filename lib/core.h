@@ -2,9 +2,10 @@
  *
  * It knows nothing of CUDA or of how calls were intercepted: the shims turn each CUDA call
  * into one of the calls below, and the unit tests call them directly. All state lives in
- * memory mapped by the core itself (no malloc), behind one lock per device slot (its table of
- * live allocations, counters, timeline and call-site counters) and one for rare events (core.c
- * says which), none of them held while unwinding, calling the driver or writing files. */
+ * memory mapped by the core itself (no malloc), behind one lock per lane of a device slot (a
+ * thread's own table of live allocations, counts and call-site counters; the device's figures
+ * exact across its lanes) and one for rare events (core.c says which), none of them held while
+ * unwinding, calling the driver or writing files. */
 #ifndef VW_CORE_H
 #define VW_CORE_H
 
