@@ -368,3 +368,75 @@ Test(core, live_at_the_peak_per_call_site)
     cr_assert_eq(cs[a].live_bytes_at_failure, 0, "host memory is not the device's");
     cr_assert_eq(cs[b].live_bytes, 100, "what is live after the failure is not the figure at it");
 }
+
+/* Threads on one device, each in its own lane (docs/design.md, "Threads on one device: lanes"):
+ * one step per thread, the threads one after the other, so every state is known. */
+struct lane_step {
+    uint64_t key, size; /* size 0: free `key` */
+    uint64_t time;
+};
+
+static void *lane_step_run(void *arg)
+{
+    const struct lane_step *st = arg;
+    uint32_t site = core_callsite(stack_b, 3);
+    if (st->size) {
+        core_alloc(CORE_DEVICE, st->key, st->size, 2, "cudaMalloc", site, st->time);
+    } else {
+        struct core_alloc a;
+        if (!core_take(CORE_DEVICE, st->key, &a, st->time))
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void lane_step(uint64_t key, uint64_t size, uint64_t time)
+{
+    struct lane_step st = { key, size, time };
+    pthread_t t;
+    void *r;
+    cr_assert_eq(pthread_create(&t, NULL, lane_step_run, &st), 0);
+    pthread_join(t, &r);
+    cr_assert_null(r, "the free of %#llx found nothing", (unsigned long long)key);
+}
+
+Test(core, threads_on_one_device_keep_peaks_and_events_exact)
+{
+    /* Each step on a new thread, so on a lane of its own (the 9th wraps to the first again). */
+    lane_step(0x100000, 1000, 1000);
+    lane_step(0x200000, 3000, 2000); /* a second lane: from here on lanes keep to limits */
+    lane_step(0x100000, 0, 3000);    /* a free in another thread's lane */
+    lane_step(0x300000, 500, 4000);
+    core_mark("epoch 1", 5000); /* phase peak from here: 3500 */
+    lane_step(0x400000, 200, 6000);
+    lane_step(0x300000, 0, 7000);
+    lane_step(0x500000, 2000, 8000); /* 3000 + 200 + 2000: above the peak of 4000 */
+    lane_step(0x500000, 0, 9000);
+    lane_step(0x600000, 1500, 10000);
+    lane_step(0x600000, 0, 11000);
+    struct core_snapshot s;
+    core_snapshot(&s);
+    const struct core_device *d = &s.devices[2];
+    cr_assert_eq(d->peak_live_bytes, 5200);
+    cr_assert_eq(d->peak_time_ns, 8000);
+    cr_assert_eq(d->live_bytes, 3200);
+    cr_assert_eq(d->alloc_calls, 6);
+    cr_assert_eq(d->free_calls, 4);
+    cr_assert_eq(d->live_count, 2);
+    core_mark("epoch 2", 12000);
+    core_snapshot(&s);
+    cr_assert_eq(s.nmarkers, 2);
+    cr_assert_eq(s.markers[0].phase_peak_bytes, 4000); /* 1000 + 3000, before the marker */
+    cr_assert_eq(s.markers[1].phase_peak_bytes, 5200);
+    /* Every allocation and free is an event of the timeline, whichever lane made it. */
+    static struct tl_device t;
+    cr_assert(core_copy_timeline(2, &t));
+    cr_assert_eq(t.events, 10);
+    /* The call site's live bytes at the peak: everything live then came from it. */
+    static struct core_callsite cs[8];
+    static uint64_t fr[64];
+    core_copy_callsites(cs, s.ncallsites, fr, 64);
+    uint32_t site = core_callsite(stack_b, 3);
+    cr_assert_eq(cs[site].live_bytes_at_peak, 5200);
+    cr_assert_eq(cs[site].live_bytes, 3200);
+}
