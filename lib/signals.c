@@ -45,6 +45,13 @@ static const int stop_signals[] = { SIGTERM, SIGINT };
 #define NSIG_STOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
 #define STOP_WAIT_MS 5000
 #define DYING 0x100u
+/* A sanitizer's runtime keeps its own per-thread state on a stack it is given, and refuses one
+ * under about 900 KiB (ThreadSanitizer says so and the thread is not started). */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define THREAD_STACK (4u << 20)
+#else
+#define THREAD_STACK (256u << 10)
+#endif
 
 /* What the application set, as it reads it back: two copies per signal, the one in use named by
  * `app_at`, so that a handler running on another thread while sigaction() changes it reads a
@@ -254,7 +261,7 @@ bool vw_signals_install(void)
     /* Small, and ours: the thread's deepest work is a report's, whose demangling checks the
      * room it has (demangle.c); 256 KiB of address space and a guard page below, touched only
      * as deep as it goes. */
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), size = 256 * 1024;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), size = THREAD_STACK;
     char *stack = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack == MAP_FAILED) {
