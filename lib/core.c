@@ -1010,6 +1010,18 @@ static void lane_use(struct slot *home, struct slot *lane)
                              __ATOMIC_RELAXED);
 }
 
+/* A live allocation's record, as both allocation paths write it. */
+static inline void fill_record(struct core_alloc *a, uint64_t size, uint64_t now_ns,
+                               const char *api, uint32_t callsite, int device, enum core_kind kind)
+{
+    a->size = size;
+    a->time_ns = now_ns;
+    a->api = api;
+    a->callsite = callsite;
+    a->device = (int16_t)(device >= 0 && device < VW_MAX_DEVICES ? device : VW_DEV_UNKNOWN);
+    a->kind = (uint8_t)kind;
+}
+
 /* core_alloc with every lane of the device held (`lane`: the thread's): the first allocation in
  * a lane, and whatever a lane may not do alone. */
 static __attribute__((noinline)) bool alloc_sync(struct slot *home, struct slot *lane,
@@ -1033,12 +1045,7 @@ static __attribute__((noinline)) bool alloc_sync(struct slot *home, struct slot 
             account_sub_any(home, lane, a, now_ns, live);
             live -= a->size;
         }
-        a->size = size;
-        a->time_ns = now_ns;
-        a->api = api;
-        a->callsite = callsite;
-        a->device = (int16_t)(device >= 0 && device < VW_MAX_DEVICES ? device : VW_DEV_UNKNOWN);
-        a->kind = (uint8_t)kind;
+        fill_record(a, size, now_ns, api, callsite, device, kind);
         account_add_any(home, lane, a, now_ns, true, live);
         tracked = true;
     } else {
@@ -1148,12 +1155,7 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
             account_sub_any(home, lane, a, now_ns, live);
             live -= a->size;
         }
-        a->size = size;
-        a->time_ns = now_ns;
-        a->api = api;
-        a->callsite = callsite;
-        a->device = (int16_t)(device >= 0 && device < VW_MAX_DEVICES ? device : VW_DEV_UNKNOWN);
-        a->kind = (uint8_t)kind;
+        fill_record(a, size, now_ns, api, callsite, device, kind);
         account_add(home, lane, a, kind, now_ns, true, live);
         tracked = true;
     } else {
