@@ -1,8 +1,13 @@
 /* Diagnostics: never stdio (the host may hold its locks), never more than a line. */
 #include "log.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 /* VRAMWATCH_LOG, set once by options_load; atomic, as any thread may log while it is set. */
@@ -86,6 +91,29 @@ size_t vw_log_escape(const char *in, size_t n, char *out, size_t cap)
     return o;
 }
 
+/* The line onto stderr as the program would never notice: its errno kept, and no SIGPIPE when
+ * stderr is a pipe whose reader has gone (the default action would end the program for a line
+ * of ours). SIGPIPE is blocked on this thread for the write, and one that the write raised,
+ * and only that one, is taken back before it is unblocked. */
+static void write_stderr(const char *buf, size_t len)
+{
+    int saved = errno;
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    bool masked = pthread_sigmask(SIG_BLOCK, &pipe_set, &old) == 0;
+    bool was_pending = masked && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    ssize_t w = write(STDERR_FILENO, buf, len);
+    if (w < 0 && errno == EPIPE && masked && !was_pending) {
+        struct timespec none = { 0, 0 };
+        while (sigtimedwait(&pipe_set, NULL, &none) < 0 && errno == EINTR)
+            ;
+    }
+    if (masked)
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = saved;
+}
+
 void vw_log(int level, const char *fmt, ...)
 {
     if (level > vw_log_level())
@@ -105,6 +133,5 @@ void vw_log(int level, const char *fmt, ...)
     size_t off = sizeof("vramwatch: ") - 1;
     off += vw_log_escape(raw, len, buf + off, sizeof(buf) - off - 1);
     buf[off++] = '\n';
-    ssize_t w = write(STDERR_FILENO, buf, off);
-    (void)w;
+    write_stderr(buf, off);
 }

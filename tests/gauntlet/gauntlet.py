@@ -816,13 +816,33 @@ def attack_host(opts):
         finally:
             c.close()
 
+    def broken_stderr():
+        # a warning of ours onto a stderr whose reader has gone: without us nothing is written
+        # there; with us the line must not cost the program a SIGPIPE (which ended it before)
+        c = Case(opts, "epipe")
+        try:
+            bad = os.path.join(c.dir, "not-a-folder")
+            with open(bad, "w"):
+                pass
+            statuses = []
+            for preload in (False, True):
+                r, w = os.pipe()
+                os.close(r)
+                p = subprocess.run([exe, "alloc"], env=c.env({"VRAMWATCH_DIR": bad}, preload),
+                                   cwd=c.dir, stdout=subprocess.PIPE, stderr=w, timeout=60)
+                os.close(w)
+                statuses.append(p.returncode)
+            eq(statuses[1], statuses[0], "a warning onto a broken stderr: exit status")
+        finally:
+            c.close()
+
     # Under a sanitizer: its runtime's own address space is what a limit would take (the
     # case is for the plain build), and ThreadSanitizer's build walks no native stacks, so
     # libunwind is never loaded.
     skip = ["address space"] if opts.sanitized else []
     if "tsan" in opts.preload_first:
         skip.append("out of descriptors")
-    for name, fn in (("address space", address_space), ("out of descriptors", fd_exhaustion), ("names", names), ("status file reused", status_reused),
+    for name, fn in (("broken stderr", broken_stderr), ("address space", address_space), ("out of descriptors", fd_exhaustion), ("names", names), ("status file reused", status_reused),
                      ("signals (C)", signals_c), ("signals (Python)", signals_py),
                      ("long symbols", demangle), ("descriptors", descriptors),
                      ("children", children)):
