@@ -367,9 +367,12 @@ static void fill_devices(void)
 void vw_live_tick(void)
 {
     pthread_mutex_lock(&live_lock);
+    struct safefile_quiet q;
+    safefile_quiet_begin(&q);
     if (!failed && !gone && !made)
         failed = !create();
     if (failed || gone) {
+        safefile_quiet_end(&q);
         pthread_mutex_unlock(&live_lock);
         return;
     }
@@ -405,6 +408,7 @@ void vw_live_tick(void)
         made = false; /* removed by someone: made again at the next tick */
     if (dirfd >= 0)
         close(dirfd);
+    safefile_quiet_end(&q);
     pthread_mutex_unlock(&live_lock);
 }
 

@@ -2,13 +2,11 @@
 #include "log.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
-#include <stdbool.h>
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "safefile.h"
 
 /* VRAMWATCH_LOG, set once by options_load; atomic, as any thread may log while it is set. */
 static int threshold = VW_LOG_WARN;
@@ -93,24 +91,15 @@ size_t vw_log_escape(const char *in, size_t n, char *out, size_t cap)
 
 /* The line onto stderr as the program would never notice: its errno kept, and no SIGPIPE when
  * stderr is a pipe whose reader has gone (the default action would end the program for a line
- * of ours). SIGPIPE is blocked on this thread for the write, and one that the write raised,
- * and only that one, is taken back before it is unblocked. */
+ * of ours): safefile.c's quiet writes. */
 static void write_stderr(const char *buf, size_t len)
 {
     int saved = errno;
-    sigset_t pipe_set, old, pending;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    bool masked = pthread_sigmask(SIG_BLOCK, &pipe_set, &old) == 0;
-    bool was_pending = masked && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    struct safefile_quiet q;
+    safefile_quiet_begin(&q);
     ssize_t w = write(STDERR_FILENO, buf, len);
-    if (w < 0 && errno == EPIPE && masked && !was_pending) {
-        struct timespec none = { 0, 0 };
-        while (sigtimedwait(&pipe_set, NULL, &none) < 0 && errno == EINTR)
-            ;
-    }
-    if (masked)
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    (void)w;
+    safefile_quiet_end(&q);
     errno = saved;
 }
 

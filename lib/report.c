@@ -1069,6 +1069,8 @@ int report_write(const char *reason, const struct report_devinfo *info)
     int rc = -1;
     vw_demangle_lookup(); /* libstdc++ may have come since set-up */
     pthread_mutex_lock(&report_lock);
+    struct safefile_quiet quiet; /* a file size limit fails the write, never ends the program */
+    safefile_quiet_begin(&quiet);
     core_snapshot(&snap);
     uint64_t live_total = 0;
     int nlive = core_largest_live(live, LIVE_MAX, &live_total);
@@ -1138,6 +1140,7 @@ done:
         report_sweep_stale(dirfd);
     close(dirfd);
 out:
+    safefile_quiet_end(&quiet);
     pthread_mutex_unlock(&report_lock);
     return rc;
 }

@@ -34,11 +34,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_LINKS 40
@@ -380,4 +383,45 @@ fail:
 int safefile_open_private(const char *path, char *why, size_t whylen)
 {
     return safefile_high(explained(open_private(path, why, whylen), why, whylen));
+}
+
+static void quiet_set(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGXFSZ);
+    sigaddset(set, SIGPIPE);
+}
+
+void safefile_quiet_begin(struct safefile_quiet *q)
+{
+    int e = errno;
+    sigset_t set;
+    quiet_set(&set);
+    q->masked = pthread_sigmask(SIG_BLOCK, &set, &q->old) == 0;
+    if (!q->masked || sigpending(&q->pending_before) != 0)
+        sigemptyset(&q->pending_before);
+    errno = e;
+}
+
+void safefile_quiet_end(struct safefile_quiet *q)
+{
+    if (!q->masked)
+        return;
+    int e = errno;
+    sigset_t set, pending;
+    quiet_set(&set);
+    if (sigpending(&pending) == 0)
+        for (int sig = 1; sig < NSIG; sig++) {
+            if (!sigismember(&set, sig) || !sigismember(&pending, sig) ||
+                sigismember(&q->pending_before, sig))
+                continue;
+            sigset_t one;
+            sigemptyset(&one);
+            sigaddset(&one, sig);
+            struct timespec none = { 0, 0 };
+            while (sigtimedwait(&one, NULL, &none) < 0 && errno == EINTR)
+                ;
+        }
+    pthread_sigmask(SIG_SETMASK, &q->old, NULL);
+    errno = e;
 }

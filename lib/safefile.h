@@ -2,6 +2,7 @@
 #ifndef VW_SAFEFILE_H
 #define VW_SAFEFILE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -21,5 +22,16 @@ int safefile_open_private(const char *path, char *why, size_t whylen);
 /* `fd` moved to a number near the top of the process's range (closing `fd`), where the
  * application's next files do not land if it closes ours; `fd` itself when that cannot be. */
 int safefile_high(int fd);
+
+/* Around the library's own writes to files: SIGXFSZ (a file past RLIMIT_FSIZE) and SIGPIPE
+ * blocked on this thread, and the ones those writes raised taken back at the end, so that a
+ * write of ours that fails says so by its errno (EFBIG, EPIPE) and never ends the program by a
+ * signal it would not have had without us. Signals already pending before are left alone. */
+struct safefile_quiet {
+    sigset_t old, pending_before;
+    int masked;
+};
+void safefile_quiet_begin(struct safefile_quiet *q);
+void safefile_quiet_end(struct safefile_quiet *q);
 
 #endif

@@ -122,12 +122,15 @@ void vw_status_update(uint64_t now, bool event, bool force)
     *p++ = '\n';
     if ((size_t)(p - line) > longest)
         longest = (size_t)(p - line);
+    struct safefile_quiet q;
+    safefile_quiet_begin(&q);
     int fd = status_reopen();
     if (fd >= 0) {
         ssize_t w = pwrite(fd, line, (size_t)(p - line), 0);
         (void)w;
         close(fd);
     }
+    safefile_quiet_end(&q);
     status_written_peak = peak;
     __atomic_store_n(&status_written_flushes, flushes, __ATOMIC_RELAXED);
     __atomic_store_n(&status_written_finals, finals, __ATOMIC_RELAXED);

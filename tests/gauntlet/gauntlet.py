@@ -836,13 +836,27 @@ def attack_host(opts):
         finally:
             c.close()
 
+    def file_size_limit():
+        # RLIMIT_FSIZE below a report's size, SIGXFSZ at its default (which ends a process with
+        # a core): the program writes nothing itself, so without us nothing happens; with us
+        # the report's write fails, one warning, and the program runs to its end
+        t = Twin(opts, "fsize")
+        try:
+            got = t.run([exe, "alloc"], preexec=lambda c: resource.setrlimit(
+                resource.RLIMIT_FSIZE, (1024, 1024)))
+            eq(got[1][:2], got[0][:2], "RLIMIT_FSIZE 1 KiB: (status, output) with the library")
+            w = warnings(got[1][2])
+            expect(len(w) == 1 and "File too large" in w[0], f"RLIMIT_FSIZE: one warning: {w}")
+        finally:
+            t.close()
+
     # Under a sanitizer: its runtime's own address space is what a limit would take (the
     # case is for the plain build), and ThreadSanitizer's build walks no native stacks, so
     # libunwind is never loaded.
     skip = ["address space"] if opts.sanitized else []
     if "tsan" in opts.preload_first:
         skip.append("out of descriptors")
-    for name, fn in (("broken stderr", broken_stderr), ("address space", address_space), ("out of descriptors", fd_exhaustion), ("names", names), ("status file reused", status_reused),
+    for name, fn in (("broken stderr", broken_stderr), ("file size limit", file_size_limit), ("address space", address_space), ("out of descriptors", fd_exhaustion), ("names", names), ("status file reused", status_reused),
                      ("signals (C)", signals_c), ("signals (Python)", signals_py),
                      ("long symbols", demangle), ("descriptors", descriptors),
                      ("children", children)):
