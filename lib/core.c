@@ -1010,7 +1010,7 @@ static void lane_use(struct slot *home, struct slot *lane)
                              __ATOMIC_RELAXED);
 }
 
-/* A live allocation's record, as both allocation paths write it. */
+/* A live allocation's record, as every allocation path writes it. */
 static inline void fill_record(struct core_alloc *a, uint64_t size, uint64_t now_ns,
                                const char *api, uint32_t callsite, int device, enum core_kind kind)
 {
@@ -1096,12 +1096,7 @@ static __attribute__((noinline)) bool alloc_shared(struct slot *home, struct slo
         goto sync; /* the table is full, or an untracked pool free: the rare way */
     if (VW_UNLIKELY(existed))
         lane_sub(home, lane, a);
-    a->size = size;
-    a->time_ns = now_ns;
-    a->api = api;
-    a->callsite = callsite;
-    a->device = (int16_t)(device >= 0 && device < VW_MAX_DEVICES ? device : VW_DEV_UNKNOWN);
-    a->kind = (uint8_t)kind;
+    fill_record(a, size, now_ns, api, callsite, device, kind);
     lane_add(home, lane, a, c);
     lane->tl_events++;
     vl_unlock(&lane->lock);
