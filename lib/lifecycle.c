@@ -122,15 +122,15 @@ void vw_lifecycle_new_process(void)
 void vw_lifecycle_start(void)
 {
     owner_pid = getpid();
-    void *p = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p != MAP_FAILED) {
 #ifdef MADV_WIPEONFORK
-        if (madvise(p, (size_t)sysconf(_SC_PAGESIZE), MADV_WIPEONFORK) == 0)
+        if (madvise(p, page, MADV_WIPEONFORK) == 0)
             ready_page = p;
         else
 #endif
-            munmap(p, (size_t)sysconf(_SC_PAGESIZE));
+            munmap(p, page);
     }
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     set_ready();
@@ -207,13 +207,6 @@ VW_EXPORT void _Exit(int status)
 
 /* ---- exec: the report of this image before it is replaced ---- */
 
-static void before_exec(void)
-{
-    int saved = errno;
-    end_of_life();
-    errno = saved;
-}
-
 /* The exec failed: this image goes on, and so does its life. */
 static void after_failed_exec(void)
 {
@@ -242,7 +235,7 @@ typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int)
 VW_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
     NEXT(execve_fn, "execve");
-    before_exec();
+    on_exit_report(); /* this image's life ends here */
     int rc = next_(path, argv, envp);
     after_failed_exec();
     return rc;
@@ -251,7 +244,7 @@ VW_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 VW_EXPORT int execv(const char *path, char *const argv[])
 {
     NEXT(execv_fn, "execv");
-    before_exec();
+    on_exit_report(); /* this image's life ends here */
     int rc = next_(path, argv);
     after_failed_exec();
     return rc;
@@ -260,7 +253,7 @@ VW_EXPORT int execv(const char *path, char *const argv[])
 VW_EXPORT int execvp(const char *file, char *const argv[])
 {
     NEXT(execv_fn, "execvp");
-    before_exec();
+    on_exit_report(); /* this image's life ends here */
     int rc = next_(file, argv);
     after_failed_exec();
     return rc;
@@ -269,7 +262,7 @@ VW_EXPORT int execvp(const char *file, char *const argv[])
 VW_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
     NEXT(execve_fn, "execvpe");
-    before_exec();
+    on_exit_report(); /* this image's life ends here */
     int rc = next_(file, argv, envp);
     after_failed_exec();
     return rc;
@@ -278,7 +271,7 @@ VW_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 VW_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
     NEXT(fexecve_fn, "fexecve");
-    before_exec();
+    on_exit_report(); /* this image's life ends here */
     int rc = next_(fd, argv, envp);
     after_failed_exec();
     return rc;
@@ -288,7 +281,7 @@ VW_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *co
                        int flags)
 {
     NEXT(execveat_fn, "execveat");
-    before_exec();
+    on_exit_report(); /* this image's life ends here */
     int rc = next_(dirfd, path, argv, envp, flags);
     after_failed_exec();
     return rc;
