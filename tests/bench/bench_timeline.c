@@ -55,7 +55,7 @@ int main(void)
     qsort(off, ROUNDS, sizeof(double), cmp);
     printf("timeline: ns per allocation event (core, median of %d x %d pairs): without %.1f, with %.1f (+%.1f)\n",
            ROUNDS, PAIRS, off[ROUNDS / 2], on[ROUNDS / 2], on[ROUNDS / 2] - off[ROUNDS / 2]);
-    /* Frees take the time for their bucket from the coarse clock (lib/util.h): its cost too. */
+    /* Frees take the time for their bucket from the coarse clock (lib/base/platform.h): its cost too. */
     struct timespec ts;
     uint64_t t = clock_ns(), sink = 0;
     for (int i = 0; i < 10000000; i++) {

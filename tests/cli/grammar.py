@@ -4,7 +4,7 @@ command takes them.
 
 Usage: grammar.py --vramwatch EXE --child EXE --stub SO --spellings FILE --data DIR GROUP
 
-GROUP limits: every line of the shared table of limit spellings (tests/unit/limit-spellings.txt,
+GROUP limits: every line of the shared table of limit spellings (tests/unit/lib/limit-spellings.txt,
 also read by the library's unit test) is accepted or refused by `vramwatch run --limit`, spelled
 "--limit V" and "--limit=V", exactly as the table says: a refusal is one line and exit 2, and the
 command never runs.

@@ -203,8 +203,8 @@ def main():
 
         # Every variable the library or the command line reads.
         names = set()
-        for path in glob.glob(os.path.join(opts.source_root, "lib", "*.c")) + \
-                glob.glob(os.path.join(opts.source_root, "tools", "vramwatch", "*.c")):
+        for path in glob.glob(os.path.join(opts.source_root, "lib", "**", "*.c"), recursive=True) + \
+                glob.glob(os.path.join(opts.source_root, "tools", "vramwatch", "**", "*.c"), recursive=True):
             with open(path, errors="replace") as f:
                 names.update(re.findall(r'getenv\("(VRAMWATCH_[A-Z_]+)"\)', f.read()))
         check(len(names) >= 8, "found %d VRAMWATCH_ variables in the sources" % len(names))

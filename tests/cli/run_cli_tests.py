@@ -609,7 +609,7 @@ def group_run(opts):
         line = one_line_error(run(opts, ["run", "--", opts.child, "exit", "0"],
                                   env=dict(env, VRAMWATCH_LIB="/no/such/lib.so"), cwd=work), "a missing VRAMWATCH_LIB")
 
-        # A report folder the library refuses (lib/safefile.c) is refused before the job runs:
+        # A report folder the library refuses (lib/base/safefile.c) is refused before the job runs:
         # the job used to run whole, then "no report: the program made no device allocation".
         open_dir = os.path.join(work, "world")
         os.mkdir(open_dir)
@@ -904,7 +904,7 @@ def group_sim(opts):
 
         if opts.libvramwatch:
             # A warning is one line whatever it quotes: VRAMWATCH_LOG holding a newline and an
-            # ESC gave a forged second "vramwatch: " line and a raw ESC (library, lib/log.c).
+            # ESC gave a forged second "vramwatch: " line and a raw ESC (library, lib/base/log.c).
             forged = "debug\n\x1b[31mvramwatch: forged \x7f\xff"
             rdir = os.path.join(work, "reports-log")
             r = run(opts, ["run", "--sim", "1GiB", "--dir", rdir, "--", opts.sim_job, "1", "1"],
@@ -1473,7 +1473,7 @@ SECRETS = ["S%02dx" % i for i in range(1, 40) if any("S%02dx" % i in a for a in 
 
 
 def live_file(path, pid, host, argv_line):
-    """A live-state file as lib/livefile.h lays it out (x86-64 / aarch64): one device, no call site."""
+    """A live-state file as lib/base/livefile.h lays it out (x86-64 / aarch64): one device, no call site."""
     size = 24 + 40 + 16 + 16 + 64 + 256 + 512 + 8 * 72 + 5 * (40 + 16 * 256)
     data = bytearray(size)
     struct.pack_into("<8sIIQ", data, 0, b"vwlive1\n", 1, size, 2)

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """One report, every view: report, timeline, the Leak: line and advise name the same call site
-and speak of the same device (the model's one rule for each, tools/vramwatch/model.h).
+and speak of the same device (the model's one rule for each, tools/vramwatch/model/model.h).
 
 Usage: run_one_rule.py --vramwatch EXE --data DIR
 

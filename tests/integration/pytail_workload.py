@@ -1,7 +1,7 @@
 """Native frames below Python, walked in full and taken from what a thread kept: the same.
 
 A capture walks the native stack only down to the outermost run of the evaluation loop when
-the thread's last full walk already gave the frames below it (lib/pyframes.c, "py_tail"). This
+the thread's last full walk already gave the frames below it (lib/core/pyframes.c, "py_tail"). This
 workload makes each allocation path once in a fresh thread (its first capture, walked in full:
 "cold") and several times in one thread that has allocated from other paths before and between
 ("warm"). The two threads start the same way, so every native frame of a path must be the same

@@ -9,7 +9,7 @@
 #include "core.h"
 #include "options.h"
 #include "report.h"
-#include "util.h"
+#include "platform.h"
 
 #define SEC 1000000000ull
 #define MIB (1ull << 20)

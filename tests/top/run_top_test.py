@@ -118,7 +118,7 @@ def run(o, tmp):
     if live_files:
         with open(live_files[0], "rb") as f:
             data = bytearray(f.read())
-        struct.pack_into("<q", data, 24, gone.pid)  # pid (lib/livefile.h)
+        struct.pack_into("<q", data, 24, gone.pid)  # pid (lib/base/livefile.h)
         stale = os.path.join(d, "vramwatch-live.%s.%d" % (socket.gethostname(), gone.pid))
         with open(stale, "wb") as f:
             f.write(data)

@@ -16,7 +16,7 @@
 #include <uthash.h>
 
 #include "alloc.h"
-#include "config.h"
+#include "simconfig.h"
 #include "readback.h"
 #include "simgpu.h"
 

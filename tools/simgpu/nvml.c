@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "simconfig.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "simconfig.h"
 
 /* A range of device addresses (a device's own, or VMM's), added by cuInit before any copy can
  * name a device address; at most READBACK_RANGES of them. */

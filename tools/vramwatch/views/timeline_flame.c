@@ -1,0 +1,267 @@
+/* timeline_flame.c: in the timeline's HTML, flame graphs of live memory by call chain (native
+ * and Python frames): at the device's peak, at the out-of-memory failure, and when the report was
+ * written, as far as the report keeps each (docs/report-format.md: callsites[].live_bytes,
+ * live_bytes_at_peak, live_bytes_at_failure).
+ *
+ * Each graph merges the call sites' chains from the outermost frame down (the outermost at the
+ * top, the frame that allocated at the bottom of each tower), a frame's width its share of the
+ * live bytes under it. Plain HTML boxes, no script of their own: hovering shows a frame's bytes
+ * and share through the page's tooltip (data-tip). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "timeline_view.h"
+
+#define FLAME_MAX_DEPTH 64
+#define FLAME_MIN_SHARE 0.002 /* narrower frames are not drawn: under 0.2% of the graph */
+#define FLAME_ROW_PX 18
+
+struct node {
+    char *name;
+    bool python;
+    int64_t bytes;
+    size_t first_child, next_sibling; /* indices, 0: none (node 0 is the root) */
+};
+
+struct tree {
+    struct node *n;
+    size_t len, cap;
+    int depth;
+};
+
+static size_t tree_add(struct tree *t, const char *name, bool python)
+{
+    if (t->len == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 64;
+        t->n = util_xrealloc(t->n, t->cap * sizeof *t->n);
+    }
+    t->n[t->len] = (struct node){ .name = util_xstrdup(name), .python = python };
+    return t->len++;
+}
+
+static size_t child(struct tree *t, size_t parent, const char *name, bool python)
+{
+    for (size_t c = t->n[parent].first_child; c; c = t->n[c].next_sibling)
+        if (strcmp(t->n[c].name, name) == 0)
+            return c;
+    size_t c = tree_add(t, name, python);
+    t->n[c].next_sibling = t->n[parent].first_child;
+    t->n[parent].first_child = c;
+    return c;
+}
+
+static void tree_free(struct tree *t)
+{
+    for (size_t i = 0; i < t->len; i++)
+        free(t->n[i].name);
+    free(t->n);
+}
+
+/* The call sites' bytes at one moment: which 0 now (the report), 1 at the peak, 2 at the failure.
+ * Read from the report's JSON: the last two are optional fields the model does not load. */
+static bool site_bytes(const struct model_report *r, int which, int64_t *out, size_t n)
+{
+    if (which == 0) {
+        for (size_t i = 0; i < n; i++)
+            out[i] = r->callsites[i].live_bytes;
+        return true;
+    }
+    const char *key = which == 1 ? "live_bytes_at_peak" : "live_bytes_at_failure";
+    const cJSON *sites = cJSON_GetObjectItemCaseSensitive(r->root, "callsites");
+    bool any = false;
+    const cJSON *s = sites ? sites->child : NULL; /* walked along: cJSON's index lookup is linear */
+    for (size_t i = 0; i < n; i++, s = s ? s->next : NULL) {
+        out[i] = 0;
+        int64_t id = -1, b;
+        const cJSON *idn = s ? cJSON_GetObjectItemCaseSensitive(s, "id") : NULL;
+        if (!idn || json_int(idn, &id) != JSON_INT_OK || id != r->callsites[i].id)
+            return false; /* not the model's order: read nothing rather than mix sites up */
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
+        if (v && cJSON_IsNumber(v) && json_int(v, &b) == JSON_INT_OK) {
+            out[i] = b > 0 ? b : 0;
+            any = true;
+        }
+    }
+    return any;
+}
+
+static void build(struct tree *t, const struct model_report *r, const int64_t *bytes)
+{
+    tree_add(t, "all", false);
+    for (size_t i = 0; i < r->n_callsites; i++) {
+        const struct model_callsite *cs = &r->callsites[i];
+        if (bytes[i] <= 0)
+            continue;
+        size_t at = 0;
+        t->n[0].bytes += bytes[i];
+        if (cs->n_frames == 0) {
+            at = child(t, 0,
+                       cs->id == 0 ? "(call sites beyond the table's size)" : "(no stack recorded)",
+                       false);
+            t->n[at].bytes += bytes[i];
+            continue;
+        }
+        int depth = 0;
+        for (size_t k = cs->n_frames; k-- > 0 && depth < FLAME_MAX_DEPTH; depth++) {
+            struct strbuf f = { 0 };
+            model_add_frame(&f, r, &cs->frames[k], MODEL_NAME_SHORT);
+            at = child(t, at, sb_str(&f), cs->frames[k].python);
+            sb_free(&f);
+            t->n[at].bytes += bytes[i];
+        }
+        if (depth > t->depth)
+            t->depth = depth;
+    }
+}
+
+/* Children by bytes, most first (ties by name), so the graph reads the same every time; qsort
+ * has no context argument, so the tree being sorted is this file's one static. */
+static const struct tree *sort_tree;
+
+static int by_bytes(const void *a, const void *b)
+{
+    const struct node *x = &sort_tree->n[*(const size_t *)a],
+                      *y = &sort_tree->n[*(const size_t *)b];
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static void emit(struct strbuf *o, struct tree *t, size_t at, int depth, double left, int64_t total,
+                 const char *moment)
+{
+    struct node *nd = &t->n[at];
+    double width = (double)nd->bytes / (double)total;
+    if (width < FLAME_MIN_SHARE)
+        return;
+    if (depth > 0) {
+        /* a colour per frame name, Python frames blue, native ones orange */
+        unsigned h = 2166136261u;
+        for (const char *c = nd->name; *c; c++)
+            h = (h ^ (unsigned char)*c) * 16777619u;
+        char size[UTIL_SIZE_LEN];
+        sb_printf(o,
+                  "<div class=\"frame %s\" style=\"left:%.3f%%;width:%.3f%%;top:%dpx;"
+                  "background:hsl(%u,%u%%,%u%%)\" data-tip=\"",
+                  nd->python ? "py" : "native", left * 100, width * 100, (depth - 1) * FLAME_ROW_PX,
+                  nd->python ? 205 + h % 20 : 20 + h % 25, 55 + (h >> 8) % 25, 68 + (h >> 16) % 14);
+        timeline_add_xml(o, nd->name);
+        sb_printf(o, "&#10;%s live %s, %.1f%% of the graph\">", util_fmt_size(nd->bytes, size),
+                  moment, width * 100);
+        timeline_add_xml(o, nd->name);
+        sb_add(o, "</div>\n");
+    }
+    size_t n = 0;
+    for (size_t c = nd->first_child; c; c = t->n[c].next_sibling)
+        n++;
+    size_t *kids = util_xcalloc(n ? n : 1, sizeof *kids);
+    n = 0;
+    for (size_t c = nd->first_child; c; c = t->n[c].next_sibling)
+        kids[n++] = c;
+    sort_tree = t;
+    qsort(kids, n, sizeof *kids, by_bytes);
+    double x = left;
+    for (size_t i = 0; i < n; i++) {
+        emit(o, t, kids[i], depth + 1, x, total, moment);
+        x += (double)t->n[kids[i]].bytes / (double)total;
+    }
+    free(kids);
+}
+
+static const char *moment_words(const struct model_report *r, int which)
+{
+    if (which == 1)
+        return "at the peak";
+    if (which == 2)
+        return "at the out-of-memory failure";
+    if (r->reason && strcmp(r->reason, "exit") == 0)
+        return "at exit";
+    if (r->reason && strcmp(r->reason, "oom") == 0)
+        return "at the out-of-memory failure, when the report was written";
+    return "when the report was written";
+}
+
+/* One graph, for the moments in `moments` (a bit per which) whose figures are the same. */
+static void one_graph(struct strbuf *o, const struct model_report *r, const char *who,
+                      unsigned moments, const int64_t *bytes)
+{
+    struct tree t = { 0 };
+    build(&t, r, bytes);
+    if (t.n[0].bytes <= 0) {
+        tree_free(&t);
+        return;
+    }
+    static const int order[] = { 1, 2, 0 };
+    static const char *const ids[] = { "report", "peak", "failure" };
+    struct strbuf m = { 0 }, id = { 0 };
+    int k = 0, count = 0;
+    for (int j = 0; j < 3; j++)
+        count += (moments >> order[j]) & 1;
+    for (int j = 0; j < 3; j++) {
+        if (!((moments >> order[j]) & 1))
+            continue;
+        k++;
+        sb_add(&m, k == 1 ? "" : k == count ? " and " : ", ");
+        sb_add(&m, moment_words(r, order[j]));
+        sb_printf(&id, "%s%s", k == 1 ? "" : " ", ids[order[j]]);
+    }
+    char size[UTIL_SIZE_LEN];
+    sb_printf(o, "<section class=\"flame\" data-moment=\"%s\">\n<h2>", sb_str(&id));
+    struct strbuf h = { 0 };
+    if (who)
+        sb_printf(&h, "%s: ", who);
+    sb_printf(&h, "Live memory by call chain %s: %s", sb_str(&m),
+              util_fmt_size(t.n[0].bytes, size));
+    timeline_add_xml(o, sb_str(&h));
+    sb_free(&h);
+    sb_printf(o, "</h2>\n<div class=\"graph\" style=\"height:%dpx\">\n",
+              (t.depth + 1) * FLAME_ROW_PX);
+    emit(o, &t, 0, 0, 0, t.n[0].bytes, sb_str(&m));
+    sb_add(o, "</div>\n</section>\n");
+    sb_free(&m);
+    sb_free(&id);
+    tree_free(&t);
+}
+
+void timeline_flame_html(struct strbuf *o, const struct view *v)
+{
+    sb_add(o, "<div class=\"flames\">\n");
+    /* a job's first four processes: more would be a page of graphs nobody reads */
+    for (size_t i = 0; i < v->n_reports && i < 4; i++) {
+        const struct model_report *r = v->reports[i];
+        size_t n = r->n_callsites;
+        int64_t *bytes[3];
+        bool have[3];
+        for (int w = 0; w < 3; w++) {
+            bytes[w] = util_xcalloc(n ? n : 1, sizeof *bytes[w]);
+            have[w] = site_bytes(r, w, bytes[w], n);
+        }
+        /* the peak first (what people ask about), then the failure, then the report's moment;
+         * moments with the same figures share one graph */
+        static const int order[] = { 1, 2, 0 };
+        unsigned done = 0;
+        for (int k = 0; k < 3; k++) {
+            int w = order[k];
+            if (!have[w] || (done >> w) & 1)
+                continue;
+            unsigned moments = 1u << w;
+            for (int j = k + 1; j < 3; j++) {
+                int u = order[j];
+                if (have[u] && memcmp(bytes[u], bytes[w], n * sizeof *bytes[w]) == 0)
+                    moments |= 1u << u;
+            }
+            done |= moments;
+            one_graph(o, r, v->who[i], moments, bytes[w]);
+        }
+        for (int w = 0; w < 3; w++)
+            free(bytes[w]);
+    }
+    if (v->n_reports > 4)
+        sb_printf(o,
+                  "<p>The other %zu processes' graphs are left out: draw one alone with "
+                  "vramwatch timeline -o FILE.html REPORT.</p>\n",
+                  v->n_reports - 4);
+    sb_add(o, "</div>\n");
+}

@@ -1,0 +1,70 @@
+/* timeline_view.h: the pieces of `vramwatch timeline` (cmd_timeline.c): what is drawn (timeline_view.c)
+ * and the drawings of it: SVG and HTML (timeline_svg.c), the terminal (timeline_term.c). */
+#ifndef VRAMWATCH_TOOL_TIMELINE_H
+#define VRAMWATCH_TOOL_TIMELINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+#include "util.h"
+
+#define GiB (1024.0 * 1024.0 * 1024.0)
+#define MiB (1024.0 * 1024.0)
+
+/* One device of one report, as drawn. */
+struct panel {
+    const struct model_tl_device *d;
+    const struct model_device *dev; /* the report's device entry, NULL if none matches */
+    int64_t t0, t1;                 /* time span shown */
+    double ymax;                    /* bytes at the top of the plot */
+    model_int capacity;             /* the line drawn: limit when emulated, else capacity */
+    bool emulated;
+    const char *who; /* "rank 3 (node-a, pid 8104)" in a job's picture, else NULL */
+};
+
+/* What is drawn: one panel per device of each report; a job's panels share one time axis, so
+ * the ranks line up (their clocks are the hosts': on several machines, as good as their sync). */
+struct view {
+    const struct model_report **reports; /* in rank order */
+    size_t n_reports;
+    struct panel *panels;
+    const struct model_report **owner; /* the report of each panel */
+    char **who;                        /* per report: NULL for a single report */
+    size_t n_panels;
+};
+
+void timeline_view_build(struct view *v, const struct model_report **reports, size_t n);
+void timeline_view_free(struct view *v);
+
+/* The end of bucket i of a panel: the next bucket's start or its own width, whichever is first;
+ * the last bucket's values hold until the report. */
+int64_t timeline_bucket_end(const struct panel *p, size_t i);
+
+/* "+1m30s", "+2h", "+250ms", "+1d06h": a time relative to a panel's start. */
+void timeline_add_reltime(struct strbuf *b, int64_t ns);
+/* "1.50 GiB", as every view prints sizes. */
+void timeline_add_size(struct strbuf *b, int64_t bytes);
+
+/* A JSON string: UTF-8 kept, control characters escaped, a byte that is not UTF-8 as U+FFFD;
+ * in_html: < > & escaped too, so it can stand inside an HTML <script> element. */
+void timeline_add_json(struct strbuf *b, const char *s, bool in_html);
+
+/* Text from the report, made safe for XML (and for one line). */
+void timeline_add_xml(struct strbuf *b, const char *s);
+
+/* The whole picture: an SVG document, or (html) a page holding it with a tooltip. */
+void timeline_svg(struct strbuf *o, const struct view *v, bool html);
+
+/* The HTML's flame graphs of live memory by call chain (timeline_flame.c). */
+void timeline_flame_html(struct strbuf *o, const struct view *v);
+
+/* The timeline as a Chrome trace event file (timeline_trace.c), for Perfetto and chrome://tracing. */
+void timeline_trace(struct strbuf *o, const struct view *v);
+
+/* The terminal view, in ANSI colour when color. */
+void timeline_terminal(FILE *out, const struct view *v, bool color);
+
+#endif
