@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "job.h"
-#include "json.h"
 
 static int failures;
 
@@ -52,38 +51,30 @@ static struct model_report *by_rank(struct model_report *reports, size_t n, int6
     return NULL;
 }
 
-static cJSON *launcher_of(struct model_report *r)
-{
-    cJSON *proc = cJSON_GetObjectItemCaseSensitive(r->root, "process");
-    cJSON *l = cJSON_GetObjectItemCaseSensitive(proc, "launcher");
-    if (!l)
-        l = cJSON_AddObjectToObject(proc, "launcher");
-    return l;
-}
-
-/* process.launcher.KEY of the report's tree (what job.c reads), a string or null. */
+/* process.launcher.KEY of the report (what job.c reads), a string or null (NULL). */
 static void set_launcher(struct model_report *r, const char *key, const char *value)
 {
-    cJSON *l = launcher_of(r);
-    cJSON_DeleteItemFromObjectCaseSensitive(l, key);
-    if (value)
-        cJSON_AddStringToObject(l, key, value);
-    else
-        cJSON_AddNullToObject(l, key);
+    struct model_launcher *l = &r->process.launcher;
+    l->known = true;
+    const char **field = strcmp(key, "torchrun_run_id") == 0 ? &l->torchrun_run_id
+                         : strcmp(key, "slurm_job_id") == 0  ? &l->slurm_job_id
+                         : strcmp(key, "slurm_step_id") == 0 ? &l->slurm_step_id
+                         : strcmp(key, "mpi_job_id") == 0    ? &l->mpi_job_id
+                                                             : &l->parent_name;
+    *field = value;
 }
 
 static void set_launcher_int(struct model_report *r, const char *key, int64_t v)
 {
-    cJSON *l = launcher_of(r);
-    cJSON_DeleteItemFromObjectCaseSensitive(l, key);
-    cJSON_AddItemToObject(l, key, json_new_int(v)); /* exact, as a parsed report's */
+    struct model_launcher *l = &r->process.launcher;
+    l->known = true;
+    *(strcmp(key, "parent_pid") == 0 ? &l->parent_pid : &l->parent_start_unix_ns) =
+            (model_int){ v, true };
 }
 
 static void set_loaded(struct model_report *r, int64_t t)
 {
-    cJSON *proc = cJSON_GetObjectItemCaseSensitive(r->root, "process");
-    cJSON_DeleteItemFromObjectCaseSensitive(proc, "loaded_unix_ns");
-    cJSON_AddItemToObject(proc, "loaded_unix_ns", json_new_int(t));
+    r->process.loaded_unix_ns = (model_int){ t, true };
 }
 
 static size_t runs(const struct model_report *reports, size_t n, size_t *run_of)

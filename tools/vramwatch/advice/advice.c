@@ -126,11 +126,8 @@ static int64_t largest_image(const struct advice *a, int64_t batch, int64_t curr
  * report keeps), or NULL: the commands that measure then run on the same card. */
 static const char *sim_card(const struct advice *a)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(a->r->process.env, "VRAMWATCH_SIM");
-    return cJSON_IsString(v) && v->valuestring && *v->valuestring &&
-                           strcspn(v->valuestring, " \t\n'\"\\$`;&|<>") == strlen(v->valuestring)
-                   ? v->valuestring
-                   : NULL;
+    const char *v = model_env(a->r, "VRAMWATCH_SIM");
+    return v && *v && strcspn(v, " \t\n'\"\\$`;&|<>") == strlen(v) ? v : NULL;
 }
 
 static void add_measure_note(struct advice *a, struct advice_rec *x, char **cmd, size_t n)
@@ -1459,9 +1456,8 @@ static bool expandable_already(const struct model_report *r)
 {
     const char *names[] = { "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF" };
     for (size_t i = 0; i < 2; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->process.env, names[i]);
-        if (cJSON_IsString(v) && v->valuestring &&
-            strstr(v->valuestring, "expandable_segments:True"))
+        const char *v = model_env(r, names[i]);
+        if (v && strstr(v, "expandable_segments:True"))
             return true;
     }
     return false;

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
 
 const char *memmodel_basis_name(enum memmodel_basis b)
 {
@@ -30,30 +29,19 @@ struct marker {
     const char *label;
 };
 
-/* The report's markers, oldest first; NULL (and 0) when it has none or they do not read. */
+/* The report's markers (the model checked them), oldest first; NULL (and 0) when it has none. */
 static struct marker *read_markers(const struct model_report *r, size_t *n)
 {
-    *n = 0;
-    const cJSON *markers = cJSON_GetObjectItemCaseSensitive(r->root, "markers");
-    int count = cJSON_IsArray(markers) ? cJSON_GetArraySize(markers) : 0;
-    if (count <= 0)
+    *n = r->n_markers;
+    if (!r->n_markers)
         return NULL;
-    struct marker *out = util_xcalloc((size_t)count, sizeof *out);
-    const cJSON *m;
-    cJSON_ArrayForEach(m, markers)
-    {
-        const cJSON *label = cJSON_GetObjectItemCaseSensitive(m, "label");
-        struct marker *k = &out[*n];
-        if (!cJSON_IsString(label) || !label->valuestring ||
-            json_int(cJSON_GetObjectItemCaseSensitive(m, "time_unix_ns"), &k->time) !=
-                    JSON_INT_OK ||
-            json_int(cJSON_GetObjectItemCaseSensitive(m, "live_bytes"), &k->live) != JSON_INT_OK ||
-            json_int(cJSON_GetObjectItemCaseSensitive(m, "phase_peak_bytes"), &k->phase_peak) !=
-                    JSON_INT_OK ||
-            k->live < 0 || k->phase_peak < 0)
-            continue;
-        k->label = label->valuestring;
-        (*n)++;
+    struct marker *out = util_xcalloc(r->n_markers, sizeof *out);
+    for (size_t i = 0; i < r->n_markers; i++) {
+        const struct model_marker *m = &r->markers[i];
+        out[i] = (struct marker){ .time = m->time_unix_ns,
+                                  .live = m->live_bytes,
+                                  .phase_peak = m->phase_peak_bytes,
+                                  .label = m->label };
     }
     return out;
 }
@@ -104,46 +92,31 @@ static int cmp_auto_site(const void *a, const void *b)
 
 /* One frame as text, to compare call chains: file, function and line for Python, module and
  * offset for native code. */
-static void frame_text(const cJSON *f, char *out, size_t cap)
+static void frame_text(const struct model_frame *f, char *out, size_t cap)
 {
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
     out[0] = 0;
-    if (cJSON_IsString(kind) && strcmp(kind->valuestring, "python") == 0) {
-        const cJSON *file = cJSON_GetObjectItemCaseSensitive(f, "file");
-        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(f, "function");
-        const cJSON *line = cJSON_GetObjectItemCaseSensitive(f, "line");
-        snprintf(out, cap, "%s:%s:%lld", cJSON_IsString(file) ? file->valuestring : "?",
-                 cJSON_IsString(fn) ? fn->valuestring : "?",
-                 cJSON_IsNumber(line) ? (long long)line->valuedouble : -1);
-    } else {
-        const cJSON *mod = cJSON_GetObjectItemCaseSensitive(f, "module");
-        const cJSON *off = cJSON_GetObjectItemCaseSensitive(f, "offset");
-        snprintf(out, cap, "%s+%lld", cJSON_IsString(mod) ? mod->valuestring : "?",
-                 cJSON_IsNumber(off) ? (long long)off->valuedouble : -1);
-    }
+    if (f->python)
+        snprintf(out, cap, "%s:%s:%lld", f->file, f->function, (long long)f->line);
+    else
+        snprintf(out, cap, "%s+%lld", f->module ? f->module : "?", (long long)f->offset);
 }
 
 /* The frames of a call site that name the program's own code: the Python frames when there
  * are any, else all of them; outermost first, into out[] (at most cap). */
-static size_t outer_frames(const cJSON *frames, const cJSON **out, size_t cap)
+static size_t outer_frames(const struct model_callsite *cs, const struct model_frame **out,
+                           size_t cap)
 {
     size_t n = 0, py = 0;
-    const cJSON *f;
-    cJSON_ArrayForEach(f, frames)
-    {
-        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
-        py += cJSON_IsString(kind) && strcmp(kind->valuestring, "python") == 0;
-    }
-    cJSON_ArrayForEach(f, frames)
-    {
-        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
-        bool is_py = cJSON_IsString(kind) && strcmp(kind->valuestring, "python") == 0;
-        if ((py && !is_py) || n >= cap)
+    for (size_t i = 0; i < cs->n_frames; i++)
+        py += cs->frames[i].python;
+    for (size_t i = 0; i < cs->n_frames; i++) {
+        const struct model_frame *f = &cs->frames[i];
+        if ((py && !f->python) || n >= cap)
             continue;
         out[n++] = f;
     }
     for (size_t i = 0; i < n / 2; i++) { /* innermost first in the report */
-        const cJSON *t = out[i];
+        const struct model_frame *t = out[i];
         out[i] = out[n - 1 - i];
         out[n - 1 - i] = t;
     }
@@ -183,27 +156,22 @@ static struct marker *auto_markers(const struct model_report *r, const struct mo
 {
     *n = 0;
     *floor = false;
-    const cJSON *sites = cJSON_GetObjectItemCaseSensitive(r->root, "callsites");
-    int count = cJSON_IsArray(sites) ? cJSON_GetArraySize(sites) : 0;
-    if (count <= 0)
+    size_t count = r->n_callsites;
+    if (count == 0)
         return NULL;
-    struct auto_site *as = util_xcalloc((size_t)count, sizeof *as);
-    const cJSON **chains = util_xcalloc((size_t)count * AUTO_FRAMES, sizeof *chains);
-    size_t *lens = util_xcalloc((size_t)count, sizeof *lens);
+    struct auto_site *as = util_xcalloc(count, sizeof *as);
+    const struct model_frame **chains = util_xcalloc(count * AUTO_FRAMES, sizeof *chains);
+    size_t *lens = util_xcalloc(count, sizeof *lens);
     size_t m = 0;
-    const cJSON *cs;
-    cJSON_ArrayForEach(cs, sites)
-    {
-        struct auto_site *a = &as[m];
-        if (json_int(cJSON_GetObjectItemCaseSensitive(cs, "first_alloc_unix_ns"), &a->t) !=
-                    JSON_INT_OK ||
-            json_int(cJSON_GetObjectItemCaseSensitive(cs, "live_bytes_before_first"), &a->live) !=
-                    JSON_INT_OK ||
-            json_int(cJSON_GetObjectItemCaseSensitive(cs, "peak_live_bytes_before_first"),
-                     &a->peak) != JSON_INT_OK)
+    for (size_t i = 0; i < count; i++) {
+        const struct model_callsite *cs = &r->callsites[i];
+        if (!cs->first_alloc_unix_ns.known || !cs->live_bytes_before_first.known ||
+            !cs->peak_live_bytes_before_first.known)
             continue;
-        lens[m] = outer_frames(cJSON_GetObjectItemCaseSensitive(cs, "frames"),
-                               &chains[m * AUTO_FRAMES], AUTO_FRAMES);
+        as[m] = (struct auto_site){ .t = cs->first_alloc_unix_ns.v,
+                                    .live = cs->live_bytes_before_first.v,
+                                    .peak = cs->peak_live_bytes_before_first.v };
+        lens[m] = outer_frames(cs, &chains[m * AUTO_FRAMES], AUTO_FRAMES);
         m++;
     }
     /* the frames all chains share, from the outermost in: the key is the first after them */

@@ -32,10 +32,7 @@ static int by_rank(const void *a, const void *b)
 /* The CUDA_VISIBLE_DEVICES entry an ordinal maps to, or NULL (malloc'd). */
 static char *visible_entry(const struct model_report *r, int64_t ordinal)
 {
-    const cJSON *cvd = cJSON_GetObjectItemCaseSensitive(r->process.env, "CUDA_VISIBLE_DEVICES");
-    if (!cJSON_IsString(cvd))
-        return NULL;
-    const char *p = cvd->valuestring;
+    const char *p = model_env(r, "CUDA_VISIBLE_DEVICES");
     for (int64_t k = 0; p && k < ordinal; k++) {
         p = strchr(p, ',');
         if (p)
@@ -60,8 +57,7 @@ static char *device_id(const struct model_report *r, const struct model_device *
         return util_xstrdup(d->uuid ? d->uuid : d->pci_bus_id);
     if (!d->ordinal.known)
         return NULL;
-    const cJSON *cvd = cJSON_GetObjectItemCaseSensitive(r->process.env, "CUDA_VISIBLE_DEVICES");
-    if (cJSON_IsString(cvd))
+    if (model_env(r, "CUDA_VISIBLE_DEVICES"))
         return visible_entry(r, d->ordinal.v);
     char num[24];
     snprintf(num, sizeof num, "%" PRId64, d->ordinal.v);
@@ -488,7 +484,7 @@ static void add_who(struct strbuf *b, const struct model_report *r)
 }
 
 /* What a report says of the job it was part of (process.launcher, process.loaded_unix_ns;
- * docs/report-format.md), read from the tree: reports of earlier versions have neither. */
+ * docs/report-format.md): reports of earlier versions have neither. */
 struct ident {
     const struct model_report *r;
     const char *torchrun, *slurm_job, *slurm_step, *mpi; /* NULL: unknown */
@@ -497,43 +493,27 @@ struct ident {
     size_t host;          /* interned: equal numbers, equal host names */
 };
 
-static const char *launcher_str(const cJSON *l, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(l, key);
-    return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
-}
-
-static model_int launcher_int(const cJSON *o, const char *key)
-{
-    int64_t v;
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (x && json_int(x, &v) == JSON_INT_OK && v >= 0)
-        return (model_int){ v, true };
-    return (model_int){ 0, false };
-}
-
 static void read_ident(const struct model_report *r, struct ident *id)
 {
     *id = (struct ident){ .r = r };
-    const cJSON *proc = r->root ? cJSON_GetObjectItemCaseSensitive(r->root, "process") : NULL;
-    const cJSON *l = proc ? cJSON_GetObjectItemCaseSensitive(proc, "launcher") : NULL;
-    if (cJSON_IsObject(l)) {
-        id->torchrun = launcher_str(l, "torchrun_run_id");
+    const struct model_launcher *l = &r->process.launcher;
+    if (l->known) {
+        id->torchrun = l->torchrun_run_id;
         /* torchrun's default --rdzv-id: every job without one has it, so it tells none apart. */
         if (id->torchrun && strcmp(id->torchrun, "none") == 0)
             id->torchrun = NULL;
-        id->slurm_job = launcher_str(l, "slurm_job_id");
-        id->slurm_step = launcher_str(l, "slurm_step_id");
-        id->mpi = launcher_str(l, "mpi_job_id");
-        id->parent_pid = launcher_int(l, "parent_pid");
-        id->parent_start = launcher_int(l, "parent_start_unix_ns");
+        id->slurm_job = l->slurm_job_id;
+        id->slurm_step = l->slurm_step_id;
+        id->mpi = l->mpi_job_id;
+        id->parent_pid = l->parent_pid;
+        id->parent_start = l->parent_start_unix_ns;
     } else {
         /* An earlier report: its parent when it was written, without a start time. */
         id->parent_pid = r->process.ppid;
     }
     /* The life: from the library's load (precise) or the process start (to about a second), to
      * the last report it wrote. */
-    id->begin = proc ? launcher_int(proc, "loaded_unix_ns") : (model_int){ 0, false };
+    id->begin = r->process.loaded_unix_ns;
     if (!id->begin.known)
         id->begin = r->process.start_unix_ns;
     id->end = (model_int){ r->time_unix_ns, true };
@@ -543,9 +523,8 @@ void job_add_launcher(struct strbuf *b, const struct model_report *r, bool paren
 {
     struct ident id;
     read_ident(r, &id);
-    const cJSON *proc = r->root ? cJSON_GetObjectItemCaseSensitive(r->root, "process") : NULL;
-    const cJSON *l = proc ? cJSON_GetObjectItemCaseSensitive(proc, "launcher") : NULL;
-    const char *parent = cJSON_IsObject(l) ? launcher_str(l, "parent_name") : NULL;
+    const struct model_launcher *l = &r->process.launcher;
+    const char *parent = l->parent_name;
     size_t len = b->len;
     if (id.torchrun) {
         sb_add(b, "torchrun run ");
@@ -563,7 +542,7 @@ void job_add_launcher(struct strbuf *b, const struct model_report *r, bool paren
         sb_add(b, b->len > len ? ", MPI job " : "MPI job ");
         util_add_text(b, id.mpi);
     }
-    if (b->len == len && parent_too && cJSON_IsObject(l) && id.parent_pid.known) {
+    if (b->len == len && parent_too && l->known && id.parent_pid.known) {
         sb_add(b, "started by ");
         if (parent) {
             util_add_text(b, parent);

@@ -195,6 +195,25 @@ static bool get_object(struct vctx *c, const cJSON *obj, const char *key, int fl
     return true;
 }
 
+/* Fields read as they are, without a check: a value that does not read is unknown rather than a
+ * damaged report. For what the library added late and only a heuristic uses (the phase finder, the
+ * grouping of reports into jobs), which read them so before the model held them. */
+static model_int peek_int(const cJSON *obj, const char *key, int64_t min)
+{
+    int64_t v;
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (x && json_int(x, &v) == JSON_INT_OK && v >= min)
+        return (model_int){ v, true };
+    return (model_int){ 0, false };
+}
+
+/* A non-empty string, else NULL. */
+static const char *peek_str(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsString(v) && v->valuestring && v->valuestring[0] ? v->valuestring : NULL;
+}
+
 /* Each element of an array must be an object; fn fills the i-th slot from it. */
 typedef bool (*element_fn)(struct vctx *c, const cJSON *obj, void *slot);
 
@@ -240,6 +259,15 @@ static bool load_frame(struct vctx *c, const cJSON *o, void *slot)
     return fail_at(c, "kind", "expected \"native\" or \"python\", found a string");
 }
 
+/* Always true: unchecked (peek_int). */
+static bool peek_first(const cJSON *o, struct model_callsite *cs)
+{
+    cs->first_alloc_unix_ns = peek_int(o, "first_alloc_unix_ns", INT64_MIN);
+    cs->live_bytes_before_first = peek_int(o, "live_bytes_before_first", INT64_MIN);
+    cs->peak_live_bytes_before_first = peek_int(o, "peak_live_bytes_before_first", INT64_MIN);
+    return true;
+}
+
 static bool load_callsite(struct vctx *c, const cJSON *o, void *slot)
 {
     struct model_callsite *cs = slot;
@@ -255,7 +283,8 @@ static bool load_callsite(struct vctx *c, const cJSON *o, void *slot)
            req_int(c, o, "alloc_calls", 0, &cs->alloc_calls) &&
            req_int(c, o, "alloc_bytes_total", 0, &cs->alloc_bytes_total) &&
            get_int(c, o, "live_bytes_at_peak", F_OPT, 0, &cs->live_bytes_at_peak) &&
-           get_int(c, o, "live_bytes_at_failure", F_OPT, 0, &cs->live_bytes_at_failure);
+           get_int(c, o, "live_bytes_at_failure", F_OPT, 0, &cs->live_bytes_at_failure) &&
+           peek_first(o, cs);
 }
 
 static bool load_proc(struct vctx *c, const cJSON *o, void *slot)
@@ -447,9 +476,39 @@ static bool load_timeline(struct vctx *c, const cJSON *o, struct model_timeline 
 /* 64 KiB as the library cuts it, with room for what redaction adds: more is no report of ours. */
 #define MODEL_ARGV_MAX (1 << 20)
 
+/* The environment, every value a string, as name and value pairs. */
+static bool load_env(struct vctx *c, const cJSON *env, struct model_process *p)
+{
+    p->env = util_xcalloc((size_t)cJSON_GetArraySize(env) + 1, sizeof *p->env);
+    for (const cJSON *e = env->child; e; e = e->next) {
+        if (!cJSON_IsString(e)) {
+            size_t k = push_key(c, "env");
+            fail_at(c, e->string ? e->string : "", "expected a string, found %s", describe(e));
+            pop(c, k);
+            return false;
+        }
+        p->env[p->n_env++] = (struct model_env_var){ e->string ? e->string : "", e->valuestring };
+    }
+    return true;
+}
+
+static void peek_launcher(const cJSON *l, struct model_launcher *m)
+{
+    *m = (struct model_launcher){ .known = cJSON_IsObject(l) };
+    if (!m->known)
+        return;
+    m->torchrun_run_id = peek_str(l, "torchrun_run_id");
+    m->slurm_job_id = peek_str(l, "slurm_job_id");
+    m->slurm_step_id = peek_str(l, "slurm_step_id");
+    m->mpi_job_id = peek_str(l, "mpi_job_id");
+    m->parent_name = peek_str(l, "parent_name");
+    m->parent_pid = peek_int(l, "parent_pid", 0);
+    m->parent_start_unix_ns = peek_int(l, "parent_start_unix_ns", 0);
+}
+
 static bool load_process(struct vctx *c, const cJSON *o, struct model_process *p)
 {
-    const cJSON *argv;
+    const cJSON *argv, *env;
     size_t argc;
     if (!req_int(c, o, "pid", 0, &p->pid) || !get_int(c, o, "ppid", F_REQ, 0, &p->ppid) ||
         !get_str(c, o, "host", F_REQ, &p->host) || !get_array(c, o, "argv", F_REQ, &argv, &argc))
@@ -497,16 +556,12 @@ static bool load_process(struct vctx *c, const cJSON *o, struct model_process *p
         !get_int(c, o, "rank", F_NULL, 0, &p->rank) ||
         !get_int(c, o, "local_rank", F_NULL, 0, &p->local_rank) ||
         !get_int(c, o, "world_size", F_NULL, 0, &p->world_size) ||
-        !get_object(c, o, "env", F_REQ, &p->env) || !get_str(c, o, "exe", F_OPT, &p->exe))
+        !get_object(c, o, "env", F_REQ, &env) || !get_str(c, o, "exe", F_OPT, &p->exe))
         return false;
-    for (const cJSON *e = p->env->child; e; e = e->next) {
-        if (!cJSON_IsString(e)) {
-            size_t k = push_key(c, "env");
-            fail_at(c, e->string ? e->string : "", "expected a string, found %s", describe(e));
-            pop(c, k);
-            return false;
-        }
-    }
+    if (!load_env(c, env, p))
+        return false;
+    p->loaded_unix_ns = peek_int(o, "loaded_unix_ns", 0);
+    peek_launcher(cJSON_GetObjectItemCaseSensitive(o, "launcher"), &p->launcher);
     return true;
 }
 
@@ -677,9 +732,18 @@ void model_free(struct model_report *r)
     }
     free(r->timeline.devices);
     free(r->process.argv);
+    free(r->process.env);
     cJSON_Delete(r->root);
     free(r->path_owned);
     *r = (struct model_report){ 0 };
+}
+
+const char *model_env(const struct model_report *r, const char *name)
+{
+    for (size_t i = 0; i < r->process.n_env; i++)
+        if (strcmp(r->process.env[i].name, name) == 0)
+            return r->process.env[i].value;
+    return NULL;
 }
 
 const struct model_callsite *model_callsite(const struct model_report *r, int64_t id)

@@ -40,6 +40,10 @@ struct model_callsite {
      * each device last reached its peak (summed over the devices), and at the latest
      * out-of-memory failure (unknown also when there was none) */
     model_int live_bytes_at_peak, live_bytes_at_failure;
+    /* When the chain first allocated, and the live memory and peak just before: what the advice
+     * finds phases from. Read as they are, unchecked (any integer; unknown when absent, null or
+     * not an integer): the phase finder leaves out a site that lacks one. */
+    model_int first_alloc_unix_ns, live_bytes_before_first, peak_live_bytes_before_first;
 };
 
 /* Another process holding memory on the device when the card ran out (NVML). */
@@ -140,6 +144,20 @@ struct model_timeline {
     size_t n_devices;
 };
 
+/* One variable of the job's environment as the report lists it. */
+struct model_env_var {
+    const char *name, *value;
+};
+
+/* process.launcher: the ids launchers give every process of one job, and its parent. Read as
+ * they are, unchecked: an empty or non-string id is NULL, a negative or non-integer number
+ * unknown (which is how jobs were told apart before the model held them). */
+struct model_launcher {
+    bool known; /* false: absent or not an object (a report of an earlier version) */
+    const char *torchrun_run_id, *slurm_job_id, *slurm_step_id, *mpi_job_id, *parent_name;
+    model_int parent_pid, parent_start_unix_ns;
+};
+
 struct model_process {
     int64_t pid;
     model_int ppid;
@@ -149,8 +167,13 @@ struct model_process {
     const char *cwd; /* NULL when unknown */
     model_int start_unix_ns;
     model_int rank, local_rank, world_size;
-    const cJSON *env; /* object of strings */
-    const char *exe;  /* NULL when unknown */
+    struct model_env_var *env; /* in the report's order */
+    size_t n_env;
+    const char *exe; /* NULL when unknown */
+    /* beyond the contract, read unchecked as the launcher: when the library was loaded into the
+     * process (unknown when absent, negative or not an integer) */
+    model_int loaded_unix_ns;
+    struct model_launcher launcher;
 };
 
 struct model_host_pinned {
@@ -208,6 +231,8 @@ bool model_load(const char *path, struct model_report *r, struct strbuf *err);
 bool model_load_tree(const char *path, cJSON *root, struct model_report *r, struct strbuf *err);
 void model_free(struct model_report *r);
 
+/* The value of the process's environment variable (the first listed of that name), or NULL. */
+const char *model_env(const struct model_report *r, const char *name);
 /* The call site with this id, or NULL. */
 const struct model_callsite *model_callsite(const struct model_report *r, int64_t id);
 /* The device with this ordinal, or NULL. */

@@ -256,10 +256,8 @@ static bool expandable_segments_on(const struct model_report *r)
 {
     static const char *const names[] = { "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->process.env, names[i]);
-        if (cJSON_IsString(v) && v->valuestring &&
-            (strstr(v->valuestring, "expandable_segments:True") ||
-             strstr(v->valuestring, "expandable_segments:true")))
+        const char *v = model_env(r, names[i]);
+        if (v && (strstr(v, "expandable_segments:True") || strstr(v, "expandable_segments:true")))
             return true;
     }
     return false;

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
 #include "timeline_view.h"
 
 #define FLAME_MAX_DEPTH 64
@@ -60,29 +59,17 @@ static void tree_free(struct tree *t)
 }
 
 /* The call sites' bytes at one moment: which 0 now (the report), 1 at the peak, 2 at the failure.
- * Read from the report's JSON: the last two are optional fields the model does not load. */
+ * The last two are optional: false when no call site gives them. */
 static bool site_bytes(const struct model_report *r, int which, int64_t *out, size_t n)
 {
-    if (which == 0) {
-        for (size_t i = 0; i < n; i++)
-            out[i] = r->callsites[i].live_bytes;
-        return true;
-    }
-    const char *key = which == 1 ? "live_bytes_at_peak" : "live_bytes_at_failure";
-    const cJSON *sites = cJSON_GetObjectItemCaseSensitive(r->root, "callsites");
-    bool any = false;
-    const cJSON *s = sites ? sites->child : NULL; /* walked along: cJSON's index lookup is linear */
-    for (size_t i = 0; i < n; i++, s = s ? s->next : NULL) {
-        out[i] = 0;
-        int64_t id = -1, b;
-        const cJSON *idn = s ? cJSON_GetObjectItemCaseSensitive(s, "id") : NULL;
-        if (!idn || json_int(idn, &id) != JSON_INT_OK || id != r->callsites[i].id)
-            return false; /* not the model's order: read nothing rather than mix sites up */
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
-        if (v && cJSON_IsNumber(v) && json_int(v, &b) == JSON_INT_OK) {
-            out[i] = b > 0 ? b : 0;
-            any = true;
-        }
+    bool any = which == 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct model_callsite *cs = &r->callsites[i];
+        model_int v = which == 1 ? cs->live_bytes_at_peak : cs->live_bytes_at_failure;
+        if (which == 0)
+            v = (model_int){ cs->live_bytes, true };
+        out[i] = v.known ? v.v : 0;
+        any = any || v.known;
     }
     return any;
 }
