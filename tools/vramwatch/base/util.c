@@ -1,4 +1,4 @@
-/* util.c: messages, growable strings, options (getopt_long and the shared size grammar), formatting, safe text output for the vramwatch tool. */
+/* util.c: messages, options (getopt_long and the shared size grammar), formatting, safe text output for the vramwatch tool. */
 #include "util.h"
 
 #include <dirent.h>
@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sb.h"
 #include "sizes.h"
 
 void util_err(const char *fmt, ...)
@@ -37,7 +39,7 @@ void util_err(const char *fmt, ...)
     sb_free(&b);
 }
 
-static void out_of_memory(void)
+void util_out_of_memory(void)
 {
     fputs("vramwatch: out of memory\n", stderr);
     exit(EXIT_USAGE);
@@ -47,7 +49,7 @@ void *util_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (!p)
-        out_of_memory();
+        util_out_of_memory();
     return p;
 }
 
@@ -55,7 +57,7 @@ void *util_xcalloc(size_t count, size_t size)
 {
     void *p = calloc(count ? count : 1, size ? size : 1);
     if (!p)
-        out_of_memory();
+        util_out_of_memory();
     return p;
 }
 
@@ -63,7 +65,7 @@ void *util_xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n ? n : 1);
     if (!q)
-        out_of_memory();
+        util_out_of_memory();
     return q;
 }
 
@@ -71,83 +73,6 @@ char *util_xstrdup(const char *s)
 {
     size_t n = strlen(s) + 1;
     return memcpy(util_xmalloc(n), s, n);
-}
-
-static void sb_reserve(struct strbuf *b, size_t extra)
-{
-    if (extra > SIZE_MAX / 2 - b->len)
-        out_of_memory();
-    size_t need = b->len + extra + 1;
-    if (need <= b->cap)
-        return;
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < need)
-        cap *= 2;
-    b->s = util_xrealloc(b->s, cap);
-    b->cap = cap;
-}
-
-void sb_addn(struct strbuf *b, const char *s, size_t n)
-{
-    sb_reserve(b, n);
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-void sb_add(struct strbuf *b, const char *s)
-{
-    sb_addn(b, s, strlen(s));
-}
-
-void sb_addc(struct strbuf *b, char c)
-{
-    sb_addn(b, &c, 1);
-}
-
-void sb_vprintf(struct strbuf *b, const char *fmt, va_list ap)
-{
-    /* Most messages fit the small buffer; longer ones are formatted again at their full length. */
-    char small[256];
-    va_list again;
-    va_copy(again, ap);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
-    if (n > 0) {
-        sb_reserve(b, (size_t)n);
-        if ((size_t)n < sizeof small)
-            memcpy(b->s + b->len, small, (size_t)n + 1);
-        else
-            vsnprintf(b->s + b->len, (size_t)n + 1, fmt, again);
-        b->len += (size_t)n;
-    }
-    va_end(again);
-}
-
-void sb_printf(struct strbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    sb_vprintf(b, fmt, ap);
-    va_end(ap);
-}
-
-void sb_truncate(struct strbuf *b, size_t len)
-{
-    if (len < b->len) {
-        b->len = len;
-        b->s[len] = '\0';
-    }
-}
-
-const char *sb_str(const struct strbuf *b)
-{
-    return b->s ? b->s : "";
-}
-
-void sb_free(struct strbuf *b)
-{
-    free(b->s);
-    *b = (struct strbuf){ 0 };
 }
 
 void util_args_init(struct util_args *a, const char *cmd, int argc, char **argv,

@@ -1,12 +1,14 @@
-/* util.h: small helpers shared by the vramwatch commands: messages, growable strings, sizes, times, safe text. */
+/* util.h: small helpers shared by the vramwatch commands: messages, sizes, times, safe text. */
 #ifndef VRAMWATCH_TOOL_UTIL_H
 #define VRAMWATCH_TOOL_UTIL_H
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+/* Most users of these helpers build strings too: the string builder comes with them. */
+#include "sb.h"
 
 /* Exit statuses of the contract. */
 enum { EXIT_DONE = 0, EXIT_PROBLEM = 1, EXIT_USAGE = 2 };
@@ -16,25 +18,11 @@ enum { EXIT_DONE = 0, EXIT_PROBLEM = 1, EXIT_USAGE = 2 };
 void util_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Allocation that cannot fail silently: on exhaustion the tool says so and exits 2. */
+void util_out_of_memory(void) __attribute__((noreturn));
 void *util_xmalloc(size_t n);
 void *util_xcalloc(size_t count, size_t size);
 void *util_xrealloc(void *p, size_t n);
 char *util_xstrdup(const char *s);
-
-/* A growable NUL-terminated string; zero-initialise it. */
-struct strbuf {
-    char *s;
-    size_t len, cap;
-};
-void sb_add(struct strbuf *b, const char *s);
-void sb_addn(struct strbuf *b, const char *s, size_t n);
-void sb_addc(struct strbuf *b, char c);
-void sb_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sb_vprintf(struct strbuf *b, const char *fmt, va_list ap)
-        __attribute__((format(printf, 2, 0)));
-void sb_truncate(struct strbuf *b, size_t len);
-const char *sb_str(const struct strbuf *b); /* "" when nothing was added */
-void sb_free(struct strbuf *b);
 
 /* Sizes, percentages and limits are read with the library's own grammar (lib/base/sizes.h, built into
  * both), so that what the library takes from VRAMWATCH_LIMIT and what the commands take are one

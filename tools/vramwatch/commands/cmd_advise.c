@@ -8,6 +8,7 @@
 #include "advice_print.h"
 #include "commands.h"
 #include "job.h"
+#include "sb.h"
 
 static const char usage[] =
         "usage: vramwatch advise [--json] [--target SIZE] [--headroom PCT] REPORT...\n"

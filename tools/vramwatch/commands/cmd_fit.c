@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "preload.h"
 #include "json.h"
+#include "sb.h"
 #include "simcard.h"
 #include "sizes.h"
 

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "job.h"
 #include "json.h"
+#include "sb.h"
 
 static const char usage[] =
         "usage: vramwatch merge REPORT... -o FILE\n"

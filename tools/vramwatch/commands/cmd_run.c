@@ -19,6 +19,7 @@
 #include "preload.h"
 #include "report_view.h"
 #include "safefile.h"
+#include "sb.h"
 #include "simcard.h"
 #include "sizes.h"
 

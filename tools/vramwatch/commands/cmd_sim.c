@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "sb.h"
 #include "simcard.h"
 
 static void print_usage(void)

@@ -11,6 +11,7 @@
 #include "colour.h"
 #include "commands.h"
 #include "job.h"
+#include "sb.h"
 #include "timeline_view.h"
 
 static const char usage[] =

@@ -18,6 +18,7 @@
 #include "livefile.h"
 #include "model.h"
 #include "redact.h"
+#include "sb.h"
 #include "util.h"
 
 static const char usage[] =

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "sb.h"
 #include "util.h"
 
 

@@ -3,6 +3,7 @@
 #ifndef VRAMWATCH_TOOL_PRELOAD_H
 #define VRAMWATCH_TOOL_PRELOAD_H
 
+#include "sb.h"
 #include "util.h"
 
 #define PRELOAD_LIBRARY "libvramwatch.so"

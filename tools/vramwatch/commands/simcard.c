@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "preload.h"
+#include "sb.h"
 #include "sizes.h"
 
 /* The simulator's cards, from its own table: key, full name and memory; the other fields (compute

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sb.h"
 #include "util.h"
 
 /* The smallest card taken: a size below it is a unit left out ("16" for 16GiB). */
