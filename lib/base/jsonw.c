@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-void jw_init(struct jsonw *w, int fd)
+void jsonw_init(struct jsonw *w, int fd)
 {
     w->fd = fd;
     w->failed = false;
@@ -137,7 +137,7 @@ static void key(struct jsonw *w, const char *k)
     }
 }
 
-void jw_obj_begin(struct jsonw *w, const char *k)
+void jsonw_obj_begin(struct jsonw *w, const char *k)
 {
     key(w, k);
     putc1(w, '{');
@@ -145,7 +145,7 @@ void jw_obj_begin(struct jsonw *w, const char *k)
     w->depth++;
 }
 
-void jw_obj_end(struct jsonw *w)
+void jsonw_obj_end(struct jsonw *w)
 {
     putc1(w, '}');
     w->need_comma = true;
@@ -154,7 +154,7 @@ void jw_obj_end(struct jsonw *w)
         putc1(w, '\n');
 }
 
-void jw_arr_begin(struct jsonw *w, const char *k)
+void jsonw_arr_begin(struct jsonw *w, const char *k)
 {
     key(w, k);
     putc1(w, '[');
@@ -162,14 +162,14 @@ void jw_arr_begin(struct jsonw *w, const char *k)
     w->depth++;
 }
 
-void jw_arr_end(struct jsonw *w)
+void jsonw_arr_end(struct jsonw *w)
 {
     putc1(w, ']');
     w->need_comma = true;
     w->depth--;
 }
 
-void jw_str(struct jsonw *w, const char *k, const char *v)
+void jsonw_str(struct jsonw *w, const char *k, const char *v)
 {
     key(w, k);
     if (v)
@@ -191,13 +191,13 @@ static void put_u64(struct jsonw *w, uint64_t v, bool neg)
     put(w, tmp + i, sizeof(tmp) - (size_t)i);
 }
 
-void jw_u64(struct jsonw *w, const char *k, uint64_t v)
+void jsonw_u64(struct jsonw *w, const char *k, uint64_t v)
 {
     key(w, k);
     put_u64(w, v, false);
 }
 
-void jw_i64(struct jsonw *w, const char *k, int64_t v)
+void jsonw_i64(struct jsonw *w, const char *k, int64_t v)
 {
     key(w, k);
     if (v < 0)
@@ -206,19 +206,19 @@ void jw_i64(struct jsonw *w, const char *k, int64_t v)
         put_u64(w, (uint64_t)v, false);
 }
 
-void jw_null(struct jsonw *w, const char *k)
+void jsonw_null(struct jsonw *w, const char *k)
 {
     key(w, k);
     put(w, "null", 4);
 }
 
-void jw_bool(struct jsonw *w, const char *k, bool v)
+void jsonw_bool(struct jsonw *w, const char *k, bool v)
 {
     key(w, k);
     put(w, v ? "true" : "false", v ? 4 : 5);
 }
 
-void jw_hex(struct jsonw *w, const char *k, uint64_t v)
+void jsonw_hex(struct jsonw *w, const char *k, uint64_t v)
 {
     static const char hex[] = "0123456789abcdef";
     char tmp[20];
@@ -235,7 +235,7 @@ void jw_hex(struct jsonw *w, const char *k, uint64_t v)
     put(w, tmp + i, sizeof(tmp) - (size_t)i);
 }
 
-bool jw_finish(struct jsonw *w)
+bool jsonw_finish(struct jsonw *w)
 {
     flush(w);
     return !w->failed;

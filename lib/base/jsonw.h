@@ -14,18 +14,18 @@ struct jsonw {
     char buf[16384];
 };
 
-void jw_init(struct jsonw *w, int fd);
-bool jw_finish(struct jsonw *w); /* flushes; false if any write failed */
+void jsonw_init(struct jsonw *w, int fd);
+bool jsonw_finish(struct jsonw *w); /* flushes; false if any write failed */
 
-void jw_obj_begin(struct jsonw *w, const char *key); /* key NULL inside arrays/top level */
-void jw_obj_end(struct jsonw *w);
-void jw_arr_begin(struct jsonw *w, const char *key);
-void jw_arr_end(struct jsonw *w);
-void jw_str(struct jsonw *w, const char *key, const char *v); /* NULL: null */
-void jw_u64(struct jsonw *w, const char *key, uint64_t v);
-void jw_i64(struct jsonw *w, const char *key, int64_t v);
-void jw_null(struct jsonw *w, const char *key);
-void jw_bool(struct jsonw *w, const char *key, bool v);
-void jw_hex(struct jsonw *w, const char *key, uint64_t v); /* "0x..." string */
+void jsonw_obj_begin(struct jsonw *w, const char *key); /* key NULL inside arrays/top level */
+void jsonw_obj_end(struct jsonw *w);
+void jsonw_arr_begin(struct jsonw *w, const char *key);
+void jsonw_arr_end(struct jsonw *w);
+void jsonw_str(struct jsonw *w, const char *key, const char *v); /* NULL: null */
+void jsonw_u64(struct jsonw *w, const char *key, uint64_t v);
+void jsonw_i64(struct jsonw *w, const char *key, int64_t v);
+void jsonw_null(struct jsonw *w, const char *key);
+void jsonw_bool(struct jsonw *w, const char *key, bool v);
+void jsonw_hex(struct jsonw *w, const char *key, uint64_t v); /* "0x..." string */
 
 #endif

@@ -11,12 +11,12 @@
 /* VRAMWATCH_LOG, set once by options_load; atomic, as any thread may log while it is set. */
 static int threshold = VW_LOG_WARN;
 
-void vw_log_set_level(int level)
+void log_set_level(int level)
 {
     __atomic_store_n(&threshold, level, __ATOMIC_RELAXED);
 }
 
-int vw_log_level(void)
+int log_level(void)
 {
     return __atomic_load_n(&threshold, __ATOMIC_RELAXED);
 }
@@ -41,7 +41,7 @@ static size_t utf8_len(const unsigned char *p, size_t n)
     return len;
 }
 
-size_t vw_log_escape(const char *in, size_t n, char *out, size_t cap)
+size_t log_escape(const char *in, size_t n, char *out, size_t cap)
 {
     static const char hex[] = "0123456789abcdef";
     size_t o = 0;
@@ -103,9 +103,9 @@ static void write_stderr(const char *buf, size_t len)
     errno = saved;
 }
 
-void vw_log(int level, const char *fmt, ...)
+void log_msg(int level, const char *fmt, ...)
 {
-    if (level > vw_log_level())
+    if (level > log_level())
         return;
     /* The message may carry what a user or a program wrote (a variable's value, a path, a
      * framework's message): every control byte, DEL and byte that is not UTF-8 is written as an
@@ -120,7 +120,7 @@ void vw_log(int level, const char *fmt, ...)
     size_t len = (size_t)n < sizeof(raw) ? (size_t)n : sizeof(raw) - 1;
     char buf[sizeof("vramwatch: ") + 2 * sizeof(raw)] = "vramwatch: ";
     size_t off = sizeof("vramwatch: ") - 1;
-    off += vw_log_escape(raw, len, buf + off, sizeof(buf) - off - 1);
+    off += log_escape(raw, len, buf + off, sizeof(buf) - off - 1);
     buf[off++] = '\n';
     write_stderr(buf, off);
 }

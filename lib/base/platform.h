@@ -16,7 +16,7 @@
 #define VW_NO_SANITIZE \
     __attribute__((no_sanitize_address, no_sanitize_undefined, no_sanitize_thread))
 
-static inline uint64_t vw_now_ns(void)
+static inline uint64_t platform_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts); /* vDSO: no system call */
@@ -25,7 +25,7 @@ static inline uint64_t vw_now_ns(void)
 
 /* The kernel's tick-granular clock (1 to 4 ms), a plain read of the vDSO page: cheap enough for
  * every free, where only the timeline's buckets (a millisecond or more wide) need a time. */
-static inline uint64_t vw_now_coarse_ns(void)
+static inline uint64_t platform_now_coarse_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME_COARSE, &ts);

@@ -141,7 +141,8 @@ struct slot {
     bool multi;           /* a second lane was used: lanes keep to their limits */
     uint8_t nlanes;       /* lanes used */
     uint64_t phase_peak;  /* the most live since the previous marker */
-    struct tl_device *tl; /* its timeline; NULL: none (host memory, timeline off or unmapped) */
+    struct timeline_device
+            *tl; /* its timeline; NULL: none (host memory, timeline off or unmapped) */
     /* What the pools hold beyond what they handed out, as the timeline's reserved memory counts
      * it (live + this): kept up to date where the pools' figures change, not worked out at
      * every event. */
@@ -220,7 +221,7 @@ static int lanes_given;      /* threads that chose a lane: the next one takes th
 static VW_TLS uint32_t last_site; /* the call site this thread last interned a chain for */
 
 /* The whole-run timeline, one per device slot: mapped once, so its memory never grows. */
-static struct tl_device *tl;
+static struct timeline_device *tl;
 static bool tl_on = true;
 
 static void *map(size_t bytes)
@@ -888,11 +889,11 @@ static inline __attribute__((always_inline)) void account_add(struct slot *home,
         if (kind != CORE_HOST)
             atomic_max(&peak_any, live);
     }
-    struct tl_device *t = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
+    struct timeline_device *t = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
     if (kind != CORE_HOST && VW_LIKELY(t)) {
-        tl_record(t, now, live, live + home->pool_extra);
+        timeline_record(t, now, live, live + home->pool_extra);
         if (fresh)
-            tl_step(t, now, a->size, live, a->api, a->callsite);
+            timeline_step(t, now, a->size, live, a->api, a->callsite);
     }
 }
 
@@ -907,9 +908,9 @@ static inline __attribute__((always_inline)) void account_sub(struct slot *home,
         home->c.pool_live_bytes -= a->size;
         pool_extra_update(home);
     }
-    struct tl_device *t = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
+    struct timeline_device *t = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
     if (kind != CORE_HOST && VW_LIKELY(t))
-        tl_record(t, now, live, live + home->pool_extra);
+        timeline_record(t, now, live, live + home->pool_extra);
 }
 
 /* account_add and account_sub for a record's own kind, read at run time (the rare paths). */
@@ -962,7 +963,7 @@ static void flush_lane_events(struct slot *home)
         n += home[l].tl_events;
         home[l].tl_events = 0;
     }
-    struct tl_device *t = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
+    struct timeline_device *t = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
     if (n && t && t->started) {
         t->events += n;
         t->b[t->cur].events += (uint32_t)n;
@@ -1066,7 +1067,7 @@ static inline bool lane_alone(const struct slot *home, struct slot *lane, uint64
 {
     if (lane->c.live_bytes + size > lane->limit || pending.active)
         return false;
-    const struct tl_device *t = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
+    const struct timeline_device *t = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
     if (t && (now >= t->cur_end || t->nsteps != VW_TL_STEPS || size > t->steps[0].size))
         return false;
     *c = NULL;
@@ -1233,7 +1234,7 @@ static __attribute__((noinline)) bool take_shared(struct slot *home, struct slot
                                                   struct core_alloc *out, uint64_t now_ns)
 {
     const struct core_alloc *a = &t->slots[j];
-    const struct tl_device *tline = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
+    const struct timeline_device *tline = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
     if (a->kind == CORE_POOL || (tline && now_ns >= tline->cur_end)) {
         vl_unlock(&lane->lock);
         return take_sync(home, lane, kind, key, h, out, now_ns);
@@ -1563,14 +1564,14 @@ void core_measure(int device, int64_t used, int64_t pool_extra, uint64_t now_ns)
         d->pool_hold_bytes = d->pool_live_bytes + (uint64_t)pool_extra;
         pool_extra_update(s);
     }
-    struct tl_device *t = __atomic_load_n(&s->tl, __ATOMIC_RELAXED);
+    struct timeline_device *t = __atomic_load_n(&s->tl, __ATOMIC_RELAXED);
     if (t && d->active) {
         flush_lane_events(s);
         uint64_t live = dev_live(s), reserved = live + s->pool_extra;
         if (pool_extra >= 0)
-            tl_record(t, now_ns, live, reserved);
+            timeline_record(t, now_ns, live, reserved);
         if (used >= 0)
-            tl_untracked(t, now_ns, used - (int64_t)reserved);
+            timeline_untracked(t, now_ns, used - (int64_t)reserved);
     }
     unlock_lanes(s);
 }
@@ -1789,7 +1790,7 @@ uint64_t core_live_total(void)
     return sum;
 }
 
-bool core_copy_timeline(int slot, struct tl_device *out)
+bool core_copy_timeline(int slot, struct timeline_device *out)
 {
     bool have = false;
     if (!ready || !tl || slot < 0 || slot > VW_MAX_DEVICES)
@@ -1814,7 +1815,7 @@ void core_timeline_enable(bool on)
 
 size_t core_timeline_bytes(void)
 {
-    return sizeof(struct tl_device) * (VW_MAX_DEVICES + 1);
+    return sizeof(struct timeline_device) * (VW_MAX_DEVICES + 1);
 }
 
 size_t core_mapped_bytes(void)

@@ -240,7 +240,7 @@ uint64_t core_live_total(void);
 uint32_t core_callsites_count(void);
 
 /* Copy one device slot's timeline (under the lock). Returns false when it has none yet. */
-bool core_copy_timeline(int slot, struct tl_device *out);
+bool core_copy_timeline(int slot, struct timeline_device *out);
 /* Recording into the timeline on or off (on by default): for the benchmark that measures what
  * it costs, and for tests. */
 void core_timeline_enable(bool on);

@@ -30,7 +30,7 @@ typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 static VW_TLS uintptr_t stack_low; /* the lowest usable address of this thread's stack; 0: not asked */
 static VW_TLS int stack_known;     /* 1 known, -1 could not be asked */
 
-void vw_demangle_thread_stack(void *low)
+void demangle_thread_stack(void *low)
 {
     stack_low = (uintptr_t)low;
     stack_known = 1;
@@ -59,9 +59,9 @@ static size_t stack_room(void)
     return (size_t)((uintptr_t)&here - stack_low);
 }
 
-static demangle_fn demangler; /* looked up by vw_demangle_lookup */
+static demangle_fn demangler; /* looked up by demangle_lookup */
 
-void vw_demangle_lookup(void)
+void demangle_lookup(void)
 {
     void *p = dlsym(RTLD_DEFAULT, "__cxa_demangle");
     demangle_fn f;
@@ -69,7 +69,7 @@ void vw_demangle_lookup(void)
     __atomic_store_n(&demangler, f, __ATOMIC_RELEASE);
 }
 
-char *vw_demangle(const char *symbol)
+char *demangle_symbol(const char *symbol)
 {
     demangle_fn demangle = __atomic_load_n(&demangler, __ATOMIC_ACQUIRE);
     if (!demangle || !symbol || symbol[0] != '_' || symbol[1] != 'Z')

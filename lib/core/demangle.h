@@ -5,11 +5,11 @@
 /* The demangled form of `symbol` (malloc'd, the caller frees it), or NULL: not a C++ name, no
  * demangler in the process, or no room for it on this thread's stack (the caller then shows the
  * mangled name). */
-char *vw_demangle(const char *symbol);
+char *demangle_symbol(const char *symbol);
 /* Find the process's demangler (libstdc++'s __cxa_demangle), if it has one by now. */
-void vw_demangle_lookup(void);
+void demangle_lookup(void);
 /* The calling thread's stack starts (lowest usable address) at `low`: for a thread whose stack
  * the library made itself. */
-void vw_demangle_thread_stack(void *low);
+void demangle_thread_stack(void *low);
 
 #endif

@@ -266,12 +266,12 @@ static const char *lookup(const struct code_name *t, size_t n, int code)
     return NULL;
 }
 
-const char *vw_runtime_error_name(int code)
+const char *errnames_runtime(int code)
 {
     return lookup(runtime_names, sizeof(runtime_names) / sizeof(runtime_names[0]), code);
 }
 
-const char *vw_driver_error_name(int code)
+const char *errnames_driver(int code)
 {
     return lookup(driver_names, sizeof(driver_names) / sizeof(driver_names[0]), code);
 }

@@ -3,7 +3,7 @@
 #define VW_ERRNAMES_H
 
 /* NULL for a code the table does not know. */
-const char *vw_runtime_error_name(int code);
-const char *vw_driver_error_name(int code);
+const char *errnames_runtime(int code);
+const char *errnames_driver(int code);
 
 #endif

@@ -410,7 +410,7 @@ static struct {
 
 void framework_store(const struct framework_verdict *v)
 {
-    uint64_t now = vw_now_ns();
+    uint64_t now = platform_now_ns();
     int64_t tid = (int64_t)syscall(SYS_gettid);
     pthread_mutex_lock(&kept_lock);
     kept.v = *v;
@@ -437,9 +437,9 @@ uint64_t framework_count(void)
 static void opt_i64(struct jsonw *w, const char *key, int64_t v)
 {
     if (v < 0)
-        jw_null(w, key);
+        jsonw_null(w, key);
     else
-        jw_i64(w, key, v);
+        jsonw_i64(w, key, v);
 }
 
 void framework_write(struct jsonw *w)
@@ -455,17 +455,17 @@ void framework_write(struct jsonw *w)
     count = kept.count;
     pthread_mutex_unlock(&kept_lock);
     if (count == 0) {
-        jw_null(w, "framework");
+        jsonw_null(w, "framework");
         return;
     }
-    jw_obj_begin(w, "framework");
-    jw_str(w, "name", "pytorch");
-    jw_str(w, "exception", v.exception ? v.exception : exception_names[FRAMEWORK_EXC_OOM]);
-    jw_str(w, "message", v.message);
-    jw_str(w, "format", v.format);
-    jw_u64(w, "time_unix_ns", time_ns);
-    jw_i64(w, "thread", tid);
-    jw_u64(w, "count", count);
+    jsonw_obj_begin(w, "framework");
+    jsonw_str(w, "name", "pytorch");
+    jsonw_str(w, "exception", v.exception ? v.exception : exception_names[FRAMEWORK_EXC_OOM]);
+    jsonw_str(w, "message", v.message);
+    jsonw_str(w, "format", v.format);
+    jsonw_u64(w, "time_unix_ns", time_ns);
+    jsonw_i64(w, "thread", tid);
+    jsonw_u64(w, "count", count);
     opt_i64(w, "device", v.device);
     opt_i64(w, "requested_bytes", v.requested);
     opt_i64(w, "capacity_bytes", v.capacity);
@@ -475,5 +475,5 @@ void framework_write(struct jsonw *w)
     opt_i64(w, "allocated_bytes", v.allocated);
     opt_i64(w, "reserved_unallocated_bytes", v.reserved_unallocated);
     opt_i64(w, "private_pools_bytes", v.private_pools);
-    jw_obj_end(w);
+    jsonw_obj_end(w);
 }

@@ -16,7 +16,7 @@
 /* The grammar's device count is the size of the library's tables. */
 _Static_assert(SIZES_MAX_DEVICES == VW_MAX_DEVICES, "sizes.h and core.h disagree on devices");
 
-struct vw_options vw_opt = {
+struct vw_options options_current = {
     .stack_depth = 32,
     .python = true,
 };
@@ -48,29 +48,29 @@ void options_load(void)
             if (!strcasecmp(v, names[i]))
                 lvl = i;
         if (lvl < 0)
-            vw_log(VW_LOG_WARN, "VRAMWATCH_LOG=%s is not quiet, warn, info or debug; using warn",
-                   v);
+            log_msg(VW_LOG_WARN, "VRAMWATCH_LOG=%s is not quiet, warn, info or debug; using warn",
+                    v);
         else
-            vw_log_set_level(lvl);
+            log_set_level(lvl);
     }
-    if ((v = getenv("VRAMWATCH_DISABLE")) && !parse_bool(v, &vw_opt.disable))
-        vw_log(VW_LOG_WARN, "VRAMWATCH_DISABLE=%s is not 0 or 1; staying enabled", v);
+    if ((v = getenv("VRAMWATCH_DISABLE")) && !parse_bool(v, &options_current.disable))
+        log_msg(VW_LOG_WARN, "VRAMWATCH_DISABLE=%s is not 0 or 1; staying enabled", v);
     if ((v = getenv("VRAMWATCH_STACK_DEPTH"))) {
         char *end;
         long d = strtol(v, &end, 10);
         if (end == v || *end || d < 0 || d > VW_MAX_FRAMES)
-            vw_log(VW_LOG_WARN, "VRAMWATCH_STACK_DEPTH=%s is not a number from 0 to %d; using %d",
-                   v, VW_MAX_FRAMES, vw_opt.stack_depth);
+            log_msg(VW_LOG_WARN, "VRAMWATCH_STACK_DEPTH=%s is not a number from 0 to %d; using %d",
+                    v, VW_MAX_FRAMES, options_current.stack_depth);
         else
-            vw_opt.stack_depth = (int)d;
+            options_current.stack_depth = (int)d;
     }
-    if ((v = getenv("VRAMWATCH_PYTHON")) && !parse_bool(v, &vw_opt.python))
-        vw_log(VW_LOG_WARN, "VRAMWATCH_PYTHON=%s is not 0 or 1; keeping it on", v);
+    if ((v = getenv("VRAMWATCH_PYTHON")) && !parse_bool(v, &options_current.python))
+        log_msg(VW_LOG_WARN, "VRAMWATCH_PYTHON=%s is not 0 or 1; keeping it on", v);
     if ((v = getenv("VRAMWATCH_DIR")) && *v) {
-        if (strlen(v) >= sizeof(vw_opt.dir) - 64)
-            vw_log(VW_LOG_WARN, "VRAMWATCH_DIR is too long; using the working directory");
+        if (strlen(v) >= sizeof(options_current.dir) - 64)
+            log_msg(VW_LOG_WARN, "VRAMWATCH_DIR is too long; using the working directory");
         else
-            strcpy(vw_opt.dir, v);
+            strcpy(options_current.dir, v);
     }
     if ((v = getenv("VRAMWATCH_LIMIT")) && *v) {
         /* The grammar the command line's --limit uses too (sizes.c): what run accepts, this
@@ -78,34 +78,34 @@ void options_load(void)
         struct sizes_limit l;
         const char *why = NULL;
         if (sizes_parse_limit(v, &l, &why)) {
-            memcpy(vw_opt.limit, l.bytes, sizeof vw_opt.limit);
-            memcpy(vw_opt.limit_share, l.share, sizeof vw_opt.limit_share);
+            memcpy(options_current.limit, l.bytes, sizeof options_current.limit);
+            memcpy(options_current.limit_share, l.share, sizeof options_current.limit_share);
         } else {
-            vw_log(VW_LOG_WARN,
-                   "VRAMWATCH_LIMIT=%s: %s; no limit (a size such as 16GiB or 14.4GiB, a share of "
-                   "the card such as 90%%, or a list such as 0:16GiB,1:8GiB)",
-                   v, why);
+            log_msg(VW_LOG_WARN,
+                    "VRAMWATCH_LIMIT=%s: %s; no limit (a size such as 16GiB or 14.4GiB, a share of "
+                    "the card such as 90%%, or a list such as 0:16GiB,1:8GiB)",
+                    v, why);
         }
     }
     if ((v = getenv("VRAMWATCH_STATUS")) && *v) {
-        if (strlen(v) >= sizeof(vw_opt.status))
-            vw_log(VW_LOG_WARN, "VRAMWATCH_STATUS is too long; no status file");
+        if (strlen(v) >= sizeof(options_current.status))
+            log_msg(VW_LOG_WARN, "VRAMWATCH_STATUS is too long; no status file");
         else
-            strcpy(vw_opt.status, v);
+            strcpy(options_current.status, v);
     }
     /* PyTorch reads PYTORCH_ALLOC_CONF first, then the older name; either may pick the
      * cudaMallocAsync backend, which does not flush and retry (retrying.c). */
     const char *conf = getenv("PYTORCH_ALLOC_CONF");
     if (!conf || !*conf)
         conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
-    vw_opt.torch_async_backend = conf && strstr(conf, "backend:cudaMallocAsync") != NULL;
+    options_current.torch_async_backend = conf && strstr(conf, "backend:cudaMallocAsync") != NULL;
     /* Read here, once, so that the NVML hooks never call getenv (environ may be changing). */
-    vw_opt.cuda_visible_set = getenv("CUDA_VISIBLE_DEVICES") != NULL;
+    options_current.cuda_visible_set = getenv("CUDA_VISIBLE_DEVICES") != NULL;
     if ((v = getenv("VRAMWATCH_LIMIT_MODE")) && *v) {
         if (!strcasecmp(v, "observe"))
-            vw_opt.observe = true;
+            options_current.observe = true;
         else if (strcasecmp(v, "enforce"))
-            vw_log(VW_LOG_WARN, "VRAMWATCH_LIMIT_MODE=%s is not enforce or observe; using enforce",
-                   v);
+            log_msg(VW_LOG_WARN, "VRAMWATCH_LIMIT_MODE=%s is not enforce or observe; using enforce",
+                    v);
     }
 }

@@ -1,4 +1,4 @@
-/* The library's options: the struct vw_opt, filled from VRAMWATCH_* once, at first use (options_load). */
+/* The library's options: the struct options_current, filled from VRAMWATCH_* once, at first use (options_load). */
 #ifndef VW_OPTIONS_H
 #define VW_OPTIONS_H
 
@@ -22,9 +22,9 @@ struct vw_options {
     bool torch_async_backend; /* PyTorch's allocator setting selects backend:cudaMallocAsync */
 };
 
-extern struct vw_options vw_opt;
+extern struct vw_options options_current;
 
-/* Read the environment into vw_opt, and VRAMWATCH_LOG into the log's level (log.h); warns once
+/* Read the environment into options_current, and VRAMWATCH_LOG into the log's level (log.h); warns once
  * per bad value and keeps the default. */
 void options_load(void);
 

@@ -523,8 +523,8 @@ static void capture(struct py_capture *pc, int max)
     int n = py.walk(&py.env, ts, max, pc);
     if (n < 0) {
         __atomic_store_n(&pyframes_on, false, __ATOMIC_RELEASE);
-        vw_warn_once(warned_off, "the Python frames of this process do not look as expected; "
-                                 "Python frames are off from here on");
+        log_warn_once(warned_off, "the Python frames of this process do not look as expected; "
+                                  "Python frames are off from here on");
         pc->nends = 0;
         pc->runs = -1;
         pc->outer = 0;
@@ -711,13 +711,13 @@ static bool python_version(int *major, int *minor)
 
 static void off(const char *why, int major, int minor)
 {
-    vw_log(VW_LOG_INFO, "Python %d.%d: %s; Python frames are off", major, minor, why);
+    log_msg(VW_LOG_INFO, "Python %d.%d: %s; Python frames are off", major, minor, why);
 }
 
 bool pyframes_init(void)
 {
     void *tsfn = sym("PyGILState_GetThisThreadState");
-    if (!tsfn || !vw_opt.python)
+    if (!tsfn || !options_current.python)
         return false; /* not Python, or asked not to: nothing to say */
     int major = 0, minor = 0;
     if (!python_version(&major, &minor)) {
@@ -777,6 +777,6 @@ bool pyframes_init(void)
     memcpy(&py.this_thread_state, &tsfn, sizeof(tsfn));
     key_ready = pthread_key_create(&thread_key, thread_gone) == 0;
     __atomic_store_n(&pyframes_on, true, __ATOMIC_RELEASE);
-    vw_log(VW_LOG_INFO, "Python %d.%d: Python frames on", major, minor);
+    log_msg(VW_LOG_INFO, "Python %d.%d: Python frames on", major, minor);
     return true;
 }

@@ -16,7 +16,7 @@ static const char *const names[][6] = {
                         "SLURM_NTASKS", NULL },
 };
 
-int64_t vw_rank_from_env(enum vw_rank_kind kind)
+int64_t ranks_from_env(enum vw_rank_kind kind)
 {
     for (const char *const *n = names[kind]; *n; n++) {
         const char *v = getenv(*n);

@@ -8,6 +8,6 @@ enum vw_rank_kind { VW_RANK, VW_LOCAL_RANK, VW_WORLD_SIZE };
 
 /* The first of the variables naming `kind` that is set to a non-negative decimal, else -1.
  * Calls getenv: never from a hook. */
-int64_t vw_rank_from_env(enum vw_rank_kind kind);
+int64_t ranks_from_env(enum vw_rank_kind kind);
 
 #endif

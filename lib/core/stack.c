@@ -66,8 +66,8 @@ void stack_init(void)
     if (h)
         *(void **)&stack_walker.backtrace_fn = dlsym(h, "unw_backtrace");
     if (!stack_walker.backtrace_fn)
-        vw_warn_once(warned_unwind, "cannot load libunwind (%s); native call stacks are off",
-                     why[0] ? why : "no unw_backtrace in it");
+        log_warn_once(warned_unwind, "cannot load libunwind (%s); native call stacks are off",
+                      why[0] ? why : "no unw_backtrace in it");
     errno = saved;
 #endif
 }

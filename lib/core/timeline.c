@@ -1,13 +1,14 @@
 /* The rare paths of the whole-run timeline: halving the resolution, and the growth steps. */
 #include "timeline.h"
 
-static struct tl_bucket combine(const struct tl_bucket *a, const struct tl_bucket *b)
+static struct timeline_bucket combine(const struct timeline_bucket *a,
+                                      const struct timeline_bucket *b)
 {
     if (!b->used)
         return *a;
     if (!a->used)
         return *b;
-    struct tl_bucket m = *b; /* the later bucket holds the last values */
+    struct timeline_bucket m = *b; /* the later bucket holds the last values */
     m.live_min = a->live_min < b->live_min ? a->live_min : b->live_min;
     /* Ties keep the earlier time: the peak is when it was first reached. */
     if (a->live_max >= b->live_max) {
@@ -26,7 +27,7 @@ static struct tl_bucket combine(const struct tl_bucket *a, const struct tl_bucke
     return m;
 }
 
-void tl_merge(struct tl_device *d)
+void timeline_merge(struct timeline_device *d)
 {
     for (uint32_t i = 0; i < VW_TL_BUCKETS / 2; i++)
         d->b[i] = combine(&d->b[2 * i], &d->b[2 * i + 1]);
@@ -34,10 +35,10 @@ void tl_merge(struct tl_device *d)
     d->cur /= 2;
     d->shift++;
     d->merges++;
-    d->cur_end = tl_bucket_end(d, d->cur);
+    d->cur_end = timeline_bucket_end(d, d->cur);
 }
 
-struct tl_bucket *tl_bucket_slow(struct tl_device *d, uint64_t now)
+struct timeline_bucket *timeline_bucket_slow(struct timeline_device *d, uint64_t now)
 {
     if (!d->started) {
         memset(d, 0, sizeof(*d) - sizeof(d->steps));
@@ -46,14 +47,14 @@ struct tl_bucket *tl_bucket_slow(struct tl_device *d, uint64_t now)
         d->started = true;
         d->b[0].used = 1;
         d->b[0].peak_time_ns = now;
-        d->cur_end = tl_bucket_end(d, 0);
+        d->cur_end = timeline_bucket_end(d, 0);
         return &d->b[0];
     }
     uint64_t idx = (now > d->start_ns ? now - d->start_ns : 0) >> d->shift;
     if (idx <= d->cur)
         return &d->b[d->cur];
     while (idx >= VW_TL_BUCKETS && d->shift < VW_TL_MAX_SHIFT) {
-        tl_merge(d);
+        timeline_merge(d);
         idx >>= 1;
     }
     if (idx >= VW_TL_BUCKETS)
@@ -61,9 +62,9 @@ struct tl_bucket *tl_bucket_slow(struct tl_device *d, uint64_t now)
     if (idx <= d->cur)
         return &d->b[d->cur];
     /* A new bucket starts where the previous one ended: what was live then is its first value. */
-    const struct tl_bucket *p = &d->b[d->cur];
-    struct tl_bucket *n = &d->b[idx];
-    *n = (struct tl_bucket){
+    const struct timeline_bucket *p = &d->b[d->cur];
+    struct timeline_bucket *n = &d->b[idx];
+    *n = (struct timeline_bucket){
         .live_min = p->live_last,
         .live_max = p->live_last,
         .live_last = p->live_last,
@@ -76,11 +77,11 @@ struct tl_bucket *tl_bucket_slow(struct tl_device *d, uint64_t now)
         .peak_time_ns = d->start_ns + (idx << d->shift),
     };
     d->cur = (uint32_t)idx;
-    d->cur_end = tl_bucket_end(d, idx);
+    d->cur_end = timeline_bucket_end(d, idx);
     return n;
 }
 
-static void sift_down(struct tl_step *h, uint32_t n, uint32_t i)
+static void sift_down(struct timeline_step *h, uint32_t n, uint32_t i)
 {
     for (;;) {
         uint32_t l = 2 * i + 1, r = l + 1, m = i;
@@ -90,17 +91,17 @@ static void sift_down(struct tl_step *h, uint32_t n, uint32_t i)
             m = r;
         if (m == i)
             return;
-        struct tl_step t = h[i];
+        struct timeline_step t = h[i];
         h[i] = h[m];
         h[m] = t;
         i = m;
     }
 }
 
-void tl_step_slow(struct tl_device *d, uint64_t now, uint64_t size, uint64_t live_after,
-                  const char *api, uint32_t callsite)
+void timeline_step_slow(struct timeline_device *d, uint64_t now, uint64_t size, uint64_t live_after,
+                        const char *api, uint32_t callsite)
 {
-    struct tl_step s = {
+    struct timeline_step s = {
         .time_ns = now, .size = size, .live_after = live_after, .api = api, .callsite = callsite
     };
     if (d->nsteps < VW_TL_STEPS) {
@@ -117,13 +118,13 @@ void tl_step_slow(struct tl_device *d, uint64_t now, uint64_t size, uint64_t liv
     sift_down(d->steps, d->nsteps, 0);
 }
 
-uint32_t tl_steps_sorted(const struct tl_device *d, struct tl_step *out)
+uint32_t timeline_steps_sorted(const struct timeline_device *d, struct timeline_step *out)
 {
     uint32_t n = d->nsteps;
     memcpy(out, d->steps, sizeof(*out) * n);
     /* Heap-sort the min-heap: each pass moves the smallest to the end, so largest come first. */
     for (uint32_t end = n; end > 1; end--) {
-        struct tl_step t = out[0];
+        struct timeline_step t = out[0];
         out[0] = out[end - 1];
         out[end - 1] = t;
         sift_down(out, end - 1, 0);

@@ -22,7 +22,7 @@
 #define VW_TL_FIRST_SHIFT 20 /* first bucket width: 2^20 ns, about 1 ms */
 #define VW_TL_MAX_SHIFT 62
 
-struct tl_bucket {
+struct timeline_bucket {
     uint64_t live_min, live_max, live_last;
     uint64_t reserved_max, reserved_last;
     int64_t untracked_max, untracked_last; /* meaningful when has_untracked */
@@ -33,14 +33,14 @@ struct tl_bucket {
     uint16_t pad;
 };
 
-struct tl_step {
+struct timeline_step {
     uint64_t time_ns, size, live_after;
     const char *api; /* static string */
     uint32_t callsite;
     uint32_t pad;
 };
 
-struct tl_device {
+struct timeline_device {
     uint64_t start_ns; /* time of the first event: bucket 0 starts here */
     uint64_t events;   /* every event recorded, all buckets together */
     uint64_t cur_end;  /* where the newest bucket ends (UINT64_MAX: past any time); 0 before the
@@ -50,16 +50,16 @@ struct tl_device {
     uint32_t merges;   /* how many times the buckets were halved */
     uint32_t nsteps;   /* steps[] is a min-heap by size */
     bool started;
-    struct tl_bucket b[VW_TL_BUCKETS];
-    struct tl_step steps[VW_TL_STEPS];
+    struct timeline_bucket b[VW_TL_BUCKETS];
+    struct timeline_step steps[VW_TL_STEPS];
 };
 
 /* Halve the resolution: bucket i becomes buckets 2i and 2i+1 together. Rare (about 20 times in
  * a three-day run), so it may be slow. */
-void tl_merge(struct tl_device *d);
+void timeline_merge(struct timeline_device *d);
 
 /* Where bucket `i` ends: UINT64_MAX when that is past what 64 bits of time can say. */
-static inline uint64_t tl_bucket_end(const struct tl_device *d, uint64_t i)
+static inline uint64_t timeline_bucket_end(const struct timeline_device *d, uint64_t i)
 {
     uint64_t n = i + 1;
     if (n > (UINT64_MAX - d->start_ns) >> d->shift)
@@ -68,23 +68,25 @@ static inline uint64_t tl_bucket_end(const struct tl_device *d, uint64_t i)
 }
 
 /* The first event, a later bucket, or a merge (timeline.c). */
-__attribute__((cold)) struct tl_bucket *tl_bucket_slow(struct tl_device *d, uint64_t now);
+__attribute__((cold)) struct timeline_bucket *timeline_bucket_slow(struct timeline_device *d,
+                                                                   uint64_t now);
 
 /* The bucket `now` falls in, started from the previous bucket's last values when it is new.
  * Events that arrive out of order (another thread's older clock reading) go to the newest
  * bucket: the timeline only moves forward. The common case, a time before the newest bucket's
  * end, is one compare. */
-static inline struct tl_bucket *tl_bucket_at(struct tl_device *d, uint64_t now)
+static inline struct timeline_bucket *timeline_bucket_at(struct timeline_device *d, uint64_t now)
 {
     if (__builtin_expect(now < d->cur_end, 1))
         return &d->b[d->cur];
-    return tl_bucket_slow(d, now);
+    return timeline_bucket_slow(d, now);
 }
 
 /* One allocation or free: live and reserved memory on the device after it. */
-static inline void tl_record(struct tl_device *d, uint64_t now, uint64_t live, uint64_t reserved)
+static inline void timeline_record(struct timeline_device *d, uint64_t now, uint64_t live,
+                                   uint64_t reserved)
 {
-    struct tl_bucket *b = tl_bucket_at(d, now);
+    struct timeline_bucket *b = timeline_bucket_at(d, now);
     d->events++;
     b->events++;
     if (live > b->live_max) {
@@ -100,9 +102,9 @@ static inline void tl_record(struct tl_device *d, uint64_t now, uint64_t live, u
 }
 
 /* A measurement of the driver's view: untracked = used − reserved at `now`. */
-static inline void tl_untracked(struct tl_device *d, uint64_t now, int64_t untracked)
+static inline void timeline_untracked(struct timeline_device *d, uint64_t now, int64_t untracked)
 {
-    struct tl_bucket *b = tl_bucket_at(d, now);
+    struct timeline_bucket *b = timeline_bucket_at(d, now);
     if (!b->has_untracked || untracked > b->untracked_max)
         b->untracked_max = untracked;
     b->untracked_last = untracked;
@@ -110,17 +112,17 @@ static inline void tl_untracked(struct tl_device *d, uint64_t now, int64_t untra
 }
 
 /* An allocation of `size`: kept if it is among the largest seen on this device. */
-void tl_step_slow(struct tl_device *d, uint64_t now, uint64_t size, uint64_t live_after,
-                  const char *api, uint32_t callsite);
-static inline void tl_step(struct tl_device *d, uint64_t now, uint64_t size, uint64_t live_after,
-                           const char *api, uint32_t callsite)
+void timeline_step_slow(struct timeline_device *d, uint64_t now, uint64_t size, uint64_t live_after,
+                        const char *api, uint32_t callsite);
+static inline void timeline_step(struct timeline_device *d, uint64_t now, uint64_t size,
+                                 uint64_t live_after, const char *api, uint32_t callsite)
 {
     if (d->nsteps == VW_TL_STEPS && size <= d->steps[0].size)
         return;
-    tl_step_slow(d, now, size, live_after, api, callsite);
+    timeline_step_slow(d, now, size, live_after, api, callsite);
 }
 
 /* The steps, largest first, into out[VW_TL_STEPS]; returns how many. */
-uint32_t tl_steps_sorted(const struct tl_device *d, struct tl_step *out);
+uint32_t timeline_steps_sorted(const struct timeline_device *d, struct timeline_step *out);
 
 #endif

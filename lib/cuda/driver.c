@@ -12,9 +12,9 @@
 
 static pthread_mutex_t drv_lock = PTHREAD_MUTEX_INITIALIZER;
 
-unsigned (*vw_drv_ctx_get_device)(int *);
+unsigned (*driver_ctx_get_device)(int *);
 _Static_assert(__builtin_types_compatible_p(unsigned (*)(int *), CUresult (*)(CUdevice *)),
-               "vw_drv_ctx_get_device has cuCtxGetDevice's type");
+               "driver_ctx_get_device has cuCtxGetDevice's type");
 
 static struct {
     bool tried_ok;
@@ -44,8 +44,8 @@ static void *libcuda_handle(void)
 }
 
 /* The runtime (or JAX, or a program of its own) is looking driver functions up: libcuda is
- * loaded now, so the next vw_drv_ready() must try, whoever asks. */
-void vw_drv_hint(void)
+ * loaded now, so the next driver_ready() must try, whoever asks. */
+void driver_hint(void)
 {
     if (!__atomic_load_n(&drv.tried_ok, __ATOMIC_ACQUIRE))
         __atomic_fetch_add(&drv.hint, 1, __ATOMIC_RELEASE);
@@ -59,7 +59,7 @@ static bool drv_resolve(void)
     void *lib = libcuda_handle();
     if (!lib)
         return false;
-#define GET(field, sym) *(void **)&drv.field = vw_real_dlsym(lib, sym)
+#define GET(field, sym) *(void **)&drv.field = dlsym_real(lib, sym)
     GET(ctx_get_device, "cuCtxGetDevice");
     GET(mem_get_info, "cuMemGetInfo_v2");
     GET(device_total_mem, "cuDeviceTotalMem_v2");
@@ -80,11 +80,11 @@ static bool drv_resolve(void)
 #undef GET
     /* The handle stays open on purpose: these pointers must outlive this function. */
     __atomic_store_n(&drv.tried_ok, drv.ctx_get_device != NULL, __ATOMIC_RELEASE);
-    __atomic_store_n(&vw_drv_ctx_get_device, drv.ctx_get_device, __ATOMIC_RELEASE);
+    __atomic_store_n(&driver_ctx_get_device, drv.ctx_get_device, __ATOMIC_RELEASE);
     return drv.ctx_get_device != NULL;
 }
 
-bool vw_drv_ready(void)
+bool driver_ready(void)
 {
     if (__atomic_load_n(&drv.tried_ok, __ATOMIC_ACQUIRE))
         return true;
@@ -104,42 +104,42 @@ bool vw_drv_ready(void)
     return ok;
 }
 
-void vw_drv_after_fork_child(void)
+void driver_after_fork_child(void)
 {
     pthread_mutex_init(&drv_lock, NULL);
 }
 
-bool vw_device_pci_bus_id(int device, char *out, int len)
+bool driver_pci_bus_id(int device, char *out, int len)
 {
-    return vw_drv_ready() && drv.device_get_pci &&
+    return driver_ready() && drv.device_get_pci &&
            drv.device_get_pci(out, len, device) == CUDA_SUCCESS;
 }
 
-int vw_current_device_slow(void)
+int driver_current_device_slow(void)
 {
     CUdevice d;
-    if (vw_drv_ready() && drv.ctx_get_device(&d) == CUDA_SUCCESS)
+    if (driver_ready() && drv.ctx_get_device(&d) == CUDA_SUCCESS)
         return (int)d;
     return -1;
 }
 
-bool vw_drv_total_mem(int device, size_t *total)
+bool driver_total_mem(int device, size_t *total)
 {
-    return vw_drv_ready() && drv.device_total_mem &&
+    return driver_ready() && drv.device_total_mem &&
            drv.device_total_mem(total, device) == CUDA_SUCCESS;
 }
 
-bool vw_drv_device_name(int device, char *out, int len)
+bool driver_device_name(int device, char *out, int len)
 {
-    return vw_drv_ready() && drv.device_get_name &&
+    return driver_ready() && drv.device_get_name &&
            drv.device_get_name(out, len, device) == CUDA_SUCCESS;
 }
 
-bool vw_drv_device_uuid(int device, char out[48])
+bool driver_device_uuid(int device, char out[48])
 {
     static const char hex[] = "0123456789abcdef";
     CUuuid u;
-    if (!vw_drv_ready() || !drv.device_get_uuid || drv.device_get_uuid(&u, device) != CUDA_SUCCESS)
+    if (!driver_ready() || !drv.device_get_uuid || drv.device_get_uuid(&u, device) != CUDA_SUCCESS)
         return false;
     char *p = out;
     memcpy(p, "GPU-", 4);
@@ -155,20 +155,20 @@ bool vw_drv_device_uuid(int device, char out[48])
     return true;
 }
 
-bool vw_drv_mem_info(size_t *free, size_t *total)
+bool driver_mem_info(size_t *free, size_t *total)
 {
-    return vw_drv_ready() && drv.mem_get_info && drv.mem_get_info(free, total) == CUDA_SUCCESS;
+    return driver_ready() && drv.mem_get_info && drv.mem_get_info(free, total) == CUDA_SUCCESS;
 }
 
 /* The driver answers for the current context only, so briefly make the device's primary
  * context current, and only when it is already active (retaining an inactive one would create
  * a context: memory and time the application never asked for). */
-bool vw_drv_mem_info_other(int dev, size_t *f, size_t *t)
+bool driver_mem_info_other(int dev, size_t *f, size_t *t)
 {
     unsigned int flags;
     int active = 0;
     CUcontext saved, ctx;
-    if (!vw_drv_ready() || !drv.ctx_get_current || !drv.ctx_set_current || !drv.primary_get_state ||
+    if (!driver_ready() || !drv.ctx_get_current || !drv.ctx_set_current || !drv.primary_get_state ||
         !drv.primary_retain || !drv.primary_release || !drv.mem_get_info)
         return false;
     if (drv.primary_get_state(dev, &flags, &active) != CUDA_SUCCESS || !active)
@@ -191,13 +191,13 @@ static uint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute a, bool *ok)
     return (uint64_t)v;
 }
 
-bool vw_drv_pools(int device, const struct core_device *d, int64_t *extra, int64_t *high)
+bool driver_pools(int device, const struct core_device *d, int64_t *extra, int64_t *high)
 {
     *extra = 0;
     *high = 0;
     if (!d->pool_used)
         return true;
-    if (device < 0 || !vw_drv_ready() || !drv.pool_get_attr)
+    if (device < 0 || !driver_ready() || !drv.pool_get_attr)
         return false;
     CUmemoryPool pools[VW_POOLS_PER_DEVICE + 2];
     int n = 0;

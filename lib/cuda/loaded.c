@@ -11,7 +11,7 @@
  * and a dot ("libcudart."), a '-' stands for the dot too: wheels bundle renamed copies
  * (PyTorch's torch/lib/libcudart-<hash>.so.12), which are the same library and must be
  * followed the same way. */
-bool vw_module_is(const char *path, const char *prefix)
+bool loaded_module_is(const char *path, const char *prefix)
 {
     if (!path)
         return false;
@@ -33,13 +33,13 @@ static int find_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct find_ctx *c = arg;
     (void)size;
-    if (!info->dlpi_name || !info->dlpi_name[0] || !vw_module_is(info->dlpi_name, c->prefix))
+    if (!info->dlpi_name || !info->dlpi_name[0] || !loaded_module_is(info->dlpi_name, c->prefix))
         return 0;
     snprintf(c->path, sizeof(c->path), "%s", info->dlpi_name);
     return 1;
 }
 
-void *vw_find_loaded(const char *module_prefix, const char *symbol)
+void *loaded_find(const char *module_prefix, const char *symbol)
 {
     /* Libraries loaded with RTLD_LOCAL (a Python extension module's dependencies, a plugin)
      * are not in the global scope that RTLD_NEXT searches, yet their callers bind to our
@@ -51,7 +51,7 @@ void *vw_find_loaded(const char *module_prefix, const char *symbol)
     void *lib = dlopen(c.path, RTLD_LAZY | RTLD_NOLOAD);
     if (!lib)
         return NULL;
-    void *p = vw_real_dlsym(lib, symbol);
+    void *p = dlsym_real(lib, symbol);
     dlclose(lib); /* still loaded: whoever loaded it holds it */
     return p;
 }

@@ -7,13 +7,13 @@
 
 /* Whether the file name of path starts with prefix; a prefix ending in '.' also matches a '-'
  * there (libcudart-<hash>.so.12 is libcudart). */
-bool vw_module_is(const char *path, const char *prefix);
+bool loaded_module_is(const char *path, const char *prefix);
 
 /* `symbol` in the first loaded module whose file name starts with `module_prefix`, found even
  * when that module was loaded with RTLD_LOCAL; NULL if none. */
-void *vw_find_loaded(const char *module_prefix, const char *symbol);
+void *loaded_find(const char *module_prefix, const char *symbol);
 
 /* The real dlsym (glibc's), found without going through our own exported dlsym (dlsym.c). */
-void *vw_real_dlsym(void *handle, const char *name);
+void *dlsym_real(void *handle, const char *name);
 
 #endif

@@ -36,7 +36,7 @@ typedef int (*procs_fn)(void *, unsigned int *, struct nvml_proc *);
 static void *nvml_symbol(const char *name)
 {
     static void *own; /* our own handle, when the application had not loaded NVML */
-    void *f = vw_find_loaded("libnvidia-ml.", name);
+    void *f = loaded_find("libnvidia-ml.", name);
     if (f)
         return f;
     if (!own)
@@ -65,7 +65,7 @@ static void process_name(unsigned int pid, char *out, size_t n)
         *nl = 0;
 }
 
-int vw_nvml_other_processes(const char *pci_bus_id, struct report_proc *out, int max)
+int nvml_procs_others(const char *pci_bus_id, struct report_proc *out, int max)
 {
     if (!pci_bus_id || !pci_bus_id[0] || max <= 0)
         return -1;

@@ -6,6 +6,6 @@
 
 /* The processes other than this one that hold memory on the device with this PCI bus id, at
  * most `max`. Returns how many, or -1 when NVML is not available or does not know the device. */
-int vw_nvml_other_processes(const char *pci_bus_id, struct report_proc *out, int max);
+int nvml_procs_others(const char *pci_bus_id, struct report_proc *out, int max);
 
 #endif

@@ -7,9 +7,9 @@
 
 VW_EXPORT int vramwatch_mark(const char *label)
 {
-    if (!label || !vw_active())
+    if (!label || !interpose_active())
         return -1;
-    core_mark(label, vw_now_ns());
+    core_mark(label, platform_now_ns());
     return 0;
 }
 
@@ -17,19 +17,19 @@ VW_EXPORT int vramwatch_dump(const char *reason)
 {
     static const char *allowed[] = { "oom", "exit", "request", "signal" };
     const char *r = "request";
-    if (!vw_active())
+    if (!interpose_active())
         return -1;
     for (size_t i = 0; reason && i < sizeof(allowed) / sizeof(allowed[0]); i++)
         if (!strcmp(reason, allowed[i]))
             r = allowed[i];
-    return vw_write_report(r);
+    return reporting_write(r);
 }
 
 VW_EXPORT int vramwatch_allocator_retries(int retries)
 {
-    if (!vw_active())
+    if (!interpose_active())
         return -1;
-    vw_allocator_declare(retries);
+    retrying_declare(retries);
     return 0;
 }
 

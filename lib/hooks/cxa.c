@@ -114,7 +114,7 @@ static int classify_c10_cuda(struct dl_phdr_info *info, size_t size, void *arg)
     (void)size;
     (void)arg;
     const char *n = info->dlpi_name;
-    if (!n || !*n || !vw_module_is(n, "libc10_cuda."))
+    if (!n || !*n || !loaded_module_is(n, "libc10_cuda."))
         return 0;
     const char *tab;
     size_t len;
@@ -157,7 +157,7 @@ static void keep_verdict(const void *obj, enum framework_exception kind)
     /* The report on disk holds the verdict before the exception reaches anyone's handler;
      * only in a process that made device allocation calls, which alone writes reports. */
     if (core_touched())
-        vw_write_report("oom");
+        reporting_write("oom");
 }
 
 static throw_fn find_real(void)
@@ -165,13 +165,13 @@ static throw_fn find_real(void)
     throw_fn f = __atomic_load_n(&real_throw, __ATOMIC_ACQUIRE);
     if (VW_LIKELY(f))
         return f;
-    void *p = vw_real_dlsym(RTLD_NEXT, "__cxa_throw");
+    void *p = dlsym_real(RTLD_NEXT, "__cxa_throw");
     /* A C++ runtime loaded only in a local scope (a Python extension's dependency) is not
      * found by RTLD_NEXT, though its users' throws reach us: look for it by name. */
     if (!p)
-        p = vw_find_loaded("libstdc++.so", "__cxa_throw");
+        p = loaded_find("libstdc++.so", "__cxa_throw");
     if (!p)
-        p = vw_find_loaded("libc++abi.so", "__cxa_throw");
+        p = loaded_find("libc++abi.so", "__cxa_throw");
     memcpy(&f, &p, sizeof(f));
     __atomic_store_n(&real_throw, f, __ATOMIC_RELEASE);
     return f;
@@ -189,7 +189,7 @@ static throw_fn thrower_own_runtime(void *caller)
     void *h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     if (!h)
         return NULL;
-    void *p = vw_real_dlsym(h, "__cxa_throw");
+    void *p = dlsym_real(h, "__cxa_throw");
     if (p && p != (void *)__cxa_throw)
         memcpy(&f, &p, sizeof(f));
     dlclose(h); /* the reference NOLOAD took; the library stays loaded */
@@ -200,9 +200,9 @@ VW_EXPORT void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
 {
     /* The handler that catches it sees errno as the thrower left it, whatever a report and the
      * first lookup of the real function did. */
-    int e = vw_errno_get();
+    int e = interpose_errno_get();
     enum framework_exception kind = tinfo ? exception_kind(tinfo) : FRAMEWORK_EXC_NONE;
-    if (VW_UNLIKELY(kind != FRAMEWORK_EXC_NONE) && obj && !in_verdict && vw_active() &&
+    if (VW_UNLIKELY(kind != FRAMEWORK_EXC_NONE) && obj && !in_verdict && interpose_active() &&
         (kind != FRAMEWORK_EXC_ERROR || plain_error_can_be_oom())) {
         in_verdict = 1;
         keep_verdict(obj, kind);
@@ -213,7 +213,7 @@ VW_EXPORT void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
         f = thrower_own_runtime(__builtin_return_address(0));
     if (VW_UNLIKELY(!f))
         abort(); /* no C++ runtime anywhere, though C++ code threw: nothing can unwind it */
-    vw_errno_set(e);
+    interpose_errno_set(e);
     f(obj, tinfo, dest);
     /* The runtime's __cxa_throw unwinds or terminates; it never comes back. */
     __builtin_unreachable();

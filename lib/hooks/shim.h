@@ -13,131 +13,131 @@
  * exported function makes only tail calls (the real function, or the recording path), so it
  * sets up no frame at all; the first call, before the real function's pointer is known, finds it
  * in a function of its own (the lookup is a call, which would need a frame). */
-#define VW_SHIM_ENTRY(ret, missing, name, params, args)                                       \
-    static __attribute__((noinline, cold)) ret vw_first_##name params                         \
-    {                                                                                         \
-        __typeof__(vw_real.name) real = (__typeof__(vw_real.name))vw_resolve(VW_HOOK_##name); \
-        if (!real)                                                                            \
-            return missing;                                                                   \
-        if (vw_depth)                                                                         \
-            return real args;                                                                 \
-        return vw_rec_##name(real, VW_UNPAREN args);                                          \
-    }                                                                                         \
-    VW_EXPORT ret name params                                                                 \
-    {                                                                                         \
-        __typeof__(vw_real.name) real = __atomic_load_n(&vw_real.name, __ATOMIC_ACQUIRE);     \
-        if (VW_UNLIKELY(!real))                                                               \
-            return vw_first_##name args;                                                      \
-        if (vw_depth)                                                                         \
-            return real args;                                                                 \
-        return vw_rec_##name(real, VW_UNPAREN args);                                          \
+#define VW_SHIM_ENTRY(ret, missing, name, params, args)                      \
+    static __attribute__((noinline, cold)) ret vw_first_##name params        \
+    {                                                                        \
+        __typeof__(resolve_real.name) real =                                 \
+                (__typeof__(resolve_real.name))resolve_hook(VW_HOOK_##name); \
+        if (!real)                                                           \
+            return missing;                                                  \
+        if (setup_depth)                                                     \
+            return real args;                                                \
+        return vw_rec_##name(real, VW_UNPAREN args);                         \
+    }                                                                        \
+    VW_EXPORT ret name params                                                \
+    {                                                                        \
+        __typeof__(resolve_real.name) real =                                 \
+                __atomic_load_n(&resolve_real.name, __ATOMIC_ACQUIRE);       \
+        if (VW_UNLIKELY(!real))                                              \
+            return vw_first_##name args;                                     \
+        if (setup_depth)                                                     \
+            return real args;                                                \
+        return vw_rec_##name(real, VW_UNPAREN args);                         \
     }
 
 /* An allocation: forward, then record the outcome; `key` and `size` are read after the real
  * call returns, and may use `ok`. errno: the caller's for the real call (the capture and the
  * limit gate may change it), the real call's after it, the caller's when refused. */
 #define VW_SHIM_ALLOC(ret, success, missing, runtime, name, kind, params, args, key, size)      \
-    static __attribute__((noinline))                                                            \
-    ret vw_rec_##name(__typeof__(vw_real.name) real, VW_UNPAREN params)                         \
+    static __attribute__((noinline)) ret vw_rec_##name(__typeof__(resolve_real.name) real,      \
+                                                       VW_UNPAREN params)                       \
     {                                                                                           \
         struct vw_call c;                                                                       \
-        int e = vw_errno_get();                                                                 \
-        if (!vw_enter_top(&c))                                                                  \
+        int e = interpose_errno_get();                                                          \
+        if (!interpose_enter_top(&c))                                                           \
             return real args;                                                                   \
         bool ok = false;                                                                        \
         int dev = VW_DEV_UNKNOWN, lim = VW_LIMIT_OK;                                            \
-        if (VW_UNLIKELY(vw_limits)) {                                                           \
+        if (VW_UNLIKELY(limit_any)) {                                                           \
             int gated = dev; /* its address is taken here only, so `dev` stays in a register */ \
-            lim = vw_limit_gate(&c, #name, kind, (size), &gated, runtime);                      \
+            lim = limit_gate(&c, #name, kind, (size), &gated, runtime);                         \
             if (lim == VW_LIMIT_REFUSE) {                                                       \
-                vw_errno_set(e);                                                                \
+                interpose_errno_set(e);                                                         \
                 return (ret)VW_OOM;                                                             \
             }                                                                                   \
             dev = gated;                                                                        \
         }                                                                                       \
-        vw_errno_set(e);                                                                        \
+        interpose_errno_set(e);                                                                 \
         ret r = real args;                                                                      \
-        e = vw_errno_get();                                                                     \
+        e = interpose_errno_get();                                                              \
         ok = r == success;                                                                      \
         if (VW_LIKELY(ok && lim == VW_LIMIT_OK)) {                                              \
-            vw_record_ok(&c, #name, kind, (key), (size), dev, false);                           \
-            vw_errno_set(e);                                                                    \
+            interpose_record_ok(&c, #name, kind, (key), (size), dev, false);                    \
+            interpose_errno_set(e);                                                             \
             return r;                                                                           \
         }                                                                                       \
-        vw_record_alloc(&c, #name, kind, ok, (int)r, runtime, ok ? (key) : 0, (size), dev,      \
-                        ok &&lim == VW_LIMIT_CROSS);                                            \
-        vw_errno_set(e);                                                                        \
+        record_alloc(&c, #name, kind, ok, (int)r, runtime, ok ? (key) : 0, (size), dev,         \
+                     ok && lim == VW_LIMIT_CROSS);                                              \
+        interpose_errno_set(e);                                                                 \
         return r;                                                                               \
     }                                                                                           \
     VW_SHIM_ENTRY(ret, missing, name, params, args)
 
 /* An allocation from an explicit stream-ordered pool: the pool is remembered, so reports can
  * ask it what it holds beyond what it handed out. */
-#define VW_SHIM_POOL_ALLOC(ret, success, missing, runtime, name, ptrtype, pooltype, streamtype) \
-    VW_EXPORT ret name(ptrtype *ptr, size_t size, pooltype pool, streamtype stream)             \
-    {                                                                                           \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                          \
-        if (VW_UNLIKELY(!real))                                                                 \
-            return missing;                                                                     \
-        struct vw_call c;                                                                       \
-        int e = vw_errno_get();                                                                 \
-        if (!vw_enter(&c, true))                                                                \
-            return real(ptr, size, pool, stream);                                               \
-        int dev = vw_current_device();                                                          \
-        if (pool)                                                                               \
-            core_note_pool(dev, (uint64_t)(uintptr_t)pool);                                     \
-        int lim = VW_UNLIKELY(vw_limits)                                                        \
-                          ? vw_limit_gate(&c, #name, CORE_POOL, size, &dev, runtime)            \
-                          : VW_LIMIT_OK;                                                        \
-        vw_errno_set(e);                                                                        \
-        if (lim == VW_LIMIT_REFUSE)                                                             \
-            return (ret)VW_OOM;                                                                 \
-        ret r = real(ptr, size, pool, stream);                                                  \
-        e = vw_errno_get();                                                                     \
-        bool ok = r == success;                                                                 \
-        vw_record_alloc(&c, #name, CORE_POOL, ok, (int)r, runtime,                              \
-                        ok ? (uint64_t)(uintptr_t)*ptr : 0, size, dev,                          \
-                        ok &&lim == VW_LIMIT_CROSS);                                            \
-        vw_errno_set(e);                                                                        \
-        return r;                                                                               \
+#define VW_SHIM_POOL_ALLOC(ret, success, missing, runtime, name, ptrtype, pooltype, streamtype)   \
+    VW_EXPORT ret name(ptrtype *ptr, size_t size, pooltype pool, streamtype stream)               \
+    {                                                                                             \
+        __typeof__(resolve_real.name) real = VW_REAL(name);                                       \
+        if (VW_UNLIKELY(!real))                                                                   \
+            return missing;                                                                       \
+        struct vw_call c;                                                                         \
+        int e = interpose_errno_get();                                                            \
+        if (!interpose_enter(&c, true))                                                           \
+            return real(ptr, size, pool, stream);                                                 \
+        int dev = driver_current_device();                                                        \
+        if (pool)                                                                                 \
+            core_note_pool(dev, (uint64_t)(uintptr_t)pool);                                       \
+        int lim = VW_UNLIKELY(limit_any) ? limit_gate(&c, #name, CORE_POOL, size, &dev, runtime)  \
+                                         : VW_LIMIT_OK;                                           \
+        interpose_errno_set(e);                                                                   \
+        if (lim == VW_LIMIT_REFUSE)                                                               \
+            return (ret)VW_OOM;                                                                   \
+        ret r = real(ptr, size, pool, stream);                                                    \
+        e = interpose_errno_get();                                                                \
+        bool ok = r == success;                                                                   \
+        record_alloc(&c, #name, CORE_POOL, ok, (int)r, runtime,                                   \
+                     ok ? (uint64_t)(uintptr_t)*ptr : 0, size, dev, ok && lim == VW_LIMIT_CROSS); \
+        interpose_errno_set(e);                                                                   \
+        return r;                                                                                 \
     }
 
 /* A free: the allocation leaves the tables before the real free, so an address the driver
  * hands out again at once cannot be confused with it; a failed free puts it back. A free keeps
  * no stack, so it enters without a call record. The core leaves errno alone (core.c), so the
  * real free gets the caller's; putting a record back may map memory, after the real call. */
-#define VW_SHIM_FREE(ret, success, missing, name, kind, params, args, key) \
-    static __attribute__((noinline))                                       \
-    ret vw_rec_##name(__typeof__(vw_real.name) real, VW_UNPAREN params)    \
-    {                                                                      \
-        if (!(key) || !vw_active())                                        \
-            return real args;                                              \
-        vw_depth = 1;                                                      \
-        struct core_alloc a;                                               \
-        bool tracked = core_take(kind, (key), &a, vw_now_coarse_ns());     \
-        ret r = real args;                                                 \
-        if (VW_UNLIKELY(tracked && r != success))                          \
-            VW_KEEP_ERRNO(core_untake(&a));                                \
-        vw_leave();                                                        \
-        return r;                                                          \
-    }                                                                      \
+#define VW_SHIM_FREE(ret, success, missing, name, kind, params, args, key)                 \
+    static __attribute__((noinline)) ret vw_rec_##name(__typeof__(resolve_real.name) real, \
+                                                       VW_UNPAREN params)                  \
+    {                                                                                      \
+        if (!(key) || !interpose_active())                                                 \
+            return real args;                                                              \
+        setup_depth = 1;                                                                   \
+        struct core_alloc a;                                                               \
+        bool tracked = core_take(kind, (key), &a, platform_now_coarse_ns());               \
+        ret r = real args;                                                                 \
+        if (VW_UNLIKELY(tracked && r != success))                                          \
+            VW_KEEP_ERRNO(core_untake(&a));                                                \
+        interpose_leave();                                                                 \
+        return r;                                                                          \
+    }                                                                                      \
     VW_SHIM_ENTRY(ret, missing, name, params, args)
 
 /* What a query or lookup hook does after the real call (rewriting a figure, wrapping a pointer),
  * with errno as the real call left it. */
-#define VW_KEEP_ERRNO(...)               \
-    do {                                 \
-        int keep_errno_ = vw_errno_get(); \
-        __VA_ARGS__;                     \
-        vw_errno_set(keep_errno_);       \
+#define VW_KEEP_ERRNO(...)                       \
+    do {                                         \
+        int keep_errno_ = interpose_errno_get(); \
+        __VA_ARGS__;                             \
+        interpose_errno_set(keep_errno_);        \
     } while (0)
 
 /* A plain pass-through: the hook exists so later features have a place. */
-#define VW_SHIM_PASS(ret, missing, name, params, args) \
-    VW_EXPORT ret name params                          \
-    {                                                  \
-        __typeof__(vw_real.name) real = VW_REAL(name); \
-        return real ? real args : missing;             \
+#define VW_SHIM_PASS(ret, missing, name, params, args)      \
+    VW_EXPORT ret name params                               \
+    {                                                       \
+        __typeof__(resolve_real.name) real = VW_REAL(name); \
+        return real ? real args : missing;                  \
     }
 
 #endif

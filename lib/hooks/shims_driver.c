@@ -45,26 +45,26 @@ DRV_POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz)
 VW_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                const CUmemAllocationProp *prop, unsigned long long flags)
 {
-    __typeof__(vw_real.cuMemCreate) real = VW_REAL(cuMemCreate);
+    __typeof__(resolve_real.cuMemCreate) real = VW_REAL(cuMemCreate);
     if (VW_UNLIKELY(!real))
         return DRV_MISSING;
     struct vw_call c;
-    int e = vw_errno_get(); /* as in VW_SHIM_ALLOC */
-    if (!vw_enter(&c, true))
+    int e = interpose_errno_get(); /* as in VW_SHIM_ALLOC */
+    if (!interpose_enter(&c, true))
         return real(handle, size, prop, flags);
     int dev = (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) ? prop->location.id
                                                                            : VW_DEV_UNKNOWN;
-    int lim = VW_UNLIKELY(vw_limits) ? vw_limit_gate(&c, "cuMemCreate", CORE_VMM, size, &dev, false)
+    int lim = VW_UNLIKELY(limit_any) ? limit_gate(&c, "cuMemCreate", CORE_VMM, size, &dev, false)
                                      : VW_LIMIT_OK;
-    vw_errno_set(e);
+    interpose_errno_set(e);
     if (lim == VW_LIMIT_REFUSE)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = real(handle, size, prop, flags);
-    e = vw_errno_get();
+    e = interpose_errno_get();
     bool ok = r == CUDA_SUCCESS;
-    vw_record_alloc(&c, "cuMemCreate", CORE_VMM, ok, (int)r, false,
-                    ok && handle ? (uint64_t)*handle : 0, size, dev, ok && lim == VW_LIMIT_CROSS);
-    vw_errno_set(e);
+    record_alloc(&c, "cuMemCreate", CORE_VMM, ok, (int)r, false,
+                 ok && handle ? (uint64_t)*handle : 0, size, dev, ok && lim == VW_LIMIT_CROSS);
+    interpose_errno_set(e);
     return r;
 }
 
@@ -80,23 +80,23 @@ DRV_FREE(cuMemFreeHost, CORE_HOST, (void *p), (p), (uint64_t)(uintptr_t)p)
 VW_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
                                        CUdeviceptr addr, unsigned long long flags)
 {
-    __typeof__(vw_real.cuMemAddressReserve) real = VW_REAL(cuMemAddressReserve);
+    __typeof__(resolve_real.cuMemAddressReserve) real = VW_REAL(cuMemAddressReserve);
     if (VW_UNLIKELY(!real))
         return DRV_MISSING;
     CUresult r = real(ptr, size, alignment, addr, flags);
-    if (r == CUDA_SUCCESS && vw_active() && !vw_depth)
-        VW_KEEP_ERRNO(core_va_reserve(vw_current_device(), (int64_t)size));
+    if (r == CUDA_SUCCESS && interpose_active() && !setup_depth)
+        VW_KEEP_ERRNO(core_va_reserve(driver_current_device(), (int64_t)size));
     return r;
 }
 
 VW_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
-    __typeof__(vw_real.cuMemAddressFree) real = VW_REAL(cuMemAddressFree);
+    __typeof__(resolve_real.cuMemAddressFree) real = VW_REAL(cuMemAddressFree);
     if (VW_UNLIKELY(!real))
         return DRV_MISSING;
     CUresult r = real(ptr, size);
-    if (r == CUDA_SUCCESS && vw_active() && !vw_depth)
-        VW_KEEP_ERRNO(core_va_reserve(vw_current_device(), -(int64_t)size));
+    if (r == CUDA_SUCCESS && interpose_active() && !setup_depth)
+        VW_KEEP_ERRNO(core_va_reserve(driver_current_device(), -(int64_t)size));
     return r;
 }
 
@@ -107,23 +107,23 @@ DRV_PASS(cuMemMap,
 DRV_PASS(cuMemUnmap, (CUdeviceptr ptr, size_t size), (ptr, size))
 VW_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
 {
-    __typeof__(vw_real.cuMemGetInfo_v2) real = VW_REAL(cuMemGetInfo_v2);
+    __typeof__(resolve_real.cuMemGetInfo_v2) real = VW_REAL(cuMemGetInfo_v2);
     if (VW_UNLIKELY(!real))
         return DRV_MISSING;
     CUresult r = real(free, total);
-    if (r == CUDA_SUCCESS && vw_active() && VW_UNLIKELY(vw_limits))
-        VW_KEEP_ERRNO(vw_limit_meminfo(vw_current_device(), free, total));
+    if (r == CUDA_SUCCESS && interpose_active() && VW_UNLIKELY(limit_any))
+        VW_KEEP_ERRNO(limit_meminfo(driver_current_device(), free, total));
     return r;
 }
 
 VW_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
-    __typeof__(vw_real.cuDeviceTotalMem_v2) real = VW_REAL(cuDeviceTotalMem_v2);
+    __typeof__(resolve_real.cuDeviceTotalMem_v2) real = VW_REAL(cuDeviceTotalMem_v2);
     if (VW_UNLIKELY(!real))
         return DRV_MISSING;
     CUresult r = real(bytes, dev);
-    if (r == CUDA_SUCCESS && bytes && vw_active() && VW_UNLIKELY(vw_limits))
-        VW_KEEP_ERRNO(if (vw_limit_of(dev)) *bytes = vw_limit_of(dev));
+    if (r == CUDA_SUCCESS && bytes && interpose_active() && VW_UNLIKELY(limit_any))
+        VW_KEEP_ERRNO(if (limit_of(dev)) *bytes = limit_of(dev));
     return r;
 }
 DRV_PASS(cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value),
@@ -134,12 +134,12 @@ DRV_PASS(cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, vo
 VW_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                                     cuuint64_t flags)
 {
-    __typeof__(vw_real.cuGetProcAddress) real = VW_REAL(cuGetProcAddress);
+    __typeof__(resolve_real.cuGetProcAddress) real = VW_REAL(cuGetProcAddress);
     if (VW_UNLIKELY(!real))
         return DRV_MISSING;
     CUresult r = real(symbol, pfn, cudaVersion, flags);
     if (r == CUDA_SUCCESS && pfn && *pfn)
-        VW_KEEP_ERRNO(*pfn = vw_wrap_proc(symbol, cudaVersion, flags, *pfn));
+        VW_KEEP_ERRNO(*pfn = resolve_wrap_proc(symbol, cudaVersion, flags, *pfn));
     return r;
 }
 
@@ -147,11 +147,11 @@ VW_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
                                        cuuint64_t flags,
                                        CUdriverProcAddressQueryResult *symbolStatus)
 {
-    __typeof__(vw_real.cuGetProcAddress_v2) real = VW_REAL(cuGetProcAddress_v2);
+    __typeof__(resolve_real.cuGetProcAddress_v2) real = VW_REAL(cuGetProcAddress_v2);
     if (VW_UNLIKELY(!real))
         return DRV_MISSING;
     CUresult r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
     if (r == CUDA_SUCCESS && pfn && *pfn)
-        VW_KEEP_ERRNO(*pfn = vw_wrap_proc(symbol, cudaVersion, flags, *pfn));
+        VW_KEEP_ERRNO(*pfn = resolve_wrap_proc(symbol, cudaVersion, flags, *pfn));
     return r;
 }

@@ -29,7 +29,7 @@ static void *nvml_sym(void *real, const char *name)
     void *h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     if (!h)
         return NULL;
-    void *p = vw_real_dlsym(h, name);
+    void *p = dlsym_real(h, name);
     dlclose(h); /* still loaded: the application holds it */
     return p;
 }
@@ -75,14 +75,14 @@ static int cuda_ordinal(vw_nvml_device dev, void *real)
         for (int i = 0; i < VW_MAX_DEVICES; i++) {
             char bus[32];
             unsigned d, b, s, f;
-            if (!vw_device_pci_bus_id(i, bus, sizeof(bus)))
+            if (!driver_pci_bus_id(i, bus, sizeof(bus)))
                 break;
             if (parse_bus_id(bus, &d, &b, &s, &f) && d == info.domain && b == info.bus &&
                 s == info.device)
                 return i;
         }
     }
-    if (vw_opt.cuda_visible_set)
+    if (options_current.cuda_visible_set)
         return -1;
     index_fn idx;
     p = nvml_sym(real, "nvmlDeviceGetIndex");
@@ -94,14 +94,14 @@ static int cuda_ordinal(vw_nvml_device dev, void *real)
 /* The emulated capacity of an NVML device, or 0 when it has none (or nothing is emulated). */
 static uint64_t nvml_limit(vw_nvml_device device, void *real)
 {
-    if (!vw_active() || VW_LIKELY(!vw_limits))
+    if (!interpose_active() || VW_LIKELY(!limit_any))
         return 0;
-    return vw_limit_of(cuda_ordinal(device, real));
+    return limit_of(cuda_ordinal(device, real));
 }
 
 VW_EXPORT vw_nvml_return nvmlDeviceGetMemoryInfo(vw_nvml_device device, vw_nvml_memory *memory)
 {
-    __typeof__(vw_real.nvmlDeviceGetMemoryInfo) real = VW_REAL(nvmlDeviceGetMemoryInfo);
+    __typeof__(resolve_real.nvmlDeviceGetMemoryInfo) real = VW_REAL(nvmlDeviceGetMemoryInfo);
     if (VW_UNLIKELY(!real))
         return NVML_ERROR_UNKNOWN;
     vw_nvml_return r = real(device, memory);
@@ -118,7 +118,7 @@ VW_EXPORT vw_nvml_return nvmlDeviceGetMemoryInfo(vw_nvml_device device, vw_nvml_
 VW_EXPORT vw_nvml_return nvmlDeviceGetMemoryInfo_v2(vw_nvml_device device,
                                                     vw_nvml_memory_v2 *memory)
 {
-    __typeof__(vw_real.nvmlDeviceGetMemoryInfo_v2) real = VW_REAL(nvmlDeviceGetMemoryInfo_v2);
+    __typeof__(resolve_real.nvmlDeviceGetMemoryInfo_v2) real = VW_REAL(nvmlDeviceGetMemoryInfo_v2);
     if (VW_UNLIKELY(!real))
         return NVML_ERROR_UNKNOWN;
     vw_nvml_return r = real(device, memory);

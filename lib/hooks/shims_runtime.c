@@ -48,14 +48,14 @@ RT_FREE(cudaFreeAsync_ptsz, CORE_POOL, (void *devPtr, cudaStream_t stream), (dev
         devPtr)
 RT_FREE(cudaFreeHost, CORE_HOST, (void *ptr), (ptr), ptr)
 
-void vw_runtime_init(void)
+void shims_runtime_start(void)
 {
     /* cudaFree(NULL) is the documented way to start the runtime; it frees nothing. Called from
      * inside a hooked call, so it goes to the real function, unrecorded. */
     static bool done;
     if (__atomic_load_n(&done, __ATOMIC_RELAXED))
         return;
-    __typeof__(vw_real.cudaFree) real = VW_REAL(cudaFree);
+    __typeof__(resolve_real.cudaFree) real = VW_REAL(cudaFree);
     if (real) {
         cudaError_t r = real(NULL);
         (void)r; /* no driver, no device: the application's own call gets the same answer */
@@ -67,28 +67,27 @@ void vw_runtime_init(void)
 
 VW_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
 {
-    __typeof__(vw_real.cudaMemGetInfo) real = VW_REAL(cudaMemGetInfo);
+    __typeof__(resolve_real.cudaMemGetInfo) real = VW_REAL(cudaMemGetInfo);
     if (VW_UNLIKELY(!real))
         return RT_MISSING;
     cudaError_t r = real(free, total);
-    if (r == cudaSuccess && vw_active() && VW_UNLIKELY(vw_limits))
-        VW_KEEP_ERRNO(vw_limit_meminfo(vw_current_device(), free, total));
+    if (r == cudaSuccess && interpose_active() && VW_UNLIKELY(limit_any))
+        VW_KEEP_ERRNO(limit_meminfo(driver_current_device(), free, total));
     return r;
 }
 
 /* totalGlobalMem is read by name: the field sits at the same offset in the CUDA 12 and 13
  * structures, whatever their sizes. */
-#define RT_PROPS(name)                                                           \
-    VW_EXPORT cudaError_t name(struct cudaDeviceProp *prop, int device)          \
-    {                                                                            \
-        __typeof__(vw_real.name) real = VW_REAL(name);                           \
-        if (VW_UNLIKELY(!real))                                                  \
-            return RT_MISSING;                                                   \
-        cudaError_t r = real(prop, device);                                      \
-        if (r == cudaSuccess && prop && vw_active() && VW_UNLIKELY(vw_limits))   \
-            VW_KEEP_ERRNO(if (vw_limit_of(device)) prop->totalGlobalMem =        \
-                                  vw_limit_of(device));                          \
-        return r;                                                                \
+#define RT_PROPS(name)                                                                    \
+    VW_EXPORT cudaError_t name(struct cudaDeviceProp *prop, int device)                   \
+    {                                                                                     \
+        __typeof__(resolve_real.name) real = VW_REAL(name);                               \
+        if (VW_UNLIKELY(!real))                                                           \
+            return RT_MISSING;                                                            \
+        cudaError_t r = real(prop, device);                                               \
+        if (r == cudaSuccess && prop && interpose_active() && VW_UNLIKELY(limit_any))     \
+            VW_KEEP_ERRNO(if (limit_of(device)) prop->totalGlobalMem = limit_of(device)); \
+        return r;                                                                         \
     }
 RT_PROPS(cudaGetDeviceProperties)
 RT_PROPS(cudaGetDeviceProperties_v2)
@@ -101,7 +100,7 @@ static int runtime_version(void)
     static int v;
     if (!v) {
         cudaError_t (*get)(int *) =
-                (cudaError_t(*)(int *))vw_real_dlsym(RTLD_NEXT, "cudaRuntimeGetVersion");
+                (cudaError_t (*)(int *))dlsym_real(RTLD_NEXT, "cudaRuntimeGetVersion");
         int got = 0;
         if (!get || get(&got) != cudaSuccess || got <= 0)
             got = CUDART_VERSION;
@@ -110,33 +109,35 @@ static int runtime_version(void)
     return v;
 }
 
-#define RT_ENTRY(name)                                                                       \
-    VW_EXPORT cudaError_t name(const char *symbol, void **funcPtr, unsigned long long flags, \
-                               enum cudaDriverEntryPointQueryResult *driverStatus)           \
-    {                                                                                        \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                       \
-        if (VW_UNLIKELY(!real))                                                              \
-            return RT_MISSING;                                                               \
-        cudaError_t r = real(symbol, funcPtr, flags, driverStatus);                          \
-        if (r == cudaSuccess && funcPtr && *funcPtr)                                         \
-            VW_KEEP_ERRNO(*funcPtr = vw_wrap_proc(symbol, runtime_version(), flags, *funcPtr)); \
-        return r;                                                                            \
+#define RT_ENTRY(name)                                                                            \
+    VW_EXPORT cudaError_t name(const char *symbol, void **funcPtr, unsigned long long flags,      \
+                               enum cudaDriverEntryPointQueryResult *driverStatus)                \
+    {                                                                                             \
+        __typeof__(resolve_real.name) real = VW_REAL(name);                                       \
+        if (VW_UNLIKELY(!real))                                                                   \
+            return RT_MISSING;                                                                    \
+        cudaError_t r = real(symbol, funcPtr, flags, driverStatus);                               \
+        if (r == cudaSuccess && funcPtr && *funcPtr)                                              \
+            VW_KEEP_ERRNO(*funcPtr =                                                              \
+                                  resolve_wrap_proc(symbol, runtime_version(), flags, *funcPtr)); \
+        return r;                                                                                 \
     }
 RT_ENTRY(cudaGetDriverEntryPoint)
 RT_ENTRY(cudaGetDriverEntryPoint_ptsz)
 
-#define RT_ENTRY_BY_VERSION(name)                                                            \
-    VW_EXPORT cudaError_t name(const char *symbol, void **funcPtr, unsigned int cudaVersion, \
-                               unsigned long long flags,                                     \
-                               enum cudaDriverEntryPointQueryResult *driverStatus)           \
-    {                                                                                        \
-        __typeof__(vw_real.name) real = VW_REAL(name);                                       \
-        if (VW_UNLIKELY(!real))                                                              \
-            return RT_MISSING;                                                               \
-        cudaError_t r = real(symbol, funcPtr, cudaVersion, flags, driverStatus);             \
-        if (r == cudaSuccess && funcPtr && *funcPtr)                                         \
-            VW_KEEP_ERRNO(*funcPtr = vw_wrap_proc(symbol, (int)cudaVersion, flags, *funcPtr)); \
-        return r;                                                                            \
+#define RT_ENTRY_BY_VERSION(name)                                                                \
+    VW_EXPORT cudaError_t name(const char *symbol, void **funcPtr, unsigned int cudaVersion,     \
+                               unsigned long long flags,                                         \
+                               enum cudaDriverEntryPointQueryResult *driverStatus)               \
+    {                                                                                            \
+        __typeof__(resolve_real.name) real = VW_REAL(name);                                      \
+        if (VW_UNLIKELY(!real))                                                                  \
+            return RT_MISSING;                                                                   \
+        cudaError_t r = real(symbol, funcPtr, cudaVersion, flags, driverStatus);                 \
+        if (r == cudaSuccess && funcPtr && *funcPtr)                                             \
+            VW_KEEP_ERRNO(*funcPtr =                                                             \
+                                  resolve_wrap_proc(symbol, (int)cudaVersion, flags, *funcPtr)); \
+        return r;                                                                                \
     }
 RT_ENTRY_BY_VERSION(cudaGetDriverEntryPointByVersion)
 RT_ENTRY_BY_VERSION(cudaGetDriverEntryPointByVersion_ptsz)

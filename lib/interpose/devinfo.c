@@ -15,22 +15,22 @@
 /* Serialises report gathering. */
 static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void vw_devinfo_after_fork_child(void)
+void reporting_after_fork_child(void)
 {
     pthread_mutex_init(&info_lock, NULL);
 }
 
-int vw_write_report(const char *reason)
+int reporting_write(const char *reason)
 {
     static struct report_devinfo info[VW_MAX_DEVICES + 1];
     struct core_snapshot *snap = malloc(sizeof(*snap));
     if (!snap)
         return -1;
-    int saved = vw_depth;
-    vw_depth = 1; /* our queries below go to the real driver unrecorded */
+    int saved = setup_depth;
+    setup_depth = 1; /* our queries below go to the real driver unrecorded */
     core_snapshot(snap);
     pthread_mutex_lock(&info_lock);
-    int cur = vw_current_device();
+    int cur = driver_current_device();
     static int64_t used[VW_MAX_DEVICES + 1]; /* under info_lock */
     for (int i = 0; i <= VW_MAX_DEVICES; i++) {
         used[i] = -1;
@@ -38,23 +38,23 @@ int vw_write_report(const char *reason)
         memset(in, 0, sizeof(*in));
         in->total = in->free = in->pool_reserved_high = -1;
         in->nprocs = -1;
-        in->limit = vw_limit_of(i) ? (int64_t)vw_limit_of(i) : -1;
+        in->limit = limit_of(i) ? (int64_t)limit_of(i) : -1;
         if (!snap->devices[i].active || i == VW_MAX_DEVICES)
             continue;
         size_t t, f;
-        if (vw_drv_ready()) {
-            if (vw_drv_total_mem(i, &t))
+        if (driver_ready()) {
+            if (driver_total_mem(i, &t))
                 in->total = (int64_t)t;
-            if (!vw_drv_device_name(i, in->name, sizeof(in->name)))
+            if (!driver_device_name(i, in->name, sizeof(in->name)))
                 in->name[0] = 0;
-            if (!vw_device_pci_bus_id(i, in->pci_bus_id, sizeof(in->pci_bus_id)))
+            if (!driver_pci_bus_id(i, in->pci_bus_id, sizeof(in->pci_bus_id)))
                 in->pci_bus_id[0] = 0;
-            vw_drv_device_uuid(i, in->uuid);
+            driver_device_uuid(i, in->uuid);
             /* The driver answers free memory for the current context's device only. */
-            bool got = i == cur ? vw_drv_mem_info(&f, &t) : vw_drv_mem_info_other(i, &f, &t);
+            bool got = i == cur ? driver_mem_info(&f, &t) : driver_mem_info_other(i, &f, &t);
             if (got) {
                 used[i] = t > f ? (int64_t)(t - f) : 0;
-                vw_limit_meminfo(i, &f, &t);
+                limit_meminfo(i, &f, &t);
                 in->free = (int64_t)f;
                 in->total = (int64_t)t;
             }
@@ -63,17 +63,17 @@ int vw_write_report(const char *reason)
             in->total = in->limit; /* the emulated card, even when the driver could not answer */
         /* Whose memory the rest of the card is: worth asking only when the card ran out. */
         if (strcmp(reason, "oom") == 0 && in->pci_bus_id[0])
-            in->nprocs = vw_nvml_other_processes(in->pci_bus_id, in->procs, REPORT_PROCS_MAX);
-        if (!vw_drv_pools(i, &snap->devices[i], &in->pool_extra, &in->pool_reserved_high)) {
+            in->nprocs = nvml_procs_others(in->pci_bus_id, in->procs, REPORT_PROCS_MAX);
+        if (!driver_pools(i, &snap->devices[i], &in->pool_extra, &in->pool_reserved_high)) {
             in->pool_extra = -1;
             in->pool_reserved_high = -1;
         }
         /* The timeline's last point is this measurement: reserved and untracked as reported. */
-        core_measure(i, used[i], in->pool_extra, vw_now_ns());
+        core_measure(i, used[i], in->pool_extra, platform_now_ns());
     }
     int rc = report_write(reason, info);
     pthread_mutex_unlock(&info_lock);
-    vw_depth = saved;
+    setup_depth = saved;
     free(snap);
     return rc;
 }

@@ -1,9 +1,9 @@
-/* The device facts gathered for a report (devinfo.c); vw_write_report is declared in
+/* The device facts gathered for a report (devinfo.c); reporting_write is declared in
  * interpose.h, where the shims, the API and the signal thread find it. */
 #ifndef VW_DEVINFO_H
 #define VW_DEVINFO_H
 
 /* In a forked child: the report-gathering lock is made anew (its holder is not in the child). */
-void vw_devinfo_after_fork_child(void);
+void reporting_after_fork_child(void);
 
 #endif

@@ -66,58 +66,58 @@ struct vw_real_fns {
 #undef VW_NVML
 #undef VW_DRV
 };
-extern struct vw_real_fns vw_real;
+extern struct vw_real_fns resolve_real;
 
 /* Resolve a slot through RTLD_NEXT, then in the loaded module it belongs to; NULL if nowhere. */
-void *vw_resolve(int id);
-#define VW_REAL(name)                                                                   \
-    __extension__({                                                                     \
-        __typeof__(vw_real.name) f_ = __atomic_load_n(&vw_real.name, __ATOMIC_ACQUIRE); \
-        VW_LIKELY(f_) ? f_ : (__typeof__(vw_real.name))vw_resolve(VW_HOOK_##name);      \
+void *resolve_hook(int id);
+#define VW_REAL(name)                                                                             \
+    __extension__({                                                                               \
+        __typeof__(resolve_real.name) f_ = __atomic_load_n(&resolve_real.name, __ATOMIC_ACQUIRE); \
+        VW_LIKELY(f_) ? f_ : (__typeof__(resolve_real.name))resolve_hook(VW_HOOK_##name);         \
     })
 
 /* Per-thread state: the depth of hooked calls on this thread. Only the outermost one records:
  * a runtime call that reaches the driver inside, and our own calls into CUDA while writing a
  * report, pass through. */
-extern VW_TLS int vw_depth;
+extern VW_TLS int setup_depth;
 /* Options read and core mapped; false: pass everything through. Points into a page that a child
  * process gets zeroed (lifecycle.c), so a child's first call goes through set-up's slow path. */
-extern bool *vw_ready;
-static inline bool vw_ready_now(void)
+extern bool *lifecycle_ready;
+static inline bool interpose_ready_now(void)
 {
-    return __atomic_load_n(__atomic_load_n(&vw_ready, __ATOMIC_ACQUIRE), __ATOMIC_ACQUIRE);
+    return __atomic_load_n(__atomic_load_n(&lifecycle_ready, __ATOMIC_ACQUIRE), __ATOMIC_ACQUIRE);
 }
 
 /* errno is the application's: after a hooked call it holds what the real function left, and
  * where the library answers without calling it, what it held before the call (issue 24). The
  * library's own work (set-up, unwinding, the driver's answers, locks that sleep, reports) may
  * change it, so a hook that does any of that around the real call keeps errno as the real call
- * left it (vw_errno_get after it, vw_errno_set before returning) and, before the real call,
+ * left it (interpose_errno_get after it, interpose_errno_set before returning) and, before the real call,
  * as the caller left it. One TLS address, loads and stores: nothing on the nested path. */
-static inline int vw_errno_get(void)
+static inline int interpose_errno_get(void)
 {
     return errno;
 }
-static inline void vw_errno_set(int e)
+static inline void interpose_errno_set(int e)
 {
     errno = e;
 }
 
 /* Lazy set-up on the first hooked call: options, core, fork handlers. */
-bool vw_init_slow(void);
-static __attribute__((cold, noinline, unused)) bool vw_init_keep_errno(void)
+bool setup_init_slow(void);
+static __attribute__((cold, noinline, unused)) bool interpose_init_keep_errno(void)
 {
-    int e = vw_errno_get();
-    bool ok = vw_init_slow();
-    vw_errno_set(e);
+    int e = interpose_errno_get();
+    bool ok = setup_init_slow();
+    interpose_errno_set(e);
     return ok;
 }
-static inline bool vw_active(void)
+static inline bool interpose_active(void)
 {
-    /* vw_ready is only ever set with recording on (setup.c returns before it when disabled). */
-    if (VW_LIKELY(vw_ready_now()))
+    /* lifecycle_ready is only ever set with recording on (setup.c returns before it when disabled). */
+    if (VW_LIKELY(interpose_ready_now()))
         return true;
-    return vw_init_keep_errno() && !vw_opt.disable;
+    return interpose_init_keep_errno() && !options_current.disable;
 }
 
 /* One hooked allocation call in flight. */
@@ -128,50 +128,51 @@ struct vw_call {
 
 /* Enter a hooked call. Returns false when the call must pass through (disabled, or nested
  * inside another hooked call on this thread); otherwise the stack is captured now, before
- * anything is locked, and vw_leave() must follow. */
-static inline bool vw_enter(struct vw_call *c, bool want_stack)
+ * anything is locked, and interpose_leave() must follow. */
+static inline bool interpose_enter(struct vw_call *c, bool want_stack)
 {
-    if (!vw_active() || vw_depth)
+    if (!interpose_active() || setup_depth)
         return false;
-    vw_depth = 1;
-    c->nframes = want_stack ? stack_capture_all(c->frames, vw_opt.stack_depth) : 0;
+    setup_depth = 1;
+    c->nframes = want_stack ? stack_capture_all(c->frames, options_current.stack_depth) : 0;
     return true;
 }
-/* vw_enter for the recording path of an exported shim, which has found the depth 0 already. */
-static inline bool vw_enter_top(struct vw_call *c)
+/* interpose_enter for the recording path of an exported shim, which has found the depth 0 already. */
+static inline bool interpose_enter_top(struct vw_call *c)
 {
-    if (!vw_active())
+    if (!interpose_active())
         return false;
-    vw_depth = 1;
-    c->nframes = stack_capture_all(c->frames, vw_opt.stack_depth);
+    setup_depth = 1;
+    c->nframes = stack_capture_all(c->frames, options_current.stack_depth);
     return true;
 }
-static inline void vw_leave(void)
+static inline void interpose_leave(void)
 {
-    vw_depth = 0;
+    setup_depth = 0;
 }
 
 /* Record an allocation call's outcome. `ok` is the call's success; `key` the address or
  * handle; `runtime` chooses the error names; `crossing`: observe mode saw this allocation go
  * over the emulated limit. */
-void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool ok, int err,
-                     bool runtime, uint64_t key, uint64_t size, int device, bool crossing);
+void record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool ok, int err,
+                  bool runtime, uint64_t key, uint64_t size, int device, bool crossing);
 
 /* Something an allocation that went through must do besides recording it: the exit handler
  * is not registered yet, or a status file is open (record.c keeps it; set until the first
  * allocation). With core_report_stale, the one test the common path makes for all of it. */
-extern bool vw_alloc_rare;
-void vw_record_rare(uint64_t now);
+extern bool record_rare_due;
+void record_rare(uint64_t now);
 
 /* An allocation that went through, recorded: inline in each shim for the common path (no limit
- * in the way, `crossing` a constant false), so it makes one call into the core; vw_record_alloc
+ * in the way, `crossing` a constant false), so it makes one call into the core; record_alloc
  * uses it for every other allocation that went through. */
-static inline void vw_record_ok(const struct vw_call *c, const char *api, enum core_kind kind,
-                                uint64_t key, uint64_t size, int device, bool crossing)
+static inline void interpose_record_ok(const struct vw_call *c, const char *api,
+                                       enum core_kind kind, uint64_t key, uint64_t size, int device,
+                                       bool crossing)
 {
-    uint64_t now = vw_now_ns();
+    uint64_t now = platform_now_ns();
     if (device == VW_DEV_UNKNOWN && kind != CORE_HOST)
-        device = vw_current_device();
+        device = driver_current_device();
     /* A zero-byte request that succeeds hands out nothing (cudaMalloc returns NULL). */
     if (VW_LIKELY(size != 0)) {
         uint32_t site = core_callsite(c->frames, c->nframes);
@@ -179,47 +180,47 @@ static inline void vw_record_ok(const struct vw_call *c, const char *api, enum c
         if (VW_UNLIKELY(crossing))
             core_limit_crossing(device, api, size, site, now);
         /* Both flags read, one branch (`|`, not `||`). */
-        if (VW_UNLIKELY((int)__atomic_load_n(&vw_alloc_rare, __ATOMIC_RELAXED) |
+        if (VW_UNLIKELY((int)__atomic_load_n(&record_rare_due, __ATOMIC_RELAXED) |
                         (int)__atomic_load_n(&core_report_stale, __ATOMIC_RELAXED)))
-            vw_record_rare(now);
+            record_rare(now);
     }
-    vw_leave();
+    interpose_leave();
 }
 
 /* ---- capacity emulation (VRAMWATCH_LIMIT) ---- */
-extern bool vw_limits; /* any device has a limit */
+extern bool limit_any; /* any device has a limit */
 /* VW_LIMIT_FLUSH: observe mode, answer this one request out of memory so the allocator flushes
- * and retries (vw_limit_gate turns it into VW_LIMIT_REFUSE for the shim). */
+ * and retries (limit_gate turns it into VW_LIMIT_REFUSE for the shim). */
 enum { VW_LIMIT_OK = 0, VW_LIMIT_REFUSE, VW_LIMIT_CROSS, VW_LIMIT_FLUSH };
 /* Before an allocation of `size` on *device (VW_DEV_UNKNOWN: the current one, written back):
  * whether it fits the emulated card, must be refused (enforce), or crosses it (observe). */
-int vw_limit_check(enum core_kind kind, uint64_t size, int *device);
+int limit_check(enum core_kind kind, uint64_t size, int *device);
 /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY: the same number in both families,
  * what a real card answers when an allocation does not fit. */
 #define VW_OOM 2
-/* vw_limit_check for a hooked allocation call in flight: a refused call is recorded as the
+/* limit_check for a hooked allocation call in flight: a refused call is recorded as the
  * out-of-memory failure it becomes (the shim then returns VW_OOM without the real call). */
-int vw_limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint64_t size,
-                  int *device, bool runtime);
+int limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint64_t size, int *device,
+               bool runtime);
 /* Turn the driver's free/total of `device` into the emulated card's (idempotent, so a runtime
  * query that reaches the driver query inside comes out the same). */
-void vw_limit_meminfo(int device, size_t *free, size_t *total);
-uint64_t vw_limit_of(int device);
+void limit_meminfo(int device, size_t *free, size_t *total);
+uint64_t limit_of(int device);
 /* Have the CUDA runtime start (it loads the driver and creates the context at its first call),
  * so that the first allocation can be checked against the limit and put on its device. Does
  * what the application's own first runtime call is about to do anyway. */
-void vw_runtime_init(void);
+void shims_runtime_start(void);
 
 /* ---- allocators that flush and retry (retrying.c) ---- */
 /* Whether this process's allocator releases its cache and retries a failed request. */
-bool vw_allocator_retries(void);
+bool retrying_active(void);
 /* vramwatch_allocator_retries(): the process says so itself. */
-void vw_allocator_declare(int retries);
+void retrying_declare(int retries);
 /* Wrap a driver function pointer returned by a lookup (cuGetProcAddress, cudaGetDriverEntryPoint):
  * returns our shim when `p` is a hooked libcuda function, else `p` unchanged (resolve.c). */
-void *vw_wrap_proc(const char *symbol, int version, uint64_t flags, void *p);
+void *resolve_wrap_proc(const char *symbol, int version, uint64_t flags, void *p);
 
 /* Gather device facts and write a report (reason "oom", "exit", "request"; devinfo.c). */
-int vw_write_report(const char *reason);
+int reporting_write(const char *reason);
 
 #endif

@@ -11,13 +11,13 @@
  * - SIGTERM, SIGINT: signals.c.
  *
  * A new process is told by its pid, not by fork handlers alone: a raw clone runs none. `ready`
- * (interpose.h's vw_ready) lives in a page marked MADV_WIPEONFORK, which the kernel hands to any
+ * (interpose.h's lifecycle_ready) lives in a page marked MADV_WIPEONFORK, which the kernel hands to any
  * child process zeroed, so the child's first hooked call goes through set-up's slow path and
  * finds set-up done but not ready: the child forgets the parent's state there and starts as a
- * process of its own (vw_lifecycle_new_process). The hook path pays nothing for it: it reads
+ * process of its own (lifecycle_new_process). The hook path pays nothing for it: it reads
  * `ready` anyway. Where the kernel lacks MADV_WIPEONFORK (before Linux 4.14) only the fork
  * handlers tell a child. Every path that writes or removes files also checks the pid
- * (vw_is_owner): a vfork child shares our memory, and a clone that never called us still has
+ * (lifecycle_is_owner): a vfork child shares our memory, and a clone that never called us still has
  * the parent's. */
 #include "lifecycle.h"
 
@@ -40,7 +40,7 @@
 #include "status.h"
 
 static bool not_ready;
-bool *vw_ready = &not_ready;
+bool *lifecycle_ready = &not_ready;
 static bool *ready_page;
 static pid_t owner_pid;
 static bool exit_registered, started;
@@ -51,7 +51,7 @@ static bool exit_registered, started;
  * live-state file are not. */
 static bool in_child;
 
-bool vw_is_owner(void)
+bool lifecycle_is_owner(void)
 {
     return __atomic_load_n(&owner_pid, __ATOMIC_RELAXED) == getpid();
 }
@@ -61,7 +61,7 @@ static void set_ready(void)
     __atomic_store_n(ready_page ? ready_page : &not_ready, true, __ATOMIC_RELEASE);
     if (!ready_page)
         return;
-    __atomic_store_n(&vw_ready, ready_page, __ATOMIC_RELEASE);
+    __atomic_store_n(&lifecycle_ready, ready_page, __ATOMIC_RELEASE);
 }
 
 /* Across fork() the core's lock is held (it is never held while calling into CUDA, so no
@@ -90,15 +90,15 @@ static void forget_parent(void)
     stack_after_fork_child();
     report_after_fork_child();
     framework_reset();
-    vw_devinfo_after_fork_child();
-    vw_drv_after_fork_child();
-    vw_status_after_fork_child();
-    vw_live_after_fork_child();
-    vw_signals_after_fork_child();
-    vw_depth = 0;
+    reporting_after_fork_child();
+    driver_after_fork_child();
+    status_after_fork_child();
+    live_after_fork_child();
+    signals_after_fork_child();
+    setup_depth = 0;
     started = false;
     in_child = true;
-    __atomic_store_n(&vw_alloc_rare, true, __ATOMIC_RELAXED); /* its first allocation starts it */
+    __atomic_store_n(&record_rare_due, true, __ATOMIC_RELAXED); /* its first allocation starts it */
     __atomic_store_n(&owner_pid, getpid(), __ATOMIC_RELAXED);
     set_ready();
 }
@@ -111,7 +111,7 @@ static void fork_child(void)
     errno = saved;
 }
 
-void vw_lifecycle_new_process(void)
+void lifecycle_new_process(void)
 {
     /* A raw clone: one thread, and locks other threads of the parent may have held at the
      * clone, released as the fork child's are. */
@@ -119,7 +119,7 @@ void vw_lifecycle_new_process(void)
     forget_parent();
 }
 
-void vw_lifecycle_start(void)
+void lifecycle_start(void)
 {
     owner_pid = getpid();
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -140,15 +140,16 @@ void vw_lifecycle_start(void)
  * live-state file gone. Only in the process the state belongs to. */
 static void end_of_life(void)
 {
-    if (!vw_is_owner() || !vw_ready_now())
+    if (!lifecycle_is_owner() || !interpose_ready_now())
         return;
-    vw_signals_exiting();
+    signals_exiting();
     core_end_pending();
-    if (vw_status_on)
-        vw_status_update(vw_now_ns(), false, true); /* the last figures, whatever the rate limit */
-    if (!vw_opt.disable && core_touched())
-        vw_write_report("exit");
-    vw_live_remove(); /* the process is gone for vramwatch top */
+    if (status_on)
+        status_update(platform_now_ns(), false,
+                      true); /* the last figures, whatever the rate limit */
+    if (!options_current.disable && core_touched())
+        reporting_write("exit");
+    live_remove(); /* the process is gone for vramwatch top */
 }
 
 static void on_exit_report(void)
@@ -158,7 +159,7 @@ static void on_exit_report(void)
     errno = saved;
 }
 
-void vw_lifecycle_first_alloc(void)
+void lifecycle_first_alloc(void)
 {
     if (VW_LIKELY(__atomic_load_n(&started, __ATOMIC_ACQUIRE)))
         return;
@@ -169,8 +170,8 @@ void vw_lifecycle_first_alloc(void)
         atexit(on_exit_report);
     if (in_child)
         return;
-    vw_live_resume();
-    vw_signals_install(); /* the report of a job stopped by SIGTERM or SIGINT (signals.c) */
+    live_resume();
+    signals_install(); /* the report of a job stopped by SIGTERM or SIGINT (signals.c) */
 }
 
 /* ---- exits that run no exit handlers ---- */
@@ -179,7 +180,7 @@ typedef void (*exit_fn)(int) __attribute__((noreturn));
 
 static exit_fn next_exit(const char *name)
 {
-    void *p = vw_real_dlsym(RTLD_NEXT, name);
+    void *p = dlsym_real(RTLD_NEXT, name);
     exit_fn f;
     memcpy(&f, &p, sizeof(f));
     return f;
@@ -211,20 +212,20 @@ VW_EXPORT void _Exit(int status)
 static void after_failed_exec(void)
 {
     int saved = errno;
-    if (vw_is_owner() && vw_ready_now())
-        vw_live_resume();
+    if (lifecycle_is_owner() && interpose_ready_now())
+        live_resume();
     errno = saved;
 }
 
-#define NEXT(type, name)                                 \
-    type next_ = NULL;                                   \
-    {                                                    \
-        void *p_ = vw_real_dlsym(RTLD_NEXT, name);       \
-        memcpy(&next_, &p_, sizeof(next_));              \
-    }                                                    \
-    if (!next_) {                                        \
-        errno = ENOSYS;                                  \
-        return -1;                                       \
+#define NEXT(type, name)                        \
+    type next_ = NULL;                          \
+    {                                           \
+        void *p_ = dlsym_real(RTLD_NEXT, name); \
+        memcpy(&next_, &p_, sizeof(next_));     \
+    }                                           \
+    if (!next_) {                               \
+        errno = ENOSYS;                         \
+        return -1;                              \
     }
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);

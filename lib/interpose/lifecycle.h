@@ -9,23 +9,23 @@
 /* Set-up's last step (setup.c): the process that owns the state from now on, the fork
  * handlers, and `ready` in a page that a child of any kind (fork, or a raw clone that runs no
  * fork handlers) gets zeroed, so its first hooked call finds the state is not its own. */
-void vw_lifecycle_start(void);
+void lifecycle_start(void);
 /* From set-up's slow path, when `ready` reads false after set-up was done: this is a new
  * process (a raw clone). Its copy of the parent's state goes; it starts as a fresh process. */
-void vw_lifecycle_new_process(void);
+void lifecycle_new_process(void);
 /* Whether this process is the one the recorded state belongs to: false in a vfork child
  * (which shares our memory) and in a clone that made no hooked call yet. A system call. */
-bool vw_is_owner(void);
+bool lifecycle_is_owner(void);
 /* At the first allocation (record.c): the exit handler and the stop signals' watcher. */
-void vw_lifecycle_first_alloc(void);
+void lifecycle_first_alloc(void);
 
 /* ---- stop signals (signals.c) ---- */
 /* At the first allocation: a report with reason "signal" when SIGTERM or SIGINT stops the job,
  * and the live-state file's ticks (the watcher thread). False when the thread cannot start. */
-bool vw_signals_install(void);
+bool signals_install(void);
 /* At exit, before the exit report: no stop signal's report may come after it. */
-void vw_signals_exiting(void);
+void signals_exiting(void);
 /* In a child: the application's dispositions back where ours stands; no watcher. */
-void vw_signals_after_fork_child(void);
+void signals_after_fork_child(void);
 
 #endif

@@ -4,35 +4,35 @@
 
 #include "driver.h"
 
-bool vw_limits;
+bool limit_any;
 
 /* A limit given as a share of the card (VRAMWATCH_LIMIT=90%) becomes a size once the driver
  * can say the card's total; until then there is no limit to apply. */
 static uint64_t resolve_share(int device)
 {
     size_t t;
-    if (!vw_drv_total_mem(device, &t))
+    if (!driver_total_mem(device, &t))
         return 0;
-    uint64_t v = (uint64_t)((double)t * vw_opt.limit_share[device]);
+    uint64_t v = (uint64_t)((double)t * options_current.limit_share[device]);
     if (!v)
         v = 1;
-    __atomic_store_n(&vw_opt.limit[device], v, __ATOMIC_RELAXED);
+    __atomic_store_n(&options_current.limit[device], v, __ATOMIC_RELAXED);
     return v;
 }
 
-uint64_t vw_limit_of(int device)
+uint64_t limit_of(int device)
 {
     if (device < 0 || device >= VW_MAX_DEVICES)
         return 0;
-    uint64_t v = __atomic_load_n(&vw_opt.limit[device], __ATOMIC_RELAXED);
-    if (VW_UNLIKELY(!v && vw_opt.limit_share[device] > 0))
+    uint64_t v = __atomic_load_n(&options_current.limit[device], __ATOMIC_RELAXED);
+    if (VW_UNLIKELY(!v && options_current.limit_share[device] > 0))
         v = resolve_share(device);
     return v;
 }
 
-void vw_limit_meminfo(int device, size_t *free, size_t *total)
+void limit_meminfo(int device, size_t *free, size_t *total)
 {
-    uint64_t lim = vw_limit_of(device);
+    uint64_t lim = limit_of(device);
     if (!lim || !free || !total)
         return;
     /* Everything the card holds counts against the emulated capacity, as it would on a card
@@ -42,39 +42,39 @@ void vw_limit_meminfo(int device, size_t *free, size_t *total)
     *free = used < lim ? lim - used : 0;
 }
 
-int vw_limit_check(enum core_kind kind, uint64_t size, int *device)
+int limit_check(enum core_kind kind, uint64_t size, int *device)
 {
     if (kind == CORE_HOST)
         return VW_LIMIT_OK;
     if (*device == VW_DEV_UNKNOWN)
-        *device = vw_current_device();
-    uint64_t lim = vw_limit_of(*device);
+        *device = driver_current_device();
+    uint64_t lim = limit_of(*device);
     if (!lim)
         return VW_LIMIT_OK;
     size_t f, t;
-    bool got = vw_drv_ready() &&
-               (*device == vw_current_device() ? vw_drv_mem_info(&f, &t)
-                                               : vw_drv_mem_info_other(*device, &f, &t));
+    bool got = driver_ready() &&
+               (*device == driver_current_device() ? driver_mem_info(&f, &t)
+                                                   : driver_mem_info_other(*device, &f, &t));
     if (!got)
         return VW_LIMIT_OK; /* the driver cannot say: let the real card decide */
     uint64_t used = t > f ? t - f : 0;
     core_measure(*device, (int64_t)used, -1,
-                 vw_now_ns()); /* asked anyway: the timeline's untracked */
+                 platform_now_ns()); /* asked anyway: the timeline's untracked */
     uint64_t need = size;
     if (kind == CORE_POOL) {
         /* A stream-ordered pool serves from what it already holds before asking the driver. */
         int64_t cached = 0, high = 0;
         struct core_device d = { .pool_used = true };
-        if (vw_drv_pools(*device, &d, &cached, &high) && (uint64_t)cached >= size)
+        if (driver_pools(*device, &d, &cached, &high) && (uint64_t)cached >= size)
             need = 0;
     }
     if (used + need <= lim)
         return VW_LIMIT_OK;
-    if (!vw_opt.observe)
+    if (!options_current.observe)
         return VW_LIMIT_REFUSE;
     /* Observe mode: an allocator that flushes and retries gets the small card's answer once
      * (retrying.c); its retry, still over the limit, is where the small card would fail. */
-    if (vw_allocator_retries() && !core_observe_is_retry(*device, size, vw_now_ns()))
+    if (retrying_active() && !core_observe_is_retry(*device, size, platform_now_ns()))
         return VW_LIMIT_FLUSH;
     return VW_LIMIT_CROSS;
 }

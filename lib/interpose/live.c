@@ -1,7 +1,7 @@
 /* The live-state file (layout and rules in livefile.h): a small fixed-size file each process
  * keeps up to date from the library's own thread, for `vramwatch top`.
  *
- * Cost: nothing on the hook path. The watcher thread (signals.c) calls vw_live_tick once a
+ * Cost: nothing on the hook path. The watcher thread (signals.c) calls live_tick once a
  * second: a copy of the core's counters (core_snapshot) and, when anything was allocated or
  * freed since, of its call sites to rank them; the copy of the call sites is spaced so that it
  * takes at most 1% of the thread's time (a run with tens of thousands of call sites refreshes
@@ -130,10 +130,10 @@ static void fill_process(struct vw_live_file *f)
     f->size = (uint32_t)sizeof(*f);
     f->pid = getpid();
     f->ppid = getppid();
-    f->rank = vw_rank_from_env(VW_RANK);
-    f->local_rank = vw_rank_from_env(VW_LOCAL_RANK);
-    f->world_size = vw_rank_from_env(VW_WORLD_SIZE);
-    f->start_unix_ns = vw_now_ns();
+    f->rank = ranks_from_env(VW_RANK);
+    f->local_rank = ranks_from_env(VW_LOCAL_RANK);
+    f->world_size = ranks_from_env(VW_WORLD_SIZE);
+    f->start_unix_ns = platform_now_ns();
     f->interval_ms = VW_LIVE_INTERVAL_MS;
     host_name(f->host, sizeof(f->host));
     char cwd[PATH_MAX];
@@ -143,15 +143,15 @@ static void fill_process(struct vw_live_file *f)
 
 /* The live view is an extra: a folder it cannot use is said at VRAMWATCH_LOG=info only (the
  * report's own warning, when there is one, says what matters). Called once: `failed` stops it. */
-#define info_once(...) vw_log(VW_LOG_INFO, __VA_ARGS__)
+#define info_once(...) log_msg(VW_LOG_INFO, __VA_ARGS__)
 
 /* The folder, opened by its path with the report folder's checks; -1 with one message. */
 static int open_folder(void)
 {
     char why[512];
-    int dirfd = safefile_open_dir(vw_opt.dir, true, why, sizeof(why));
+    int dirfd = safefile_open_dir(options_current.dir, true, why, sizeof(why));
     if (dirfd < 0)
-        info_once("no live-state file in %s: %s", vw_opt.dir, why);
+        info_once("no live-state file in %s: %s", options_current.dir, why);
     return dirfd;
 }
 
@@ -196,7 +196,7 @@ static bool create(void)
             break;
     }
     if (fd < 0) {
-        info_once("no live-state file in %s: %s", vw_opt.dir, strerror(errno));
+        info_once("no live-state file in %s: %s", options_current.dir, strerror(errno));
         close(dirfd);
         return false;
     }
@@ -210,7 +210,7 @@ static bool create(void)
     struct stat st;
     if (pwrite(fd, &stage, sizeof(stage), 0) != (ssize_t)sizeof(stage) || fstat(fd, &st) != 0) {
         int err = errno ? errno : ENOSPC;
-        info_once("no live-state file in %s: %s", vw_opt.dir, strerror(err));
+        info_once("no live-state file in %s: %s", options_current.dir, strerror(err));
         close(fd);
         unlinkat(dirfd, name, 0);
         close(dirfd);
@@ -240,7 +240,7 @@ static void describe_native(struct vw_live_frame *o, uint64_t ip)
     if (!di.dli_sname)
         return;
     o->symbol_offset = (int64_t)(at - (uint64_t)(uintptr_t)di.dli_saddr);
-    char *d = frugal ? NULL : vw_demangle(di.dli_sname);
+    char *d = frugal ? NULL : demangle_symbol(di.dli_sname);
     put_head(o->function_or_symbol, sizeof(o->function_or_symbol), d ? d : di.dli_sname);
     free(d);
 }
@@ -308,7 +308,8 @@ static void rank_sites(uint64_t now)
     uint32_t n = snap.ncallsites;
     /* Room for every site's chain, up to 8 MiB of frames: beyond that, the sites made last keep
      * fewer frames here (the report has them all). */
-    uint64_t want = (uint64_t)n * (uint64_t)pyframes_chain_max(vw_opt.stack_depth, vw_opt.python);
+    uint64_t want = (uint64_t)n * (uint64_t)pyframes_chain_max(options_current.stack_depth,
+                                                               options_current.python);
     uint32_t want_frames = want > (1u << 20) ? (1u << 20) : (uint32_t)want;
     if (!n || !grow((void **)&sites, &sites_cap, n, sizeof(*sites)) ||
         !grow((void **)&frames, &frames_cap, want_frames, sizeof(*frames)))
@@ -328,10 +329,10 @@ static void rank_sites(uint64_t now)
         fill_site(&stage.sites[j], top[j], &sites[top[j]]);
     stage.nsites = k;
     /* At most 1% of the time: the next copy waits a hundred times what this one took. */
-    uint64_t took = vw_now_ns() - now;
-    sites_due_ns = vw_now_ns() + took * 100;
-    vw_log(VW_LOG_DEBUG, "live-state file: %u call sites ranked in %llu us", n,
-           (unsigned long long)(took / 1000));
+    uint64_t took = platform_now_ns() - now;
+    sites_due_ns = platform_now_ns() + took * 100;
+    log_msg(VW_LOG_DEBUG, "live-state file: %u call sites ranked in %llu us", n,
+            (unsigned long long)(took / 1000));
 }
 
 static void fill_devices(void)
@@ -348,13 +349,13 @@ static void fill_devices(void)
         o->peak_live_bytes = (int64_t)d->peak_live_bytes;
         int64_t extra = 0, high = 0;
         o->reserved_bytes = (int64_t)d->live_bytes;
-        if (d->pool_used && vw_drv_pools(i, d, &extra, &high))
+        if (d->pool_used && driver_pools(i, d, &extra, &high))
             o->reserved_bytes += extra;
-        uint64_t lim = vw_limit_of(i);
+        uint64_t lim = limit_of(i);
         o->limit_bytes = lim ? (int64_t)lim : -1;
         if (!total_of[i]) {
             size_t t;
-            total_of[i] = vw_drv_total_mem(i, &t) ? (int64_t)t : -1;
+            total_of[i] = driver_total_mem(i, &t) ? (int64_t)t : -1;
         }
         o->total_bytes = total_of[i];
         o->alloc_calls = d->alloc_calls;
@@ -364,7 +365,7 @@ static void fill_devices(void)
     stage.ndevices = k;
 }
 
-void vw_live_tick(void)
+void live_tick(void)
 {
     pthread_mutex_lock(&live_lock);
     struct safefile_quiet q;
@@ -376,7 +377,7 @@ void vw_live_tick(void)
         pthread_mutex_unlock(&live_lock);
         return;
     }
-    uint64_t now = vw_now_ns();
+    uint64_t now = platform_now_ns();
     core_snapshot(&snap);
     fill_devices();
     uint64_t calls = 0;
@@ -389,7 +390,7 @@ void vw_live_tick(void)
     uint64_t finals, flushes;
     core_pressure(&finals, &flushes);
     stage.oom = (uint32_t)finals;
-    stage.update_unix_ns = vw_now_ns();
+    stage.update_unix_ns = platform_now_ns();
     /* The sequence lock, in three writes: seq odd, the content (seq still odd in it), seq even.
      * A write that fails (a copy-on-write file system that is full) leaves seq odd: readers skip
      * the file until a later tick gets through. */
@@ -428,7 +429,7 @@ static void remove_ours(void)
     close(dirfd);
 }
 
-void vw_live_remove(void)
+void live_remove(void)
 {
     /* Also when the thread has not made the file yet: it must not make it after this. */
     pthread_mutex_lock(&live_lock);
@@ -437,14 +438,14 @@ void vw_live_remove(void)
     pthread_mutex_unlock(&live_lock);
 }
 
-void vw_live_resume(void)
+void live_resume(void)
 {
     pthread_mutex_lock(&live_lock);
     gone = false;
     pthread_mutex_unlock(&live_lock);
 }
 
-void vw_live_after_fork_child(void)
+void live_after_fork_child(void)
 {
     /* The parent's thread may have held the lock across fork, and the file is the parent's: the
      * child leaves it alone, and makes its own if it allocates (its own watcher ticks). */

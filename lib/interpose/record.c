@@ -10,25 +10,25 @@
 #include "live.h"
 #include "status.h"
 
-bool vw_alloc_rare = true; /* the exit handler is registered at the first allocation */
+bool record_rare_due = true; /* the exit handler is registered at the first allocation */
 
-/* After an allocation that went through, what vw_record_ok's one test found to do: the exit
+/* After an allocation that went through, what interpose_record_ok's one test found to do: the exit
  * handler, the status file's figures, and the report on disk when a retry has just rescued the
  * failure it describes. */
-void vw_record_rare(uint64_t now)
+void record_rare(uint64_t now)
 {
-    vw_lifecycle_first_alloc();
+    lifecycle_first_alloc();
     /* The status file is checked at set-up, before any allocation is recorded, and only a child
      * stops writing it: once the handler is registered, whether it is on is all that is left. */
-    __atomic_store_n(&vw_alloc_rare, vw_status_on, __ATOMIC_RELAXED);
-    if (VW_UNLIKELY(vw_status_on))
-        vw_status_update(now, false, false);
+    __atomic_store_n(&record_rare_due, status_on, __ATOMIC_RELAXED);
+    if (VW_UNLIKELY(status_on))
+        status_update(now, false, false);
     if (VW_UNLIKELY(core_take_report_stale())) {
         /* The report on disk says out of memory, and the retry has just succeeded: a process
          * stopped from now on (a signal, a time limit) must not leave that behind. */
         uint64_t finals, flushes;
         core_pressure(&finals, &flushes);
-        vw_write_report(finals ? "oom" : "pressure");
+        reporting_write(finals ? "oom" : "pressure");
     }
 }
 
@@ -37,60 +37,61 @@ void vw_record_rare(uint64_t now)
 static int64_t query_free(int device)
 {
     size_t f, t;
-    if (device < 0 || !vw_drv_ready() || vw_current_device() != device)
+    if (device < 0 || !driver_ready() || driver_current_device() != device)
         return -1;
-    if (!vw_drv_mem_info(&f, &t))
+    if (!driver_mem_info(&f, &t))
         return -1;
-    core_measure(device, t > f ? (int64_t)(t - f) : 0, -1, vw_now_ns());
-    vw_limit_meminfo(device, &f, &t);
+    core_measure(device, t > f ? (int64_t)(t - f) : 0, -1, platform_now_ns());
+    limit_meminfo(device, &f, &t);
     return (int64_t)f;
 }
 
-void vw_record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool ok, int err,
-                     bool runtime, uint64_t key, uint64_t size, int device, bool crossing)
+void record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool ok, int err,
+                  bool runtime, uint64_t key, uint64_t size, int device, bool crossing)
 {
     if (ok) {
-        vw_record_ok(c, api, kind, key, size, device, crossing);
+        interpose_record_ok(c, api, kind, key, size, device, crossing);
         return;
     }
-    uint64_t now = vw_now_ns();
+    uint64_t now = platform_now_ns();
     if (device == VW_DEV_UNKNOWN && kind != CORE_HOST)
-        device = vw_current_device();
+        device = driver_current_device();
     uint32_t site = core_callsite(c->frames, c->nframes);
-    vw_lifecycle_first_alloc();
+    lifecycle_first_alloc();
     bool oom = err == 2; /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY are both 2 */
-    const char *name = runtime ? vw_runtime_error_name(err) : vw_driver_error_name(err);
+    const char *name = runtime ? errnames_runtime(err) : errnames_driver(err);
     int64_t free_bytes = kind == CORE_HOST ? -1 : query_free(device);
     int64_t extra = 0, high = 0;
     if (kind == CORE_POOL && device >= 0) {
         /* The device's default and current pools: what they cache counts as reserved. */
         struct core_device d = { .pool_used = true };
-        if (!vw_drv_pools(device, &d, &extra, &high))
+        if (!driver_pools(device, &d, &extra, &high))
             extra = 0;
     }
     enum core_failure_verdict v = core_failure(kind, device, size, api, err, name, oom, site,
                                                free_bytes, (uint64_t)extra, now);
-    if (VW_UNLIKELY(vw_status_on) && oom)
-        vw_status_update(now, true, false); /* a second failure may have made it final */
+    if (VW_UNLIKELY(status_on) && oom)
+        status_update(now, true, false); /* a second failure may have made it final */
     if (v == CORE_FAIL_REPORT)
-        vw_write_report("oom"); /* on disk before the failing call returns */
-    vw_leave();
+        reporting_write("oom"); /* on disk before the failing call returns */
+    interpose_leave();
 }
 
-int vw_limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint64_t size,
-                  int *device, bool runtime)
+int limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint64_t size, int *device,
+               bool runtime)
 {
     /* A runtime call that comes first: the runtime has not loaded the driver yet, so neither the
      * device nor its memory could be asked. A driver call has a driver already. */
-    if (runtime && *device == VW_DEV_UNKNOWN && kind != CORE_HOST && !vw_drv_ready())
-        vw_runtime_init();
-    int lim = vw_limit_check(kind, size, device);
+    if (runtime && *device == VW_DEV_UNKNOWN && kind != CORE_HOST && !driver_ready())
+        shims_runtime_start();
+    int lim = limit_check(kind, size, device);
     if (lim == VW_LIMIT_REFUSE)
-        vw_record_alloc(c, api, kind, false, VW_OOM, runtime, 0, size, *device, false);
+        record_alloc(c, api, kind, false, VW_OOM, runtime, 0, size, *device, false);
     if (lim == VW_LIMIT_FLUSH) {
-        core_observe_refusal(*device, size, api, core_callsite(c->frames, c->nframes), vw_now_ns());
-        vw_lifecycle_first_alloc();
-        vw_leave();
+        core_observe_refusal(*device, size, api, core_callsite(c->frames, c->nframes),
+                             platform_now_ns());
+        lifecycle_first_alloc();
+        interpose_leave();
         return VW_LIMIT_REFUSE; /* the shim answers out of memory without calling the card */
     }
     return lim;

@@ -16,7 +16,7 @@
 #include "loaded.h"
 #include "log.h"
 
-struct vw_real_fns vw_real;
+struct vw_real_fns resolve_real;
 
 struct hook {
     const char *name;
@@ -31,11 +31,11 @@ struct hook {
 
 static struct hook hooks[VW_HOOK_COUNT] = {
 #define VW_RT(name, ret, params) \
-    { #name, "libcudart.", NULL, 0, VW_ANY, (void *)name, (void **)&vw_real.name, 0 },
+    { #name, "libcudart.", NULL, 0, VW_ANY, (void *)name, (void **)&resolve_real.name, 0 },
 #define VW_NVML(name, ret, params) \
-    { #name, "libnvidia-ml.", NULL, 0, VW_ANY, (void *)name, (void **)&vw_real.name, 0 },
+    { #name, "libnvidia-ml.", NULL, 0, VW_ANY, (void *)name, (void **)&resolve_real.name, 0 },
 #define VW_DRV(name, base, since, stream, ret, params) \
-    { #name, "libcuda.", base, since, stream, (void *)name, (void **)&vw_real.name, 0 },
+    { #name, "libcuda.", base, since, stream, (void *)name, (void **)&resolve_real.name, 0 },
 #include "hooks.def"
 #undef VW_RT
 #undef VW_NVML
@@ -78,19 +78,19 @@ static bool adopt(int id, void *p, const Dl_info *di)
         __atomic_store_n(h->real, p, __ATOMIC_RELEASE);
         return true;
     }
-    vw_warn_once(warned_copies,
-                 "a second copy of a CUDA library (%s) is in this process; calls "
-                 "through it are passed on unrecorded",
-                 di->dli_fname ? di->dli_fname : "?");
+    log_warn_once(warned_copies,
+                  "a second copy of a CUDA library (%s) is in this process; calls "
+                  "through it are passed on unrecorded",
+                  di->dli_fname ? di->dli_fname : "?");
     return false;
 }
 
 static void *resolve(int id)
 {
     struct hook *h = &hooks[id];
-    void *p = vw_real_dlsym(RTLD_NEXT, h->name);
+    void *p = dlsym_real(RTLD_NEXT, h->name);
     if (!p)
-        p = vw_find_loaded(h->module, h->name);
+        p = loaded_find(h->module, h->name);
     if (!p)
         return NULL;
     Dl_info di;
@@ -100,13 +100,13 @@ static void *resolve(int id)
     return __atomic_load_n(h->real, __ATOMIC_ACQUIRE);
 }
 
-void *vw_resolve(int id)
+void *resolve_hook(int id)
 {
     /* Before the real function is called: the lookups (dlsym, dladdr, the loaded libraries'
      * list) must not leave the caller a different errno. */
-    int e = vw_errno_get();
+    int e = interpose_errno_get();
     void *p = resolve(id);
-    vw_errno_set(e);
+    interpose_errno_set(e);
     return p;
 }
 
@@ -136,14 +136,14 @@ static int hook_by_request(const char *symbol, int version, uint64_t flags)
     return best;
 }
 
-void *vw_wrap_proc(const char *symbol, int version, uint64_t flags, void *p)
+void *resolve_wrap_proc(const char *symbol, int version, uint64_t flags, void *p)
 {
-    if (!p || !symbol || !vw_active() || in_self(p))
+    if (!p || !symbol || !interpose_active() || in_self(p))
         return p;
     Dl_info di;
-    if (!dladdr(p, &di) || !vw_module_is(di.dli_fname, "libcuda."))
+    if (!dladdr(p, &di) || !loaded_module_is(di.dli_fname, "libcuda."))
         return p;
-    vw_drv_hint();
+    driver_hint();
     int id = -1;
     /* An exported function at exactly this address names itself; trust that over our reading
      * of the version and flag rules. */
@@ -160,19 +160,19 @@ void *vw_wrap_proc(const char *symbol, int version, uint64_t flags, void *p)
 }
 
 /* Called by the dlsym entry stub for every handle except RTLD_NEXT. */
-void *vw_dlsym_impl(void *handle, const char *name);
+void *resolve_dlsym(void *handle, const char *name);
 static void *wrap_dlsym_result(const char *name, void *p);
-VW_NO_SANITIZE void *vw_dlsym_impl(void *handle, const char *name)
+VW_NO_SANITIZE void *resolve_dlsym(void *handle, const char *name)
 {
-    void *p = vw_real_dlsym(handle, name);
+    void *p = dlsym_real(handle, name);
     if (!p || !name || !((name[0] == 'c' && name[1] == 'u') || (name[0] == 'n' && name[1] == 'v')))
         return p;
     /* errno as the real dlsym left it, whatever the checks do (dladdr, dlopen, set-up). */
-    int e = vw_errno_get();
+    int e = interpose_errno_get();
     if (name[0] == 'c')
-        vw_drv_hint();
+        driver_hint();
     p = wrap_dlsym_result(name, p);
-    vw_errno_set(e);
+    interpose_errno_set(e);
     return p;
 }
 
@@ -191,7 +191,7 @@ static void *own_export(int id, void *p)
         __atomic_store_n(h->real, NULL, __ATOMIC_RELEASE);
         __atomic_store_n(&h->owner, 0, __ATOMIC_RELAXED);
     }
-    void *real = vw_resolve(id);
+    void *real = resolve_hook(id);
     if (!real)
         return NULL;
     /* glibc makes the library a lookup by name found the function in undeletable when the
@@ -213,10 +213,10 @@ static void *wrap_dlsym_result(const char *name, void *p)
         return p;
     if (in_self(p))
         return own_export(id, p);
-    if (!vw_active())
+    if (!interpose_active())
         return p;
     Dl_info di;
-    if (!dladdr(p, &di) || !vw_module_is(di.dli_fname, hooks[id].module))
+    if (!dladdr(p, &di) || !loaded_module_is(di.dli_fname, hooks[id].module))
         return p;
     return adopt(id, p, &di) ? hooks[id].shim : p;
 }

@@ -36,7 +36,7 @@ static int find_retrying(struct dl_phdr_info *info, size_t size, void *arg)
     const char *n = info->dlpi_name;
     if (!n || !*n)
         return 0;
-    if (vw_module_is(n, "libc10_cuda."))
+    if (loaded_module_is(n, "libc10_cuda."))
         return 1;
     const char *b = strrchr(n, '/');
     b = b ? b + 1 : n;
@@ -46,12 +46,12 @@ static int find_retrying(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-void vw_allocator_declare(int retries)
+void retrying_declare(int retries)
 {
     __atomic_store_n(&declared, retries ? 1 : 0, __ATOMIC_RELAXED);
 }
 
-bool vw_allocator_retries(void)
+bool retrying_active(void)
 {
     int d = __atomic_load_n(&declared, __ATOMIC_RELAXED);
     if (d >= 0)
@@ -60,7 +60,7 @@ bool vw_allocator_retries(void)
     if (r < 0) {
         int found = dl_iterate_phdr(find_retrying, NULL);
         /* PyTorch with backend:cudaMallocAsync in its allocator setting does not retry. */
-        r = found == 2 || (found == 1 && !vw_opt.torch_async_backend);
+        r = found == 2 || (found == 1 && !options_current.torch_async_backend);
         __atomic_store_n(&detected, r, __ATOMIC_RELAXED);
     }
     return r == 1;

@@ -18,7 +18,7 @@
 #include "report.h"
 #include "status.h"
 
-VW_TLS int vw_depth;
+VW_TLS int setup_depth;
 
 static int warned_init;
 static bool set_up; /* init_body finished with recording on */
@@ -32,46 +32,48 @@ static void init_body(void)
      * but nothing the caller controls (VRAMWATCH_DIR, the log level) may steer what such a
      * program writes. Pure pass-through: no variable read, nothing recorded, nothing written. */
     if (getauxval(AT_SECURE)) {
-        vw_opt.disable = true;
+        options_current.disable = true;
         return;
     }
     options_load();
-    if (!vw_opt.dir[0] && !getcwd(vw_opt.dir, sizeof(vw_opt.dir)))
-        strcpy(vw_opt.dir, ".");
-    if (vw_opt.disable)
+    if (!options_current.dir[0] && !getcwd(options_current.dir, sizeof(options_current.dir)))
+        strcpy(options_current.dir, ".");
+    if (options_current.disable)
         return;
     for (int i = 0; i < VW_MAX_DEVICES; i++)
-        if (vw_opt.limit_share[i] > 0) {
-            vw_limits = true;
-            vw_log(VW_LOG_INFO, "device %d behaves as a card of %.1f%% of its memory (%s)", i,
-                   vw_opt.limit_share[i] * 100, vw_opt.observe ? "observe" : "enforce");
-        } else if (vw_opt.limit[i]) {
-            vw_limits = true;
-            vw_log(VW_LOG_INFO, "device %d behaves as a card of %llu bytes (%s)", i,
-                   (unsigned long long)vw_opt.limit[i], vw_opt.observe ? "observe" : "enforce");
+        if (options_current.limit_share[i] > 0) {
+            limit_any = true;
+            log_msg(VW_LOG_INFO, "device %d behaves as a card of %.1f%% of its memory (%s)", i,
+                    options_current.limit_share[i] * 100,
+                    options_current.observe ? "observe" : "enforce");
+        } else if (options_current.limit[i]) {
+            limit_any = true;
+            log_msg(VW_LOG_INFO, "device %d behaves as a card of %llu bytes (%s)", i,
+                    (unsigned long long)options_current.limit[i],
+                    options_current.observe ? "observe" : "enforce");
         }
     stack_init();
-    vw_demangle_lookup();
+    demangle_lookup();
     pyframes_init();
     if (!core_init()) {
-        vw_warn_once(warned_init, "cannot map memory for the tables; recording is off");
+        log_warn_once(warned_init, "cannot map memory for the tables; recording is off");
         return;
     }
-    vw_status_open();
+    status_open();
     set_up = true;
-    vw_lifecycle_start();
+    lifecycle_start();
 }
 
-bool vw_init_slow(void)
+bool setup_init_slow(void)
 {
     /* Our own calls into CUDA or libc during set-up must not be recorded. */
-    int saved = vw_depth;
-    vw_depth = 1;
+    int saved = setup_depth;
+    setup_depth = 1;
     pthread_once(&init_once, init_body);
     /* Set up, yet not ready: a child process whose page of `ready` the kernel zeroed (a raw
      * clone, which ran no fork handler). It starts its own life here (lifecycle.c). */
-    if (set_up && !vw_ready_now())
-        vw_lifecycle_new_process();
-    vw_depth = saved;
-    return vw_ready_now();
+    if (set_up && !interpose_ready_now())
+        lifecycle_new_process();
+    setup_depth = saved;
+    return interpose_ready_now();
 }

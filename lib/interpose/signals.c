@@ -20,7 +20,7 @@
  * closed them, were its own files, and our byte went into its log).
  *
  * A forked child inherits the handler but not the thread: the fork child handler puts the
- * application's dispositions back (vw_signals_after_fork_child), and a child made without fork
+ * application's dispositions back (signals_after_fork_child), and a child made without fork
  * handlers (a raw clone) that gets the signal in ours does the same and raises it again at once,
  * as if we were not there. A child that allocates installs ours again, as any new process. */
 #include "interpose.h"
@@ -92,7 +92,7 @@ static VW_NO_SANITIZE int real_sigaction(int sig, const struct sigaction *act,
     sigaction_fn f = __atomic_load_n(&real_sigaction_fn, __ATOMIC_ACQUIRE);
     if (!f) {
         int saved = errno;
-        void *p = vw_real_dlsym(RTLD_NEXT, "sigaction");
+        void *p = dlsym_real(RTLD_NEXT, "sigaction");
         errno = saved;
         if (!p) {
             errno = ENOSYS;
@@ -154,7 +154,7 @@ static void on_stop(int sig, siginfo_t *info, void *uctx)
         return;
     }
     struct sigaction p = app[i][__atomic_load_n(&app_at[i], __ATOMIC_ACQUIRE)];
-    if (!vw_is_owner()) {
+    if (!lifecycle_is_owner()) {
         /* a child made without fork handlers: no thread of ours here; as without us */
         real_sigaction(sig, &p, NULL);
         raise(sig);
@@ -197,25 +197,25 @@ static void on_stop(int sig, siginfo_t *info, void *uctx)
  * while no signal comes. */
 static void *watcher(void *arg)
 {
-    vw_demangle_thread_stack(arg);
-    vw_live_tick();
+    demangle_thread_stack(arg);
+    live_tick();
     uint64_t next = mono_ms() + VW_LIVE_INTERVAL_MS;
     for (;;) {
         uint32_t sig = __atomic_exchange_n(&stop_word, 0, __ATOMIC_ACQ_REL);
         if (sig) {
             pthread_mutex_lock(&stop_lock);
             if (!exiting && core_touched())
-                vw_write_report("signal");
+                reporting_write("signal");
             pthread_mutex_unlock(&stop_lock);
             if (sig & DYING)
-                vw_live_remove();
+                live_remove();
             __atomic_add_fetch(&done_word, 1, __ATOMIC_RELEASE);
             futex(&done_word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
             continue;
         }
         uint64_t now = mono_ms();
         if (now >= next) {
-            vw_live_tick();
+            live_tick();
             next = mono_ms() + VW_LIVE_INTERVAL_MS;
             continue;
         }
@@ -231,7 +231,7 @@ static void *watcher(void *arg)
  * us, even where a sanitizer's runtime defers handlers and a restarted wait would never see the
  * re-raised signal (seen under ThreadSanitizer: pool workers left blocked in sem_wait, their
  * SIGTERM lost). Also for a child told apart by its pid (lifecycle.c). */
-void vw_signals_after_fork_child(void)
+void signals_after_fork_child(void)
 {
     pthread_mutex_init(&app_lock, NULL);
     pthread_mutex_init(&stop_lock, NULL);
@@ -245,14 +245,14 @@ void vw_signals_after_fork_child(void)
     stop_word = done_word = 0;
 }
 
-void vw_signals_exiting(void)
+void signals_exiting(void)
 {
     pthread_mutex_lock(&stop_lock);
     exiting = true;
     pthread_mutex_unlock(&stop_lock);
 }
 
-bool vw_signals_install(void)
+bool signals_install(void)
 {
     sigset_t all, old;
     sigfillset(&all);
@@ -314,7 +314,7 @@ VW_EXPORT VW_NO_SANITIZE int sigaction(int sig, const struct sigaction *act,
 static int app_sigaction(int i, const struct sigaction *act, struct sigaction *old)
 {
     int sig = stop_signals[i];
-    if (!vw_is_owner())
+    if (!lifecycle_is_owner())
         return real_sigaction(sig, act, old);
     int saved = errno;
     sigset_t block, prev;
@@ -360,7 +360,7 @@ VW_EXPORT VW_NO_SANITIZE sighandler_t signal(int sig, sighandler_t handler)
     if (slot_of(sig) < 0) {
         /* not ours: libc's own, which also knows what siginterrupt() asked for */
         int saved = errno;
-        void *p = vw_real_dlsym(RTLD_NEXT, "signal");
+        void *p = dlsym_real(RTLD_NEXT, "signal");
         errno = saved;
         sighandler_t (*next)(int, sighandler_t);
         memcpy(&next, &p, sizeof(next));

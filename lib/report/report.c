@@ -48,8 +48,8 @@ extern char **environ;
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct core_snapshot snap;            /* under report_lock */
 static struct core_alloc live[LIVE_MAX];     /* under report_lock */
-static struct tl_device tl_copy;             /* under report_lock: one device at a time */
-static struct tl_step tl_steps[VW_TL_STEPS]; /* under report_lock */
+static struct timeline_device tl_copy;       /* under report_lock: one device at a time */
+static struct timeline_step tl_steps[VW_TL_STEPS]; /* under report_lock */
 static char path_buf[PATH_MAX + 512];        /* the folder, plus host and pid */
 static int64_t peak_reserved_seen[VW_MAX_DEVICES + 1];
 static unsigned report_seq;
@@ -82,9 +82,9 @@ void report_after_fork_child(void)
 static void opt_i64(struct jsonw *w, const char *k, int64_t v)
 {
     if (v < 0)
-        jw_null(w, k);
+        jsonw_null(w, k);
     else
-        jw_i64(w, k, v);
+        jsonw_i64(w, k, v);
 }
 
 static void host_name(char *out, size_t n)
@@ -191,11 +191,11 @@ static int64_t process_start_ns(const char *stat_path)
 
 static void write_rank(struct jsonw *w, const char *key, enum vw_rank_kind kind)
 {
-    int64_t x = vw_rank_from_env(kind);
+    int64_t x = ranks_from_env(kind);
     if (x >= 0)
-        jw_i64(w, key, x);
+        jsonw_i64(w, key, x);
     else
-        jw_null(w, key);
+        jsonw_null(w, key);
 }
 
 /* ---------- the launcher: which job this process is part of ----------
@@ -254,7 +254,7 @@ __attribute__((constructor)) static void launcher_capture(void)
     static const char *const mpi[] = { "OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid",
                                        "PMIX_NAMESPACE", NULL };
     char path[64];
-    launcher.loaded_ns = (int64_t)vw_now_ns();
+    launcher.loaded_ns = (int64_t)platform_now_ns();
     env_first(launcher.torchrun_run_id, LAUNCHER_ID_MAX, torchrun);
     env_first(launcher.slurm_job_id, LAUNCHER_ID_MAX, slurm_job);
     env_first(launcher.slurm_step_id, LAUNCHER_ID_MAX, slurm_step);
@@ -285,21 +285,21 @@ static void launcher_after_fork_child(void)
     memcpy(launcher.parent_name, launcher.self_name, sizeof(launcher.parent_name));
     launcher.self_start = -1;
     launcher.self_name[0] = 0;
-    launcher.loaded_ns = (int64_t)vw_now_ns();
+    launcher.loaded_ns = (int64_t)platform_now_ns();
 }
 
 static void write_launcher(struct jsonw *w)
 {
     opt_i64(w, "loaded_unix_ns", launcher.loaded_ns > 0 ? launcher.loaded_ns : -1);
-    jw_obj_begin(w, "launcher");
-    jw_str(w, "torchrun_run_id", launcher.torchrun_run_id[0] ? launcher.torchrun_run_id : NULL);
-    jw_str(w, "slurm_job_id", launcher.slurm_job_id[0] ? launcher.slurm_job_id : NULL);
-    jw_str(w, "slurm_step_id", launcher.slurm_step_id[0] ? launcher.slurm_step_id : NULL);
-    jw_str(w, "mpi_job_id", launcher.mpi_job_id[0] ? launcher.mpi_job_id : NULL);
+    jsonw_obj_begin(w, "launcher");
+    jsonw_str(w, "torchrun_run_id", launcher.torchrun_run_id[0] ? launcher.torchrun_run_id : NULL);
+    jsonw_str(w, "slurm_job_id", launcher.slurm_job_id[0] ? launcher.slurm_job_id : NULL);
+    jsonw_str(w, "slurm_step_id", launcher.slurm_step_id[0] ? launcher.slurm_step_id : NULL);
+    jsonw_str(w, "mpi_job_id", launcher.mpi_job_id[0] ? launcher.mpi_job_id : NULL);
     opt_i64(w, "parent_pid", launcher.parent_pid);
     opt_i64(w, "parent_start_unix_ns", launcher.parent_start);
-    jw_str(w, "parent_name", launcher.parent_name[0] ? launcher.parent_name : NULL);
-    jw_obj_end(w);
+    jsonw_str(w, "parent_name", launcher.parent_name[0] ? launcher.parent_name : NULL);
+    jsonw_obj_end(w);
 }
 
 static bool env_allowed(const char *e)
@@ -315,19 +315,19 @@ static bool env_allowed(const char *e)
 /* One argument of the command line into the report's argv. */
 static void emit_arg(void *w, const char *arg)
 {
-    jw_str(w, NULL, arg);
+    jsonw_str(w, NULL, arg);
 }
 
 static void write_process(struct jsonw *w)
 {
     char buf[PATH_MAX];
-    jw_obj_begin(w, "process");
-    jw_i64(w, "pid", getpid());
-    jw_i64(w, "ppid", getppid());
+    jsonw_obj_begin(w, "process");
+    jsonw_i64(w, "pid", getpid());
+    jsonw_i64(w, "ppid", getppid());
     host_name(buf, 256);
-    jw_str(w, "host", buf);
+    jsonw_str(w, "host", buf);
 
-    jw_arr_begin(w, "argv");
+    jsonw_arr_begin(w, "argv");
     /* The command line as the kernel has it, with secrets (--token X, API_KEY=...,
      * https://user:pass@host) replaced: reports get pasted into issues and chats. Bounded so a
      * huge argv cannot bloat the report, and redacted before it is cut: a cut inside a URL must
@@ -338,21 +338,21 @@ static void write_process(struct jsonw *w)
         redact_cmdline(cmdline, work, sizeof(work), REDACT_ARGV_MAX, emit_arg, w);
         close(cmdline);
     }
-    jw_arr_end(w);
+    jsonw_arr_end(w);
 
     ssize_t l = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
     if (l > 0) {
         buf[l] = 0;
-        jw_str(w, "exe", buf);
+        jsonw_str(w, "exe", buf);
     } else {
-        jw_null(w, "exe");
+        jsonw_null(w, "exe");
     }
-    jw_str(w, "cwd", getcwd(buf, sizeof(buf)) ? buf : NULL);
+    jsonw_str(w, "cwd", getcwd(buf, sizeof(buf)) ? buf : NULL);
     int64_t start = own_start_ns();
     if (start > 0)
-        jw_i64(w, "start_unix_ns", start);
+        jsonw_i64(w, "start_unix_ns", start);
     else
-        jw_null(w, "start_unix_ns");
+        jsonw_null(w, "start_unix_ns");
 
     /* The launchers' variables: lib/ranks.c. */
     write_rank(w, "rank", VW_RANK);
@@ -360,7 +360,7 @@ static void write_process(struct jsonw *w)
     write_rank(w, "world_size", VW_WORLD_SIZE);
     write_launcher(w);
 
-    jw_obj_begin(w, "env");
+    jsonw_obj_begin(w, "env");
     for (char **e = environ; e && *e; e++) {
         if (!env_allowed(*e))
             continue;
@@ -370,10 +370,10 @@ static void write_process(struct jsonw *w)
         char name[128];
         memcpy(name, *e, (size_t)(eq - *e));
         name[eq - *e] = 0;
-        jw_str(w, name, eq + 1);
+        jsonw_str(w, name, eq + 1);
     }
-    jw_obj_end(w);
-    jw_obj_end(w);
+    jsonw_obj_end(w);
+    jsonw_obj_end(w);
 }
 
 /* ---------- symbols ---------- */
@@ -406,7 +406,7 @@ static struct sym *symbolize(struct sym **cache, uint64_t ip, const char *exe)
         s->module = (di.dli_fname && di.dli_fname[0]) ? di.dli_fname : exe;
         s->offset = at - (uint64_t)lm->l_addr;
         if (di.dli_sname) {
-            char *d = vw_demangle(di.dli_sname);
+            char *d = demangle_symbol(di.dli_sname);
             s->symbol = d ? d : strdup(di.dli_sname);
             s->symbol_offset = (int64_t)(at - (uint64_t)(uintptr_t)di.dli_saddr);
         }
@@ -420,33 +420,33 @@ static struct sym *symbolize(struct sym **cache, uint64_t ip, const char *exe)
 static void write_frames(struct jsonw *w, const uint64_t *frames, int n, struct sym **cache,
                          const char *exe)
 {
-    jw_arr_begin(w, "frames");
+    jsonw_arr_begin(w, "frames");
     for (int i = 0; i < n; i++) {
         if (pyframes_is_python(frames[i])) {
             const char *file, *function;
             int line;
             pyframes_describe(frames[i], &file, &function, &line);
-            jw_obj_begin(w, NULL);
-            jw_str(w, "kind", "python");
-            jw_str(w, "file", file ? file : "?");
-            jw_str(w, "function", function ? function : "?");
-            jw_i64(w, "line", line);
-            jw_obj_end(w);
+            jsonw_obj_begin(w, NULL);
+            jsonw_str(w, "kind", "python");
+            jsonw_str(w, "file", file ? file : "?");
+            jsonw_str(w, "function", function ? function : "?");
+            jsonw_i64(w, "line", line);
+            jsonw_obj_end(w);
             continue;
         }
         struct sym *s = symbolize(cache, frames[i], exe);
-        jw_obj_begin(w, NULL);
-        jw_str(w, "kind", "native");
-        jw_str(w, "module", s ? s->module : NULL);
-        jw_str(w, "symbol", s ? s->symbol : NULL);
-        jw_u64(w, "offset", s ? s->offset : frames[i]);
+        jsonw_obj_begin(w, NULL);
+        jsonw_str(w, "kind", "native");
+        jsonw_str(w, "module", s ? s->module : NULL);
+        jsonw_str(w, "symbol", s ? s->symbol : NULL);
+        jsonw_u64(w, "offset", s ? s->offset : frames[i]);
         if (s && s->symbol_offset >= 0)
-            jw_i64(w, "symbol_offset", s->symbol_offset);
+            jsonw_i64(w, "symbol_offset", s->symbol_offset);
         else
-            jw_null(w, "symbol_offset");
-        jw_obj_end(w);
+            jsonw_null(w, "symbol_offset");
+        jsonw_obj_end(w);
     }
-    jw_arr_end(w);
+    jsonw_arr_end(w);
 }
 
 /* ---------- the file ---------- */
@@ -457,10 +457,10 @@ const char *report_path(void)
     host_name(host, sizeof(host));
     file_safe(host);
     if (name_n)
-        snprintf(path_buf, sizeof(path_buf), "%s/vramwatch-%s-%d.%d.json", vw_opt.dir, host,
-                 (int)getpid(), name_n);
+        snprintf(path_buf, sizeof(path_buf), "%s/vramwatch-%s-%d.%d.json", options_current.dir,
+                 host, (int)getpid(), name_n);
     else
-        snprintf(path_buf, sizeof(path_buf), "%s/vramwatch-%s-%d.json", vw_opt.dir, host,
+        snprintf(path_buf, sizeof(path_buf), "%s/vramwatch-%s-%d.json", options_current.dir, host,
                  (int)getpid());
     return path_buf;
 }
@@ -477,21 +477,21 @@ static void write_unattributed(struct jsonw *w)
 {
     const struct core_device *d = &snap.devices[VW_MAX_DEVICES];
     if (!d->active) {
-        jw_null(w, "unattributed");
+        jsonw_null(w, "unattributed");
         return;
     }
-    jw_obj_begin(w, "unattributed");
-    jw_u64(w, "live_bytes", d->live_bytes);
-    jw_u64(w, "live_count", d->live_count);
-    jw_u64(w, "alloc_calls", d->alloc_calls);
-    jw_u64(w, "free_calls", d->free_calls);
-    jw_u64(w, "failed_calls", d->failed_calls);
-    jw_obj_end(w);
+    jsonw_obj_begin(w, "unattributed");
+    jsonw_u64(w, "live_bytes", d->live_bytes);
+    jsonw_u64(w, "live_count", d->live_count);
+    jsonw_u64(w, "alloc_calls", d->alloc_calls);
+    jsonw_u64(w, "free_calls", d->free_calls);
+    jsonw_u64(w, "failed_calls", d->failed_calls);
+    jsonw_obj_end(w);
 }
 
 static void write_devices(struct jsonw *w, const struct report_devinfo *info)
 {
-    jw_arr_begin(w, "devices");
+    jsonw_arr_begin(w, "devices");
     /* Calls whose device could not be told (no driver, no context) are no device's: they go to
      * "unattributed" (write_unattributed), so every device listed has its ordinal. */
     for (int i = 0; i < VW_MAX_DEVICES; i++) {
@@ -499,21 +499,21 @@ static void write_devices(struct jsonw *w, const struct report_devinfo *info)
         if (!d->active)
             continue;
         const struct report_devinfo *in = &info[i];
-        jw_obj_begin(w, NULL);
-        jw_u64(w, "ordinal", (uint64_t)i);
-        jw_str(w, "name", in->name[0] ? in->name : NULL);
-        jw_str(w, "pci_bus_id", in->pci_bus_id[0] ? in->pci_bus_id : NULL);
-        jw_str(w, "uuid", in->uuid[0] ? in->uuid : NULL);
+        jsonw_obj_begin(w, NULL);
+        jsonw_u64(w, "ordinal", (uint64_t)i);
+        jsonw_str(w, "name", in->name[0] ? in->name : NULL);
+        jsonw_str(w, "pci_bus_id", in->pci_bus_id[0] ? in->pci_bus_id : NULL);
+        jsonw_str(w, "uuid", in->uuid[0] ? in->uuid : NULL);
         opt_i64(w, "total_bytes", in->total);
         opt_i64(w, "free_bytes", in->free);
         opt_i64(w, "limit_bytes", in->limit);
-        jw_u64(w, "live_bytes", d->live_bytes);
-        jw_u64(w, "live_count", d->live_count);
-        jw_u64(w, "peak_live_bytes", d->peak_live_bytes);
+        jsonw_u64(w, "live_bytes", d->live_bytes);
+        jsonw_u64(w, "live_count", d->live_count);
+        jsonw_u64(w, "peak_live_bytes", d->peak_live_bytes);
         if (d->peak_time_ns)
-            jw_u64(w, "peak_time_unix_ns", d->peak_time_ns);
+            jsonw_u64(w, "peak_time_unix_ns", d->peak_time_ns);
         else
-            jw_null(w, "peak_time_unix_ns");
+            jsonw_null(w, "peak_time_unix_ns");
         int64_t extra = in->pool_extra > 0 ? in->pool_extra : 0;
         int64_t reserved = (int64_t)d->live_bytes + extra;
         int64_t peak = (int64_t)d->peak_live_bytes;
@@ -524,103 +524,103 @@ static void write_devices(struct jsonw *w, const struct report_devinfo *info)
         if (peak_reserved_seen[i] > peak)
             peak = peak_reserved_seen[i];
         peak_reserved_seen[i] = peak;
-        jw_i64(w, "reserved_bytes", reserved);
-        jw_i64(w, "peak_reserved_bytes", peak);
+        jsonw_i64(w, "reserved_bytes", reserved);
+        jsonw_i64(w, "peak_reserved_bytes", peak);
         if (d->pool_used && in->pool_extra >= 0)
-            jw_i64(w, "pool_cached_bytes", in->pool_extra);
+            jsonw_i64(w, "pool_cached_bytes", in->pool_extra);
         else if (d->pool_used)
-            jw_null(w, "pool_cached_bytes");
+            jsonw_null(w, "pool_cached_bytes");
         else
-            jw_i64(w, "pool_cached_bytes", 0);
+            jsonw_i64(w, "pool_cached_bytes", 0);
         if (in->total >= 0 && in->free >= 0) {
             int64_t used = in->total - in->free;
-            jw_i64(w, "used_bytes", used);
-            jw_i64(w, "untracked_bytes", used - reserved);
+            jsonw_i64(w, "used_bytes", used);
+            jsonw_i64(w, "untracked_bytes", used - reserved);
         } else {
-            jw_null(w, "used_bytes");
-            jw_null(w, "untracked_bytes");
+            jsonw_null(w, "used_bytes");
+            jsonw_null(w, "untracked_bytes");
         }
-        jw_u64(w, "alloc_calls", d->alloc_calls);
-        jw_u64(w, "free_calls", d->free_calls);
-        jw_u64(w, "failed_calls", d->failed_calls);
-        jw_u64(w, "cache_flushes", d->cache_flushes);
-        jw_u64(w, "va_reserved_bytes", d->va_reserved_bytes);
+        jsonw_u64(w, "alloc_calls", d->alloc_calls);
+        jsonw_u64(w, "free_calls", d->free_calls);
+        jsonw_u64(w, "failed_calls", d->failed_calls);
+        jsonw_u64(w, "cache_flushes", d->cache_flushes);
+        jsonw_u64(w, "va_reserved_bytes", d->va_reserved_bytes);
         if (in->nprocs >= 0) {
             int n = in->nprocs < REPORT_PROCS_MAX ? in->nprocs : REPORT_PROCS_MAX;
             memcpy(procs_seen[i], in->procs, (size_t)n * sizeof(in->procs[0]));
             nprocs_seen[i] = n + 1;
         }
         if (nprocs_seen[i] == 0) {
-            jw_null(w, "other_processes");
+            jsonw_null(w, "other_processes");
         } else {
-            jw_arr_begin(w, "other_processes");
+            jsonw_arr_begin(w, "other_processes");
             for (int k = 0; k < nprocs_seen[i] - 1; k++) {
                 const struct report_proc *pr = &procs_seen[i][k];
-                jw_obj_begin(w, NULL);
-                jw_u64(w, "pid", pr->pid);
-                jw_str(w, "name", pr->name[0] ? pr->name : NULL);
+                jsonw_obj_begin(w, NULL);
+                jsonw_u64(w, "pid", pr->pid);
+                jsonw_str(w, "name", pr->name[0] ? pr->name : NULL);
                 opt_i64(w, "used_bytes", pr->used);
-                jw_obj_end(w);
+                jsonw_obj_end(w);
             }
-            jw_arr_end(w);
+            jsonw_arr_end(w);
         }
-        jw_obj_end(w);
+        jsonw_obj_end(w);
     }
-    jw_arr_end(w);
+    jsonw_arr_end(w);
 }
 
 static void write_failures(struct jsonw *w)
 {
     static const char *retried[] = { NULL, "succeeded", "failed" };
-    jw_arr_begin(w, "failures");
+    jsonw_arr_begin(w, "failures");
     for (int i = 0; i < snap.nfailures; i++) {
         const struct core_failure *f = &snap.failures[i];
-        jw_obj_begin(w, NULL);
-        jw_u64(w, "time_unix_ns", f->time_ns);
-        jw_str(w, "api", f->api);
+        jsonw_obj_begin(w, NULL);
+        jsonw_u64(w, "time_unix_ns", f->time_ns);
+        jsonw_str(w, "api", f->api);
         opt_i64(w, "device", f->device);
-        jw_u64(w, "size", f->size);
-        jw_i64(w, "error_code", f->error_code);
-        jw_str(w, "error_name", f->error_name);
-        jw_bool(w, "oom", f->oom);
-        jw_u64(w, "callsite", f->callsite);
-        jw_u64(w, "live_bytes_at_failure", f->live_at);
-        jw_u64(w, "reserved_bytes_at_failure", f->reserved_at);
+        jsonw_u64(w, "size", f->size);
+        jsonw_i64(w, "error_code", f->error_code);
+        jsonw_str(w, "error_name", f->error_name);
+        jsonw_bool(w, "oom", f->oom);
+        jsonw_u64(w, "callsite", f->callsite);
+        jsonw_u64(w, "live_bytes_at_failure", f->live_at);
+        jsonw_u64(w, "reserved_bytes_at_failure", f->reserved_at);
         opt_i64(w, "free_bytes_at_failure", f->free_at);
-        jw_str(w, "retried", retried[f->retried < 3 ? f->retried : 0]);
-        jw_i64(w, "thread", f->tid);
-        jw_obj_end(w);
+        jsonw_str(w, "retried", retried[f->retried < 3 ? f->retried : 0]);
+        jsonw_i64(w, "thread", f->tid);
+        jsonw_obj_end(w);
     }
-    jw_arr_end(w);
-    jw_u64(w, "failures_total", snap.failures_total);
+    jsonw_arr_end(w);
+    jsonw_u64(w, "failures_total", snap.failures_total);
 
-    jw_arr_begin(w, "pressure_events");
+    jsonw_arr_begin(w, "pressure_events");
     for (int i = 0; i < snap.nevents; i++) {
         const struct core_event *e = &snap.events[i];
-        jw_obj_begin(w, NULL);
-        jw_str(w, "kind", "cache_flush");
-        jw_u64(w, "time_unix_ns", e->time_ns);
-        jw_str(w, "api", e->api);
+        jsonw_obj_begin(w, NULL);
+        jsonw_str(w, "kind", "cache_flush");
+        jsonw_u64(w, "time_unix_ns", e->time_ns);
+        jsonw_str(w, "api", e->api);
         opt_i64(w, "device", e->device);
-        jw_u64(w, "size", e->size);
-        jw_u64(w, "freed_bytes", e->freed_bytes);
-        jw_u64(w, "freed_count", e->freed_count);
-        jw_u64(w, "callsite", e->callsite);
-        jw_obj_end(w);
+        jsonw_u64(w, "size", e->size);
+        jsonw_u64(w, "freed_bytes", e->freed_bytes);
+        jsonw_u64(w, "freed_count", e->freed_count);
+        jsonw_u64(w, "callsite", e->callsite);
+        jsonw_obj_end(w);
     }
-    jw_arr_end(w);
-    jw_u64(w, "pressure_events_total", snap.events_total);
+    jsonw_arr_end(w);
+    jsonw_u64(w, "pressure_events_total", snap.events_total);
 
-    jw_arr_begin(w, "markers");
+    jsonw_arr_begin(w, "markers");
     for (int i = 0; i < snap.nmarkers; i++) {
-        jw_obj_begin(w, NULL);
-        jw_u64(w, "time_unix_ns", snap.markers[i].time_ns);
-        jw_str(w, "label", snap.markers[i].label);
-        jw_u64(w, "live_bytes", snap.markers[i].live_bytes);
-        jw_u64(w, "phase_peak_bytes", snap.markers[i].phase_peak_bytes);
-        jw_obj_end(w);
+        jsonw_obj_begin(w, NULL);
+        jsonw_u64(w, "time_unix_ns", snap.markers[i].time_ns);
+        jsonw_str(w, "label", snap.markers[i].label);
+        jsonw_u64(w, "live_bytes", snap.markers[i].live_bytes);
+        jsonw_u64(w, "phase_peak_bytes", snap.markers[i].phase_peak_bytes);
+        jsonw_obj_end(w);
     }
-    jw_arr_end(w);
+    jsonw_arr_end(w);
 }
 
 static struct core_callsite *sort_sites; /* for the comparator */
@@ -645,7 +645,8 @@ static int write_callsites(struct jsonw *w, int nlive)
     /* Room for the longest chain a site can have (with Python frames, longer than the stack
      * depth: the copy cuts whatever does not fit, and the depth alone cut the chains of the sites
      * listed last). Python frames asked for, whether or not they are on now. */
-    uint32_t fcap = n * (uint32_t)pyframes_chain_max(vw_opt.stack_depth, vw_opt.python);
+    uint32_t fcap =
+            n * (uint32_t)pyframes_chain_max(options_current.stack_depth, options_current.python);
     struct core_callsite *cs = malloc(sizeof(*cs) * (n ? n : 1));
     uint64_t *fr = malloc(sizeof(*fr) * (fcap ? fcap : 1));
     uint32_t *order = malloc(sizeof(*order) * (n ? n : 1));
@@ -691,7 +692,7 @@ static int write_callsites(struct jsonw *w, int nlive)
     exe[el > 0 ? el : 0] = 0;
     struct sym *cache = NULL;
     uint64_t left_out = 0;
-    jw_arr_begin(w, "callsites");
+    jsonw_arr_begin(w, "callsites");
     for (uint32_t j = 0, listed = 0; j < k; j++) {
         uint32_t i = order[j];
         if (listed >= CALLSITES_MAX && !want[i]) {
@@ -699,35 +700,35 @@ static int write_callsites(struct jsonw *w, int nlive)
             continue;
         }
         listed++;
-        jw_obj_begin(w, NULL);
-        jw_u64(w, "id", i);
+        jsonw_obj_begin(w, NULL);
+        jsonw_u64(w, "id", i);
         write_frames(w, &fr[cs[i].frames_off], cs[i].nframes, &cache, exe);
-        jw_u64(w, "live_bytes", cs[i].live_bytes);
-        jw_u64(w, "live_count", cs[i].live_count);
-        jw_u64(w, "alloc_calls", cs[i].alloc_calls);
-        jw_u64(w, "alloc_bytes_total", cs[i].alloc_bytes_total);
+        jsonw_u64(w, "live_bytes", cs[i].live_bytes);
+        jsonw_u64(w, "live_count", cs[i].live_count);
+        jsonw_u64(w, "alloc_calls", cs[i].alloc_calls);
+        jsonw_u64(w, "alloc_bytes_total", cs[i].alloc_bytes_total);
         /* The same site at each device's peak and at the latest out-of-memory failure
          * (docs/report-format.md, "What was live at the peak"). */
-        jw_u64(w, "live_bytes_at_peak", cs[i].live_bytes_at_peak);
+        jsonw_u64(w, "live_bytes_at_peak", cs[i].live_bytes_at_peak);
         if (cs[i].has_failure)
-            jw_u64(w, "live_bytes_at_failure", cs[i].live_bytes_at_failure);
+            jsonw_u64(w, "live_bytes_at_failure", cs[i].live_bytes_at_failure);
         else
-            jw_null(w, "live_bytes_at_failure");
+            jsonw_null(w, "live_bytes_at_failure");
         /* Where its phase began, for runs without markers (docs/advice.md). */
         if (cs[i].first_time_ns) {
-            jw_u64(w, "first_alloc_unix_ns", cs[i].first_time_ns);
-            jw_u64(w, "live_bytes_before_first", cs[i].first_live_before);
-            jw_u64(w, "peak_live_bytes_before_first", cs[i].first_peak_before);
+            jsonw_u64(w, "first_alloc_unix_ns", cs[i].first_time_ns);
+            jsonw_u64(w, "live_bytes_before_first", cs[i].first_live_before);
+            jsonw_u64(w, "peak_live_bytes_before_first", cs[i].first_peak_before);
         } else {
-            jw_null(w, "first_alloc_unix_ns");
-            jw_null(w, "live_bytes_before_first");
-            jw_null(w, "peak_live_bytes_before_first");
+            jsonw_null(w, "first_alloc_unix_ns");
+            jsonw_null(w, "live_bytes_before_first");
+            jsonw_null(w, "peak_live_bytes_before_first");
         }
-        jw_obj_end(w);
+        jsonw_obj_end(w);
     }
-    jw_arr_end(w);
-    jw_u64(w, "callsites_truncated", left_out);
-    jw_u64(w, "callsites_dropped", snap.callsites_dropped);
+    jsonw_arr_end(w);
+    jsonw_u64(w, "callsites_truncated", left_out);
+    jsonw_u64(w, "callsites_dropped", snap.callsites_dropped);
     struct sym *s, *t;
     HASH_ITER(hh, cache, s, t)
     {
@@ -747,81 +748,81 @@ static int write_callsites(struct jsonw *w, int nlive)
  * report's own lists, at full precision; they are not repeated here. */
 static void write_timeline(struct jsonw *w, const struct report_devinfo *info)
 {
-    jw_obj_begin(w, "timeline");
-    jw_u64(w, "buckets_max", VW_TL_BUCKETS);
-    jw_arr_begin(w, "devices");
+    jsonw_obj_begin(w, "timeline");
+    jsonw_u64(w, "buckets_max", VW_TL_BUCKETS);
+    jsonw_arr_begin(w, "devices");
     for (int i = 0; i < VW_MAX_DEVICES; i++) {
         if (!snap.devices[i].active || !core_copy_timeline(i, &tl_copy))
             continue;
-        const struct tl_device *t = &tl_copy;
-        jw_obj_begin(w, NULL);
-        jw_u64(w, "ordinal", (uint64_t)i);
-        jw_u64(w, "start_unix_ns", t->start_ns);
-        jw_u64(w, "bucket_ns", 1ull << t->shift);
-        jw_u64(w, "merges", t->merges);
-        jw_u64(w, "events", t->events);
+        const struct timeline_device *t = &tl_copy;
+        jsonw_obj_begin(w, NULL);
+        jsonw_u64(w, "ordinal", (uint64_t)i);
+        jsonw_u64(w, "start_unix_ns", t->start_ns);
+        jsonw_u64(w, "bucket_ns", 1ull << t->shift);
+        jsonw_u64(w, "merges", t->merges);
+        jsonw_u64(w, "events", t->events);
         opt_i64(w, "capacity_bytes", info[i].total);
         opt_i64(w, "limit_bytes", info[i].limit);
-        jw_arr_begin(w, "buckets");
+        jsonw_arr_begin(w, "buckets");
         for (uint32_t k = 0; k <= t->cur && k < VW_TL_BUCKETS; k++) {
-            const struct tl_bucket *b = &t->b[k];
+            const struct timeline_bucket *b = &t->b[k];
             if (!b->used)
                 continue;
-            jw_obj_begin(w, NULL);
-            jw_u64(w, "t", t->start_ns + ((uint64_t)k << t->shift));
-            jw_u64(w, "live_min", b->live_min);
-            jw_u64(w, "live_max", b->live_max);
-            jw_u64(w, "live", b->live_last);
-            jw_u64(w, "peak_t", b->peak_time_ns);
-            jw_u64(w, "reserved_max", b->reserved_max);
-            jw_u64(w, "reserved", b->reserved_last);
+            jsonw_obj_begin(w, NULL);
+            jsonw_u64(w, "t", t->start_ns + ((uint64_t)k << t->shift));
+            jsonw_u64(w, "live_min", b->live_min);
+            jsonw_u64(w, "live_max", b->live_max);
+            jsonw_u64(w, "live", b->live_last);
+            jsonw_u64(w, "peak_t", b->peak_time_ns);
+            jsonw_u64(w, "reserved_max", b->reserved_max);
+            jsonw_u64(w, "reserved", b->reserved_last);
             if (b->has_untracked) {
-                jw_i64(w, "untracked_max", b->untracked_max);
-                jw_i64(w, "untracked", b->untracked_last);
+                jsonw_i64(w, "untracked_max", b->untracked_max);
+                jsonw_i64(w, "untracked", b->untracked_last);
             } else {
-                jw_null(w, "untracked_max");
-                jw_null(w, "untracked");
+                jsonw_null(w, "untracked_max");
+                jsonw_null(w, "untracked");
             }
-            jw_u64(w, "events", b->events);
-            jw_obj_end(w);
+            jsonw_u64(w, "events", b->events);
+            jsonw_obj_end(w);
         }
-        jw_arr_end(w);
-        uint32_t ns = tl_steps_sorted(t, tl_steps);
-        jw_arr_begin(w, "steps");
+        jsonw_arr_end(w);
+        uint32_t ns = timeline_steps_sorted(t, tl_steps);
+        jsonw_arr_begin(w, "steps");
         for (uint32_t k = 0; k < ns; k++) {
-            const struct tl_step *s = &tl_steps[k];
-            jw_obj_begin(w, NULL);
-            jw_u64(w, "time_unix_ns", s->time_ns);
-            jw_u64(w, "size", s->size);
-            jw_u64(w, "live_bytes_after", s->live_after);
-            jw_str(w, "api", s->api);
-            jw_u64(w, "callsite", s->callsite);
-            jw_obj_end(w);
+            const struct timeline_step *s = &tl_steps[k];
+            jsonw_obj_begin(w, NULL);
+            jsonw_u64(w, "time_unix_ns", s->time_ns);
+            jsonw_u64(w, "size", s->size);
+            jsonw_u64(w, "live_bytes_after", s->live_after);
+            jsonw_str(w, "api", s->api);
+            jsonw_u64(w, "callsite", s->callsite);
+            jsonw_obj_end(w);
         }
-        jw_arr_end(w);
-        jw_obj_end(w);
+        jsonw_arr_end(w);
+        jsonw_obj_end(w);
     }
-    jw_arr_end(w);
-    jw_obj_end(w);
+    jsonw_arr_end(w);
+    jsonw_obj_end(w);
 }
 
 static bool write_body(int fd, const char *reason, const struct report_devinfo *info, int nlive,
                        uint64_t live_total)
 {
     static struct jsonw w; /* 16 KiB buffer: under report_lock, kept off the caller's stack */
-    jw_init(&w, fd);
-    jw_obj_begin(&w, NULL);
-    jw_str(&w, "schema", "vramwatch.report/1");
-    jw_str(&w, "reason", reason);
-    jw_u64(&w, "time_unix_ns", vw_now_ns());
-    jw_obj_begin(&w, "vramwatch");
-    jw_str(&w, "version", VW_VERSION);
-    jw_i64(&w, "stack_depth", vw_opt.stack_depth);
-    jw_bool(&w, "python", pyframes_enabled());
+    jsonw_init(&w, fd);
+    jsonw_obj_begin(&w, NULL);
+    jsonw_str(&w, "schema", "vramwatch.report/1");
+    jsonw_str(&w, "reason", reason);
+    jsonw_u64(&w, "time_unix_ns", platform_now_ns());
+    jsonw_obj_begin(&w, "vramwatch");
+    jsonw_str(&w, "version", VW_VERSION);
+    jsonw_i64(&w, "stack_depth", options_current.stack_depth);
+    jsonw_bool(&w, "python", pyframes_enabled());
     /* The library's own tables as they stand (allocation tables, call sites, their frames and
      * index): what the documented memory bound is about, and what the load test checks. */
-    jw_u64(&w, "table_bytes", core_mapped_bytes());
-    jw_obj_end(&w);
+    jsonw_u64(&w, "table_bytes", core_mapped_bytes());
+    jsonw_obj_end(&w);
     write_process(&w);
     write_devices(&w, info);
     write_unattributed(&w);
@@ -829,45 +830,46 @@ static bool write_body(int fd, const char *reason, const struct report_devinfo *
     framework_write(&w);
     if (write_callsites(&w, nlive) != 0)
         return false;
-    jw_arr_begin(&w, "live");
+    jsonw_arr_begin(&w, "live");
     for (int i = 0; i < nlive; i++) {
         const struct core_alloc *a = &live[i];
-        jw_obj_begin(&w, NULL);
-        jw_hex(&w, "address", a->key);
-        jw_u64(&w, "size", a->size);
+        jsonw_obj_begin(&w, NULL);
+        jsonw_hex(&w, "address", a->key);
+        jsonw_u64(&w, "size", a->size);
         opt_i64(&w, "device", a->device);
-        jw_str(&w, "api", a->api);
-        jw_str(&w, "kind", kind_name(a->kind));
-        jw_u64(&w, "callsite", a->callsite);
-        jw_u64(&w, "time_unix_ns", a->time_ns);
-        jw_obj_end(&w);
+        jsonw_str(&w, "api", a->api);
+        jsonw_str(&w, "kind", kind_name(a->kind));
+        jsonw_u64(&w, "callsite", a->callsite);
+        jsonw_u64(&w, "time_unix_ns", a->time_ns);
+        jsonw_obj_end(&w);
     }
-    jw_arr_end(&w);
-    jw_u64(&w, "live_truncated", live_total > (uint64_t)nlive ? live_total - (uint64_t)nlive : 0);
-    jw_u64(&w, "allocations_untracked", snap.allocs_untracked);
-    jw_arr_begin(&w, "limit_crossings");
+    jsonw_arr_end(&w);
+    jsonw_u64(&w, "live_truncated",
+              live_total > (uint64_t)nlive ? live_total - (uint64_t)nlive : 0);
+    jsonw_u64(&w, "allocations_untracked", snap.allocs_untracked);
+    jsonw_arr_begin(&w, "limit_crossings");
     for (int i = 0; i < snap.ncrossings; i++) {
         const struct core_crossing *x = &snap.crossings[i];
-        jw_obj_begin(&w, NULL);
-        jw_u64(&w, "time_unix_ns", x->time_ns);
-        jw_str(&w, "api", x->api);
+        jsonw_obj_begin(&w, NULL);
+        jsonw_u64(&w, "time_unix_ns", x->time_ns);
+        jsonw_str(&w, "api", x->api);
         opt_i64(&w, "device", x->device);
-        jw_u64(&w, "size", x->size);
-        jw_u64(&w, "callsite", x->callsite);
-        jw_u64(&w, "live_bytes_at_crossing", x->live_at);
-        jw_obj_end(&w);
+        jsonw_u64(&w, "size", x->size);
+        jsonw_u64(&w, "callsite", x->callsite);
+        jsonw_u64(&w, "live_bytes_at_crossing", x->live_at);
+        jsonw_obj_end(&w);
     }
-    jw_arr_end(&w);
+    jsonw_arr_end(&w);
     write_timeline(&w, info);
-    jw_obj_begin(&w, "host_pinned");
-    jw_u64(&w, "live_bytes", snap.host.live_bytes);
-    jw_u64(&w, "peak_live_bytes", snap.host.peak_live_bytes);
-    jw_u64(&w, "alloc_calls", snap.host.alloc_calls);
-    jw_u64(&w, "free_calls", snap.host.free_calls);
-    jw_u64(&w, "failed_calls", snap.host.failed_calls);
-    jw_obj_end(&w);
-    jw_obj_end(&w);
-    return jw_finish(&w);
+    jsonw_obj_begin(&w, "host_pinned");
+    jsonw_u64(&w, "live_bytes", snap.host.live_bytes);
+    jsonw_u64(&w, "peak_live_bytes", snap.host.peak_live_bytes);
+    jsonw_u64(&w, "alloc_calls", snap.host.alloc_calls);
+    jsonw_u64(&w, "free_calls", snap.host.free_calls);
+    jsonw_u64(&w, "failed_calls", snap.host.failed_calls);
+    jsonw_obj_end(&w);
+    jsonw_obj_end(&w);
+    return jsonw_finish(&w);
 }
 
 /* A report at our name written before this process started belongs to an earlier process that
@@ -895,8 +897,8 @@ static void keep_previous(int dirfd, const char *name)
     if (linkat(dirfd, name, dirfd, aside, 0) == 0)
         unlinkat(dirfd, name, 0);
     else
-        vw_log(VW_LOG_INFO, "an earlier process's report %s is overwritten: %s", name,
-               strerror(errno));
+        log_msg(VW_LOG_INFO, "an earlier process's report %s is overwritten: %s", name,
+                strerror(errno));
 }
 
 /* A process killed while writing a report leaves its temporary file behind for good, and a job
@@ -1030,11 +1032,11 @@ void report_sweep_stale(int dirfd)
     }
     close(rfd);
     if (removed)
-        vw_log(VW_LOG_INFO, "removed %u temporary report file%s of killed processes", removed,
-               removed == 1 ? "" : "s");
+        log_msg(VW_LOG_INFO, "removed %u temporary report file%s of killed processes", removed,
+                removed == 1 ? "" : "s");
     if (removed_live)
-        vw_log(VW_LOG_INFO, "removed %u live-state file%s of killed processes", removed_live,
-               removed_live == 1 ? "" : "s");
+        log_msg(VW_LOG_INFO, "removed %u live-state file%s of killed processes", removed_live,
+                removed_live == 1 ? "" : "s");
 }
 
 /* Whether `name` is held by another user: a name planted in a shared sticky folder, which we
@@ -1058,8 +1060,8 @@ static const char *free_name(int dirfd)
         struct stat st;
         if (fstatat(dirfd, strrchr(path, '/') + 1, &st, AT_SYMLINK_NOFOLLOW) != 0 &&
             errno == ENOENT) {
-            vw_log(VW_LOG_WARN, "the report's name %s in %s is another user's: writing %s", was,
-                   vw_opt.dir, strrchr(path, '/') + 1);
+            log_msg(VW_LOG_WARN, "the report's name %s in %s is another user's: writing %s", was,
+                    options_current.dir, strrchr(path, '/') + 1);
             return path;
         }
     }
@@ -1069,7 +1071,7 @@ static const char *free_name(int dirfd)
 int report_write(const char *reason, const struct report_devinfo *info)
 {
     int rc = -1;
-    vw_demangle_lookup(); /* libstdc++ may have come since set-up */
+    demangle_lookup(); /* libstdc++ may have come since set-up */
     pthread_mutex_lock(&report_lock);
     struct safefile_quiet quiet; /* a file size limit fails the write, never ends the program */
     safefile_quiet_begin(&quiet);
@@ -1081,9 +1083,9 @@ int report_write(const char *reason, const struct report_devinfo *info)
     const char *name = strrchr(final, '/') + 1; /* report_path() always puts the folder first */
     char tmp[PATH_MAX];
     char why[1024];
-    int dirfd = safefile_open_dir(vw_opt.dir, true, why, sizeof(why));
+    int dirfd = safefile_open_dir(options_current.dir, true, why, sizeof(why));
     if (dirfd < 0) {
-        vw_warn_once(warned_write, "not writing reports in %s: %s", vw_opt.dir, why);
+        log_warn_once(warned_write, "not writing reports in %s: %s", options_current.dir, why);
         goto out;
     }
     bool first = !previous_checked;
@@ -1108,7 +1110,8 @@ int report_write(const char *reason, const struct report_devinfo *info)
             break;
     }
     if (fd < 0) {
-        vw_warn_once(warned_write, "cannot write a report in %s: %s", vw_opt.dir, strerror(errno));
+        log_warn_once(warned_write, "cannot write a report in %s: %s", options_current.dir,
+                      strerror(errno));
         goto done;
     }
     /* Held until the close: tells a process cleaning the folder that this writer is alive, even
@@ -1130,11 +1133,11 @@ int report_write(const char *reason, const struct report_devinfo *info)
     if (!ok || renameat(dirfd, tmp, dirfd, name) != 0) {
         int e = errno;
         unlinkat(dirfd, tmp, 0);
-        vw_warn_once(warned_write, "writing the report %s failed: %s", final, strerror(e));
+        log_warn_once(warned_write, "writing the report %s failed: %s", final, strerror(e));
         goto done;
     }
 renamed:
-    vw_log(VW_LOG_INFO, "report written: %s (%s)", final, reason);
+    log_msg(VW_LOG_INFO, "report written: %s (%s)", final, reason);
     rc = 0;
 done:
     /* After our own report, so that an out-of-memory report is not delayed by the folder's size. */

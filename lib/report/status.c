@@ -27,7 +27,7 @@
 #include "options.h"
 #include "safefile.h"
 
-bool vw_status_on;
+bool status_on;
 static uint64_t status_last_ns, status_written_peak, status_written_flushes, status_written_finals;
 static uint64_t status_written_sites;
 static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -49,23 +49,24 @@ static char *put_field(char *p, const char *key, uint64_t v)
     return p;
 }
 
-void vw_status_open(void)
+void status_open(void)
 {
-    if (!vw_opt.status[0])
+    if (!options_current.status[0])
         return;
     char why[256];
-    int fd = safefile_open_private(vw_opt.status, why, sizeof(why));
+    int fd = safefile_open_private(options_current.status, why, sizeof(why));
     if (fd < 0) {
-        vw_log(VW_LOG_WARN, "not writing the status file %s: %s", vw_opt.status, why);
+        log_msg(VW_LOG_WARN, "not writing the status file %s: %s", options_current.status, why);
         return;
     }
     if (ftruncate(fd, 0) != 0) {
-        vw_log(VW_LOG_WARN, "not writing the status file %s: %s", vw_opt.status, strerror(errno));
+        log_msg(VW_LOG_WARN, "not writing the status file %s: %s", options_current.status,
+                strerror(errno));
         close(fd);
         return;
     }
     close(fd);
-    vw_status_on = true;
+    status_on = true;
 }
 
 /* The file again, by its path, with the same checks; one warning and no more writes when it
@@ -73,10 +74,11 @@ void vw_status_open(void)
 static int status_reopen(void)
 {
     char why[256];
-    int fd = safefile_open_private(vw_opt.status, why, sizeof(why));
+    int fd = safefile_open_private(options_current.status, why, sizeof(why));
     if (fd < 0) {
-        __atomic_store_n(&vw_status_on, false, __ATOMIC_RELAXED);
-        vw_log(VW_LOG_WARN, "no longer writing the status file %s: %s", vw_opt.status, why);
+        __atomic_store_n(&status_on, false, __ATOMIC_RELAXED);
+        log_msg(VW_LOG_WARN, "no longer writing the status file %s: %s", options_current.status,
+                why);
     }
     return fd;
 }
@@ -93,7 +95,7 @@ static uint64_t step_of(uint64_t written)
  * flushes a retry rescued, which are not failures. The line is padded with spaces to the length
  * it had, since numbers no longer have a fixed width, and the file is only ever rewritten in
  * place (a reader may be reading it). */
-void vw_status_update(uint64_t now, bool event, bool force)
+void status_update(uint64_t now, bool event, bool force)
 {
     uint64_t peak = core_peak_any(), finals, flushes;
     core_pressure(&finals, &flushes);
@@ -139,10 +141,10 @@ void vw_status_update(uint64_t now, bool event, bool force)
     pthread_mutex_unlock(&status_lock);
 }
 
-void vw_status_after_fork_child(void)
+void status_after_fork_child(void)
 {
     pthread_mutex_init(&status_lock, NULL);
     status_written_peak = 0;
     status_written_flushes = status_written_finals = status_written_sites = 0;
-    vw_status_on = false; /* the file describes the parent, which keeps writing it */
+    status_on = false; /* the file describes the parent, which keeps writing it */
 }

@@ -6,14 +6,14 @@
 #include <stdint.h>
 
 /* A status file is being written: callers test it before paying for an update. */
-extern bool vw_status_on;
+extern bool status_on;
 
 /* At set-up: open the file VRAMWATCH_STATUS names, if any (one warning when it cannot be). */
-void vw_status_open(void);
+void status_open(void);
 /* Rewrite the line when the figures moved enough (rate limited), at once for an out-of-memory
  * `event`, whatever the limit when `force`d (at exit). No stdio, no allocation. */
-void vw_status_update(uint64_t now, bool event, bool force);
+void status_update(uint64_t now, bool event, bool force);
 /* In a child: the file describes the parent, so the child does not write it. */
-void vw_status_after_fork_child(void);
+void status_after_fork_child(void);
 
 #endif

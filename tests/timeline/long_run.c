@@ -21,12 +21,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: long_run DIR\n");
         return 2;
     }
-    snprintf(vw_opt.dir, sizeof(vw_opt.dir), "%s", argv[1]);
-    vw_opt.stack_depth = 4;
+    snprintf(options_current.dir, sizeof(options_current.dir), "%s", argv[1]);
+    options_current.stack_depth = 4;
     if (!core_init())
         return 1;
     /* Ending now, so the report (stamped with the real time) closes the run. */
-    const uint64_t t0 = vw_now_ns() - 73ull * 3600 * SEC;
+    const uint64_t t0 = platform_now_ns() - 73ull * 3600 * SEC;
     const uint64_t model_frames[] = { 0x401000, 0x402000 }, act_frames[] = { 0x401000, 0x403000 },
                    leak_frames[] = { 0x401000, 0x404000 };
     uint32_t model_site = core_callsite(model_frames, 2), act_site = core_callsite(act_frames, 2),

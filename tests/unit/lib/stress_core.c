@@ -37,7 +37,7 @@ static void *worker(void *arg)
          * lanes): a marker resets the lanes' limits, a timeline copy counts their events. */
         if (i % 1000 == 500) {
             core_mark("stress", i);
-            struct tl_device *t = (struct tl_device *)__builtin_alloca(sizeof(*t));
+            struct timeline_device *t = (struct timeline_device *)__builtin_alloca(sizeof(*t));
             core_copy_timeline((int)(id % 2), t);
         }
     }

@@ -93,7 +93,7 @@ Test(core, device_free_of_pool_memory_counts_it_as_pool_memory)
     cr_assert_eq(s.devices[0].live_bytes, 500);
     cr_assert_eq(s.devices[0].pool_live_bytes, 0);
     cr_assert_eq(s.devices[0].free_calls, 1);
-    struct tl_device t;
+    struct timeline_device t;
     cr_assert(core_copy_timeline(0, &t));
     cr_assert_eq(t.b[t.cur].reserved_last, 1500, "live, plus what the pool is taken to keep");
 }
@@ -429,7 +429,7 @@ Test(core, threads_on_one_device_keep_peaks_and_events_exact)
     cr_assert_eq(s.markers[0].phase_peak_bytes, 4000); /* 1000 + 3000, before the marker */
     cr_assert_eq(s.markers[1].phase_peak_bytes, 5200);
     /* Every allocation and free is an event of the timeline, whichever lane made it. */
-    static struct tl_device t;
+    static struct timeline_device t;
     cr_assert(core_copy_timeline(2, &t));
     cr_assert_eq(t.events, 10);
     /* The call site's live bytes at the peak: everything live then came from it. */

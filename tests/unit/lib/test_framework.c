@@ -393,11 +393,11 @@ static const char *render(void)
 {
     FILE *f = tmpfile();
     static struct jsonw w;
-    jw_init(&w, fileno(f));
-    jw_obj_begin(&w, NULL);
+    jsonw_init(&w, fileno(f));
+    jsonw_obj_begin(&w, NULL);
     framework_write(&w);
-    jw_obj_end(&w);
-    cr_assert(jw_finish(&w));
+    jsonw_obj_end(&w);
+    cr_assert(jsonw_finish(&w));
     rewind(f);
     size_t n = fread(out, 1, sizeof(out) - 1, f);
     out[n] = 0;

@@ -12,9 +12,9 @@ static const char *render(void (*fill)(struct jsonw *))
 {
     FILE *f = tmpfile();
     static struct jsonw w;
-    jw_init(&w, fileno(f));
+    jsonw_init(&w, fileno(f));
     fill(&w);
-    cr_assert(jw_finish(&w));
+    cr_assert(jsonw_finish(&w));
     rewind(f);
     size_t n = fread(out, 1, sizeof(out) - 1, f);
     out[n] = 0;
@@ -24,12 +24,12 @@ static const char *render(void (*fill)(struct jsonw *))
 
 static void fill_escapes(struct jsonw *w)
 {
-    jw_obj_begin(w, NULL);
-    jw_str(w, "q", "a\"b\\c\n\x01");
-    jw_str(w, "utf8", "caf\xc3\xa9 \xe6\x98\xbe\xe5\xad\x98");
-    jw_str(w, "bad", "x\xff\xc3(y\xed\xa0\x80z");
-    jw_str(w, "none", NULL);
-    jw_obj_end(w);
+    jsonw_obj_begin(w, NULL);
+    jsonw_str(w, "q", "a\"b\\c\n\x01");
+    jsonw_str(w, "utf8", "caf\xc3\xa9 \xe6\x98\xbe\xe5\xad\x98");
+    jsonw_str(w, "bad", "x\xff\xc3(y\xed\xa0\x80z");
+    jsonw_str(w, "none", NULL);
+    jsonw_obj_end(w);
 }
 
 Test(jsonw, strings_are_always_valid_json)
@@ -43,18 +43,18 @@ Test(jsonw, strings_are_always_valid_json)
 
 static void fill_numbers(struct jsonw *w)
 {
-    jw_obj_begin(w, NULL);
-    jw_u64(w, "max", UINT64_MAX);
-    jw_i64(w, "min", INT64_MIN);
-    jw_i64(w, "zero", 0);
-    jw_hex(w, "addr", 0x7f00deadbeefull);
-    jw_hex(w, "zero_addr", 0);
-    jw_arr_begin(w, "a");
-    jw_bool(w, NULL, true);
-    jw_obj_begin(w, NULL);
-    jw_obj_end(w);
-    jw_arr_end(w);
-    jw_obj_end(w);
+    jsonw_obj_begin(w, NULL);
+    jsonw_u64(w, "max", UINT64_MAX);
+    jsonw_i64(w, "min", INT64_MIN);
+    jsonw_i64(w, "zero", 0);
+    jsonw_hex(w, "addr", 0x7f00deadbeefull);
+    jsonw_hex(w, "zero_addr", 0);
+    jsonw_arr_begin(w, "a");
+    jsonw_bool(w, NULL, true);
+    jsonw_obj_begin(w, NULL);
+    jsonw_obj_end(w);
+    jsonw_arr_end(w);
+    jsonw_obj_end(w);
 }
 
 Test(jsonw, numbers_and_nesting)
@@ -66,10 +66,10 @@ Test(jsonw, numbers_and_nesting)
 
 static void fill_big(struct jsonw *w)
 {
-    jw_arr_begin(w, NULL);
+    jsonw_arr_begin(w, NULL);
     for (int i = 0; i < 5000; i++)
-        jw_u64(w, NULL, 1234567);
-    jw_arr_end(w);
+        jsonw_u64(w, NULL, 1234567);
+    jsonw_arr_end(w);
 }
 
 Test(jsonw, output_larger_than_the_buffer)

@@ -1,5 +1,5 @@
 /* Unit tests of option parsing: the size, percentage and limit grammar (sizes.c) that the library
- * and the command line share, and the environment read into vw_opt. */
+ * and the command line share, and the environment read into options_current. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -257,31 +257,31 @@ Test(options, environment_with_bad_values_keeps_defaults)
     setenv("VRAMWATCH_DISABLE", "maybe", 1);
     setenv("VRAMWATCH_DIR", "/tmp/vw-test-dir", 1);
     options_load();
-    cr_assert_eq(vw_opt.stack_depth, 32);
-    cr_assert_eq(vw_opt.disable, false);
-    cr_assert_eq(vw_log_level(), VW_LOG_QUIET);
-    cr_assert_str_eq(vw_opt.dir, "/tmp/vw-test-dir");
+    cr_assert_eq(options_current.stack_depth, 32);
+    cr_assert_eq(options_current.disable, false);
+    cr_assert_eq(log_level(), VW_LOG_QUIET);
+    cr_assert_str_eq(options_current.dir, "/tmp/vw-test-dir");
     setenv("VRAMWATCH_STACK_DEPTH", "0", 1);
     setenv("VRAMWATCH_DISABLE", "yes", 1);
     options_load();
-    cr_assert_eq(vw_opt.stack_depth, 0);
-    cr_assert_eq(vw_opt.disable, true);
+    cr_assert_eq(options_current.stack_depth, 0);
+    cr_assert_eq(options_current.disable, true);
 }
 
 /* VRAMWATCH_LIMIT=16 is refused as the command line refuses --limit 16: one warning, no limit. */
 Test(options, limit_below_one_mib_applies_none)
 {
     setenv("VRAMWATCH_LOG", "quiet", 1);
-    memset(vw_opt.limit, 0, sizeof vw_opt.limit);
-    memset(vw_opt.limit_share, 0, sizeof vw_opt.limit_share);
+    memset(options_current.limit, 0, sizeof options_current.limit);
+    memset(options_current.limit_share, 0, sizeof options_current.limit_share);
     static const char *const small[] = { "16", "0:16,1:16GiB", "0:16GiB,1:512B" };
     for (size_t k = 0; k < sizeof(small) / sizeof(small[0]); k++) {
         setenv("VRAMWATCH_LIMIT", small[k], 1);
         options_load();
         for (int i = 0; i < SIZES_MAX_DEVICES; i++)
-            cr_assert(vw_opt.limit[i] == 0 && vw_opt.limit_share[i] == 0,
+            cr_assert(options_current.limit[i] == 0 && options_current.limit_share[i] == 0,
                       "VRAMWATCH_LIMIT=%s: device %d limited to %llu", small[k], i,
-                      (unsigned long long)vw_opt.limit[i]);
+                      (unsigned long long)options_current.limit[i]);
     }
     unsetenv("VRAMWATCH_LIMIT");
 }
@@ -291,17 +291,18 @@ Test(options, limit_from_the_environment)
     setenv("VRAMWATCH_LOG", "quiet", 1);
     setenv("VRAMWATCH_LIMIT", "1:14.4GiB,0:90%", 1);
     options_load();
-    cr_assert_eq(vw_opt.limit[1], 15461882265ull);
-    cr_assert_eq(vw_opt.limit[0], 0);
-    cr_assert_float_eq(vw_opt.limit_share[0], 0.9, 1e-12);
-    cr_assert_eq(vw_opt.limit[2], 0);
+    cr_assert_eq(options_current.limit[1], 15461882265ull);
+    cr_assert_eq(options_current.limit[0], 0);
+    cr_assert_float_eq(options_current.limit_share[0], 0.9, 1e-12);
+    cr_assert_eq(options_current.limit[2], 0);
     /* A device past the table is refused whole, as the command line refuses it: no limit. */
-    memset(vw_opt.limit, 0, sizeof vw_opt.limit);
-    memset(vw_opt.limit_share, 0, sizeof vw_opt.limit_share);
+    memset(options_current.limit, 0, sizeof options_current.limit);
+    memset(options_current.limit_share, 0, sizeof options_current.limit_share);
     setenv("VRAMWATCH_LIMIT", "0:8GiB,100:8GiB", 1);
     options_load();
     for (int i = 0; i < SIZES_MAX_DEVICES; i++)
-        cr_assert(vw_opt.limit[i] == 0 && vw_opt.limit_share[i] == 0, "device %d limited", i);
+        cr_assert(options_current.limit[i] == 0 && options_current.limit_share[i] == 0,
+                  "device %d limited", i);
     unsetenv("VRAMWATCH_LIMIT");
 }
 
@@ -312,16 +313,16 @@ Test(log, escapes_make_one_line)
 {
     char out[256];
     static const char in[] = "debug\n\x1b[31mvramwatch: forged\r\t\x01\x7f\xff caf\xc3\xa9 \xe2\x82";
-    size_t n = vw_log_escape(in, sizeof(in) - 1, out, sizeof(out));
+    size_t n = log_escape(in, sizeof(in) - 1, out, sizeof(out));
     cr_assert_str_eq(out, "debug\\n\\e[31mvramwatch: forged\\r\\t\\x01\\x7f\\xff caf\xc3\xa9 \\xe2\\x82");
     cr_assert_eq(n, strlen(out));
     /* overlong forms and surrogates are not UTF-8 */
-    vw_log_escape("\xc0\xaf\xed\xa0\x80", 5, out, sizeof(out));
+    log_escape("\xc0\xaf\xed\xa0\x80", 5, out, sizeof(out));
     cr_assert_str_eq(out, "\\xc0\\xaf\\xed\\xa0\\x80");
     /* never past the buffer, never half an escape */
     char small[6];
-    vw_log_escape("ab\ncd", 5, small, sizeof(small));
+    log_escape("ab\ncd", 5, small, sizeof(small));
     cr_assert_str_eq(small, "ab\\nc");
-    vw_log_escape("abcd\n", 5, small, sizeof(small));
+    log_escape("abcd\n", 5, small, sizeof(small));
     cr_assert_str_eq(small, "abcd");
 }

@@ -13,7 +13,7 @@ static void setup(void)
 
 TestSuite(timeline, .init = setup);
 
-static struct tl_device copy;
+static struct timeline_device copy;
 
 #define SEC 1000000000ull
 #define T0 (1700000000ull * SEC)
@@ -23,7 +23,7 @@ static struct tl_device copy;
 Test(timeline, fixed_memory_bound)
 {
     cr_assert_leq(core_timeline_bytes(), 3u << 20);
-    cr_assert_leq(sizeof(struct tl_device), 48u << 10);
+    cr_assert_leq(sizeof(struct timeline_device), 48u << 10);
 }
 
 /* Ten million events over three days: the buckets stay within their fixed count, the peak keeps
@@ -55,7 +55,7 @@ Test(timeline, ten_million_events_keep_the_peak_at_its_time, .timeout = 120)
     int found = 0;
     uint64_t most = 0;
     for (uint32_t k = 0; k <= copy.cur; k++) {
-        const struct tl_bucket *b = &copy.b[k];
+        const struct timeline_bucket *b = &copy.b[k];
         if (b->live_max > most)
             most = b->live_max;
         if (b->live_max == base + (6ull << 30)) {
@@ -74,8 +74,8 @@ Test(timeline, ten_million_events_keep_the_peak_at_its_time, .timeout = 120)
     cr_assert_eq(copy.b[copy.cur].live_last, base);
     cr_assert_eq(copy.b[0].live_max >= base, 1);
     /* The largest growth step is the peak's allocation. */
-    struct tl_step steps[VW_TL_STEPS];
-    uint32_t ns = tl_steps_sorted(&copy, steps);
+    struct timeline_step steps[VW_TL_STEPS];
+    uint32_t ns = timeline_steps_sorted(&copy, steps);
     cr_assert_eq(ns, VW_TL_STEPS);
     cr_assert_eq(steps[0].size, 6ull << 30);
     cr_assert_eq(steps[0].time_ns, peak_time);
@@ -121,7 +121,7 @@ Test(timeline, times_at_the_end_of_the_clock_stay_in_the_newest_bucket)
     cr_assert(core_copy_timeline(0, &copy));
     cr_assert_lt(copy.cur, VW_TL_BUCKETS);
     cr_assert_eq(copy.events, 4);
-    const struct tl_bucket *b = &copy.b[copy.cur];
+    const struct timeline_bucket *b = &copy.b[copy.cur];
     cr_assert_eq(b->live_last, 57);
     cr_assert_eq(b->live_max, 150);
     cr_assert_eq(b->peak_time_ns, UINT64_MAX - 10);
