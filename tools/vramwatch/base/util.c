@@ -76,16 +76,19 @@ char *util_xstrdup(const char *s)
 }
 
 void util_args_init(struct util_args *a, const char *cmd, int argc, char **argv,
-                    const char *shortopts, const struct option *longopts, bool stop_at_operand)
+                    const char *shortopts, const struct option *longopts)
 {
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
     a->argc = argc;
     a->argv = argv;
     a->longopts = longopts;
-    /* '+': stop at the first operand; ':': a missing value is told apart from an unknown option.
-     * A command's letters are few; a longer list is a mistake in the command, cut here. */
-    snprintf(a->shortopts, sizeof a->shortopts, "%s:%s", stop_at_operand ? "+" : "", shortopts);
+    /* '+' (the caller's, kept first): stop at the first operand; ':': a missing value is told
+     * apart from an unknown option. A command's letters are few; a longer list is a mistake in
+     * the command, cut here. */
+    bool stop_at_operand = shortopts[0] == '+';
+    snprintf(a->shortopts, sizeof a->shortopts, "%s:%s", stop_at_operand ? "+" : "",
+             shortopts + stop_at_operand);
     /* 0, not 1: glibc starts over completely, as a command may be run twice in one process (the
      * tests, the fuzzer). */
     optind = 0;

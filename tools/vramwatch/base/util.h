@@ -39,7 +39,7 @@ char *util_xstrdup(const char *s);
  *         { NULL, 0, NULL, 0 },
  *     };
  *     struct util_args a;
- *     util_args_init(&a, "advise", argc, argv, "hj", longopts, false);
+ *     util_args_init(&a, "advise", argc, argv, "hj", longopts);
  *     for (int c; (c = util_args_next(&a)) != -1;) {
  *         switch (c) {
  *         case 'j': json = true; break;
@@ -50,9 +50,9 @@ char *util_xstrdup(const char *s);
  *     }
  *     // the operands: argv[a.next] .. argv[argc - 1]
  *
- * Options and operands may come in any order ("report r.json --json"), unless stop_at_operand:
- * then the first operand ends the options, so that a wrapped command keeps its own ("run --limit
- * 8G python train.py --batch 4"). A "--" always ends them. */
+ * Options and operands may come in any order ("report r.json --json"), unless shortopts begins
+ * with '+' (getopt's own sign, "+h"): then the first operand ends the options, so that a wrapped
+ * command keeps its own ("run --limit 8G python train.py --batch 4"). A "--" always ends them. */
 struct option;
 struct sizes_limit;
 struct util_args {
@@ -66,7 +66,7 @@ struct util_args {
     int next;          /* at the end, the first operand */
 };
 void util_args_init(struct util_args *a, const char *cmd, int argc, char **argv,
-                    const char *shortopts, const struct option *longopts, bool stop_at_operand);
+                    const char *shortopts, const struct option *longopts);
 /* The next option's getopt value (its short letter or the val of its struct option), -1 after
  * the last, or '?' once a one-line error is on stderr (unknown, ambiguous, missing or empty
  * value, a value given to an option that takes none). */

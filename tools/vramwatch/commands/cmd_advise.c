@@ -48,7 +48,7 @@ int cmd_advise(int argc, char **argv)
     uint64_t target_bytes = 0;
     double headroom = ADVICE_DEFAULT_HEADROOM;
     struct util_args args;
-    util_args_init(&args, "advise", argc, argv, "h", longopts, false);
+    util_args_init(&args, "advise", argc, argv, "h", longopts);
     for (int c; (c = util_args_next(&args)) != -1;) {
         switch (c) {
         case 'j':

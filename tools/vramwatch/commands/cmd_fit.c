@@ -798,7 +798,7 @@ static int parse_opts(int argc, char **argv, struct fit_opts *o)
         { NULL, 0, NULL, 0 },
     };
     struct util_args a;
-    util_args_init(&a, "fit", argc, argv, "h", longopts, true);
+    util_args_init(&a, "fit", argc, argv, "+h", longopts);
     for (int ch; (ch = util_args_next(&a)) != -1;) {
         switch (ch) {
         case OPT_LIMIT:

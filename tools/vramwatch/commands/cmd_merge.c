@@ -47,7 +47,7 @@ int cmd_merge(int argc, char **argv)
     };
     const char *output = NULL;
     struct util_args a;
-    util_args_init(&a, "merge", argc, argv, "ho:", longopts, false);
+    util_args_init(&a, "merge", argc, argv, "ho:", longopts);
     for (int c; (c = util_args_next(&a)) != -1;) {
         switch (c) {
         case 'o':

@@ -44,7 +44,7 @@ int cmd_report(int argc, char **argv)
     struct report_opts o = { 0 };
     enum colour_mode colour = COLOUR_AUTO;
     struct util_args a;
-    util_args_init(&a, "report", argc, argv, "h", longopts, false);
+    util_args_init(&a, "report", argc, argv, "h", longopts);
     for (int c; (c = util_args_next(&a)) != -1;) {
         switch (c) {
         case 'j':

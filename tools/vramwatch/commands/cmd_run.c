@@ -503,7 +503,7 @@ static bool parse(int argc, char **argv, struct run_opts *o, bool *help)
     };
     struct sizes_limit limit;
     struct util_args a;
-    util_args_init(&a, "run", argc, argv, "h", longopts, true);
+    util_args_init(&a, "run", argc, argv, "+h", longopts);
     for (int c; (c = util_args_next(&a)) != -1;) {
         switch (c) {
         case 'd':

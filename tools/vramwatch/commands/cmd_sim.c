@@ -48,7 +48,7 @@ int cmd_sim(int argc, char **argv)
     };
     bool env_only = false;
     struct util_args a;
-    util_args_init(&a, "sim", argc, argv, "h", longopts, true);
+    util_args_init(&a, "sim", argc, argv, "+h", longopts);
     for (int c; (c = util_args_next(&a)) != -1;) {
         switch (c) {
         case 'e':

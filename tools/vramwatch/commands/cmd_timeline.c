@@ -66,7 +66,7 @@ int cmd_timeline(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     struct util_args a;
-    util_args_init(&a, "timeline", argc, argv, "ho:", longopts, false);
+    util_args_init(&a, "timeline", argc, argv, "ho:", longopts);
     for (int c; (c = util_args_next(&a)) != -1;) {
         switch (c) {
         case 'o':

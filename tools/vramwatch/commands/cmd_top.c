@@ -340,7 +340,7 @@ int cmd_top(int argc, char **argv)
     bool once = false;
     double interval = 1.0;
     struct util_args a;
-    util_args_init(&a, "top", argc, argv, "h", longopts, false);
+    util_args_init(&a, "top", argc, argv, "h", longopts);
     for (int c; (c = util_args_next(&a)) != -1;) {
         switch (c) {
         case '1':

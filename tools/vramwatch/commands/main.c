@@ -57,7 +57,7 @@ int main(int argc, char **argv)
     };
     /* Options of the top level only, up to the command: what follows it is the command's own. */
     struct util_args a;
-    util_args_init(&a, "", argc, argv, "hV", longopts, true);
+    util_args_init(&a, "", argc, argv, "+hV", longopts);
     for (int c; (c = util_args_next(&a)) != -1;) {
         switch (c) {
         case 'h':
