@@ -1,6 +1,7 @@
-/* Small helpers shared by the library's files: thread-local storage, branch hints, clocks. */
-#ifndef VW_UTIL_H
-#define VW_UTIL_H
+/* platform.h: what the library's files take from the compiler and the kernel: thread-local
+ * storage, branch hints, visibility, sanitizer exemptions, clocks. */
+#ifndef VW_PLATFORM_H
+#define VW_PLATFORM_H
 
 #include <stdint.h>
 #include <time.h>
