@@ -48,21 +48,6 @@ RT_FREE(cudaFreeAsync_ptsz, CORE_POOL, (void *devPtr, cudaStream_t stream), (dev
         devPtr)
 RT_FREE(cudaFreeHost, CORE_HOST, (void *ptr), (ptr), ptr)
 
-void shims_runtime_start(void)
-{
-    /* cudaFree(NULL) is the documented way to start the runtime; it frees nothing. Called from
-     * inside a hooked call, so it goes to the real function, unrecorded. */
-    static bool done;
-    if (__atomic_load_n(&done, __ATOMIC_RELAXED))
-        return;
-    __typeof__(resolve_real.cudaFree) real = VW_REAL(cudaFree);
-    if (real) {
-        cudaError_t r = real(NULL);
-        (void)r; /* no driver, no device: the application's own call gets the same answer */
-    }
-    __atomic_store_n(&done, true, __ATOMIC_RELAXED);
-}
-
 /* ---- queries: under VRAMWATCH_LIMIT they describe the emulated card ---- */
 
 VW_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)

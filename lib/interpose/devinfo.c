@@ -1,37 +1,19 @@
 /* Device facts for reports: what the driver and NVML say of each device in use (name, PCI
- * location, UUID, free memory, pools, other processes), gathered and handed to the report
- * writer (report.c). */
+ * location, UUID, free memory, pools, other processes), gathered for the report that
+ * reporting.c has the report writer (report.c) write. */
 #include "interpose.h"
 #include "devinfo.h"
 
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "driver.h"
 #include "nvml_procs.h"
 #include "report.h"
 
-/* Serialises report gathering. */
-static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void reporting_after_fork_child(void)
+void devinfo_gather(const char *reason, struct core_snapshot *snap, struct report_devinfo *info)
 {
-    pthread_mutex_init(&info_lock, NULL);
-}
-
-int reporting_write(const char *reason)
-{
-    static struct report_devinfo info[VW_MAX_DEVICES + 1];
-    struct core_snapshot *snap = malloc(sizeof(*snap));
-    if (!snap)
-        return -1;
-    int saved = setup_depth;
-    setup_depth = 1; /* our queries below go to the real driver unrecorded */
-    core_snapshot(snap);
-    pthread_mutex_lock(&info_lock);
     int cur = driver_current_device();
-    static int64_t used[VW_MAX_DEVICES + 1]; /* under info_lock */
+    static int64_t used[VW_MAX_DEVICES + 1]; /* under reporting.c's lock, as `info` is */
     for (int i = 0; i <= VW_MAX_DEVICES; i++) {
         used[i] = -1;
         struct report_devinfo *in = &info[i];
@@ -71,9 +53,4 @@ int reporting_write(const char *reason)
         /* The timeline's last point is this measurement: reserved and untracked as reported. */
         core_measure(i, used[i], in->pool_extra, platform_now_ns());
     }
-    int rc = report_write(reason, info);
-    pthread_mutex_unlock(&info_lock);
-    setup_depth = saved;
-    free(snap);
-    return rc;
 }

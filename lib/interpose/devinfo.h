@@ -1,9 +1,13 @@
-/* The device facts gathered for a report (devinfo.c); reporting_write is declared in
- * interpose.h, where the shims, the API and the signal thread find it. */
+/* The device facts gathered for a report (devinfo.c). */
 #ifndef VW_DEVINFO_H
 #define VW_DEVINFO_H
 
-/* In a forked child: the report-gathering lock is made anew (its holder is not in the child). */
-void reporting_after_fork_child(void);
+struct core_snapshot;
+struct report_devinfo;
+
+/* Fill info[0..VW_MAX_DEVICES] for the devices `snap` has seen (the pools' figures go into
+ * snap's device records too), asking the driver and, for an "oom" report, NVML. Our queries
+ * must pass through unrecorded: the caller holds the depth, and the lock that guards `info`. */
+void devinfo_gather(const char *reason, struct core_snapshot *snap, struct report_devinfo *info);
 
 #endif

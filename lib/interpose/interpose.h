@@ -1,5 +1,5 @@
 /* What the shims see of the library: the real-function table and lookups (resolve.c), set-up
- * (setup.c), recording (record.c), capacity emulation (limit.c), reports (devinfo.c).
+ * (setup.c), recording (record.c), capacity emulation (limit.c), reports (reporting.c).
  * Generated from hooks.def; included by the shim files and those that implement it. */
 #ifndef VW_INTERPOSE_H
 #define VW_INTERPOSE_H
@@ -206,10 +206,6 @@ int limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint64_t
  * query that reaches the driver query inside comes out the same). */
 void limit_meminfo(int device, size_t *free, size_t *total);
 uint64_t limit_of(int device);
-/* Have the CUDA runtime start (it loads the driver and creates the context at its first call),
- * so that the first allocation can be checked against the limit and put on its device. Does
- * what the application's own first runtime call is about to do anyway. */
-void shims_runtime_start(void);
 
 /* ---- allocators that flush and retry (retrying.c) ---- */
 /* Whether this process's allocator releases its cache and retries a failed request. */
@@ -220,7 +216,7 @@ void retrying_declare(int retries);
  * returns our shim when `p` is a hooked libcuda function, else `p` unchanged (resolve.c). */
 void *resolve_wrap_proc(const char *symbol, int version, uint64_t flags, void *p);
 
-/* Gather device facts and write a report (reason "oom", "exit", "request"; devinfo.c). */
+/* Gather device facts and write a report (reason "oom", "exit", "request"; reporting.c). */
 int reporting_write(const char *reason);
 
 #endif

@@ -31,12 +31,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "devinfo.h"
 #include "framework.h"
 #include "interpose.h"
 #include "live.h"
 #include "pyframes.h"
 #include "report.h"
+#include "reporting.h"
 #include "status.h"
 
 static bool not_ready;

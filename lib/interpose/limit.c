@@ -1,8 +1,10 @@
 /* Capacity emulation (VRAMWATCH_LIMIT): whether an allocation fits the smaller card the device
- * behaves as, and the memory queries rewritten to describe that card. */
+ * behaves as, the gate that refuses it in front of a hooked allocation, and the memory queries
+ * rewritten to describe that card. */
 #include "interpose.h"
 
 #include "driver.h"
+#include "lifecycle.h"
 
 bool limit_any;
 
@@ -77,4 +79,42 @@ int limit_check(enum core_kind kind, uint64_t size, int *device)
     if (retrying_active() && !core_observe_is_retry(*device, size, platform_now_ns()))
         return VW_LIMIT_FLUSH;
     return VW_LIMIT_CROSS;
+}
+
+/* Have the CUDA runtime start (it loads the driver and creates the context at its first call),
+ * so that the first allocation can be checked against the limit and put on its device. Does
+ * what the application's own first runtime call is about to do anyway. */
+static void start_runtime(void)
+{
+    /* cudaFree(NULL) is the documented way to start the runtime; it frees nothing. Called from
+     * inside a hooked call, so it goes to the real function, unrecorded. */
+    static bool done;
+    if (__atomic_load_n(&done, __ATOMIC_RELAXED))
+        return;
+    __typeof__(resolve_real.cudaFree) real = VW_REAL(cudaFree);
+    if (real) {
+        cudaError_t r = real(NULL);
+        (void)r; /* no driver, no device: the application's own call gets the same answer */
+    }
+    __atomic_store_n(&done, true, __ATOMIC_RELAXED);
+}
+
+int limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint64_t size, int *device,
+               bool runtime)
+{
+    /* A runtime call that comes first: the runtime has not loaded the driver yet, so neither the
+     * device nor its memory could be asked. A driver call has a driver already. */
+    if (runtime && *device == VW_DEV_UNKNOWN && kind != CORE_HOST && !driver_ready())
+        start_runtime();
+    int lim = limit_check(kind, size, device);
+    if (lim == VW_LIMIT_REFUSE)
+        record_alloc(c, api, kind, false, VW_OOM, runtime, 0, size, *device, false);
+    if (lim == VW_LIMIT_FLUSH) {
+        core_observe_refusal(*device, size, api, core_callsite(c->frames, c->nframes),
+                             platform_now_ns());
+        lifecycle_first_alloc();
+        interpose_leave();
+        return VW_LIMIT_REFUSE; /* the shim answers out of memory without calling the card */
+    }
+    return lim;
 }

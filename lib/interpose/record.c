@@ -1,5 +1,5 @@
-/* Recording: a hooked call's outcome into the core (allocations, failures, frees), the limit
- * gate in front of an allocation, and the report at exit. */
+/* Recording: a hooked allocation call's outcome into the core (what went through, and a
+ * failure with the report it may call for), and what the first allocation sets going. */
 #include "interpose.h"
 
 #include <stdlib.h>
@@ -75,24 +75,4 @@ void record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool 
     if (v == CORE_FAIL_REPORT)
         reporting_write("oom"); /* on disk before the failing call returns */
     interpose_leave();
-}
-
-int limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint64_t size, int *device,
-               bool runtime)
-{
-    /* A runtime call that comes first: the runtime has not loaded the driver yet, so neither the
-     * device nor its memory could be asked. A driver call has a driver already. */
-    if (runtime && *device == VW_DEV_UNKNOWN && kind != CORE_HOST && !driver_ready())
-        shims_runtime_start();
-    int lim = limit_check(kind, size, device);
-    if (lim == VW_LIMIT_REFUSE)
-        record_alloc(c, api, kind, false, VW_OOM, runtime, 0, size, *device, false);
-    if (lim == VW_LIMIT_FLUSH) {
-        core_observe_refusal(*device, size, api, core_callsite(c->frames, c->nframes),
-                             platform_now_ns());
-        lifecycle_first_alloc();
-        interpose_leave();
-        return VW_LIMIT_REFUSE; /* the shim answers out of memory without calling the card */
-    }
-    return lim;
 }

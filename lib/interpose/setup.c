@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "demangle.h"
-#include "devinfo.h"
 #include "driver.h"
 #include "framework.h"
 #include "lifecycle.h"
