@@ -12,10 +12,11 @@
  * walk (cJSON's, ours) shallow whatever the input. */
 #define JSON_MAX_DEPTH 64
 
-/* Largest file read. The library's largest report (1000 live entries, 5000 call sites of 32
- * frames) is a few tens of MiB; a file over this is refused before it is read, so a huge or
- * endless input costs neither minutes nor gigabytes. A job file of very many ranks can exceed it:
- * merge fewer reports at a time. */
+/* Largest file read. The library lists at most 1000 live entries and 5000 call sites with live
+ * memory, plus those a failure, live entry or other record names (lib/report/report.c); of 32
+ * frames each, that is a few tens of MiB. A file over this is refused before it is read, so a
+ * huge or endless input costs neither minutes nor gigabytes. A job file of very many ranks can
+ * exceed it: merge fewer reports at a time. */
 #define JSON_MAX_FILE_MIB 256
 #define JSON_MAX_FILE ((size_t)JSON_MAX_FILE_MIB * 1024 * 1024)
 
@@ -24,9 +25,10 @@
  * 80 bytes on each value's node, 32 or more on each name and string, and we 32 or more on each
  * number's literal, so 100 MB of "[0,0,...]" took 6.3 GB. Counted before cJSON builds anything:
  * with at most 8 million values, a file at the 256 MiB limit costs at most its text, a copy of
- * its strings and about 150 bytes a value (1.6 GB for the worst shape measured). The library's
- * largest report (10 000 call sites of 32 frames, 1000 live entries) holds about 0.7 million
- * values; a merged job of more than about ten such ranks holds more: merge fewer at a time. */
+ * its strings and about 150 bytes a value (1.6 GB for the worst shape measured). The tests'
+ * largest report, 10 000 call sites of 32 frames and 1000 live entries (more call sites than the
+ * library lists, above), holds about 0.7 million values; a merged job of more than about ten
+ * such ranks holds more: merge fewer at a time. */
 #define JSON_MAX_VALUES 8000000
 
 /* Reads and parses a whole file. On failure returns NULL and puts a short reason in err
