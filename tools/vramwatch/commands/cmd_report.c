@@ -74,7 +74,7 @@ int cmd_report(int argc, char **argv)
     size_t n_reports = 0;
     int status = job_load_files(NULL, paths, n, &reports, &n_reports) ? EXIT_DONE : EXIT_USAGE;
     if (status == EXIT_DONE) {
-        report_show(stdout, reports, n_reports, &o);
+        report_view_show(stdout, reports, n_reports, &o);
         /* The problem a report reports: a run that did not fit (README, exit status). */
         for (size_t i = 0; i < n_reports; i++)
             if (model_did_not_fit(&reports[i]))

@@ -805,7 +805,7 @@ int cmd_run(int argc, char **argv)
         struct report_opts ro = { .color = colour_wanted(o.colour) };
         for (size_t i = 0; i < f.n; i++)
             util_err("report: %s", f.v[i].path);
-        report_show(stdout, f.v, f.n, &ro);
+        report_view_show(stdout, f.v, f.n, &ro);
         fflush(stdout);
         /* After an out-of-memory, or an observe-mode run that went over the limit: what to
          * change, from the same report. */

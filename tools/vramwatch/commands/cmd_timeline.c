@@ -167,9 +167,9 @@ int cmd_timeline(int argc, char **argv)
         } else if (kind != TERMINAL) {
             struct strbuf doc = { 0 };
             if (kind == TRACE)
-                timeline_trace(&doc, &v);
+                timeline_trace_write(&doc, &v);
             else
-                timeline_svg(&doc, &v, kind == HTML);
+                timeline_svg_write(&doc, &v, kind == HTML);
             if (!output) {
                 write_doc(stdout, &doc);
                 if (fflush(stdout) != 0) {
@@ -191,7 +191,7 @@ int cmd_timeline(int argc, char **argv)
             }
             sb_free(&doc);
         } else {
-            timeline_terminal(stdout, &v, colour_wanted(colour));
+            timeline_term_print(stdout, &v, colour_wanted(colour));
             if (fflush(stdout) != 0) {
                 util_err("timeline: cannot write the output");
                 status = EXIT_USAGE;

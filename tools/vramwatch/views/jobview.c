@@ -608,7 +608,7 @@ static void print_one_job(FILE *out, const struct model_report *reports, size_t 
             fprintf(out, "\n%s=== %s: %s ===%s\n", st->bold,
                     j.first_failure ? "the first to run out of memory" : "the highest peak",
                     sb_str(&b), st->reset);
-        report_postmortem(out, j.procs[i].r, o);
+        postmortem_print(out, j.procs[i].r, o);
     }
     if (!o->full && j.n == 2)
         fputs("\nThe other process's post-mortem: vramwatch report --full\n", out);
@@ -648,7 +648,7 @@ void jobview_print(FILE *out, struct model_report *reports, size_t n, const stru
     if (n_runs <= 1) {
         free(run_of);
         if (n == 1)
-            report_postmortem(out, &reports[0], o);
+            postmortem_print(out, &reports[0], o);
         else if (n > 1)
             print_one_job(out, reports, n, o);
         return;
@@ -716,7 +716,7 @@ void jobview_print(FILE *out, struct model_report *reports, size_t n, const stru
     for (size_t g = 0; g < n_runs; g++) {
         fprintf(out, "\n%s=== run %zu of %zu ===%s\n", st->bold, g + 1, n_runs, st->reset);
         if (runs[g].n == 1)
-            report_postmortem(out, &runs[g].reports[0], o);
+            postmortem_print(out, &runs[g].reports[0], o);
         else
             print_one_job(out, runs[g].reports, runs[g].n, o);
     }

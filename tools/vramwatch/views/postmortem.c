@@ -812,7 +812,7 @@ static void print_leaks(FILE *out, const struct model_report *r, const struct co
     sb_free(&b);
 }
 
-void report_postmortem(FILE *out, const struct model_report *r, const struct report_opts *o)
+void postmortem_print(FILE *out, const struct model_report *r, const struct report_opts *o)
 {
     const struct colour_style *st = colour_style(o->color);
     print_header(out, r, st);

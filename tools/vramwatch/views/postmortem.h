@@ -16,6 +16,6 @@ struct report_opts {
 
 /* The header, the leading line, each device, the timeline's sparklines, leaks, what failed, the
  * top call sites, limit crossings, cache flushes, host pinned memory and hints. */
-void report_postmortem(FILE *out, const struct model_report *r, const struct report_opts *o);
+void postmortem_print(FILE *out, const struct model_report *r, const struct report_opts *o);
 
 #endif

@@ -5,7 +5,8 @@
 #include "jobview.h"
 #include "json.h"
 
-void report_show(FILE *out, struct model_report *reports, size_t n, const struct report_opts *o)
+void report_view_show(FILE *out, struct model_report *reports, size_t n,
+                      const struct report_opts *o)
 {
     if (n == 0)
         return;
@@ -14,7 +15,7 @@ void report_show(FILE *out, struct model_report *reports, size_t n, const struct
     else if (o->json)
         jobview_print_json(out, reports, n);
     else if (n == 1)
-        report_postmortem(out, &reports[0], o);
+        postmortem_print(out, &reports[0], o);
     else
         jobview_print(out, reports, n, o);
 }

@@ -10,6 +10,7 @@
 
 /* One report's post-mortem, or for several a job header then each one's; with json, the report
  * back, or the vramwatch.job/1 document of several. */
-void report_show(FILE *out, struct model_report *reports, size_t n, const struct report_opts *o);
+void report_view_show(FILE *out, struct model_report *reports, size_t n,
+                      const struct report_opts *o);
 
 #endif

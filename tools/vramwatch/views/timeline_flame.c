@@ -134,10 +134,10 @@ static void emit(struct strbuf *o, struct tree *t, size_t at, int depth, double 
                   "background:hsl(%u,%u%%,%u%%)\" data-tip=\"",
                   nd->python ? "py" : "native", left * 100, width * 100, (depth - 1) * FLAME_ROW_PX,
                   nd->python ? 205 + h % 20 : 20 + h % 25, 55 + (h >> 8) % 25, 68 + (h >> 16) % 14);
-        timeline_add_xml(o, nd->name);
+        timeline_view_add_xml(o, nd->name);
         sb_printf(o, "&#10;%s live %s, %.1f%% of the graph\">", util_fmt_size(nd->bytes, size),
                   moment, width * 100);
-        timeline_add_xml(o, nd->name);
+        timeline_view_add_xml(o, nd->name);
         sb_add(o, "</div>\n");
     }
     size_t n = 0;
@@ -201,7 +201,7 @@ static void one_graph(struct strbuf *o, const struct model_report *r, const char
         sb_printf(&h, "%s: ", who);
     sb_printf(&h, "Live memory by call chain %s: %s", sb_str(&m),
               util_fmt_size(t.n[0].bytes, size));
-    timeline_add_xml(o, sb_str(&h));
+    timeline_view_add_xml(o, sb_str(&h));
     sb_free(&h);
     sb_printf(o, "</h2>\n<div class=\"graph\" style=\"height:%dpx\">\n",
               (t.depth + 1) * FLAME_ROW_PX);

@@ -215,7 +215,7 @@ static char *cut_to_width(const char *s, double w, double size, bool bold)
 
 static void add_xml(struct strbuf *b, const char *s)
 {
-    timeline_add_xml(b, s);
+    timeline_view_add_xml(b, s);
 }
 
 static void add_site_xml(struct strbuf *b, const struct model_report *r, int64_t id)
@@ -255,7 +255,7 @@ static bool outline_meets(const struct panel *p, const struct box *bx)
                 hi = fmax(hi, y);
             }
         double x0 = px(p, b->t), x1 = i + 1 < d->n_buckets ? px(p, d->buckets[i + 1].t)
-                                                           : px(p, timeline_bucket_end(p, i));
+                                                           : px(p, timeline_view_bucket_end(p, i));
         /* the step up or down from the previous bucket's values is drawn at x0 */
         double vlo = i ? fmin(lo, prev_lo) : lo, vhi = i ? fmax(hi, prev_hi) : hi;
         prev_lo = lo, prev_hi = hi;
@@ -274,7 +274,7 @@ static void add_outline(struct strbuf *o, const struct panel *p, int which, bool
     const struct model_tl_device *d = p->d;
     for (size_t i = 0; i < d->n_buckets; i++) {
         const struct model_tl_bucket *b = &d->buckets[i];
-        double x0 = px(p, b->t), x1 = px(p, timeline_bucket_end(p, i)),
+        double x0 = px(p, b->t), x1 = px(p, timeline_view_bucket_end(p, i)),
                y = py(p, series(b, which, false));
         double xn = i + 1 < d->n_buckets ? px(p, d->buckets[i + 1].t) : x1,
                yl = py(p, series(b, which, true));
@@ -291,7 +291,7 @@ static void svg_area(struct strbuf *o, const struct panel *p, int which, const c
         return;
     sb_printf(o, "<path class=\"%s\" d=\"M%.1f %.1f", cls, px(p, d->buckets[0].t), MT + H);
     add_outline(o, p, which, false);
-    sb_printf(o, " L%.1f %.1f Z\"/>\n", px(p, timeline_bucket_end(p, d->n_buckets - 1)), MT + H);
+    sb_printf(o, " L%.1f %.1f Z\"/>\n", px(p, timeline_view_bucket_end(p, d->n_buckets - 1)), MT + H);
 }
 
 static void svg_line(struct strbuf *o, const struct panel *p, int which, const char *cls)
@@ -323,7 +323,7 @@ static void svg_axes(struct strbuf *o, const struct panel *p)
         sb_printf(o, "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", x,
                   MT + H, x, MT + H + 6);
         sb_printf(o, "<text class=\"xlabel\" x=\"%.1f\" y=\"%.1f\">", x, MT + H + 20);
-        timeline_add_reltime(o, t);
+        timeline_view_add_reltime(o, t);
         sb_add(o, "</text>\n");
     }
     sb_printf(o, "<line class=\"frame\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", ML, MT,
@@ -343,27 +343,27 @@ static void svg_buckets_hover(struct strbuf *o, const struct panel *p)
     sb_add(o, "<g class=\"hover\">\n");
     for (size_t i = 0; i < d->n_buckets; i++) {
         const struct model_tl_bucket *b = &d->buckets[i];
-        double x0 = px(p, b->t), x1 = px(p, timeline_bucket_end(p, i));
+        double x0 = px(p, b->t), x1 = px(p, timeline_view_bucket_end(p, i));
         sb_printf(
                 o,
                 "<rect class=\"bucket\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"><title>",
                 x0, MT, x1 - x0 > 0.5 ? x1 - x0 : 0.5, H);
-        timeline_add_reltime(o, b->t - p->t0);
+        timeline_view_add_reltime(o, b->t - p->t0);
         sb_add(o, ": live ");
-        timeline_add_size(o, b->live);
+        timeline_view_add_size(o, b->live);
         sb_add(o, " (");
-        timeline_add_size(o, b->live_min);
+        timeline_view_add_size(o, b->live_min);
         sb_add(o, " to ");
-        timeline_add_size(o, b->live_max);
+        timeline_view_add_size(o, b->live_max);
         sb_add(o, "), reserved ");
-        timeline_add_size(o, b->reserved);
+        timeline_view_add_size(o, b->reserved);
         sb_add(o, " (most ");
-        timeline_add_size(o, b->reserved_max);
+        timeline_view_add_size(o, b->reserved_max);
         sb_add(o, "), fragmentation ");
-        timeline_add_size(o, b->reserved - b->live);
+        timeline_view_add_size(o, b->reserved - b->live);
         if (b->untracked.known) {
             sb_add(o, ", untracked ");
-            timeline_add_size(o, b->untracked.v);
+            timeline_view_add_size(o, b->untracked.v);
         }
         sb_printf(o, ", %" PRId64 " events</title></rect>\n", b->events);
     }
@@ -593,7 +593,7 @@ static void plan_panel(struct plan *pl, const struct model_report *r, const stru
     if (p->capacity.known) {
         double y = py(p, (double)p->capacity.v);
         sb_printf(&t, "%s ", p->emulated ? "emulated limit" : "capacity");
-        timeline_add_size(&t, p->capacity.v);
+        timeline_view_add_size(&t, p->capacity.v);
         pl->cap.text = dup_sb(&t);
         pl->cap.on = true;
         double w = text_width(pl->cap.text, 12, false);
@@ -617,7 +617,7 @@ static void plan_panel(struct plan *pl, const struct model_report *r, const stru
     if (pl->oom_f) {
         const struct model_failure *f = pl->oom_f;
         sb_add(&t, "out of memory: ");
-        timeline_add_size(&t, f->size);
+        timeline_view_add_size(&t, f->size);
         size_t brief = t.len;
         sb_add(&t, " at ");
         model_callsite_short(&t, r, f->callsite);
@@ -625,15 +625,15 @@ static void plan_panel(struct plan *pl, const struct model_report *r, const stru
     }
     if (pl->pk) {
         sb_add(&t, "peak ");
-        timeline_add_size(&t, pl->pk->live_max);
+        timeline_view_add_size(&t, pl->pk->live_max);
         size_t brief = t.len;
         sb_add(&t, " at ");
-        timeline_add_reltime(&t, pl->pk->peak_t - p->t0);
+        timeline_view_add_reltime(&t, pl->pk->peak_t - p->t0);
         place_in_plot(pl, p, &pl->peak, pkx, pky, &t, brief, true);
     }
     if (pl->band.on) {
         sb_add(&t, "PyTorch: ");
-        timeline_add_size(&t, pl->band.bytes);
+        timeline_view_add_size(&t, pl->band.bytes);
         size_t brief = t.len;
         sb_add(&t, " reserved but unallocated");
         place_in_plot(pl, p, &pl->fw, pl->band.x1, (pl->band.y0 + pl->band.y1) / 2, &t, brief,
@@ -707,11 +707,11 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
         sb_add(o, "<title>marker \"");
         add_xml(o, m->label);
         sb_add(o, "\" at ");
-        timeline_add_reltime(o, m->time_unix_ns - p->t0);
+        timeline_view_add_reltime(o, m->time_unix_ns - p->t0);
         sb_add(o, ": live ");
-        timeline_add_size(o, m->live_bytes);
+        timeline_view_add_size(o, m->live_bytes);
         sb_add(o, " on all devices, phase peak ");
-        timeline_add_size(o, m->phase_peak_bytes);
+        timeline_view_add_size(o, m->phase_peak_bytes);
         sb_add(o, "</title></g>\n");
     }
     int64_t ord = p->d->ordinal.known ? p->d->ordinal.v : -1;
@@ -728,10 +728,10 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
         sb_add(o, "<title>");
         add_xml(o, f->api);
         sb_add(o, " of ");
-        timeline_add_size(o, f->size);
+        timeline_view_add_size(o, f->size);
         sb_add(o, real ? " failed (out of memory) at "
                        : " failed, and a retry after a cache flush succeeded, at ");
-        timeline_add_reltime(o, f->time_unix_ns - p->t0);
+        timeline_view_add_reltime(o, f->time_unix_ns - p->t0);
         sb_add(o, " from ");
         add_site_xml(o, r, f->callsite);
         sb_add(o, "</title></g>\n");
@@ -745,11 +745,11 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
                 o,
                 "<g class=\"flush\"><path d=\"M%.1f %.1f l6 10 l-12 0 Z\"/><title>cache flush at ",
                 x, MT + H - 12);
-        timeline_add_reltime(o, e->time_unix_ns - p->t0);
+        timeline_view_add_reltime(o, e->time_unix_ns - p->t0);
         sb_add(o, ": ");
-        timeline_add_size(o, e->freed_bytes);
+        timeline_view_add_size(o, e->freed_bytes);
         sb_printf(o, " freed in %" PRId64 " frees to fit ", e->freed_count);
-        timeline_add_size(o, e->size);
+        timeline_view_add_size(o, e->size);
         sb_add(o, " from ");
         add_site_xml(o, r, e->callsite);
         sb_add(o, "</title></g>\n");
@@ -761,9 +761,9 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
                   px(p, s->time_unix_ns), py(p, (double)s->live_bytes_after));
         add_xml(o, s->api);
         sb_add(o, " of ");
-        timeline_add_size(o, s->size);
+        timeline_view_add_size(o, s->size);
         sb_add(o, " at ");
-        timeline_add_reltime(o, s->time_unix_ns - p->t0);
+        timeline_view_add_reltime(o, s->time_unix_ns - p->t0);
         sb_add(o, " from ");
         add_site_xml(o, r, s->callsite);
         sb_add(o, "</title></g>\n");
@@ -797,7 +797,7 @@ static void svg_panel(struct strbuf *o, const struct model_report *r, const stru
     }
     if (p->capacity.known) {
         sb_add(&title, p->emulated ? ", emulated as " : ", ");
-        timeline_add_size(&title, p->capacity.v);
+        timeline_view_add_size(&title, p->capacity.v);
     }
     sb_printf(o, "<text class=\"title\" x=\"%.1f\" y=\"18\">", ML);
     add_xml(o, sb_str(&title));
@@ -819,7 +819,7 @@ static void svg_panel(struct strbuf *o, const struct model_report *r, const stru
                   pl.band.x0, pl.band.y0, pl.band.x1 - pl.band.x0, pl.band.y1 - pl.band.y0);
         put_label(o, &pl.fw, NULL);
         sb_add(o, "<title>PyTorch's out-of-memory message: ");
-        timeline_add_size(o, pl.band.bytes);
+        timeline_view_add_size(o, pl.band.bytes);
         sb_add(o, " of the memory it held was reserved but unallocated (fragmentation inside its "
                   "segments, which CUDA counts as live)</title></g>\n");
     }
@@ -1006,7 +1006,7 @@ static void add_chain(struct strbuf *o, const struct model_report *r, int64_t ca
         model_add_frame(&f, r, &cs->frames[i], MODEL_NAME_SHORT);
         if (i)
             sb_addc(o, ',');
-        timeline_add_json(o, sb_str(&f), true);
+        timeline_view_add_json(o, sb_str(&f), true);
         sb_free(&f);
     }
     sb_addc(o, ']');
@@ -1017,7 +1017,7 @@ static void add_event(struct strbuf *o, bool *first, int64_t t, struct strbuf *t
 {
     sb_printf(o, "%s[%" PRId64 ",", *first ? "" : ",", t);
     *first = false;
-    timeline_add_json(o, sb_str(text), true);
+    timeline_view_add_json(o, sb_str(text), true);
     sb_addc(o, ',');
     if (callsite >= 0)
         add_chain(o, r, callsite);
@@ -1042,24 +1042,24 @@ static void hover_data(struct strbuf *o, const struct view *v)
         for (size_t k = 0; k < d->n_buckets; k++) {
             const struct model_tl_bucket *b = &d->buckets[k];
             sb_add(&t, "live ");
-            timeline_add_size(&t, b->live);
+            timeline_view_add_size(&t, b->live);
             sb_add(&t, " (");
-            timeline_add_size(&t, b->live_min);
+            timeline_view_add_size(&t, b->live_min);
             sb_add(&t, " to ");
-            timeline_add_size(&t, b->live_max);
+            timeline_view_add_size(&t, b->live_max);
             sb_add(&t, ")\nreserved ");
-            timeline_add_size(&t, b->reserved);
+            timeline_view_add_size(&t, b->reserved);
             sb_add(&t, " (most ");
-            timeline_add_size(&t, b->reserved_max);
+            timeline_view_add_size(&t, b->reserved_max);
             sb_add(&t, ")\nuntracked ");
             if (b->untracked.known)
-                timeline_add_size(&t, b->untracked.v > 0 ? b->untracked.v : 0);
+                timeline_view_add_size(&t, b->untracked.v > 0 ? b->untracked.v : 0);
             else
                 sb_add(&t, "not measured yet");
             sb_printf(&t, "\n%" PRId64 " events in ", b->events);
-            timeline_add_reltime(&t, timeline_bucket_end(p, k) - b->t);
+            timeline_view_add_reltime(&t, timeline_view_bucket_end(p, k) - b->t);
             sb_printf(o, "%s[%" PRId64 ",", k ? "," : "", b->t - p->t0);
-            timeline_add_json(o, sb_str(&t), true);
+            timeline_view_add_json(o, sb_str(&t), true);
             sb_addc(o, ']');
             sb_truncate(&t, 0);
         }
@@ -1070,7 +1070,7 @@ static void hover_data(struct strbuf *o, const struct view *v)
             sb_add(&t, "marker \"");
             util_add_text(&t, m->label);
             sb_add(&t, "\", live ");
-            timeline_add_size(&t, m->live_bytes);
+            timeline_view_add_size(&t, m->live_bytes);
             add_event(o, &first, m->time_unix_ns - p->t0, &t, r, -1);
         }
         int64_t ord = d->ordinal.known ? d->ordinal.v : -1;
@@ -1089,7 +1089,7 @@ static void hover_data(struct strbuf *o, const struct view *v)
             if ((e->device.known ? e->device.v : -1) != ord)
                 continue;
             sb_printf(&t, "cache flush: %s freed to fit ", util_fmt_size(e->freed_bytes, s1));
-            timeline_add_size(&t, e->size);
+            timeline_view_add_size(&t, e->size);
             add_event(o, &first, e->time_unix_ns - p->t0, &t, r, e->callsite);
         }
         for (size_t k = 0; k < d->n_steps; k++) {
@@ -1159,7 +1159,7 @@ static const char html_tail[] =
         "})();\n"
         "</script>\n</body>\n</html>\n";
 
-void timeline_svg(struct strbuf *o, const struct view *v, bool html)
+void timeline_svg_write(struct strbuf *o, const struct view *v, bool html)
 {
     if (html)
         sb_add(o, html_head);

@@ -179,9 +179,9 @@ static void terminal_panel(struct term *t, const struct model_report *r, const s
     fprintf(out, "\n%11s  %s%s%s\n", "", t->red, marks, t->reset);
     free(marks);
     struct strbuf s = { 0 };
-    timeline_add_reltime(&s, 0);
+    timeline_view_add_reltime(&s, 0);
     struct strbuf e = { 0 };
-    timeline_add_reltime(&e, p->t1 - p->t0);
+    timeline_view_add_reltime(&e, p->t1 - p->t0);
     fprintf(out, "%11s  %-*s%s\n", "", cols - (int)e.len, sb_str(&s), sb_str(&e));
     sb_free(&s);
     sb_free(&e);
@@ -267,7 +267,7 @@ static void terminal_notes(struct term *t, const struct model_report *r, int64_t
         struct wrap w = { t, (who ? (int)strlen(who) + 2 : 0) + 12, false };
         for (size_t i = 0; i < r->n_markers && i < 48; i++) {
             struct strbuf b = { 0 };
-            timeline_add_reltime(&b, r->markers[i].time_unix_ns - t0);
+            timeline_view_add_reltime(&b, r->markers[i].time_unix_ns - t0);
             sb_addc(&b, ' ');
             sb_add(&b, r->markers[i].label);
             wrap_item(&w, sb_str(&b));
@@ -284,7 +284,7 @@ static void terminal_notes(struct term *t, const struct model_report *r, int64_t
     const struct model_failure *f = model_real_oom(r);
     if (f) {
         struct strbuf b = { 0 };
-        timeline_add_reltime(&b, f->time_unix_ns - t0);
+        timeline_view_add_reltime(&b, f->time_unix_ns - t0);
         sb_printf(&b, ": %s of %s failed, out of memory, from ", f->api,
                   util_fmt_size(f->size, s1));
         model_callsite_short(&b, r, f->callsite);
@@ -305,7 +305,7 @@ static void terminal_notes(struct term *t, const struct model_report *r, int64_t
             if (model_failure_is_real_oom(e))
                 continue;
             struct strbuf b = { 0 };
-            timeline_add_reltime(&b, e->time_unix_ns - t0);
+            timeline_view_add_reltime(&b, e->time_unix_ns - t0);
             sb_printf(&b, ": %s of %s, from ", e->api, util_fmt_size(e->size, s1));
             model_callsite_short(&b, r, e->callsite);
             fputs(shown ? "\n  " : ":\n  ", out);
@@ -327,7 +327,7 @@ static void terminal_notes(struct term *t, const struct model_report *r, int64_t
         for (size_t i = 0; i < r->n_pressure && i < 4; i++) {
             const struct model_pressure *e = &r->pressure[i];
             struct strbuf b = { 0 };
-            timeline_add_reltime(&b, e->time_unix_ns - t0);
+            timeline_view_add_reltime(&b, e->time_unix_ns - t0);
             sb_printf(&b, ": %s freed in %" PRId64 " frees to fit %s, from ",
                       util_fmt_size(e->freed_bytes, s1), e->freed_count,
                       util_fmt_size(e->size, s2));
@@ -359,7 +359,7 @@ static void terminal_notes(struct term *t, const struct model_report *r, int64_t
     }
 }
 
-void timeline_terminal(FILE *out, const struct view *v, bool color)
+void timeline_term_print(FILE *out, const struct view *v, bool color)
 {
     struct term t = { .out = out, .width = terminal_width(out) };
     t.blue = color ? "\033[34m" : "";

@@ -28,7 +28,7 @@
 
 static void add_str(struct strbuf *b, const char *s)
 {
-    timeline_add_json(b, s, false);
+    timeline_view_add_json(b, s, false);
 }
 
 /* Microseconds since the base, exact to the nanosecond. */
@@ -147,7 +147,7 @@ static void panel_counters(struct trace *t, const struct panel *p, int64_t pid)
         if (b->untracked_max.known) /* nothing before the first measurement */
             counter(t, p, pid, "untracked", b->t, untracked_of(b->untracked_max));
         /* the value it ended with, from its end (for the last bucket: at the report) */
-        int64_t end = timeline_bucket_end(p, i);
+        int64_t end = timeline_view_bucket_end(p, i);
         bool last = i + 1 == d->n_buckets;
         if (last || b->live != b->live_max)
             counter(t, p, pid, "live", end, b->live);
@@ -297,7 +297,7 @@ static void process_title(struct strbuf *b, const struct model_report *r, const 
     sb_free(&cmd);
 }
 
-void timeline_trace(struct strbuf *o, const struct view *v)
+void timeline_trace_write(struct strbuf *o, const struct view *v)
 {
     struct trace t = { .o = o, .base = INT64_MAX, .first = true };
     for (size_t i = 0; i < v->n_panels; i++)

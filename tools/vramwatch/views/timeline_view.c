@@ -8,7 +8,7 @@
 
 #include "timeline_view.h"
 
-void timeline_add_reltime(struct strbuf *b, int64_t ns)
+void timeline_view_add_reltime(struct strbuf *b, int64_t ns)
 {
     int64_t ms = ns / 1000000, s = ns / 1000000000;
     if (ns < 1000000000LL)
@@ -24,14 +24,14 @@ void timeline_add_reltime(struct strbuf *b, int64_t ns)
         sb_printf(b, "+%" PRId64 "d%02" PRId64 "h", s / 86400, s % 86400 / 3600);
 }
 
-void timeline_add_size(struct strbuf *b, int64_t bytes)
+void timeline_view_add_size(struct strbuf *b, int64_t bytes)
 {
     char buf[UTIL_SIZE_LEN];
     sb_add(b, util_fmt_size(bytes, buf));
 }
 
 /* The end of bucket i: the next bucket's start or its own width, whichever is first. */
-int64_t timeline_bucket_end(const struct panel *p, size_t i)
+int64_t timeline_view_bucket_end(const struct panel *p, size_t i)
 {
     const struct model_tl_device *d = p->d;
     int64_t end = d->buckets[i].t + d->bucket_ns;
@@ -126,7 +126,7 @@ void timeline_view_free(struct view *v)
 }
 
 /* A JSON string: UTF-8 kept, control characters escaped, a byte that is not UTF-8 as U+FFFD. */
-void timeline_add_json(struct strbuf *b, const char *s, bool in_html)
+void timeline_view_add_json(struct strbuf *b, const char *s, bool in_html)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     size_t n = strlen((const char *)p);
@@ -158,7 +158,7 @@ void timeline_add_json(struct strbuf *b, const char *s, bool in_html)
 }
 
 /* Text from the report, made safe for XML (and for one line). */
-void timeline_add_xml(struct strbuf *b, const char *s)
+void timeline_view_add_xml(struct strbuf *b, const char *s)
 {
     struct strbuf t = { 0 };
     util_add_text(&t, s ? s : "");

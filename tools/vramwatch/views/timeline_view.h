@@ -41,30 +41,30 @@ void timeline_view_free(struct view *v);
 
 /* The end of bucket i of a panel: the next bucket's start or its own width, whichever is first;
  * the last bucket's values hold until the report. */
-int64_t timeline_bucket_end(const struct panel *p, size_t i);
+int64_t timeline_view_bucket_end(const struct panel *p, size_t i);
 
 /* "+1m30s", "+2h", "+250ms", "+1d06h": a time relative to a panel's start. */
-void timeline_add_reltime(struct strbuf *b, int64_t ns);
+void timeline_view_add_reltime(struct strbuf *b, int64_t ns);
 /* "1.50 GiB", as every view prints sizes. */
-void timeline_add_size(struct strbuf *b, int64_t bytes);
+void timeline_view_add_size(struct strbuf *b, int64_t bytes);
 
 /* A JSON string: UTF-8 kept, control characters escaped, a byte that is not UTF-8 as U+FFFD;
  * in_html: < > & escaped too, so it can stand inside an HTML <script> element. */
-void timeline_add_json(struct strbuf *b, const char *s, bool in_html);
+void timeline_view_add_json(struct strbuf *b, const char *s, bool in_html);
 
 /* Text from the report, made safe for XML (and for one line). */
-void timeline_add_xml(struct strbuf *b, const char *s);
+void timeline_view_add_xml(struct strbuf *b, const char *s);
 
 /* The whole picture: an SVG document, or (html) a page holding it with a tooltip. */
-void timeline_svg(struct strbuf *o, const struct view *v, bool html);
+void timeline_svg_write(struct strbuf *o, const struct view *v, bool html);
 
 /* The HTML's flame graphs of live memory by call chain (timeline_flame.c). */
 void timeline_flame_html(struct strbuf *o, const struct view *v);
 
 /* The timeline as a Chrome trace event file (timeline_trace.c), for Perfetto and chrome://tracing. */
-void timeline_trace(struct strbuf *o, const struct view *v);
+void timeline_trace_write(struct strbuf *o, const struct view *v);
 
 /* The terminal view, in ANSI colour when color. */
-void timeline_terminal(FILE *out, const struct view *v, bool color);
+void timeline_term_print(FILE *out, const struct view *v, bool color);
 
 #endif
