@@ -106,6 +106,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(REPO, "tests", "torch"))
 import yolo_job  # noqa: E402  (how a real job runs offline here, and when it completed)
 
+sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
+from vwtest import SKIP, clean_env  # noqa: E402
+
 
 class Job(list):
     """A command line; real: an unchanged PyTorch job, run on a simulated card of the size in
@@ -298,8 +301,7 @@ class Runner:
         self.truths = {}    # (command but the batch, image): (B_head, B_card)
         # the real jobs' environment: `vramwatch run --sim` and `vramwatch sim` set the card,
         # offline, with the frameworks' own files in the run's folder
-        self.real_env = {k: v for k, v in os.environ.items()
-                         if not k.startswith(("VRAMWATCH_", "SIMGPU_")) and k not in ("LD_PRELOAD", "PYTHONPATH")}
+        self.real_env = clean_env(drop=("PYTHONPATH",), drop_prefixes=("SIMGPU_",))
         self.real_env.update(yolo_job.offline_env(tmp))
         self.real_env.update(TRANSFORMERS_OFFLINE="1", HF_HOME=os.path.join(tmp, "hf-home"), PYTHONUNBUFFERED="1")
         self.data = None
@@ -647,7 +649,7 @@ def main():
                   "(an interpreter with PyTorch, tools/torch-venv.sh)", flush=True)
         if not rows:
             print("accuracy: nothing to run without --torch-python", file=sys.stderr)
-            return 77
+            return SKIP
     groups = {}
     for row in rows:
         groups.setdefault((row.markers, row.workload, row.allocator), []).append(row)

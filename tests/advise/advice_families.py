@@ -16,12 +16,14 @@ with the test interpreter: parsers/real_parsers.py says why).
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "parsers"))
 import check_cmdline  # noqa: E402
+
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import vwtest  # noqa: E402
 
 # report (tests/advise/data) -> the family whose parser reads its command line
 REPORTS = {
@@ -102,8 +104,8 @@ def main():
     failed = checked = misspelt_refused = 0
     for name, family in REPORTS.items():
         # in the data folder, as the golden tests: a script named relative to it is read there
-        p = subprocess.run([os.path.abspath(o.vramwatch), "advise", "--json", name], cwd=o.data,
-                           capture_output=True, text=True, timeout=60)
+        p = vwtest.run([os.path.abspath(o.vramwatch), "advise", "--json", name],
+                       env=vwtest.clean_env(keep_preload=True), cwd=o.data, text=True)
         if p.returncode not in (0, 1):  # 1: advice for a run that did not fit
             print(f"FAIL {name}: advise exited {p.returncode}: {p.stderr.strip()}")
             failed += 1

@@ -8,17 +8,17 @@ usage or input (exit 2 with one line on stderr, nothing on stdout).
 The schema group validates every golden case's --json output against docs/advice.schema.json
 with the jsonschema module (exit 77, skipped, saying why on stderr, when it is not installed).
 
-Golden files are compared by tests/golden.py; VRAMWATCH_UPDATE_GOLDEN=1 rewrites them instead,
+Golden files are compared by tests/lib/vwtest.py; VRAMWATCH_UPDATE_GOLDEN=1 rewrites them instead,
 as in every runner, and --update is the same switch.
 """
 import argparse
 import json
 import os
-import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from golden import compare_or_update, request_update  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import vwtest  # noqa: E402
+from vwtest import SKIP, compare_or_update, request_update  # noqa: E402
 
 # name: (arguments after "advise"; data files are relative to --data)
 GOLDEN = {
@@ -85,7 +85,7 @@ PRINTED = (0, 1)
 
 
 def run(exe, args, cwd):
-    p = subprocess.run([exe, "advise"] + args, cwd=cwd, capture_output=True, text=True, timeout=60)
+    p = vwtest.run([exe, "advise"] + args, env=vwtest.clean_env(keep_preload=True), cwd=cwd, text=True)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -131,7 +131,7 @@ def schema(o):
     except ImportError:
         print("cannot run: the Python module jsonschema is not installed (Debian: python3-jsonschema)",
               file=sys.stderr)
-        return 77
+        return SKIP
     with open(o.schema) as f:
         sch = json.load(f)
     jsonschema.Draft202012Validator.check_schema(sch)
@@ -223,8 +223,8 @@ def main():
         o.schema = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "advice.schema.json")
     if o.group == "schema":
         failed = schema(o)
-        if failed == 77:
-            return 77
+        if failed == SKIP:
+            return SKIP
     else:
         failed = golden(o) if o.group == "golden" else usage(o)
     print(f"{failed} failure(s)")

@@ -23,7 +23,8 @@ import subprocess
 import sys
 import tempfile
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from vwtest import SKIP  # noqa: E402
 
 
 def cpu_time(argv, env, cwd):

@@ -27,7 +27,10 @@ import sys
 import tempfile
 
 # The cli runner's helpers: one environment and one error check for every cli test.
-from run_cli_tests import SKIP, Failed, base_env, check, one_line_error, run_group
+from run_cli_tests import base_env, one_line_error
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from vwtest import Failed, check, run_group  # noqa: E402
 
 
 def run(opts, args, env=None, cwd=None):

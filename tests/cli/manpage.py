@@ -24,12 +24,12 @@ import subprocess
 import sys
 import tempfile
 
-# The cli runner's exit status for a skip, failure and check.
-from run_cli_tests import SKIP, Failed, check
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from vwtest import SKIP, Failed, check, clean_env  # noqa: E402
 
 
 def env():
-    e = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_")}
+    e = clean_env(keep_preload=True)
     e.update(LC_ALL="C.UTF-8", TERM="dumb", NO_COLOR="1", MANWIDTH="100", COLUMNS="100")
     return e
 

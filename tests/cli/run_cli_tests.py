@@ -7,7 +7,7 @@ Usage: run_cli_tests.py --vramwatch EXE --data DIR --golden DIR [--child EXE --s
 
 GROUP: golden, malformed, json, usage, run, schema, merge, outputs, inputs, values, sim, secrets. Every command
 runs with LC_ALL=C TERM=dumb NO_COLOR=1 and no VRAMWATCH_* variables from outside. VRAMWATCH_UPDATE_GOLDEN=1 rewrites the
-golden files instead of comparing (tests/golden.py; then read the diff before committing it).
+golden files instead of comparing (tests/lib/vwtest.py; then read the diff before committing it).
 
 A group that cannot run here (no --child/--stub, no --validator, no jsonschema module) exits 77,
 skipped, and says why on stderr. A check inside a group that cannot run (a device node needs
@@ -31,10 +31,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from golden import compare_or_update  # noqa: E402
-
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from vwtest import SKIP, Failed, check, clean_env, compare_or_update, run_group  # noqa: E402
 
 # golden file, then the arguments of vramwatch (run from the data folder)
 GOLDEN = [
@@ -63,19 +61,8 @@ GOOD = ["oom-pytorch.json", "exit-clean.json", "two-devices.json", "rank0-oom.js
 LATER = []  # every command of the contract is available
 
 
-class Failed(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failed(what)
-
-
 def base_env(extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_")}
-    for k in ("LD_PRELOAD", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
-        env.pop(k, None)
+    env = clean_env(drop=("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"))
     env.update(LC_ALL="C", TERM="dumb", NO_COLOR="1")
     # A preloaded library comes before the sanitizer runtime in a sanitized build; that is fine here.
     env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
@@ -1546,26 +1533,6 @@ GROUPS = {"golden": group_golden, "malformed": group_malformed, "json": group_js
           "run": group_run, "schema": group_schema, "merge": group_merge,
           "outputs": group_outputs, "inputs": group_inputs, "values": group_values, "sim": group_sim,
           "secrets": group_secrets}
-
-
-def run_group(groups, opts):
-    """Runs opts.group of `groups`, the protocol of every cli runner: 1 on a failure (its line
-    first), 77 when the group could not run here or some of its checks could not (listed in
-    opts.not_checked, said on stderr), else 0 with "ok: GROUP"."""
-    not_checked = getattr(opts, "not_checked", [])
-    try:
-        status = groups[opts.group](opts)
-    except Failed as e:
-        print("FAIL:", e)
-        return 1
-    if status == SKIP:
-        return SKIP
-    if not_checked:
-        print("%s: skipped (exit 77), not a pass: %d check(s) could not run here; every other one passed"
-              % (opts.group, len(not_checked)), file=sys.stderr)
-        return SKIP
-    print("ok:", opts.group)
-    return 0
 
 
 def main():

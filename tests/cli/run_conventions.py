@@ -15,8 +15,8 @@ import pty
 import subprocess
 import sys
 
-# The cli runner's failure, check and group protocol.
-from run_cli_tests import check, run_group
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from vwtest import check, clean_env, run_group  # noqa: E402
 
 ADVISE_DATA = os.path.join("..", "..", "advise", "data")
 
@@ -41,7 +41,7 @@ EXIT = [
 
 
 def env(extra=None, drop=()):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_") and k not in drop}
+    e = clean_env(drop=drop, keep_preload=True)
     e.update(LC_ALL="C")
     e.update(extra or {})
     return e

@@ -19,19 +19,12 @@ import subprocess
 import sys
 import tempfile
 
-
-class Failed(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failed(what)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from vwtest import Failed, check, clean_env  # noqa: E402
 
 
 def run(opts, args):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_")}
-    env.update(LC_ALL="C", TERM="dumb", NO_COLOR="1")
+    env = clean_env(dict(LC_ALL="C", TERM="dumb", NO_COLOR="1"), keep_preload=True)
     r = subprocess.run([opts.vramwatch] + args, capture_output=True, cwd=opts.data, env=env,
                        timeout=60)
     # report and advise exit 1 on a report of a problem (an out-of-memory): still a view

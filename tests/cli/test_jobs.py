@@ -27,22 +27,21 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from vwtest import Tally, clean_env  # noqa: E402
+
 GiB = 1 << 30
 MiB = 1 << 20
 T0 = 1796000000000000000  # a fixed start, so that outputs are the same every run
 SEC = 1000000000
 
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL: " + what, file=sys.stderr)
+# Every check runs; each failure is listed on stderr, and the group fails at the end.
+tally = Tally(verbose=False, stream=sys.stderr)
+check = tally.check
 
 
 def env():
-    e = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_")}
+    e = clean_env(keep_preload=True)
     e.update(LC_ALL="C", TERM="dumb", NO_COLOR="1")
     return e
 
@@ -278,8 +277,8 @@ def main():
         globals()["group_" + opts.group](opts, m, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print("%d check(s) failed" % len(failures), file=sys.stderr)
+    if tally.failures:
+        print("%d check(s) failed" % len(tally.failures), file=sys.stderr)
         return 1
     print("PASS " + opts.group)
     return 0

@@ -13,6 +13,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from vwtest import SKIP  # noqa: E402
+
 CALLS = 10000
 ROUNDS = 15
 
@@ -79,7 +82,7 @@ def main():
     args = ap.parse_args()
     if subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0:
         print("cannot run (skipped, exit 77): %s cannot import torch" % sys.executable, file=sys.stderr)
-        return 77
+        return SKIP
     base = dict(os.environ)
     base.pop("PYTHONPATH", None)
     # No simulated GPU is needed: nothing here allocates device memory, so no report is written.

@@ -14,23 +14,11 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from vwtest import SKIP, Failed, check, clean_env, eq  # noqa: E402
 PHASES = ["epoch 0 train", "epoch 0 val", "epoch 1 train", "epoch 1 val", "epoch 2 train",
           "epoch 2 val", "epoch 3 train"]
 JOB_MARKS = ["setup"] + PHASES
-
-
-class Failure(Exception):
-    pass
-
-
-def expect(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
-def eq(got, want, what):
-    if got != want:
-        raise Failure("%s: got %r, want %r" % (what, got, want))
 
 
 class Case:
@@ -40,11 +28,10 @@ class Case:
         self.n = 0
 
     def env(self, extra=None):
-        env = dict(os.environ)
         # The job's environment is the test's: no preload or Python path of the caller's leaks in,
         # except a sanitizer runtime, which must stay first.
-        pre = [p for p in env.get("LD_PRELOAD", "").split(":") if "san" in os.path.basename(p)]
-        env.pop("LD_PRELOAD", None)
+        pre = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if "san" in os.path.basename(p)]
+        env = clean_env()
         if pre:
             # AddressSanitizer looks up the real __cxa_throw when it starts, and Python does not
             # link libstdc++: without it loaded that early, PyTorch's first C++ exception stops
@@ -52,7 +39,7 @@ class Case:
             # through its own __cxa_throw and hides this; the not_preloaded case has no library).
             pre.append("libstdc++.so.6")
             env["LD_PRELOAD"] = ":".join(pre)
-        for k in ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONNOUSERSITE", "VRAMWATCH_DIR"):
+        for k in ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONNOUSERSITE"):
             env.pop(k, None)
         env.update({"LD_LIBRARY_PATH": self.args.sim, "SIMGPU_MEMORY": "1GiB", "LC_ALL": "C",
                     "VW_TEST_CUDART": os.path.join(self.args.sim, "libcudart.so.13")})
@@ -90,7 +77,7 @@ class Case:
 
 
 def labels(report):
-    expect(report is not None, "a report was written")
+    check(report is not None, "a report was written")
     return [m["label"] for m in report["markers"]]
 
 
@@ -119,15 +106,15 @@ def case_markers(case):
     report, facts, _ = case.start(["python3", script("torch_phases.py")],
                                   {"PATH": bindir + ":" + os.environ.get("PATH", "")})
     eq(labels(report), PHASES, "markers")
-    expect(facts["companion_loaded"] and facts["train_wrapped"], "the companion patched torch")
-    expect(not facts["finder_waiting"], "the import hook left sys.meta_path once torch was imported")
+    check(facts["companion_loaded"] and facts["train_wrapped"], "the companion patched torch")
+    check(not facts["finder_waiting"], "the import hook left sys.meta_path once torch was imported")
 
 
 def case_no_torch(case):
     """A job that never imports torch: the companion waits for it (so it was started), imports
     nothing, not even itself, and marks nothing."""
     report, facts, _ = case.start([case.args.python, script("no_torch.py")])
-    expect(facts["finder_waiting"], "the companion waits for torch (else this case proves nothing)")
+    check(facts["finder_waiting"], "the companion waits for torch (else this case proves nothing)")
     eq(facts["companion_loaded"], False, "vramwatch_companion imported")
     eq(facts["torch_imported"], False, "torch in sys.modules at exit")
     eq(labels(report), [], "markers")
@@ -159,12 +146,12 @@ def case_chain(case):
     eq(labels(report), PHASES, "markers with the user's sitecustomize")
     path = facts["sys_path"]
     ours = [i for i, p in enumerate(path) if os.path.isfile(os.path.join(p, "vramwatch_companion.py"))]
-    expect(ours, "the companion's folder is on sys.path")
-    expect(ours[0] < path.index(user) < path.index(other), "companion, then the user's PYTHONPATH in order: %r" % path)
+    check(ours, "the companion's folder is on sys.path")
+    check(ours[0] < path.index(user) < path.index(other), "companion, then the user's PYTHONPATH in order: %r" % path)
 
     want = plain_sitecustomize(case)
     _, facts, _ = case.start([case.args.python, script("no_torch.py")])
-    expect(facts["finder_waiting"], "the companion was started")
+    check(facts["finder_waiting"], "the companion was started")
     eq(facts["sitecustomize_file"], want, "the interpreter's own sitecustomize")
 
 
@@ -222,9 +209,9 @@ def case_not_preloaded(case):
         if pre:
             extra["LD_PRELOAD"] = ":".join(filter(None, [case.env().get("LD_PRELOAD"), pre]))
         _, facts, _ = case.start([case.args.python, script("torch_phases.py")], extra, via_cli=False)
-        expect(facts["torch_imported"], "the job ran")
+        check(facts["torch_imported"], "the job ran")
         if pre:
-            expect(facts["companion_loaded"], "the companion was imported with torch (else this case proves nothing)")
+            check(facts["companion_loaded"], "the companion was imported with torch (else this case proves nothing)")
         elif not case.env().get("LD_PRELOAD"):  # a sanitizer build always preloads its runtime
             eq(facts["companion_loaded"], False, "companion imported without LD_PRELOAD")
         eq(facts["train_wrapped"], False, "Module.train patched with LD_PRELOAD=%s" % pre)
@@ -234,7 +221,7 @@ def case_not_preloaded(case):
 def case_job_marks(case):
     """A job that looks vramwatch_mark up and marks its own phases keeps exactly its markers."""
     report, facts, _ = case.start([case.args.python, script("torch_phases.py"), "--job-marks"])
-    expect(facts["companion_loaded"] and facts["train_wrapped"], "the companion patched torch")
+    check(facts["companion_loaded"] and facts["train_wrapped"], "the companion patched torch")
     eq(labels(report), JOB_MARKS, "markers")
 
 
@@ -251,7 +238,7 @@ def case_installed(case):
     mods = [os.path.join(d, f) for d, _, fs in os.walk(dest) for f in fs if f == "vramwatch_companion.py"]
     eq(len(clis), 1, "installed vramwatch")
     eq(len(mods), 1, "installed companion")
-    expect(mods[0].endswith("/share/vramwatch/python/vramwatch_companion.py"), mods[0])
+    check(mods[0].endswith("/share/vramwatch/python/vramwatch_companion.py"), mods[0])
     case.args.vramwatch = clis[0]
     report, facts, _ = case.start([case.args.python, script("torch_phases.py")], {"VRAMWATCH_LIB": case.args.lib})
     ours = [p for p in facts["sys_path"] if os.path.isfile(os.path.join(p, "vramwatch_companion.py"))]
@@ -283,11 +270,11 @@ def main():
         if p.returncode != 0:
             print("cannot run %s (skipped, exit 77): %s cannot import torch: %s"
                   % (args.case, args.python, p.stderr.strip().splitlines()[-1:]), file=sys.stderr)
-            return 77
+            return SKIP
     folder = tempfile.mkdtemp(prefix="vw-companion-")
     try:
         fn(Case(args, folder))
-    except Failure as e:
+    except Failed as e:
         print("FAIL %s: %s" % (args.case, e), file=sys.stderr)
         return 1
     shutil.rmtree(folder, ignore_errors=True)

@@ -65,6 +65,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from vwtest import SKIP, Tally, clean_env  # noqa: E402
+
 GiB = 1 << 30
 LIMIT = 16 * GiB
 HEADROOM = 0.10
@@ -127,15 +130,9 @@ while True:
     time.sleep(0.05)
 '''
 
-SKIP = 77
-failures = []
-
-
-def check(cond, what):
-    print(("ok    " if cond else "FAIL  ") + what)
-    if not cond:
-        failures.append(what)
-    return cond
+# Every check runs and says "ok" or "FAIL"; the group fails at the end if one did.
+tally = Tally()
+check = tally.check
 
 
 def group_search(o, env, tmp, vw, need_of, job):
@@ -612,7 +609,7 @@ def main():
     o.vramwatch = os.path.abspath(o.vramwatch)
 
     # A limit from outside would be the card every trial is fitted to.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_")}
+    env = clean_env(keep_preload=True)
     env["LD_LIBRARY_PATH"] = o.sim + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     env["SIMGPU_MEMORY"] = "64GiB"
     tmp = tempfile.mkdtemp(prefix="vw-fit-")
@@ -642,8 +639,8 @@ def main():
             return SKIP
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print("%d failed" % len(failures))
+    if tally.failures:
+        print("%d failed" % len(tally.failures))
         return 1
     return 0
 

@@ -32,22 +32,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 import run_case  # noqa: E402  (the report schema validation)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
+from vwtest import SKIP, Failed, check, clean_env, eq  # noqa: E402
 
 MiB = 1 << 20
-
-
-class Failed(Exception):
-    pass
-
-
-def expect(cond, what):
-    if not cond:
-        raise Failed(what)
-
-
-def eq(actual, expected, what):
-    if actual != expected:
-        raise Failed(f"{what}: expected {expected!r}, got {actual!r}")
 
 
 class Case:
@@ -62,8 +50,7 @@ class Case:
         self.exe = lambda n: os.path.join(opts.build, "tests", "gauntlet", n)
 
     def env(self, extra=None, preload=True):
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("VRAMWATCH_", "SIMGPU_", "LD_PRELOAD"))}
+        env = clean_env(drop_prefixes=("SIMGPU_", "LD_PRELOAD"))
         env["LD_LIBRARY_PATH"] = self.sim
         if preload:
             env["LD_PRELOAD"] = ":".join(filter(None, [self.opts.preload_first, self.lib]))
@@ -148,7 +135,7 @@ def attack_load(opts):
         wall = time.monotonic() - t0
         want = json.loads(p.stdout)
         eq(warnings(p.stderr), [], "warnings")
-        expect("Sanitizer" not in p.stderr and "runtime error:" not in p.stderr,
+        check("Sanitizer" not in p.stderr and "runtime error:" not in p.stderr,
                f"a sanitizer finding: {p.stderr[-4000:]}")
         reps = c.reports()
         eq(len(reps), 1, "one report")
@@ -165,13 +152,13 @@ def attack_load(opts):
         eq(apis, ["cuMemAlloc_v2", "cuMemCreate", "cudaMalloc", "cudaMallocAsync"],
            "every path in the live list")
         tb = r["vramwatch"]["table_bytes"]
-        expect(tb <= LOAD_TABLE_BOUND, f"library tables {tb} bytes, bound {LOAD_TABLE_BOUND}")
+        check(tb <= LOAD_TABLE_BOUND, f"library tables {tb} bytes, bound {LOAD_TABLE_BOUND}")
         growth = want["rss_end_kib"] - want["rss_warm_kib"]
         mgrowth = want["maps_end"] - want["maps_warm"]
         if not opts.sanitized:  # a sanitizer's own shadow memory grows as it sees more
-            expect(growth <= LOAD_RSS_GROWTH_KIB, f"resident memory grew {growth} KiB after "
+            check(growth <= LOAD_RSS_GROWTH_KIB, f"resident memory grew {growth} KiB after "
                    f"the warm-up (bound {LOAD_RSS_GROWTH_KIB})")
-            expect(mgrowth <= 8, f"{mgrowth} new mappings after the warm-up")
+            check(mgrowth <= 8, f"{mgrowth} new mappings after the warm-up")
         npairs = threads * pairs
         print(f"load: {threads} threads x {pairs} pairs = {npairs} pairs in {wall:.1f} s "
               f"({wall / npairs * 1e9:.0f} ns per pair, all threads), {want['dumps']} reports "
@@ -208,7 +195,7 @@ def attack_procs(opts):
             eq(d["live_bytes"], live, f"live bytes of {pid}")
             if pid != got["parent"]:
                 eq(reps[pid]["process"]["ppid"], got["parent"], f"parent of {pid}")
-                expect(d["alloc_calls"] == 1, f"{pid} reports only its own allocation")
+                check(d["alloc_calls"] == 1, f"{pid} reports only its own allocation")
         print(f"procs: {forks} forks under 4 allocating threads, vfork+exec x2, posix_spawn x2, "
               f"system() x2 in {wall:.2f} s; {len(reps)} reports = the parent and the "
               f"{len(want) - 1} children that allocated, none from the {forks // 2} that exited "
@@ -287,7 +274,7 @@ def attack_faults(opts):
             while not glob.glob(os.path.join(c.dir, "vramwatch-*.json")):
                 if proc.poll() is not None:
                     raise Failed(f"dump_loop ended early: {proc.stderr.read()!r}")
-                expect(time.monotonic() < deadline, "no first report within 60 s")
+                check(time.monotonic() < deadline, "no first report within 60 s")
                 time.sleep(0.005)
             time.sleep(rng.uniform(0, 0.05))
             proc.kill()
@@ -300,7 +287,7 @@ def attack_faults(opts):
             eq(len(doc["callsites"]) > 1000, True, "every call site in the report")
             hits += len(tmp_files(c.dir)) > 0
         run_case.validate(opts.schema, finals[0], doc)
-        expect(hits > 0, "no kill landed inside a write: the attack did not hit its window")
+        check(hits > 0, "no kill landed inside a write: the attack did not hit its window")
         lines.append(f"SIGKILL during report writing: {trials} kills at random times, {hits} "
                      f"inside a write (temporary file left); the report parsed whole every time")
 
@@ -360,7 +347,7 @@ def attack_faults(opts):
                         proc.returncode = 0
                     with open(err) as fh:
                         text = fh.read()
-                    expect(os.WIFSIGNALED(status), f"{how}/{handler}: ended by a signal")
+                    check(os.WIFSIGNALED(status), f"{how}/{handler}: ended by a signal")
                     st[pre] = (os.WTERMSIG(status), os.WCOREDUMP(status),
                                text.count("handler called"))
                     eq(warnings(text), [], "warnings")
@@ -446,11 +433,11 @@ def attack_cost(opts):
               f"bytes for {sites} stacks of up to {nframes} frames ({per_stack:.0f} bytes each), "
               f"-> {tb[2]} for {live} live ({per_live:.0f} bytes each)")
         if opts.timed:
-            expect(best <= 100, f"report writing took {best:.1f} ms (target 100)")
+            check(best <= 100, f"report writing took {best:.1f} ms (target 100)")
         # the record (72 bytes: counts, and where its first allocation stood, for phases without
         # markers), its frames, and slack
-        expect(per_stack <= 72 + 8 * nframes + 8, f"{per_stack:.0f} bytes per stack")
-        expect(per_live <= 114, f"{per_live:.0f} bytes per live allocation (bound 114)")
+        check(per_stack <= 72 + 8 * nframes + 8, f"{per_stack:.0f} bytes per stack")
+        check(per_live <= 114, f"{per_live:.0f} bytes per live allocation (bound 114)")
 
         # The CLI on a three-day run's report.
         c.clean()
@@ -467,10 +454,10 @@ def attack_cost(opts):
                 q = subprocess.run(cmd, capture_output=True, timeout=60,
                                    env=dict(os.environ, LC_ALL="C", NO_COLOR="1"))
                 ts.append(time.monotonic() - t0)
-                expect(q.returncode in (0, 1), f"{name} exited {q.returncode}: {q.stderr!r}")
+                check(q.returncode in (0, 1), f"{name} exited {q.returncode}: {q.stderr!r}")
             times[name] = min(ts)
             if opts.timed:
-                expect(times[name] < 1.0, f"vramwatch {name} took {times[name]:.2f} s (target 1 s)")
+                check(times[name] < 1.0, f"vramwatch {name} took {times[name]:.2f} s (target 1 s)")
         print(f"cost: CLI on a three-day run ({os.path.getsize(rep)} bytes), best of "
               f"{len(ts)}, process start included: "
               + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in times.items()))
@@ -487,7 +474,7 @@ def attack_cost(opts):
                   f"{base / 1000:.0f} us without the preload, {pre / 1000:.0f} us with "
                   f"(ratio {ratio:.2f}, {(pre - base) / 1000:+.0f} us)")
             # Linking libunwind again (mapped into every process) measured 1.40 here.
-            expect(ratio <= 1.3, f"/bin/true ratio {ratio:.2f} (at most 1.3)")
+            check(ratio <= 1.3, f"/bin/true ratio {ratio:.2f} (at most 1.3)")
     finally:
         c.close()
 
@@ -586,7 +573,7 @@ def attack_host(opts):
         try:
             got = t.same(t.run([exe, "eintr"], signal_after=(signal.SIGTERM, 0.3), timeout=10),
                          "a blocking read and a handler without SA_RESTART")
-            expect("EINTR" in got[1][1], f"the read ended with EINTR: {got[1][1]!r}")
+            check("EINTR" in got[1][1], f"the read ended with EINTR: {got[1][1]!r}")
         finally:
             t.close()
         t = Twin(opts, "resethand")
@@ -615,8 +602,8 @@ def attack_host(opts):
             try:
                 got = t.same(t.run([py, "-c", src], signal_after=(signal.SIGINT, 0.5), timeout=12),
                              f"Ctrl-C in {what}")
-                expect("KeyboardInterrupt" in got[1][1], f"{what}: KeyboardInterrupt raised")
-                expect(got[1][3] < got[0][3] + 4, f"{what}: the job stopped in "
+                check("KeyboardInterrupt" in got[1][1], f"{what}: KeyboardInterrupt raised")
+                check(got[1][3] < got[0][3] + 4, f"{what}: the job stopped in "
                        f"{got[1][3]:.1f} s with the library, {got[0][3]:.1f} s without")
                 check_left(t.pre, {pid: MiB for pid in t.pre.reports()}, what)
             finally:
@@ -720,7 +707,7 @@ def attack_host(opts):
                 eq(p.returncode, 0, "names: exit status")
                 w = warnings(p.stderr)
                 eq(len(w), 1, f"names: one warning ({w})")
-                expect("another user's" in w[0], f"names: the warning says why: {w[0]}")
+                check("another user's" in w[0], f"names: the warning says why: {w[0]}")
                 ours = os.path.join(c.dir, "ours")
                 os.mkdir(ours)
                 for f in os.listdir(c.dir):
@@ -772,7 +759,7 @@ def attack_host(opts):
             with open(path) as fh:
                 lines = fh.read().splitlines()
             eq(len(lines), 1, f"status: one line in a reused status file: {lines!r}")
-            expect(lines[0].startswith("vramwatch-status ") and "xxx" not in lines[0],
+            check(lines[0].startswith("vramwatch-status ") and "xxx" not in lines[0],
                    f"status: nothing of the old line left: {lines[0]!r}")
         finally:
             t.close()
@@ -786,7 +773,7 @@ def attack_host(opts):
             got = t.run([exe, "nofile"])
             eq(got[1][:2], got[0][:2], "out of descriptors: (status, output) with the library")
             w = [x for x in warnings(got[1][2]) if "libunwind" in x]
-            expect(len(w) == 1 and "Too many open files" in w[0],
+            check(len(w) == 1 and "Too many open files" in w[0],
                    f"out of descriptors: the warning about libunwind says why: {w}")
         finally:
             t.close()
@@ -846,7 +833,7 @@ def attack_host(opts):
                 resource.RLIMIT_FSIZE, (1024, 1024)))
             eq(got[1][:2], got[0][:2], "RLIMIT_FSIZE 1 KiB: (status, output) with the library")
             w = warnings(got[1][2])
-            expect(len(w) == 1 and "File too large" in w[0], f"RLIMIT_FSIZE: one warning: {w}")
+            check(len(w) == 1 and "File too large" in w[0], f"RLIMIT_FSIZE: one warning: {w}")
         finally:
             t.close()
 
@@ -898,13 +885,13 @@ def main():
     opts.long_run = os.path.join(opts.build, "tests", "timeline", "long_run")
     try:
         ATTACKS[opts.attack](opts)
-    except (Failed, run_case.CaseFailed) as e:
+    except Failed as e:
         print(f"FAILED: {opts.attack}: {e}", file=sys.stderr)
         return 1
     if run_case.NOT_CHECKED:
         print(f"{opts.attack}: skipped (exit 77), not a pass: {len(run_case.NOT_CHECKED)} check(s) could not "
               "run here; every other one passed", file=sys.stderr)
-        return 77
+        return SKIP
     return 0
 
 

@@ -24,18 +24,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 EXAMPLE = os.path.join(ROOT, "examples", "train_torch.py")
 GiB = 1 << 30
 
-
-class Skip(Exception):
-    pass
-
-
-class Fail(Exception):
-    pass
-
-
-def expect(cond, why):
-    if not cond:
-        raise Fail(why)
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from vwtest import Failed, Skipped, check, clean_env  # noqa: E402
 
 
 class Ctx:
@@ -50,12 +40,7 @@ class Ctx:
         os.makedirs(self.reports_dir, exist_ok=True)
 
     def run(self, cmd, env=None, timeout=240, name="run"):
-        full = dict(os.environ)
-        for k in list(full):
-            if k.startswith("VRAMWATCH_"):
-                del full[k]
-        full.pop("LD_PRELOAD", None)
-        full.update(env or {})
+        full = clean_env(env)
         full["PYTHONUNBUFFERED"] = "1"
         self.log.write(f"\n$ {' '.join(cmd)}\n  env: { {k: v for k, v in (env or {}).items()} }\n")
         self.log.flush()
@@ -64,7 +49,7 @@ class Ctx:
             p = subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired as e:
             self.log.write(f"  TIMEOUT after {timeout}s\n{e.stdout or ''}\n{e.stderr or ''}\n")
-            raise Fail(f"{name}: timed out after {timeout}s")
+            raise Failed(f"{name}: timed out after {timeout}s")
         self.log.write(f"  exit {p.returncode} after {time.time() - t0:.1f}s\n--- stdout\n{p.stdout}"
                        f"--- stderr\n{p.stderr[-20000:]}\n")
         self.log.flush()
@@ -99,12 +84,12 @@ def torch_figures(stdout):
 
 def dev0(report):
     devs = [d for d in report["devices"] if d["ordinal"] == 0]
-    expect(devs, "no device 0 in the report")
+    check(devs, "no device 0 in the report")
     return devs[0]
 
 
 def one_report(reports):
-    expect(len(reports) == 1, f"{len(reports)} reports instead of 1")
+    check(len(reports) == 1, f"{len(reports)} reports instead of 1")
     return reports[0]
 
 
@@ -152,10 +137,10 @@ def check_oom_default(ctx):
         for b in (4, 8):
             p, _ = ctx.torch_run(["--batch", str(b)] + base, name=f"oom_probe_b{b}")
             f, _ = torch_figures(p.stdout)
-            expect(p.returncode == 0 and f, f"probe at batch {b} failed (exit {p.returncode})")
+            check(p.returncode == 0 and f, f"probe at batch {b} failed (exit {p.returncode})")
             figs.append(f["max_reserved"])
         per_image = (figs[1] - figs[0]) / 4
-        expect(per_image > 0, f"probe figures do not grow with the batch: {figs}")
+        check(per_image > 0, f"probe figures do not grow with the batch: {figs}")
         total = int(subprocess.run([sys.executable, "-c",
                                     "import torch; print(torch.cuda.get_device_properties(0).total_memory)"],
                                    capture_output=True, text=True).stdout.strip() or 0)
@@ -165,27 +150,27 @@ def check_oom_default(ctx):
                                       f"image, {fixed / GiB:.2f} GiB fixed (measured): batch {batch}")
         p, reps = ctx.torch_run(["--batch", str(batch)] + base, preload=True, name="oom_default",
                                 timeout=300)
-    expect(p.returncode != 0, "the run did not fail")
-    expect("out of memory" in p.stderr.lower(), "PyTorch did not report out of memory")
+    check(p.returncode != 0, "the run did not fail")
+    check("out of memory" in p.stderr.lower(), "PyTorch did not report out of memory")
     r = one_report(reps)
     ooms = [f for f in r["failures"] if f["oom"] and f["retried"] != "succeeded"]
-    expect(ooms, "no out-of-memory failure in the report")
-    expect(ooms[0]["api"] in ("cudaMalloc", "cuMemCreate"), f"failing API {ooms[0]['api']}")
+    check(ooms, "no out-of-memory failure in the report")
+    check(ooms[0]["api"] in ("cudaMalloc", "cuMemCreate"), f"failing API {ooms[0]['api']}")
     notes = [f"failing API {ooms[0]['api']} of {ooms[0]['size'] / GiB:.2f} GiB, "
              f"live at failure {ooms[0]['live_bytes_at_failure'] / GiB:.2f} GiB"]
     # Python 3.8-3.13 are read; a newer interpreter is a known gap, said rather than failed
     if python_frames_available(r) or sys.version_info[:2] <= (3, 13):
-        expect(python_frames_available(r), "Python frames are off on a supported interpreter")
+        check(python_frames_available(r), "Python frames are off on a supported interpreter")
         site = [c for c in r["callsites"] if c["id"] == ooms[0]["callsite"]][0]
-        expect(any(f["kind"] == "python" and f["file"].endswith("train_torch.py") for f in site["frames"]),
+        check(any(f["kind"] == "python" and f["file"].endswith("train_torch.py") for f in site["frames"]),
                "no train_torch.py line in the failing call site")
     else:
         notes.append(f"Python line: not read on Python {sys.version.split()[0]} (3.8-3.13 are)")
-    expect("framework" in r, "the report has no framework field")
+    check("framework" in r, "the report has no framework field")
     fw = r["framework"]
-    expect(fw and fw.get("message"), "no framework verdict: the c10::OutOfMemoryError throw was not seen")
-    expect(fw["message"][:60] in p.stderr, "the verdict's message is not the one PyTorch printed")
-    expect(fw["format"] is not None and fw["requested_bytes"] is not None and
+    check(fw and fw.get("message"), "no framework verdict: the c10::OutOfMemoryError throw was not seen")
+    check(fw["message"][:60] in p.stderr, "the verdict's message is not the one PyTorch printed")
+    check(fw["format"] is not None and fw["requested_bytes"] is not None and
            fw["reserved_unallocated_bytes"] is not None, f"the message was not read: {fw['message'][:200]!r}")
     notes.append(f"PyTorch's verdict ({fw['format']}): allocated {fw['allocated_bytes']}, "
                  f"reserved but unallocated {fw['reserved_unallocated_bytes']}")
@@ -196,42 +181,42 @@ def check_fits_reserved(ctx):
     """A run that fits: our reserved equals torch.cuda.memory_reserved() within 1%, peak within
     1% of max_memory_reserved()."""
     p, reps = ctx.torch_run(SMALL + ["--report-at-end"], preload=True, name="fits_reserved")
-    expect(p.returncode == 0, f"exit {p.returncode}")
+    check(p.returncode == 0, f"exit {p.returncode}")
     f, _ = torch_figures(p.stdout)
-    expect(f, "no memory figures printed")
+    check(f, "no memory figures printed")
     d = dev0(one_report(reps))
     ok = within(d["reserved_bytes"], f["reserved"], 1) and within(d["peak_reserved_bytes"], f["max_reserved"], 1)
     msg = (f"reserved {d['reserved_bytes']} vs torch {f['reserved']}, peak {d['peak_reserved_bytes']} vs "
            f"torch max {f['max_reserved']}, untracked {d['untracked_bytes']}")
-    expect(ok, msg)
+    check(ok, msg)
     return msg
 
 
 def check_expandable(ctx):
     env = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
     p, reps = ctx.torch_run(SMALL + ["--report-at-end"], env=env, preload=True, name="expandable")
-    expect(p.returncode == 0, f"exit {p.returncode}")
+    check(p.returncode == 0, f"exit {p.returncode}")
     f, _ = torch_figures(p.stdout)
     r = one_report(reps)
     vmm = [l for l in r["live"] if l["api"] == "cuMemCreate"]
-    expect(vmm, "no cuMemCreate allocations tracked")
+    check(vmm, "no cuMemCreate allocations tracked")
     d = dev0(r)
     msg = (f"{len(vmm)} live cuMemCreate handles, live {d['live_bytes']} vs torch reserved "
            f"{f['reserved'] if f else '?'}, address space {d['va_reserved_bytes']}")
-    expect(f and within(d["live_bytes"], f["reserved"], 1), msg)
-    expect(have_limit_emulation(ctx), "capacity emulation (VRAMWATCH_LIMIT) is not working")
+    check(f and within(d["live_bytes"], f["reserved"], 1), msg)
+    check(have_limit_emulation(ctx), "capacity emulation (VRAMWATCH_LIMIT) is not working")
     return msg
 
 
 def check_tensors(ctx):
     p, reps = ctx.torch_run(SMALL + ["--report-at-end"], preload=True, tensors=True, name="tensors")
-    expect(p.returncode == 0, f"exit {p.returncode}")
+    check(p.returncode == 0, f"exit {p.returncode}")
     r = one_report(reps)
     d = dev0(r)
     asyncs = [l for l in r["live"] if l["api"].startswith("cudaMallocAsync")]
-    expect(len(asyncs) > 20, f"only {len(asyncs)} cudaMallocAsync allocations live")
-    expect(d["reserved_bytes"] >= d["live_bytes"], "reserved < live")
-    expect(d["pool_cached_bytes"] is not None, "pool figures missing")
+    check(len(asyncs) > 20, f"only {len(asyncs)} cudaMallocAsync allocations live")
+    check(d["reserved_bytes"] >= d["live_bytes"], "reserved < live")
+    check(d["pool_cached_bytes"] is not None, "pool figures missing")
     return (f"{d['live_count']} live tensors, live {d['live_bytes']}, reserved {d['reserved_bytes']}, "
             f"pool cache {d['pool_cached_bytes']}")
 
@@ -244,25 +229,25 @@ def check_cupy(ctx):
             "print('cupy', cp.__version__)\n")
     probe = ctx.run([sys.executable, "-c", "import cupy"], name="cupy-import")
     if probe.returncode != 0:
-        raise Skip("cupy is not importable here")
+        raise Skipped("cupy is not importable here")
     d = tempfile.mkdtemp(prefix="vwgpu-", dir=ctx.out)
     p = ctx.run([sys.executable, "-c", code], {"LD_PRELOAD": ctx.lib, "VRAMWATCH_DIR": d}, name="cupy")
-    expect(p.returncode == 0, f"exit {p.returncode}")
+    check(p.returncode == 0, f"exit {p.returncode}")
     reps = [json.load(open(f)) for f in glob.glob(os.path.join(d, "vramwatch-*.json"))]
     for f in glob.glob(os.path.join(d, "vramwatch-*.json")):
         shutil.copy(f, os.path.join(ctx.reports_dir, "cupy-" + os.path.basename(f)))
     r = one_report(reps)
     dv = dev0(r)
     apis = sorted({l["api"] for l in r["live"]})
-    expect(dv["live_bytes"] >= (1 << 30) + (1 << 28), f"live {dv['live_bytes']} < 1.25 GiB")
-    expect(any(a.startswith("cuMem") for a in apis), f"not through the driver: {apis}")
+    check(dv["live_bytes"] >= (1 << 30) + (1 << 28), f"live {dv['live_bytes']} < 1.25 GiB")
+    check(any(a.startswith("cuMem") for a in apis), f"not through the driver: {apis}")
     return f"live {dv['live_bytes']} through {apis}"
 
 
 def check_jax(ctx):
     probe = ctx.run([sys.executable, "-c", "import jax"], name="jax-import")
     if probe.returncode != 0:
-        raise Skip("jax is not importable here")
+        raise Skipped("jax is not importable here")
     code = ("import jax, jax.numpy as jnp\n"
             "x = jnp.ones((1 << 28,), dtype=jnp.float32)\n"
             "x.block_until_ready()\n"
@@ -271,25 +256,25 @@ def check_jax(ctx):
     p = ctx.run([sys.executable, "-c", code],
                 {"LD_PRELOAD": ctx.lib, "VRAMWATCH_DIR": d, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
                 name="jax")
-    expect(p.returncode == 0, f"exit {p.returncode}")
+    check(p.returncode == 0, f"exit {p.returncode}")
     files = glob.glob(os.path.join(d, "vramwatch-*.json"))
     for f in files:
         shutil.copy(f, os.path.join(ctx.reports_dir, "jax-" + os.path.basename(f)))
     reps = [json.load(open(f)) for f in files]
-    expect(reps, "no report")
+    check(reps, "no report")
     best = max((dev0(r)["peak_live_bytes"], sorted({l["api"] for l in r["live"]})) for r in reps)
-    expect(best[0] >= 1 << 30, f"peak live {best[0]} < 1 GiB")
+    check(best[0] >= 1 << 30, f"peak live {best[0]} < 1 GiB")
     return f"peak live {best[0]} through {best[1]}"
 
 
 def check_emulated_capacity(ctx):
-    expect(have_limit_emulation(ctx), "capacity emulation (VRAMWATCH_LIMIT) is not working")
+    check(have_limit_emulation(ctx), "capacity emulation (VRAMWATCH_LIMIT) is not working")
     code = ("import torch\n"
             "print(torch.cuda.get_device_properties(0).total_memory, torch.cuda.mem_get_info()[1])\n")
     p = ctx.run([sys.executable, "-c", code], {"LD_PRELOAD": ctx.lib, "VRAMWATCH_LIMIT": "16GiB"},
                 name="emulated_capacity")
     vals = [int(v) for v in p.stdout.split()]
-    expect(vals == [16 * GiB, 16 * GiB], f"saw {vals}")
+    check(vals == [16 * GiB, 16 * GiB], f"saw {vals}")
     return "total_memory and mem_get_info report 16 GiB"
 
 
@@ -300,18 +285,18 @@ def check_advice(ctx):
     first-step failure of oom_default the advice must say it is a bound."""
     p = ctx.run([ctx.cli, "advise", "--help"], name="advise-probe")
     if p.returncode != 0:
-        raise Skip("vramwatch advise is not in this build")
+        raise Skipped("vramwatch advise is not in this build")
     if not have_limit_emulation(ctx):
-        raise Skip("needs the emulated 16 GiB card")
+        raise Skipped("needs the emulated 16 GiB card")
     notes = []
     files = sorted(glob.glob(os.path.join(ctx.reports_dir, "oom_default-vramwatch-*.json")))
     if files:
         p = ctx.run([ctx.cli, "advise", "--json", files[-1]], name="advise-bound")
         # 1: the advice is for a run that ran out of memory (README, exit status)
-        expect(p.returncode == 1, f"advise on oom_default exited {p.returncode}")
+        check(p.returncode == 1, f"advise on oom_default exited {p.returncode}")
         a = json.loads(p.stdout)
         recs = a["recommendations"]
-        expect(recs and all(r["fits"] is not True for r in recs if a["model"]["basis"] == "bound"),
+        check(recs and all(r["fits"] is not True for r in recs if a["model"]["basis"] == "bound"),
                "a fit claimed on a bound")
         notes.append(f"oom_default: basis {a['model']['basis']}, first {recs[0]['kind']} {recs[0]['value']}")
     extra = ["--batch", "64", "--img", "640", "--cfg", "c", "--epochs", "1", "--steps", "3", "--val-every", "1"]
@@ -319,17 +304,17 @@ def check_advice(ctx):
     p = ctx.run([ctx.cli, "run", "--dir", d, "--limit", "16GiB", "--observe", "--", sys.executable, EXAMPLE] + extra,
                 name="advice-observe", timeout=300)
     reps = sorted(glob.glob(os.path.join(d, "vramwatch-*.json")))
-    expect(p.returncode == 0 and len(reps) == 1, f"observe run: exit {p.returncode}, {len(reps)} reports")
+    check(p.returncode == 0 and len(reps) == 1, f"observe run: exit {p.returncode}, {len(reps)} reports")
     shutil.copy(reps[0], os.path.join(ctx.reports_dir, "advice_observe-" + os.path.basename(reps[0])))
     p = ctx.run([ctx.cli, "advise", "--json", reps[0]], name="advise-observe")
     # 1 when the observe-mode run went over the emulated limit (it did not fit there)
-    expect(p.returncode in (0, 1), f"advise exited {p.returncode}")
+    check(p.returncode in (0, 1), f"advise exited {p.returncode}")
     advice = json.loads(p.stdout)
     first = advice["recommendations"][0] if advice["recommendations"] else None
-    expect(first and first["command"], f"no command to run first: {advice['recommendations']}")
+    check(first and first["command"], f"no command to run first: {advice['recommendations']}")
     cmd = first["command"]
     i = next((k for k, c in enumerate(cmd) if c.endswith("train_torch.py")), None)
-    expect(i is not None, f"unexpected command {cmd}")
+    check(i is not None, f"unexpected command {cmd}")
     env = {}  # an allocator recommendation comes as "env NAME=VALUE python3 ..."
     k = 1 if cmd[0] == "env" else 0
     while k and "=" in cmd[k]:
@@ -338,7 +323,7 @@ def check_advice(ctx):
         k += 1
     env["VRAMWATCH_LIMIT"] = "16GiB"
     p2, reps2 = ctx.torch_run(cmd[i + 1:], preload=True, name="advice_run", env=env, timeout=300)
-    expect(p2.returncode == 0, f"the advised {first['kind']} {first['flag']} {first['value']} failed on the 16 GiB "
+    check(p2.returncode == 0, f"the advised {first['kind']} {first['flag']} {first['value']} failed on the 16 GiB "
                                f"card (exit {p2.returncode})")
     d2 = dev0(one_report(reps2))
     measured = d2["peak_reserved_bytes"] + max(d2["untracked_bytes"] or 0, 0)
@@ -352,26 +337,26 @@ def check_advice(ctx):
 def check_other_processes(ctx):
     """Another process holding 2 GiB of the card: the out-of-memory report names it (NVML)."""
     if not have_limit_emulation(ctx):
-        raise Skip("needs the emulated card to run out of memory quickly")
+        raise Skipped("needs the emulated card to run out of memory quickly")
     holder = subprocess.Popen([sys.executable, "-c",
                                "import torch, time; x = torch.empty(2 << 30, dtype=torch.uint8, device='cuda'); "
                                "print('ready', flush=True); time.sleep(120)"],
                               stdout=subprocess.PIPE, text=True)
     try:
-        expect(holder.stdout.readline().strip() == "ready", "the holder process did not start")
+        check(holder.stdout.readline().strip() == "ready", "the holder process did not start")
         extra = ["--batch", "64", "--img", "640", "--cfg", "c", "--steps", "2", "--val-every", "0"]
         p, reps = ctx.torch_run(extra, preload=True, name="other_processes", env={"VRAMWATCH_LIMIT": "16GiB"})
     finally:
         holder.kill()
         holder.wait()
-    expect(p.returncode != 0, "the run did not fail")
+    check(p.returncode != 0, "the run did not fail")
     d = dev0(one_report(reps))
     procs = d.get("other_processes")
-    expect(procs is not None, "other_processes is null: NVML was not asked or not available")
+    check(procs is not None, "other_processes is null: NVML was not asked or not available")
     mine = [x for x in procs if x["pid"] == holder.pid]
-    expect(mine, f"the holder (pid {holder.pid}) is not listed: {procs}")
+    check(mine, f"the holder (pid {holder.pid}) is not listed: {procs}")
     used = mine[0]["used_bytes"]
-    expect(used is None or used >= 2 * GiB, f"the holder's memory {used}")
+    check(used is None or used >= 2 * GiB, f"the holder's memory {used}")
     return f"listed {len(procs)} other process(es); the holder as {mine[0]['name']} with {used} bytes"
 
 
@@ -379,12 +364,12 @@ def check_timeline(ctx):
     """The reports of this run drawn: SVG and HTML written, the terminal view printed."""
     files = sorted(glob.glob(os.path.join(ctx.reports_dir, "*.json")))
     if not files:
-        raise Skip("no report to draw")
+        raise Skipped("no report to draw")
     out = os.path.join(ctx.out, "timeline.html")
     p = ctx.run([ctx.cli, "timeline", "-o", out, files[0]], name="timeline")
-    expect(p.returncode == 0 and os.path.getsize(out) > 1000, f"timeline exit {p.returncode}")
+    check(p.returncode == 0 and os.path.getsize(out) > 1000, f"timeline exit {p.returncode}")
     p = ctx.run([ctx.cli, "timeline", files[0]], name="timeline-term")
-    expect(p.returncode == 0 and "GiB" in p.stdout, f"terminal view exit {p.returncode}")
+    check(p.returncode == 0 and "GiB" in p.stdout, f"terminal view exit {p.returncode}")
     return f"{os.path.basename(files[0])}: {os.path.getsize(out)} bytes of HTML"
 
 
@@ -395,19 +380,19 @@ def check_overhead(ctx):
     rates = {}
     for label, preload, tensors in (("plain", False, False), ("preload", True, False)):
         p, _ = ctx.torch_run(extra, preload=preload, tensors=tensors, name=f"overhead_{label}")
-        expect(p.returncode == 0, f"{label}: exit {p.returncode}")
+        check(p.returncode == 0, f"{label}: exit {p.returncode}")
         rates[label] = torch_figures(p.stdout)[1]
     env_async = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
     p, _ = ctx.torch_run(extra, env=env_async, name="overhead_async_plain")
     rates["async_plain"] = torch_figures(p.stdout)[1]
     p, _ = ctx.torch_run(extra, preload=True, tensors=True, name="overhead_async_preload")
     rates["async_preload"] = torch_figures(p.stdout)[1]
-    expect(all(rates.values()), f"missing figures: {rates}")
+    check(all(rates.values()), f"missing figures: {rates}")
     r1 = rates["preload"] / rates["plain"]
     r2 = rates["async_preload"] / rates["async_plain"]
     msg = (f"default allocator {rates['preload']:.2f}/{rates['plain']:.2f} steps/s = {r1:.3f}; "
            f"cudaMallocAsync {rates['async_preload']:.2f}/{rates['async_plain']:.2f} = {r2:.3f}")
-    expect(r1 >= 0.90 and r2 >= 0.90, msg)
+    check(r1 >= 0.90 and r2 >= 0.90, msg)
     return msg
 
 
@@ -443,9 +428,9 @@ def main():
         try:
             detail = fn(ctx) or ""
             line, status = f"PASS {name}" + (f": {detail}" if detail else ""), "PASS"
-        except Skip as e:
+        except Skipped as e:
             line, status = f"SKIP {name}: {e}", "SKIP"
-        except Fail as e:
+        except Failed as e:
             line, status = f"FAIL {name}: {e}", "FAIL"
         except Exception as e:  # a bug in the check itself is a failure, never a crash
             line, status = f"FAIL {name}: {type(e).__name__}: {e}", "FAIL"

@@ -23,6 +23,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from vwtest import Failed, clean_env, eq  # noqa: E402 (its own check() is the case)
 RELEASES = os.path.join(HERE, "data", "pytorch")
 # The report's figures, besides those every verdict has (name, message, time, thread, count).
 FIGURES = ("exception", "format", "device", "requested_bytes", "capacity_bytes", "free_bytes",
@@ -48,15 +50,6 @@ EXPECTED = {
 }
 
 
-class Failed(Exception):
-    pass
-
-
-def eq(actual, expected, what):
-    if actual != expected:
-        raise Failed(f"{what}: expected {expected!r}, got {actual!r}")
-
-
 def validate(schema_path, path, doc):
     try:
         import jsonschema
@@ -71,7 +64,7 @@ def validate(schema_path, path, doc):
 
 
 def run(args, folder, extra, argv=(), also_preload=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_")}
+    env = clean_env()
     env["LD_PRELOAD"] = ":".join(filter(None, [args.preload_first, args.lib, also_preload]))
     if args.preload_first:
         env["ASAN_OPTIONS"] = "detect_leaks=0"

@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_case  # noqa: E402
-from run_case import eq, expect  # noqa: E402
+from vwtest import check, eq  # noqa: E402 (run_case put the harness on sys.path)
 
 
 def start_ns(pid):
@@ -70,7 +70,7 @@ def vw(run, args, folder, rc):
     p = subprocess.run([run.args.vramwatch] + args, cwd=folder, capture_output=True, text=True,
                        env=dict(os.environ, LC_ALL="C", TERM="dumb", NO_COLOR="1"), timeout=60)
     # report: 0, or 1 where it found a problem (an out-of-memory); merge: 0 or 2.
-    expect(p.returncode in rc, "vramwatch %s: exit status %d (stderr: %s)" % (args[0], p.returncode, p.stderr))
+    check(p.returncode in rc, "vramwatch %s: exit status %d (stderr: %s)" % (args[0], p.returncode, p.stderr))
     return p
 
 
@@ -88,9 +88,9 @@ def case_launcher(run):
                        "mpi_job_id": "prte-host-1234@1", "parent_pid": os.getpid(),
                        "parent_start_unix_ns": start_ns(os.getpid()), "parent_name": comm(os.getpid())},
        "process.launcher")
-    expect(before <= p["loaded_unix_ns"] <= after, "loaded_unix_ns %d outside the run [%d, %d]"
+    check(before <= p["loaded_unix_ns"] <= after, "loaded_unix_ns %d outside the run [%d, %d]"
            % (p["loaded_unix_ns"], before, after))
-    expect(p["start_unix_ns"] <= p["loaded_unix_ns"], "loaded before the process started")
+    check(p["start_unix_ns"] <= p["loaded_unix_ns"], "loaded before the process started")
 
     # Nothing set: the ids are null, the parent still known; Open MPI's own job id is taken first.
     two = os.path.join(run.dir, "two")
@@ -111,9 +111,9 @@ def case_launcher(run):
     names = sorted(f for f in os.listdir(seq) if f.startswith("vramwatch-"))
     eq(len(names), 3, "three reports")
     out = vw(run, ["report"] + names, seq, (0, 1)).stdout
-    expect(out.startswith("vramwatch: 3 separate runs in 3 reports"), "three runs: %r" % out[:300])
+    check(out.startswith("vramwatch: 3 separate runs in 3 reports"), "three runs: %r" % out[:300])
     err = vw(run, ["merge"] + names + ["-o", "job.json"], seq, (2,)).stderr
-    expect("one ended before the other began: separate runs" in err, "merge of three runs: %r" % err)
+    check("one ended before the other began: separate runs" in err, "merge of three runs: %r" % err)
 
     # Two torchrun jobs at once, the same command, ranks 0 and 1 each: two jobs; each merges.
     jobs = os.path.join(run.dir, "jobs")
@@ -125,10 +125,10 @@ def case_launcher(run):
     names = sorted(f for f in os.listdir(jobs) if f.startswith("vramwatch-"))
     eq(len(names), 4, "four reports")
     out = vw(run, ["report"] + names, jobs, (0, 1)).stdout
-    expect(out.startswith("vramwatch: 2 separate runs in 4 reports"), "two torchrun jobs: %r" % out[:300])
+    check(out.startswith("vramwatch: 2 separate runs in 4 reports"), "two torchrun jobs: %r" % out[:300])
     eq(out.count("vramwatch job: 2 processes on 1 host, world size 2"), 2, "each job's own view")
     err = vw(run, ["merge"] + names + ["-o", "job.json"], jobs, (2,)).stderr
-    expect("different torchrun run ids (job-a and job-b): not one job" in err, "merge of two jobs: %r" % err)
+    check("different torchrun run ids (job-a and job-b): not one job" in err, "merge of two jobs: %r" % err)
     by_id = {}
     for n in names:
         with open(os.path.join(jobs, n)) as f:

@@ -22,19 +22,19 @@ time, each failure on its thread with its size and its whole call chain, a proce
 report's process, baseTimeNanoseconds a Unix time in ns with ts relative to it.
 """
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from vwtest import Failed  # noqa: E402
 
 PHASES = set("BEXiICbnestfPNODM()RcSTpF")  # the phases the format defines (S, T, p, F, I: deprecated)
 META = {"process_name", "thread_name", "process_sort_index", "thread_sort_index", "process_labels"}
 
 
-class Bad(Exception):
-    pass
-
-
 def need(cond, what):
     if not cond:
-        raise Bad(what)
+        raise Failed(what)
 
 
 def is_int(v):
@@ -46,7 +46,7 @@ def is_num(v):
 
 
 def reject_constant(name):
-    raise Bad("not strict JSON: %s" % name)
+    raise Failed("not strict JSON: %s" % name)
 
 
 def check_format(doc):
@@ -160,7 +160,7 @@ def main(argv):
                 reports.append(d)
         check_format(doc)
         check_content(doc, reports)
-    except (Bad, ValueError, KeyError, TypeError) as e:
+    except (Failed, ValueError, KeyError, TypeError) as e:
         print("FAIL: %s: %s" % (argv[1], e))
         return 1
     return 0

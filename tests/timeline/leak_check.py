@@ -16,14 +16,8 @@ import subprocess
 import sys
 import tempfile
 
-
-class Failed(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failed(what)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from vwtest import Failed, check, clean_env  # noqa: E402
 
 
 def leak_line(example):
@@ -35,7 +29,7 @@ def leak_line(example):
 
 
 def record(args, folder, extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_")}
+    env = clean_env()
     env["LD_PRELOAD"] = ":".join(filter(None, [args.preload_first, args.lib]))
     if args.preload_first:
         env["ASAN_OPTIONS"] = "detect_leaks=0:verify_asan_link_order=0"

@@ -7,7 +7,7 @@ GROUP:
   golden  recorded reports (data/*.json) drawn as SVG, HTML and in the terminal, and their
           `vramwatch report`: the SVG's structure (elements, classes and texts, without
           coordinates), the terminal view and the report are compared with golden/ exactly;
-          VRAMWATCH_UPDATE_GOLDEN=1 rewrites them instead (tests/golden.py; read the diff before
+          VRAMWATCH_UPDATE_GOLDEN=1 rewrites them instead (tests/lib/vwtest.py; read the diff before
           committing).
   usage   bad usage and bad input: exit 2, one line on stderr; old reports without a timeline.
   long    a three-day run written by the library's own core (long_run): within the timeline's
@@ -48,28 +48,16 @@ import time
 import xml.etree.ElementTree as ET
 import zlib
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from golden import compare_or_update  # noqa: E402
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import check_trace  # noqa: E402
+from vwtest import SKIP, Failed, check, clean_env, golden  # noqa: E402
 
-SKIP = 77
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 
-class Failed(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failed(what)
-
-
 def env():
-    e = {k: v for k, v in os.environ.items() if not k.startswith("VRAMWATCH_")}
-    e.pop("LD_PRELOAD", None)
+    e = clean_env()
     e.update(LC_ALL="C.UTF-8", TERM="dumb", NO_COLOR="1", COLUMNS="100")
     return e
 
@@ -88,9 +76,7 @@ def one_line_error(r, what):
 
 
 def compare_golden(opts, name, actual):
-    msg = compare_or_update(os.path.join(opts.golden, name), actual, "golden/" + name)
-    if msg:
-        raise Failed(msg)
+    golden(os.path.join(opts.golden, name), actual, "golden/" + name)
 
 
 def not_checked(opts, why):
@@ -438,7 +424,7 @@ def trace_ok(path, report_paths, what):
             reports += [x["report"] for x in d["processes"]] if d.get("schema") == "vramwatch.job/1" else [d]
         check_trace.check_format(doc)
         check_trace.check_content(doc, reports)
-    except (check_trace.Bad, ValueError, KeyError, TypeError) as e:
+    except (Failed, ValueError, KeyError, TypeError) as e:
         raise Failed("%s: %s" % (what, e))
     return text, doc
 
@@ -482,7 +468,7 @@ def group_trace(opts):
             try:
                 check_trace.check_format(d)
                 check_trace.check_content(d, [json.load(open(p, encoding="utf-8")) for p in ranks])
-            except (check_trace.Bad, KeyError, TypeError, ValueError):
+            except (Failed, KeyError, TypeError, ValueError):
                 return
             raise Failed("the trace checker accepted a trace with " + what)
 

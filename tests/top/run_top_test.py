@@ -15,13 +15,12 @@ import sys
 import tempfile
 import time
 
-FAILS = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from vwtest import Tally, clean_env  # noqa: E402
 
-
-def check(cond, what):
-    print(("ok    " if cond else "FAIL  ") + what)
-    if not cond:
-        FAILS.append(what)
+# Every check runs and says "ok" or "FAIL"; the test fails at the end if one did.
+tally = Tally()
+check = tally.check
 
 
 def main():
@@ -39,14 +38,14 @@ def main():
         run(o, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if FAILS:
-        print("%d failed" % len(FAILS))
+    if tally.failures:
+        print("%d failed" % len(tally.failures))
         return 1
     return 0
 
 
 def preload_env(o, d, **extra):
-    env = dict(os.environ)
+    env = clean_env(keep_preload=True)
     env["VRAMWATCH_DIR"] = d
     env["LD_LIBRARY_PATH"] = o.sim + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     # A sanitizer runtime the test environment preloads stays first.
@@ -56,7 +55,7 @@ def preload_env(o, d, **extra):
 
 
 def top(o, d, *args):
-    env = dict(os.environ)
+    env = clean_env(keep_preload=True)
     return subprocess.run([o.vramwatch, "top"] + list(args) + ([d] if d else []), env=env,
                           capture_output=True, text=True, timeout=60)
 

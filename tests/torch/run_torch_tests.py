@@ -49,24 +49,13 @@ import tempfile
 
 import yolo_job
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from vwtest import SKIP, Failed, Skipped, check, clean_env  # noqa: E402
+
 GiB = 1 << 30
 # train_torch.py --cfg s --img 640 runs out of memory on 16 GiB at this batch (it fits at 64).
 OOM_BATCH = 128
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-class Failed(Exception):
-    pass
-
-
-class Skipped(Exception):
-    """The group cannot run here; it has said why on stderr."""
-
-
-def check(cond, what):
-    if not cond:
-        raise Failed(what)
 
 
 class Ctx:
@@ -78,9 +67,8 @@ class Ctx:
         self.tmp = tempfile.mkdtemp(prefix="vw-torch-")
 
     def env(self, extra=None):
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("VRAMWATCH_", "SIMGPU_"))}
-        for k in ("LD_PRELOAD", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTHONPATH"):
-            env.pop(k, None)
+        env = clean_env(drop=("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTHONPATH"),
+                        drop_prefixes=("SIMGPU_",))
         env.update(LC_ALL="C", TERM="dumb", NO_COLOR="1", PYTHONUNBUFFERED="1")
         if extra:
             env.update(extra)

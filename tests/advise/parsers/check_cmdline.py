@@ -29,6 +29,9 @@ import sys
 
 import real_parsers  # noqa: E402 (this folder is on sys.path: the script's own)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))
+from vwtest import SKIP  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's _negative_number_matcher
 
@@ -367,7 +370,7 @@ def require_real(python):
     if not python:
         print("skip: no Python with PyTorch for the real parsers (meson -Dtorch_python=PATH; "
               "tools/torch-venv.sh makes one)")
-        return 77
+        return SKIP
     if os.environ.get("ADVISE_REAL_PARSERS") != python:
         env = dict(os.environ, ADVISE_REAL_PARSERS=python)
         return subprocess.run([python, os.path.abspath(sys.argv[0])] + sys.argv[1:], env=env).returncode
@@ -376,7 +379,7 @@ def require_real(python):
     if missing:
         print(f"skip: {python} cannot import " + "; ".join(missing) +
               " (tools/torch-venv.sh installs them)")
-        return 77
+        return SKIP
     return None
 
 
