@@ -16,15 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sites.h"
+#include "check.h"
 
-#define CHECK(cond, code)                                                                   \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            fprintf(stderr, "cost: step %d failed: %s (line %d)\n", code, #cond, __LINE__); \
-            exit(code);                                                                     \
-        }                                                                                   \
-    } while (0)
+#include "sites.h"
 
 static int (*vw_dump)(const char *);
 static char report[4096];

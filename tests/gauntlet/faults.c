@@ -25,17 +25,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "check.h"
+
 #include "sites.h"
 
 #define MiB (1ull << 20)
-#define CHECK(cond, code)                                                                     \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            fprintf(stderr, "faults: step %d failed: %s (line %d)\n", code, #cond, __LINE__); \
-            exit(code);                                                                       \
-        }                                                                                     \
-    } while (0)
-
 typedef cudaError_t (*malloc_fn)(void **, size_t);
 typedef cudaError_t (*free_fn)(void *);
 typedef CUresult (*drv_alloc_fn)(CUdeviceptr *, size_t);

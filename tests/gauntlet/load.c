@@ -19,17 +19,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "check.h"
+
 #define KiB (1ull << 10)
 #define MiB (1ull << 20)
 #define WINDOW 4 /* allocations each thread keeps live at a time, freed in random order */
-#define CHECK(cond, code)                                                                   \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            fprintf(stderr, "load: step %d failed: %s (line %d)\n", code, #cond, __LINE__); \
-            exit(code);                                                                     \
-        }                                                                                   \
-    } while (0)
-
 enum path { RUNTIME, DRIVER, ASYNC, VMM, NPATHS };
 
 struct slot {

@@ -21,15 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MiB (1ull << 20)
-#define CHECK(cond, code)                                                                    \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "procs: step %d failed: %s (line %d)\n", code, #cond, __LINE__); \
-            exit(code);                                                                      \
-        }                                                                                    \
-    } while (0)
+#include "check.h"
 
+#define MiB (1ull << 20)
 extern char **environ;
 static atomic_int stop;
 static char self[4096];

@@ -15,18 +15,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
+
 /* Some hooked functions are deprecated in the CUDA 13 headers; they are still exported and used. */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #define MiB (1ull << 20)
-#define CHECK(cond, code)                                                                    \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "paths: step %d failed: %s (line %d)\n", code, #cond, __LINE__); \
-            exit(code);                                                                      \
-        }                                                                                    \
-    } while (0)
-
 cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t stream);
 cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t stream);
 cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool,

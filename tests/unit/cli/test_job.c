@@ -4,17 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
+
 #include "job.h"
 
 static int failures;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
 
 #define MiB (1LL << 20)
 #define GiB (1LL << 30)
@@ -88,18 +82,18 @@ static void check_split(struct model_report *reports, size_t n)
     size_t run_of[4];
     struct strbuf why = { 0 };
     /* Earlier reports without a launcher: one job, as before. */
-    CHECK(runs(reports, n, run_of) == 1);
+    EXPECT(runs(reports, n, run_of) == 1);
     /* torchrun's default run id "none" tells nothing apart. */
     for (size_t i = 0; i < n; i++)
         set_launcher(&reports[i], "torchrun_run_id", "none");
-    CHECK(runs(reports, n, run_of) == 1);
+    EXPECT(runs(reports, n, run_of) == 1);
     /* Two Slurm jobs: two runs, and merge's reason names them. */
     for (size_t i = 0; i < n; i++)
         set_launcher(&reports[i], "slurm_job_id", reports[i].process.rank.v < 2 ? "77" : "78");
-    CHECK(runs(reports, n, run_of) == 2 &&
+    EXPECT(runs(reports, n, run_of) == 2 &&
           run_of[by_rank(reports, n, 0) - reports] == run_of[by_rank(reports, n, 1) - reports] &&
           run_of[by_rank(reports, n, 0) - reports] != run_of[by_rank(reports, n, 2) - reports]);
-    CHECK(job_mixed(reports, n, &why) &&
+    EXPECT(job_mixed(reports, n, &why) &&
           strstr(sb_str(&why), "different Slurm jobs (78 and 77): not one job"));
     sb_truncate(&why, 0);
     for (size_t i = 0; i < n; i++)
@@ -113,20 +107,20 @@ static void check_split(struct model_report *reports, size_t n)
         if (&reports[i] != late)
             set_loaded(&reports[i], reports[i].process.start_unix_ns.v);
     late->time_unix_ns = by_rank(reports, n, 0)->time_unix_ns + 5000000000LL;
-    CHECK(runs(reports, n, run_of) == 1 && !job_mixed(reports, n, &why));
+    EXPECT(runs(reports, n, run_of) == 1 && !job_mixed(reports, n, &why));
     /* ...but one that began a minute after another ended is a run of its own... */
     set_loaded(late, by_rank(reports, n, 0)->time_unix_ns + 60000000000LL);
     late->time_unix_ns = by_rank(reports, n, 0)->time_unix_ns + 65000000000LL;
     for (size_t i = 0; i < n; i++)
         if (&reports[i] != late)
             set_loaded(&reports[i], reports[i].process.start_unix_ns.v);
-    CHECK(runs(reports, n, run_of) == 2);
-    CHECK(job_mixed(reports, n, &why) && strstr(sb_str(&why), "one ended before the other began"));
+    EXPECT(runs(reports, n, run_of) == 2);
+    EXPECT(job_mixed(reports, n, &why) && strstr(sb_str(&why), "one ended before the other began"));
     sb_truncate(&why, 0);
     /* ...unless an id that names one job says they are one (an elastic restart of a rank). */
     for (size_t i = 0; i < n; i++)
         set_launcher(&reports[i], "torchrun_run_id", "4c1f");
-    CHECK(runs(reports, n, run_of) == 1 && !job_mixed(reports, n, &why));
+    EXPECT(runs(reports, n, run_of) == 1 && !job_mixed(reports, n, &why));
     for (size_t i = 0; i < n; i++)
         set_launcher(&reports[i], "torchrun_run_id", NULL);
     set_loaded(late, late->process.start_unix_ns.v);
@@ -134,14 +128,14 @@ static void check_split(struct model_report *reports, size_t n)
     /* Two parents on one host: ranks stay one job; processes without a rank are two runs. */
     set_launcher_int(by_rank(reports, n, 0), "parent_pid", 100);
     set_launcher_int(by_rank(reports, n, 1), "parent_pid", 200);
-    CHECK(runs(reports, n, run_of) == 1);
+    EXPECT(runs(reports, n, run_of) == 1);
     model_int saved[4];
     for (size_t i = 0; i < n; i++) {
         saved[i] = reports[i].process.rank;
         reports[i].process.rank.known = false;
     }
-    CHECK(runs(reports, n, run_of) == 2);
-    CHECK(job_mixed(reports, n, &why) && strstr(sb_str(&why), "different parent processes"));
+    EXPECT(runs(reports, n, run_of) == 2);
+    EXPECT(job_mixed(reports, n, &why) && strstr(sb_str(&why), "different parent processes"));
     sb_truncate(&why, 0);
     for (size_t i = 0; i < n; i++)
         reports[i].process.rank = saved[i];
@@ -152,14 +146,14 @@ static void check_split(struct model_report *reports, size_t n)
     set_launcher(r0, "slurm_step_id", "0");
     set_launcher(r0, "parent_name", "srun");
     job_add_launcher(&why, r0, true);
-    CHECK(strcmp(sb_str(&why), "Slurm job 77 step 0") == 0);
+    EXPECT(strcmp(sb_str(&why), "Slurm job 77 step 0") == 0);
     sb_truncate(&why, 0);
     set_launcher(r0, "slurm_job_id", NULL);
     job_add_launcher(&why, r0, true);
-    CHECK(strcmp(sb_str(&why), "started by srun, pid 100") == 0);
+    EXPECT(strcmp(sb_str(&why), "started by srun, pid 100") == 0);
     sb_truncate(&why, 0);
     job_add_launcher(&why, r0, false);
-    CHECK(why.len == 0);
+    EXPECT(why.len == 0);
     sb_free(&why);
 }
 
@@ -171,29 +165,29 @@ int main(int argc, char **argv)
     }
     size_t n;
     struct model_report *reports = load(argv[1], &n);
-    CHECK(n == 4);
+    EXPECT(n == 4);
 
     struct job j;
     job_build(&j, reports, n);
-    CHECK(j.n == 4 && j.hosts == 1 && j.world_size.known && j.world_size.v == 4);
+    EXPECT(j.n == 4 && j.hosts == 1 && j.world_size.known && j.world_size.v == 4);
     for (size_t i = 0; i < j.n; i++)
-        CHECK(j.procs[i].r->process.rank.v == (int64_t)i);
-    CHECK(j.first_failure && j.procs[j.first_failure_proc].r->process.rank.v == 3);
-    CHECK(j.n_failed == 2);
-    CHECK(j.median_peak_bytes == 10 * GiB);
-    CHECK(j.n_gpus == 2 && j.gpus[0].n_procs == 2 && j.gpus[0].procs[0] == 0 &&
+        EXPECT(j.procs[i].r->process.rank.v == (int64_t)i);
+    EXPECT(j.first_failure && j.procs[j.first_failure_proc].r->process.rank.v == 3);
+    EXPECT(j.n_failed == 2);
+    EXPECT(j.median_peak_bytes == 10 * GiB);
+    EXPECT(j.n_gpus == 2 && j.gpus[0].n_procs == 2 && j.gpus[0].procs[0] == 0 &&
           j.gpus[0].procs[1] == 2);
-    CHECK(j.gpus[0].peak_bytes == 23 * GiB && j.gpus[1].peak_bytes == 20 * GiB);
-    CHECK(j.n_findings == 3);
-    CHECK(j.findings[0].kind == JOB_RANK0_EXTRA && j.findings[0].proc == 0 &&
+    EXPECT(j.gpus[0].peak_bytes == 23 * GiB && j.gpus[1].peak_bytes == 20 * GiB);
+    EXPECT(j.n_findings == 3);
+    EXPECT(j.findings[0].kind == JOB_RANK0_EXTRA && j.findings[0].proc == 0 &&
           j.findings[0].excess_pct == 30);
-    CHECK(j.findings[1].kind == JOB_SHARED_GPU && j.findings[1].gpu == 0);
-    CHECK(j.findings[2].kind == JOB_SHARED_GPU && j.findings[2].gpu == 1);
+    EXPECT(j.findings[1].kind == JOB_SHARED_GPU && j.findings[1].gpu == 0);
+    EXPECT(j.findings[2].kind == JOB_SHARED_GPU && j.findings[2].gpu == 1);
 
     /* Per-rank batch: train.py --batch-size 32 is each rank's own batch. */
     int64_t per_rank = 0, value = 0;
     bool total = true;
-    CHECK(job_rank_batch(&j, &per_rank, &value, &total) && per_rank == 32 && value == 32 && !total);
+    EXPECT(job_rank_batch(&j, &per_rank, &value, &total) && per_rank == 32 && value == 32 && !total);
     job_free(&j);
 
     /* YOLOv9's --batch is the total over the GPUs: 64 over 4 ranks is 16 each. */
@@ -207,10 +201,10 @@ int main(int argc, char **argv)
         reports[i].process.argc = 6;
     }
     job_build(&j, reports, n);
-    CHECK(job_rank_batch(&j, &per_rank, &value, &total) && per_rank == 16 && value == 64 && total);
+    EXPECT(job_rank_batch(&j, &per_rank, &value, &total) && per_rank == 16 && value == 64 && total);
     job_free(&j);
     struct strbuf why = { 0 };
-    CHECK(!job_mixed(reports, n, &why));
+    EXPECT(!job_mixed(reports, n, &why));
     for (size_t i = 0; i < n; i++) {
         reports[i].process.argv = saved[i];
         reports[i].process.argc = saved_argc[i];
@@ -220,11 +214,11 @@ int main(int argc, char **argv)
     set_peak(by_rank(reports, n, 0), 10 * GiB);
     set_peak(by_rank(reports, n, 2), 11 * GiB + 512 * MiB);
     job_build(&j, reports, n);
-    CHECK(j.n_findings == 2 && j.findings[0].kind == JOB_SHARED_GPU);
+    EXPECT(j.n_findings == 2 && j.findings[0].kind == JOB_SHARED_GPU);
     job_free(&j);
     set_peak(by_rank(reports, n, 2), 12 * GiB);
     job_build(&j, reports, n);
-    CHECK(j.n_findings == 3 && j.findings[0].kind == JOB_RANK_HIGH && j.findings[0].proc == 2 &&
+    EXPECT(j.n_findings == 3 && j.findings[0].kind == JOB_RANK_HIGH && j.findings[0].proc == 2 &&
           j.findings[0].excess_pct == 20);
     job_free(&j);
     /* Small jobs: a small excess in bytes is noise, whatever the share. */
@@ -232,14 +226,14 @@ int main(int argc, char **argv)
         set_peak(&reports[i], 100 * MiB);
     set_peak(by_rank(reports, n, 1), 150 * MiB);
     job_build(&j, reports, n);
-    CHECK(j.n_findings == 2);
+    EXPECT(j.n_findings == 2);
     job_free(&j);
 
     check_split(reports, n);
 
     /* A rank twice is two runs mixed; the same process twice is refused too. */
     reports[1].process.rank = reports[0].process.rank;
-    CHECK(job_mixed(reports, n, &why) && strstr(sb_str(&why), "the same rank twice"));
+    EXPECT(job_mixed(reports, n, &why) && strstr(sb_str(&why), "the same rank twice"));
     sb_free(&why);
 
     for (size_t i = 0; i < n; i++)

@@ -24,7 +24,7 @@ static const char *redacted(const char *const *argv)
     return joined;
 }
 
-#define CHECK(expected, ...)                         \
+#define REDACTS_TO(expected, ...)                    \
     do {                                             \
         const char *argv_[] = { __VA_ARGS__, NULL }; \
         cr_assert_str_eq(redacted(argv_), expected); \
@@ -32,46 +32,46 @@ static const char *redacted(const char *const *argv)
 
 Test(redact, flags_with_separate_values)
 {
-    CHECK("train.py --token *** --batch 64", "train.py", "--token", "hf_abc123", "--batch", "64");
-    CHECK("x --api-key *** --api_key *** --password *** --secret ***", "x", "--api-key", "k1",
+    REDACTS_TO("train.py --token *** --batch 64", "train.py", "--token", "hf_abc123", "--batch", "64");
+    REDACTS_TO("x --api-key *** --api_key *** --password *** --secret ***", "x", "--api-key", "k1",
           "--api_key", "k2", "--password", "hunter2", "--secret", "s");
-    CHECK("x --hf_token *** --wandb-api-key *** -token ***", "x", "--hf_token", "a",
+    REDACTS_TO("x --hf_token *** --wandb-api-key *** -token ***", "x", "--hf_token", "a",
           "--wandb-api-key", "b", "-token", "c");
-    CHECK("x --TOKEN ***", "x", "--TOKEN", "abc");
+    REDACTS_TO("x --TOKEN ***", "x", "--TOKEN", "abc");
     /* After a secret flag the next argument is its value, even when it starts with dashes; a
      * switch such as --use_auth_token or --no-token takes no value. */
-    CHECK("x --token *** 64", "x", "--token", "--batch", "64");
+    REDACTS_TO("x --token *** 64", "x", "--token", "--batch", "64");
 }
 
 Test(redact, flags_with_equals)
 {
-    CHECK("x --token=*** --api-key=*** --password=*** --secret=***", "x", "--token=abc",
+    REDACTS_TO("x --token=*** --api-key=*** --password=*** --secret=***", "x", "--token=abc",
           "--api-key=k", "--password=p=w", "--secret=s");
 }
 
 Test(redact, assignments)
 {
-    CHECK("HF_API_KEY=*** WANDB_TOKEN=*** AWS_SECRET=*** DB_PASSWORD=*** PASSWORD=***",
+    REDACTS_TO("HF_API_KEY=*** WANDB_TOKEN=*** AWS_SECRET=*** DB_PASSWORD=*** PASSWORD=***",
           "HF_API_KEY=v", "WANDB_TOKEN=v", "AWS_SECRET=v", "DB_PASSWORD=v", "PASSWORD=v");
-    CHECK("wandb.api_key=***", "wandb.api_key=v");
+    REDACTS_TO("wandb.api_key=***", "wandb.api_key=v");
 }
 
 Test(redact, urls_with_credentials)
 {
-    CHECK("x https://user:***@host/path", "x", "https://user:pass@host/path");
-    CHECK("x --data=s3://ak:***@bucket/a", "x", "--data=s3://ak:sk@bucket/a");
-    CHECK("x https://***@github.com/o/r", "x", "https://ghp_tok@github.com/o/r");
-    CHECK("x a=http://u:***@h,b=http://v:***@k", "x", "a=http://u:p@h,b=http://v:q@k");
+    REDACTS_TO("x https://user:***@host/path", "x", "https://user:pass@host/path");
+    REDACTS_TO("x --data=s3://ak:***@bucket/a", "x", "--data=s3://ak:sk@bucket/a");
+    REDACTS_TO("x https://***@github.com/o/r", "x", "https://ghp_tok@github.com/o/r");
+    REDACTS_TO("x a=http://u:***@h,b=http://v:***@k", "x", "a=http://u:p@h,b=http://v:q@k");
     /* '@' after the host is a path, not credentials; the last '@' of the authority counts. */
-    CHECK("x https://host/a@b https://u:***@h", "x", "https://host/a@b", "https://u:p@ss@h");
+    REDACTS_TO("x https://host/a@b https://u:***@h", "x", "https://host/a@b", "https://u:p@ss@h");
 }
 
 Test(redact, ordinary_arguments_stay)
 {
-    CHECK("python3 train.py --batch 64 --max_new_tokens=5 --tokenizer gpt2 --lr=1e-3 https://host/x",
+    REDACTS_TO("python3 train.py --batch 64 --max_new_tokens=5 --tokenizer gpt2 --lr=1e-3 https://host/x",
           "python3", "train.py", "--batch", "64", "--max_new_tokens=5", "--tokenizer", "gpt2",
           "--lr=1e-3", "https://host/x");
-    CHECK("a=b --x= = ==", "a=b", "--x=", "=", "==");
+    REDACTS_TO("a=b --x= = ==", "a=b", "--x=", "=", "==");
 }
 
 Test(redact, never_overflows)
@@ -85,77 +85,77 @@ Test(redact, never_overflows)
 
 Test(redact, secret_words_as_name_parts)
 {
-    CHECK("x --private-key *** --private_key *** --private-key=*** --PRIVATE_KEY=***", "x",
+    REDACTS_TO("x --private-key *** --private_key *** --private-key=*** --PRIVATE_KEY=***", "x",
           "--private-key", "a", "--private_key", "b", "--private-key=c", "--PRIVATE_KEY=d");
-    CHECK("x --key *** --pat *** --PAT *** --gh-pat ***", "x", "--key", "a", "--pat", "b", "--PAT",
+    REDACTS_TO("x --key *** --pat *** --PAT *** --gh-pat ***", "x", "--key", "a", "--pat", "b", "--PAT",
           "c", "--gh-pat", "d");
-    CHECK("x --apiKey *** --hubToken *** --APIKey *** --token2 ***", "x", "--apiKey", "a",
+    REDACTS_TO("x --apiKey *** --hubToken *** --APIKey *** --token2 ***", "x", "--apiKey", "a",
           "--hubToken", "b", "--APIKey", "c", "--token2", "d");
-    CHECK("x --auth *** --cookie *** --passphrase *** --credentials ***", "x", "--auth", "u:p",
+    REDACTS_TO("x --auth *** --cookie *** --passphrase *** --credentials ***", "x", "--auth", "u:p",
           "--cookie", "c", "--passphrase", "p", "--credentials", "c");
 }
 
 Test(redact, assignments_of_secret_names)
 {
-    CHECK("TOKEN=*** SECRET=*** APIKEY=*** hub.token=*** GITHUB_PAT=***", "TOKEN=a", "SECRET=b",
+    REDACTS_TO("TOKEN=*** SECRET=*** APIKEY=*** hub.token=*** GITHUB_PAT=***", "TOKEN=a", "SECRET=b",
           "APIKEY=c", "hub.token=d", "GITHUB_PAT=e");
-    CHECK("AWS_SECRET_ACCESS_KEY=*** SECRET_KEY_BASE=*** password=*** key=***",
+    REDACTS_TO("AWS_SECRET_ACCESS_KEY=*** SECRET_KEY_BASE=*** password=*** key=***",
           "AWS_SECRET_ACCESS_KEY=a", "SECRET_KEY_BASE=b", "password=c", "key=d");
     /* All of the value, whatever it holds. */
-    CHECK("--password=*** HF_TOKEN=***", "--password=a&b c", "HF_TOKEN=x python train.py");
+    REDACTS_TO("--password=*** HF_TOKEN=***", "--password=a&b c", "HF_TOKEN=x python train.py");
 }
 
 Test(redact, value_starting_with_dashes)
 {
-    CHECK("x --token *** --api-key *** --pat ***", "x", "--token", "--X", "--api-key", "-abc",
+    REDACTS_TO("x --token *** --api-key *** --pat ***", "x", "--token", "--X", "--api-key", "-abc",
           "--pat", "-");
     /* "--" ends the options: it is never a value. */
-    CHECK("x --token -- cmd", "x", "--token", "--", "cmd");
+    REDACTS_TO("x --token -- cmd", "x", "--token", "--", "cmd");
 }
 
 Test(redact, switches_take_no_value)
 {
-    CHECK("x --use_auth_token --batch 64 --no-token --lr 1", "x", "--use_auth_token", "--batch",
+    REDACTS_TO("x --use_auth_token --batch 64 --no-token --lr 1", "x", "--use_auth_token", "--batch",
           "64", "--no-token", "--lr", "1");
-    CHECK("x --use_auth_token=***", "x", "--use_auth_token=hf_abc");
+    REDACTS_TO("x --use_auth_token=***", "x", "--use_auth_token=hf_abc");
 }
 
 Test(redact, query_parameters)
 {
-    CHECK("x https://h/x?token=***", "x", "https://h/x?token=abc");
-    CHECK("x https://h/x?a=1&access_token=***&b=2", "x", "https://h/x?a=1&access_token=abc&b=2");
-    CHECK("x --url=https://u:***@h/p?api_key=***&page=2", "x",
+    REDACTS_TO("x https://h/x?token=***", "x", "https://h/x?token=abc");
+    REDACTS_TO("x https://h/x?a=1&access_token=***&b=2", "x", "https://h/x?a=1&access_token=abc&b=2");
+    REDACTS_TO("x --url=https://u:***@h/p?api_key=***&page=2", "x",
           "--url=https://u:pw@h/p?api_key=k&page=2");
-    CHECK("x wss://h/s?Token=***", "x", "wss://h/s?Token=abc");
+    REDACTS_TO("x wss://h/s?Token=***", "x", "wss://h/s?Token=abc");
 }
 
 Test(redact, headers)
 {
-    CHECK("curl -H Authorization: Bearer ***", "curl", "-H", "Authorization: Bearer abc.def");
-    CHECK("x authorization: basic *** Proxy-Authorization: ***", "x",
+    REDACTS_TO("curl -H Authorization: Bearer ***", "curl", "-H", "Authorization: Bearer abc.def");
+    REDACTS_TO("x authorization: basic *** Proxy-Authorization: ***", "x",
           "authorization: basic dXNlcjpw", "Proxy-Authorization: xyz");
-    CHECK("x --header=Authorization: Bearer *** X-Api-Key: *** Cookie: ***", "x",
+    REDACTS_TO("x --header=Authorization: Bearer *** X-Api-Key: *** Cookie: ***", "x",
           "--header=Authorization: Bearer t", "X-Api-Key: k", "Cookie: session=s; other=o");
 }
 
 Test(redact, secrets_inside_one_argument)
 {
-    CHECK("{\"hub_token\": \"***\", \"lr\": 1}", "{\"hub_token\": \"hf_x\", \"lr\": 1}");
-    CHECK("{'api_key':'***'}", "{'api_key':'k\\'x'}");
-    CHECK("lr=1 token=*** batch=2", "lr=1 token=abc batch=2");
-    CHECK("python t.py --token *** --batch 64", "python t.py --token abc --batch 64");
-    CHECK("python t.py --api-key=*** --batch 64", "python t.py --api-key=abc --batch 64");
+    REDACTS_TO("{\"hub_token\": \"***\", \"lr\": 1}", "{\"hub_token\": \"hf_x\", \"lr\": 1}");
+    REDACTS_TO("{'api_key':'***'}", "{'api_key':'k\\'x'}");
+    REDACTS_TO("lr=1 token=*** batch=2", "lr=1 token=abc batch=2");
+    REDACTS_TO("python t.py --token *** --batch 64", "python t.py --token abc --batch 64");
+    REDACTS_TO("python t.py --api-key=*** --batch 64", "python t.py --api-key=abc --batch 64");
 }
 
 Test(redact, ordinary_flags_untouched)
 {
-    CHECK("x --batch 64 --keep-cache --monkey 3 --patience 5 --keypoints 17 --num_keys 4 --max_tokens 9",
+    REDACTS_TO("x --batch 64 --keep-cache --monkey 3 --patience 5 --keypoints 17 --num_keys 4 --max_tokens 9",
           "x", "--batch", "64", "--keep-cache", "--monkey", "3", "--patience", "5", "--keypoints",
           "17", "--num_keys", "4", "--max_tokens", "9");
-    CHECK("x https://auth.example.com:8443/v1/token host:8080 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+    REDACTS_TO("x https://auth.example.com:8443/v1/token host:8080 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
           "x", "https://auth.example.com:8443/v1/token", "host:8080",
           "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
-    CHECK("x --author Alice --keyframes 8 monkey=3 label:token", "x", "--author", "Alice",
+    REDACTS_TO("x --author Alice --keyframes 8 monkey=3 label:token", "x", "--author", "Alice",
           "--keyframes", "8", "monkey=3", "label:token");
 }
 
@@ -308,21 +308,21 @@ Test(redact, growth_stays_within_its_bound)
 /* Issue 24: 32 forms were tried on a report; these stayed in it. Each is replaced now. */
 Test(redact, short_and_last_part_secret_names)
 {
-    CHECK("x --pass *** DB_PASS=*** MYSQL_PWD=*** --db-pwd=*** --db-pass ***", "x", "--pass", "S01",
+    REDACTS_TO("x --pass *** DB_PASS=*** MYSQL_PWD=*** --db-pwd=*** --db-pass ***", "x", "--pass", "S01",
           "DB_PASS=S02", "MYSQL_PWD=S03", "--db-pwd=S05", "--db-pass", "S04");
-    CHECK("x --jwt *** JWT=*** --session *** --bearer *** SESSION=***", "x", "--jwt", "S28",
+    REDACTS_TO("x --jwt *** JWT=*** --session *** --bearer *** SESSION=***", "x", "--jwt", "S28",
           "JWT=S29", "--session", "S30", "--bearer", "S32", "SESSION=S31");
-    CHECK("x --pwd *** --pw *** DB_PW=*** PGPASSWORD=*** --passcode *** --otp *** --totp=***", "x",
+    REDACTS_TO("x --pwd *** --pw *** DB_PW=*** PGPASSWORD=*** --passcode *** --otp *** --totp=***", "x",
           "--pwd", "a", "--pw", "b", "DB_PW=c", "PGPASSWORD=d", "--passcode", "e", "--otp", "f",
           "--totp=g");
-    CHECK("x --dsn *** SENTRY_DSN=*** --sig *** --signature *** --hmac-key *** --creds ***", "x",
+    REDACTS_TO("x --dsn *** SENTRY_DSN=*** --sig *** --signature *** --hmac-key *** --creds ***", "x",
           "--dsn", "a", "SENTRY_DSN=b", "--sig", "c", "--signature", "d", "--hmac-key", "e",
           "--creds", "f");
-    CHECK("x --client-secret *** --access-key *** --private-key *** --session-token *** "
+    REDACTS_TO("x --client-secret *** --access-key *** --private-key *** --session-token *** "
           "--refresh-token *** --x-amz-security-token ***",
           "x", "--client-secret", "a", "--access-key", "b", "--private-key", "c", "--session-token",
           "d", "--refresh-token", "e", "--x-amz-security-token", "f");
-    CHECK("x --credential *** --credentials *** --auth *** --cookie *** --passwd ***", "x",
+    REDACTS_TO("x --credential *** --credentials *** --auth *** --cookie *** --passwd ***", "x",
           "--credential", "a", "--credentials", "b", "--auth", "c", "--cookie", "d", "--passwd",
           "e");
 }
@@ -330,7 +330,7 @@ Test(redact, short_and_last_part_secret_names)
 Test(redact, signed_urls)
 {
     /* S3: the credential and the signature both; the other parameters stay */
-    CHECK("x https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=***"
+    REDACTS_TO("x https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=***"
           "&X-Amz-Date=20261206T000000Z&X-Amz-Expires=3600&X-Amz-Security-Token=***"
           "&X-Amz-SignedHeaders=host&X-Amz-Signature=***",
           "x",
@@ -338,34 +338,34 @@ Test(redact, signed_urls)
           "&X-Amz-Date=20261206T000000Z&X-Amz-Expires=3600&X-Amz-Security-Token=S09"
           "&X-Amz-SignedHeaders=host&X-Amz-Signature=S06");
     /* Google Cloud Storage */
-    CHECK("x https://storage.googleapis.com/b/o?X-Goog-Algorithm=GOOG4-RSA-SHA256"
+    REDACTS_TO("x https://storage.googleapis.com/b/o?X-Goog-Algorithm=GOOG4-RSA-SHA256"
           "&X-Goog-Credential=***&X-Goog-Signature=***",
           "x",
           "https://storage.googleapis.com/b/o?X-Goog-Algorithm=GOOG4-RSA-SHA256"
           "&X-Goog-Credential=sa%40p.iam&X-Goog-Signature=S08");
     /* Azure shared access signatures: sv=..&sig= */
-    CHECK("x https://a.blob.core.windows.net/c/b?sv=2022-11-02&ss=b&sp=r&se=2026-12-07&sig=***",
+    REDACTS_TO("x https://a.blob.core.windows.net/c/b?sv=2022-11-02&ss=b&sp=r&se=2026-12-07&sig=***",
           "x", "https://a.blob.core.windows.net/c/b?sv=2022-11-02&ss=b&sp=r&se=2026-12-07&sig=S07");
-    CHECK("x --url=https://h/x?Signature=***&Expires=1", "x", "--url=https://h/x?Signature=S10&Expires=1");
+    REDACTS_TO("x --url=https://h/x?Signature=***&Expires=1", "x", "--url=https://h/x?Signature=S10&Expires=1");
     /* a DSN: the URL's password, and key=value pairs */
-    CHECK("x --dsn *** postgresql://u:***@db/app host=db password=*** sslmode=require", "x", "--dsn",
+    REDACTS_TO("x --dsn *** postgresql://u:***@db/app host=db password=*** sslmode=require", "x", "--dsn",
           "postgresql://u:p@db/app", "postgresql://u:p@db/app", "host=db password=p sslmode=require");
 }
 
 /* Whole parts only, and the last-part words only at the end of a name. */
 Test(redact, near_misses_stay)
 {
-    CHECK("x --passes 3 --bypass 1 --compass n --pass-through 1 --sigma 0.5 --sig-level 0.05", "x",
+    REDACTS_TO("x --passes 3 --bypass 1 --compass n --pass-through 1 --sigma 0.5 --sig-level 0.05", "x",
           "--passes", "3", "--bypass", "1", "--compass", "n", "--pass-through", "1", "--sigma", "0.5",
           "--sig-level", "0.05");
-    CHECK("x --signature-version s3v4 --session-name run1 --session-dir /tmp --passage 2", "x",
+    REDACTS_TO("x --signature-version s3v4 --session-name run1 --session-dir /tmp --passage 2", "x",
           "--signature-version", "s3v4", "--session-name", "run1", "--session-dir", "/tmp",
           "--passage", "2");
-    CHECK("x --batch 64 --sessions 4 --signatures 2 --swp 1 --dsnr 2 --pwm 3", "x", "--batch", "64",
+    REDACTS_TO("x --batch 64 --sessions 4 --signatures 2 --swp 1 --dsnr 2 --pwm 3", "x", "--batch", "64",
           "--sessions", "4", "--signatures", "2", "--swp", "1", "--dsnr", "2", "--pwm", "3");
-    CHECK("PWD=/home/ana/seg OLDPWD=/home/ana compass=3 bypass=1 passes=2 sigma=1", "PWD=/home/ana/seg",
+    REDACTS_TO("PWD=/home/ana/seg OLDPWD=/home/ana compass=3 bypass=1 passes=2 sigma=1", "PWD=/home/ana/seg",
           "OLDPWD=/home/ana", "compass=3", "bypass=1", "passes=2", "sigma=1");
-    CHECK("x --no-pass --no-session --batch 8", "x", "--no-pass", "--no-session", "--batch", "8");
+    REDACTS_TO("x --no-pass --no-session --batch 8", "x", "--no-pass", "--no-session", "--batch", "8");
 }
 
 static const char *line_redacted(const char *line)
