@@ -4,7 +4,8 @@
 # ThreadSanitizer, the gauntlet's reduced form (tests/gauntlet/run.sh), then 60 s of fuzzing
 # the command line's readers (tests/fuzz/run.sh, clang, counted as one test). The tests that run
 # PyTorch use the venv of tools/torch-venv.sh (-Dtorch_python); where it could not be installed
-# they are left out, and a line before the last says so. Ends with one line: "N passed, M failed".
+# they are left out, and a line before the last says so. Ends with one line: "N passed, M failed,
+# K skipped" (a skipped test, exit 77, could not run here and said why: it is neither).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh --tests || exit 2
@@ -61,7 +62,7 @@ fi
   echo "run_all: no PyTorch venv (tools/torch-venv.sh could not install it; its line above says why): the tests that need PyTorch were left out" >&2
 python3 - "$fuzz_result" "${logs[@]}" <<'PY'
 import json, sys
-passed = failed = 0
+passed = failed = skipped = 0
 if sys.argv[1] == "passed":
     passed += 1
 else:
@@ -76,8 +77,10 @@ for path in sys.argv[2:]:
         r = json.loads(line)
         if r.get("result") in ("OK", "EXPECTEDFAIL"):
             passed += 1
-        elif r.get("result") != "SKIP":
+        elif r.get("result") == "SKIP":
+            skipped += 1
+        else:
             failed += 1
-print(f"{passed} passed, {failed} failed")
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
 PY
 exit $status
