@@ -399,8 +399,14 @@ static bool load_pressure(struct vctx *c, const cJSON *o, void *slot)
            req_int(c, o, "callsite", 0, &p->callsite);
 }
 
-static void *load_list(struct vctx *c, const cJSON *root, const char *key, int flags, size_t elem,
-                       element_fn fn, size_t *count);
+/* A list of the report: its key, whether it may be absent, and how one element is loaded. */
+struct list_spec {
+    const char *key;
+    int flags;
+    size_t elem;
+    element_fn fn;
+};
+static void *load_list(struct vctx *c, const cJSON *root, struct list_spec spec, size_t *count);
 
 static bool load_marker(struct vctx *c, const cJSON *o, void *slot)
 {
@@ -443,9 +449,11 @@ static bool load_tl_device(struct vctx *c, const cJSON *o, void *slot)
         !get_int(c, o, "capacity_bytes", F_NULL, 0, &d->capacity_bytes) ||
         !get_int(c, o, "limit_bytes", F_NULL, 0, &d->limit_bytes))
         return false;
-    d->buckets =
-            load_list(c, o, "buckets", F_REQ, sizeof *d->buckets, load_tl_bucket, &d->n_buckets);
-    d->steps = load_list(c, o, "steps", F_REQ, sizeof *d->steps, load_tl_step, &d->n_steps);
+    d->buckets = load_list(c, o, (struct list_spec){ "buckets", F_REQ, sizeof *d->buckets,
+                                                     load_tl_bucket },
+                           &d->n_buckets);
+    d->steps = load_list(c, o, (struct list_spec){ "steps", F_REQ, sizeof *d->steps, load_tl_step },
+                         &d->n_steps);
     if (c->failed)
         return false;
     /* The views walk buckets in order: a report whose times go backwards is damaged. */
@@ -467,8 +475,9 @@ static bool load_timeline(struct vctx *c, const cJSON *o, struct model_timeline 
     if (!get_int(c, o, "buckets_max", F_REQ, 1, &max))
         return false;
     t->buckets_max = max.v;
-    t->devices =
-            load_list(c, o, "devices", F_REQ, sizeof *t->devices, load_tl_device, &t->n_devices);
+    t->devices = load_list(c, o, (struct list_spec){ "devices", F_REQ, sizeof *t->devices,
+                                                     load_tl_device },
+                           &t->n_devices);
     t->known = !c->failed;
     return !c->failed;
 }
@@ -567,21 +576,21 @@ static bool load_process(struct vctx *c, const cJSON *o, struct model_process *p
 
 /* Allocates the model's array for a JSON array and fills it element by element. Does nothing once
  * a problem was found, so calls can follow one another and be checked once. */
-static void *load_list(struct vctx *c, const cJSON *root, const char *key, int flags, size_t elem,
-                       element_fn fn, size_t *count)
+static void *load_list(struct vctx *c, const cJSON *root, struct list_spec spec, size_t *count)
 {
     const cJSON *arr;
     size_t n;
     *count = 0;
-    if (c->failed || !get_array(c, root, key, flags, &arr, &n))
+    if (c->failed || !get_array(c, root, spec.key, spec.flags, &arr, &n))
         return NULL;
-    void *list = util_xcalloc(n, elem);
+    void *list = util_xcalloc(n, spec.elem);
     *count = n; /* set before filling so model_free() sees every slot */
-    each_object(c, key, arr, list, elem, fn);
+    each_object(c, spec.key, arr, list, spec.elem, spec.fn);
     return list;
 }
 
-static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
+/* The schema and the reason the report was written. */
+static bool load_head(struct vctx *c, const cJSON *root, struct model_report *r)
 {
     const char *schema;
     if (!cJSON_IsObject(root))
@@ -601,29 +610,99 @@ static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
         strcmp(r->reason, "signal") && strcmp(r->reason, "pressure"))
         return fail_at(c, "reason",
                        "expected \"oom\", \"exit\", \"request\", \"signal\" or \"pressure\"");
+    return true;
+}
+
+/* The report's lists, in the order the contract gives them. */
+static bool load_lists(struct vctx *c, const cJSON *root, struct model_report *r)
+{
+    r->devices = load_list(c, root,
+                           (struct list_spec){ "devices", F_REQ, sizeof *r->devices, load_device },
+                           &r->n_devices);
+    r->failures = load_list(
+            c, root, (struct list_spec){ "failures", F_REQ, sizeof *r->failures, load_failure },
+            &r->n_failures);
+    r->callsites = load_list(
+            c, root, (struct list_spec){ "callsites", F_REQ, sizeof *r->callsites, load_callsite },
+            &r->n_callsites);
+    r->live = load_list(c, root, (struct list_spec){ "live", F_REQ, sizeof *r->live, load_live },
+                        &r->n_live);
+    r->crossings = load_list(c, root,
+                             (struct list_spec){ "limit_crossings", F_REQ, sizeof *r->crossings,
+                                                 load_crossing },
+                             &r->n_crossings);
+    r->pressure = load_list(c, root,
+                            (struct list_spec){ "pressure_events", F_OPT, sizeof *r->pressure,
+                                                load_pressure },
+                            &r->n_pressure);
+    r->markers = load_list(
+            c, root, (struct list_spec){ "markers", F_OPT, sizeof *r->markers, load_marker },
+            &r->n_markers);
+    return !c->failed;
+}
+
+/* The library's own "vramwatch" object: its version, stack depth, Python frames. */
+static bool load_writer(struct vctx *c, const cJSON *vw, struct model_report *r)
+{
+    size_t k = push_key(c, "vramwatch");
+    bool ok = get_str(c, vw, "version", F_OPT, &r->version) &&
+              get_int(c, vw, "stack_depth", F_OPT, 0, &r->stack_depth) &&
+              get_bool(c, vw, "python", F_OPT, &r->python);
+    pop(c, k);
+    return ok;
+}
+
+static bool load_framework(struct vctx *c, const cJSON *fw, struct model_framework *m)
+{
+    size_t k = push_key(c, "framework");
+    bool ok = get_str(c, fw, "name", F_OPT, &m->name) &&
+              get_str(c, fw, "exception", F_OPT, &m->exception) &&
+              get_str(c, fw, "message", F_OPT, &m->message) &&
+              get_str(c, fw, "format", F_OPT, &m->format) &&
+              get_int(c, fw, "time_unix_ns", F_OPT, 0, &m->time_unix_ns) &&
+              get_int(c, fw, "thread", F_OPT, 0, &m->thread) &&
+              get_int(c, fw, "count", F_OPT, 0, &m->count) &&
+              get_int(c, fw, "device", F_OPT, 0, &m->device) &&
+              get_int(c, fw, "requested_bytes", F_OPT, 0, &m->requested_bytes) &&
+              get_int(c, fw, "capacity_bytes", F_OPT, 0, &m->capacity_bytes) &&
+              get_int(c, fw, "free_bytes", F_OPT, 0, &m->free_bytes) &&
+              get_int(c, fw, "process_in_use_bytes", F_OPT, 0, &m->process_in_use_bytes) &&
+              get_int(c, fw, "allowed_bytes", F_OPT, 0, &m->allowed_bytes) &&
+              get_int(c, fw, "allocated_bytes", F_OPT, 0, &m->allocated_bytes) &&
+              get_int(c, fw, "reserved_unallocated_bytes", F_OPT, 0,
+                      &m->reserved_unallocated_bytes) &&
+              get_int(c, fw, "private_pools_bytes", F_OPT, 0, &m->private_pools_bytes);
+    pop(c, k);
+    m->known = ok;
+    return ok;
+}
+
+static bool load_host_pinned(struct vctx *c, const cJSON *pinned, struct model_host_pinned *h)
+{
+    model_int v[5];
+    size_t k = push_key(c, "host_pinned");
+    bool ok = get_int(c, pinned, "live_bytes", F_OPT, 0, &v[0]) &&
+              get_int(c, pinned, "peak_live_bytes", F_OPT, 0, &v[1]) &&
+              get_int(c, pinned, "alloc_calls", F_OPT, 0, &v[2]) &&
+              get_int(c, pinned, "free_calls", F_OPT, 0, &v[3]) &&
+              get_int(c, pinned, "failed_calls", F_OPT, 0, &v[4]);
+    pop(c, k);
+    if (ok)
+        *h = (struct model_host_pinned){ true, v[0].v, v[1].v, v[2].v, v[3].v, v[4].v };
+    return ok;
+}
+
+static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
+{
     const cJSON *proc, *vw, *pinned, *fw, *tl;
-    if (!req_int(c, root, "time_unix_ns", 0, &r->time_unix_ns) ||
+    if (!load_head(c, root, r) || !req_int(c, root, "time_unix_ns", 0, &r->time_unix_ns) ||
         !get_object(c, root, "process", F_REQ, &proc))
         return false;
     size_t k = push_key(c, "process");
     bool ok = load_process(c, proc, &r->process);
     pop(c, k);
-    if (!ok)
-        return false;
-    r->devices =
-            load_list(c, root, "devices", F_REQ, sizeof *r->devices, load_device, &r->n_devices);
-    r->failures = load_list(c, root, "failures", F_REQ, sizeof *r->failures, load_failure,
-                            &r->n_failures);
-    r->callsites = load_list(c, root, "callsites", F_REQ, sizeof *r->callsites, load_callsite,
-                             &r->n_callsites);
-    r->live = load_list(c, root, "live", F_REQ, sizeof *r->live, load_live, &r->n_live);
-    r->crossings = load_list(c, root, "limit_crossings", F_REQ, sizeof *r->crossings, load_crossing,
-                             &r->n_crossings);
-    r->pressure = load_list(c, root, "pressure_events", F_OPT, sizeof *r->pressure, load_pressure,
-                            &r->n_pressure);
-    r->markers =
-            load_list(c, root, "markers", F_OPT, sizeof *r->markers, load_marker, &r->n_markers);
-    if (c->failed || !req_int(c, root, "live_truncated", 0, &r->live_truncated) ||
+    if (!ok || !load_lists(c, root, r) ||
+        !req_int(c, root, "live_truncated", 0, &r->live_truncated) ||
         !get_int(c, root, "failures_total", F_OPT, 0, &r->failures_total) ||
         !get_int(c, root, "callsites_dropped", F_OPT, 0, &r->callsites_dropped) ||
         !get_int(c, root, "pressure_events_total", F_OPT, 0, &r->pressure_events_total) ||
@@ -640,55 +719,8 @@ static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
             return false;
     }
     r->python = -1;
-    if (vw) {
-        k = push_key(c, "vramwatch");
-        ok = get_str(c, vw, "version", F_OPT, &r->version) &&
-             get_int(c, vw, "stack_depth", F_OPT, 0, &r->stack_depth) &&
-             get_bool(c, vw, "python", F_OPT, &r->python);
-        pop(c, k);
-        if (!ok)
-            return false;
-    }
-    if (fw) {
-        struct model_framework *m = &r->framework;
-        k = push_key(c, "framework");
-        ok = get_str(c, fw, "name", F_OPT, &m->name) &&
-             get_str(c, fw, "exception", F_OPT, &m->exception) &&
-             get_str(c, fw, "message", F_OPT, &m->message) &&
-             get_str(c, fw, "format", F_OPT, &m->format) &&
-             get_int(c, fw, "time_unix_ns", F_OPT, 0, &m->time_unix_ns) &&
-             get_int(c, fw, "thread", F_OPT, 0, &m->thread) &&
-             get_int(c, fw, "count", F_OPT, 0, &m->count) &&
-             get_int(c, fw, "device", F_OPT, 0, &m->device) &&
-             get_int(c, fw, "requested_bytes", F_OPT, 0, &m->requested_bytes) &&
-             get_int(c, fw, "capacity_bytes", F_OPT, 0, &m->capacity_bytes) &&
-             get_int(c, fw, "free_bytes", F_OPT, 0, &m->free_bytes) &&
-             get_int(c, fw, "process_in_use_bytes", F_OPT, 0, &m->process_in_use_bytes) &&
-             get_int(c, fw, "allowed_bytes", F_OPT, 0, &m->allowed_bytes) &&
-             get_int(c, fw, "allocated_bytes", F_OPT, 0, &m->allocated_bytes) &&
-             get_int(c, fw, "reserved_unallocated_bytes", F_OPT, 0,
-                     &m->reserved_unallocated_bytes) &&
-             get_int(c, fw, "private_pools_bytes", F_OPT, 0, &m->private_pools_bytes);
-        pop(c, k);
-        if (!ok)
-            return false;
-        m->known = true;
-    }
-    if (pinned) {
-        struct model_host_pinned *h = &r->host_pinned;
-        model_int v[5];
-        k = push_key(c, "host_pinned");
-        ok = get_int(c, pinned, "live_bytes", F_OPT, 0, &v[0]) &&
-             get_int(c, pinned, "peak_live_bytes", F_OPT, 0, &v[1]) &&
-             get_int(c, pinned, "alloc_calls", F_OPT, 0, &v[2]) &&
-             get_int(c, pinned, "free_calls", F_OPT, 0, &v[3]) &&
-             get_int(c, pinned, "failed_calls", F_OPT, 0, &v[4]);
-        pop(c, k);
-        if (!ok)
-            return false;
-        *h = (struct model_host_pinned){ true, v[0].v, v[1].v, v[2].v, v[3].v, v[4].v };
-    }
-    return true;
+    return (!vw || load_writer(c, vw, r)) && (!fw || load_framework(c, fw, &r->framework)) &&
+           (!pinned || load_host_pinned(c, pinned, &r->host_pinned));
 }
 
 bool model_load(const char *path, struct model_report *r, struct strbuf *err)
