@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "cmdline.h"
-#include "json.h"
 
 #define GiB ((int64_t)1 << 30)
 #define MAX_BATCH 1048576
@@ -265,97 +264,125 @@ static int ultralytics_halvings(const struct advice *a)
     return k >= 1 && k <= 3 ? (int)k : 0;
 }
 
-static void advise_batch_and_image(struct advice *a)
+/* The need is only known from below (a failure): half the batch, or less, as the next run. */
+static void advise_batch_on_bound(struct advice *a)
 {
     const struct memmodel_obs *o = a->o;
     const struct memmodel *m = &a->m;
     int64_t cur_b = o->batch.found ? o->batch.value : 0;
     int64_t cur_img = o->image.found ? o->image.value : 0;
+    /* a static part measured before the failure that alone fills the card: halving the
+     * batch cannot help, and saying "may fit" would send the user on a useless run */
+    if (a->static_large || !o->batch.found || cur_b < 2)
+        return;
+    /* Half the batch, or less when even the lower bound says half cannot fit; below every
+     * batch the job itself tried and lost (Ultralytics' own halving). */
+    int halvings = ultralytics_halvings(a);
+    int64_t next = halvings ? cur_b >> halvings : cur_b / 2;
+    if (next < 1)
+        next = 1;
+    int64_t by_bound = largest_batch(a, cur_img);
+    if (by_bound >= 1 && by_bound < next)
+        next = by_bound;
+    if (by_bound < 1 && o->static_level >= 0)
+        a->no_batch_fits = true;
+    struct advice_rec *x = add_rec(a, "batch");
+    set_value(x, a, &o->batch, job_batch(a, next));
+    double lower = memmodel_predict(m, x->value, cur_img);
+    x->fits = lower > (double)a->capacity ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
+    if (halvings)
+        sb_printf(&x->note,
+                  "Ultralytics halved the batch itself after each out-of-memory (PyTorch raised "
+                  "%d), so this run trained on at batch=%" PRId64
+                  ", not at batch=%" PRId64 " (its log says \"Reducing to batch=\"); ",
+                  halvings, cur_b >> halvings, cur_b);
+    sb_add(&x->note,
+           "the need is only known from below (the run failed before a step ended, with nothing else "
+           "to go on): this is the next run to try, not a promise");
+    note_job_rounding(a, x, next);
+    add_fit_note(a, x);
+    add_measure_note(a, x, x->command, x->command_n);
+    yolo_note(a, x);
+}
+
+/* The largest batch that fits, with what is known of its need; returns it (below 1: none). */
+static int64_t advise_largest_batch(struct advice *a)
+{
+    const struct memmodel_obs *o = a->o;
+    const struct memmodel *m = &a->m;
+    int64_t cur_img = o->image.found ? o->image.value : 0;
+    int64_t largest = o->batch.found ? largest_batch(a, cur_img) : 0;
+    int64_t best_b = job_batch(a, largest);
+    if (best_b < 1)
+        return best_b;
+    struct advice_rec *x = add_rec(a, "batch");
+    set_value(x, a, &o->batch, best_b);
+    set_predicted(x, a, best_b, cur_img);
+    sb_printf(&x->note, "the largest batch whose predicted need stays within %.0f%% headroom",
+              a->headroom);
+    note_job_rounding(a, x, largest);
+    if (m->has_upper) {
+        sb_add(&x->note,
+               "; the need lies between this prediction (from the level at which the run crossed the "
+               "limit) and ");
+        add_size(&x->note, memmodel_predict_upper(m, best_b, cur_img));
+        sb_add(&x->note,
+               " (from its peak, the allocator's cache included): confirm with vramwatch run --limit ");
+        util_add_size_arg(&x->note, (uint64_t)a->capacity);
+        sb_add(&x->note, " -- ");
+        add_argv_note(&x->note, x->command, x->command_n);
+    } else if (m->lower_bound) {
+        sb_add(&x->note, " (the model rests on a failure, so the prediction is a lower bound)");
+    }
+    double lo, hi;
+    if (memmodel_range(m, best_b, cur_img, &lo, &hi)) {
+        sb_add(&x->note,
+               "; the run showed no phase, so the part of its memory that does not grow with the "
+               "batch is unknown: at this batch the need lies between ");
+        add_size(&x->note, advice_clamp_bytes(lo));
+        sb_add(&x->note, " (all of it growing with the batch) and ");
+        add_size(&x->note, advice_clamp_bytes(hi));
+        sb_add(&x->note, " (none of it): measure it");
+        add_fit_note(a, x);
+    }
+    yolo_note(a, x);
+    return best_b;
+}
+
+/* A smaller image at the run's batch, when the job has an image size flag. */
+static void advise_image(struct advice *a)
+{
+    const struct memmodel_obs *o = a->o;
+    int64_t cur_b = o->batch.found ? o->batch.value : 0;
+    int64_t cur_img = o->image.found ? o->image.value : 0;
+    if (!o->image.found || a->m.image_ref <= 0)
+        return;
+    int64_t at_b = cur_b > 0 ? cur_b : 1;
+    int64_t img = largest_image(a, at_b, cur_img);
+    if (img >= 32 && img < cur_img) {
+        struct advice_rec *x = add_rec(a, "image_size");
+        set_value(x, a, &o->image, img);
+        set_predicted(x, a, at_b, img);
+        sb_printf(&x->note,
+                  "the largest multiple of 32 that fits at batch %" PRId64
+                  "; a smaller image changes what the model sees, and can cost accuracy",
+                  at_b);
+    }
+}
+
+static void advise_batch_and_image(struct advice *a)
+{
+    const struct memmodel_obs *o = a->o;
+    const struct memmodel *m = &a->m;
+    int64_t cur_img = o->image.found ? o->image.value : 0;
     a->static_large = static_too_large(a);
     a->no_batch_fits = a->static_large;
     if (m->basis == MEMMODEL_BOUND) {
-        /* a static part measured before the failure that alone fills the card: halving the
-         * batch cannot help, and saying "may fit" would send the user on a useless run */
-        if (a->static_large || !o->batch.found || cur_b < 2)
-            return;
-        /* Half the batch, or less when even the lower bound says half cannot fit; below every
-         * batch the job itself tried and lost (Ultralytics' own halving). */
-        int halvings = ultralytics_halvings(a);
-        int64_t next = halvings ? cur_b >> halvings : cur_b / 2;
-        if (next < 1)
-            next = 1;
-        int64_t by_bound = largest_batch(a, cur_img);
-        if (by_bound >= 1 && by_bound < next)
-            next = by_bound;
-        if (by_bound < 1 && o->static_level >= 0)
-            a->no_batch_fits = true;
-        struct advice_rec *x = add_rec(a, "batch");
-        set_value(x, a, &o->batch, job_batch(a, next));
-        double lower = memmodel_predict(m, x->value, cur_img);
-        x->fits = lower > (double)a->capacity ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
-        if (halvings)
-            sb_printf(&x->note,
-                      "Ultralytics halved the batch itself after each out-of-memory (PyTorch raised "
-                      "%d), so this run trained on at batch=%" PRId64
-                      ", not at batch=%" PRId64 " (its log says \"Reducing to batch=\"); ",
-                      halvings, cur_b >> halvings, cur_b);
-        sb_add(&x->note,
-               "the need is only known from below (the run failed before a step ended, with nothing else "
-               "to go on): this is the next run to try, not a promise");
-        note_job_rounding(a, x, next);
-        add_fit_note(a, x);
-        add_measure_note(a, x, x->command, x->command_n);
-        yolo_note(a, x);
+        advise_batch_on_bound(a);
         return;
     }
-    int64_t largest = o->batch.found ? largest_batch(a, cur_img) : 0;
-    int64_t best_b = job_batch(a, largest);
-    if (best_b >= 1) {
-        struct advice_rec *x = add_rec(a, "batch");
-        set_value(x, a, &o->batch, best_b);
-        set_predicted(x, a, best_b, cur_img);
-        sb_printf(&x->note, "the largest batch whose predicted need stays within %.0f%% headroom",
-                  a->headroom);
-        note_job_rounding(a, x, largest);
-        if (m->has_upper) {
-            sb_add(&x->note,
-                   "; the need lies between this prediction (from the level at which the run crossed the "
-                   "limit) and ");
-            add_size(&x->note, memmodel_predict_upper(m, best_b, cur_img));
-            sb_add(&x->note,
-                   " (from its peak, the allocator's cache included): confirm with vramwatch run --limit ");
-            util_add_size_arg(&x->note, (uint64_t)a->capacity);
-            sb_add(&x->note, " -- ");
-            add_argv_note(&x->note, x->command, x->command_n);
-        } else if (m->lower_bound) {
-            sb_add(&x->note, " (the model rests on a failure, so the prediction is a lower bound)");
-        }
-        double lo, hi;
-        if (memmodel_range(m, best_b, cur_img, &lo, &hi)) {
-            sb_add(&x->note,
-                   "; the run showed no phase, so the part of its memory that does not grow with the "
-                   "batch is unknown: at this batch the need lies between ");
-            add_size(&x->note, advice_clamp_bytes(lo));
-            sb_add(&x->note, " (all of it growing with the batch) and ");
-            add_size(&x->note, advice_clamp_bytes(hi));
-            sb_add(&x->note, " (none of it): measure it");
-            add_fit_note(a, x);
-        }
-        yolo_note(a, x);
-    }
-    if (o->image.found && m->image_ref > 0) {
-        int64_t at_b = cur_b > 0 ? cur_b : 1;
-        int64_t img = largest_image(a, at_b, cur_img);
-        if (img >= 32 && img < cur_img) {
-            struct advice_rec *x = add_rec(a, "image_size");
-            set_value(x, a, &o->image, img);
-            set_predicted(x, a, at_b, img);
-            sb_printf(&x->note,
-                      "the largest multiple of 32 that fits at batch %" PRId64
-                      "; a smaller image changes what the model sees, and can cost accuracy",
-                      at_b);
-        }
-    }
+    int64_t best_b = advise_largest_batch(a);
+    advise_image(a);
     if (o->batch.found && best_b < 1) {
         a->no_batch_fits = true;
         if (a->static_large)
@@ -812,90 +839,100 @@ static void advise_hf_checkpointing(struct advice *a, const char *why)
 
 /* Mixed precision and gradient checkpointing, in each family's terms: a switch where the
  * command has one, else the two or three lines of code that turn it on. */
-static void advise_precision_and_checkpointing(struct advice *a, enum cmdline_family fam)
+/* Hugging Face's Trainer: its own switches for mixed precision and checkpointing. */
+static void advise_hf_precision(struct advice *a, bool bf16)
 {
     const char *const *argv = a->r->process.argv;
     size_t argc = a->r->process.argc;
-    bool bf16 = card_has_bf16(a->o->device);
-    if (fam == CMDLINE_HF) {
-        if (!a->o->batch.found)
-            return;
-        if (!cmdline_switch_on(argv, argc, "--fp16") && !cmdline_switch_on(argv, argc, "--bf16")) {
-            advise_typical(
-                    a, "amp", bf16 ? "--bf16" : "--fp16", AMP_ACTIVATIONS_KEPT,
-                    bf16 ? "mixed precision in bfloat16 (this card supports it): activations in half the bytes"
-                         : "mixed precision in float16: activations in half the bytes");
-            sb_add(&find_rec(a, "amp")->note, AMP_COST);
-        }
-        if (!cmdline_switch_on(argv, argc, "--gradient_checkpointing"))
-            advise_hf_checkpointing(
-                    a, "gradient checkpointing keeps a few activations and recomputes the rest in the backward "
-                       "pass, typically about 20% slower per step (Hugging Face's guide to training on one GPU; "
-                       "Chen et al. 2016, sublinear memory cost)");
+    if (!a->o->batch.found)
         return;
+    if (!cmdline_switch_on(argv, argc, "--fp16") && !cmdline_switch_on(argv, argc, "--bf16")) {
+        advise_typical(
+                a, "amp", bf16 ? "--bf16" : "--fp16", AMP_ACTIVATIONS_KEPT,
+                bf16 ? "mixed precision in bfloat16 (this card supports it): activations in half the bytes"
+                     : "mixed precision in float16: activations in half the bytes");
+        sb_add(&find_rec(a, "amp")->note, AMP_COST);
     }
-    if (!must_shrink(a) || (a->static_large && a->m.static_bytes >= (double)a->usable))
-        return; /* activations are not what fills the card when the static part alone does */
-    /* AMP: YOLOv5/v7/v9 run it always under CUDA (check_amp), so it is never proposed there;
-     * Ultralytics has amp=True by default, amp=False on the command line means fp32. */
-    if (fam == CMDLINE_ULTRALYTICS) {
-        long at = find_key(argv, argc, "amp=");
-        if (at >= 0 && false_word(strchr(argv[at], '=') + 1)) {
-            struct advice_rec *x = add_rec(a, "amp");
-            x->flag = "amp=";
-            x->command = argv_set(argv, argc, (size_t)at, "amp=True", &x->command_n);
-            typical_prediction(a, x, AMP_ACTIVATIONS_KEPT);
-            sb_add(&x->note,
-                   "amp=False ran the job in fp32: amp=True (Ultralytics' default) runs it in mixed precision");
-            typical_note(a, x, AMP_ACTIVATIONS_KEPT);
-            sb_add(&x->note, AMP_COST);
-        }
-    } else if (fam == CMDLINE_GENERIC) {
-        const char *amp_options[] = { bf16 ? "--bf16" : "--fp16", "--amp", "--mixed-precision",
-                                      bf16 ? "--fp16" : "--bf16" };
-        long no_amp = -1, amp = -1;
-        for (size_t i = 1; i < argc; i++) {
-            const char *s = argv[i] ? argv[i] : "";
-            if (strcmp(s, "--no-amp") == 0 || strcmp(s, "--no_amp") == 0)
-                no_amp = (long)i;
-            else if (strcmp(s, "--amp") == 0 || strcmp(s, "--fp16") == 0 ||
-                     strcmp(s, "--bf16") == 0 || strncmp(s, "--mixed-precision", 17) == 0 ||
-                     strncmp(s, "--mixed_precision", 17) == 0)
-                amp = (long)i;
-        }
-        if (no_amp > amp || amp < 0) {
-            struct advice_rec *x = add_rec(a, "amp");
-            typical_prediction(a, x, AMP_ACTIVATIONS_KEPT);
-            if (no_amp > amp) {
-                x->flag = "--amp";
-                x->command = argv_set(argv, argc, (size_t)no_amp, "--amp", &x->command_n);
-                sb_printf(&x->note, "%s ran the job in fp32: --amp runs it in mixed precision",
-                          argv[no_amp]);
-            } else if ((x->flag = script_option(&a->script, a->r, amp_options,
-                                                sizeof amp_options / sizeof amp_options[0])) !=
-                       NULL) {
-                struct cmdline_edit e = { NULL, x->flag, 0 };
-                x->command = cmdline_with_edits(argv, argc, &e, 1, &x->command_n);
-                sb_printf(
-                        &x->note,
-                        "the script defines %s, though this command line does not give it: it runs in "
-                        "mixed precision with it",
-                        x->flag);
-            } else {
-                sb_printf(
-                        &x->note,
-                        "if the script runs in fp32 (no AMP switch on this command line), wrap the "
-                        "forward pass and the loss: with torch.autocast(\"cuda\", dtype=torch.%s): "
-                        "loss = criterion(model(x), y)%s",
-                        bf16 ? "bfloat16" : "float16",
-                        bf16 ? " (bfloat16: this card supports it, no loss scaling needed)"
-                             : "; then scaler = torch.cuda.amp.GradScaler(); scaler.scale(loss).backward(); "
-                               "scaler.step(optimizer); scaler.update()");
-            }
-            typical_note(a, x, AMP_ACTIVATIONS_KEPT);
-            sb_add(&x->note, AMP_COST);
-        }
+    if (!cmdline_switch_on(argv, argc, "--gradient_checkpointing"))
+        advise_hf_checkpointing(
+                a, "gradient checkpointing keeps a few activations and recomputes the rest in the backward "
+                   "pass, typically about 20% slower per step (Hugging Face's guide to training on one GPU; "
+                   "Chen et al. 2016, sublinear memory cost)");
+}
+
+/* Ultralytics has amp=True by default: amp=False on the command line means fp32. */
+static void advise_ultralytics_amp(struct advice *a)
+{
+    const char *const *argv = a->r->process.argv;
+    size_t argc = a->r->process.argc;
+    long at = find_key(argv, argc, "amp=");
+    if (at >= 0 && false_word(strchr(argv[at], '=') + 1)) {
+        struct advice_rec *x = add_rec(a, "amp");
+        x->flag = "amp=";
+        x->command = argv_set(argv, argc, (size_t)at, "amp=True", &x->command_n);
+        typical_prediction(a, x, AMP_ACTIVATIONS_KEPT);
+        sb_add(&x->note,
+               "amp=False ran the job in fp32: amp=True (Ultralytics' default) runs it in mixed precision");
+        typical_note(a, x, AMP_ACTIVATIONS_KEPT);
+        sb_add(&x->note, AMP_COST);
     }
+}
+
+/* A generic script: its AMP switch, one its source defines, or how to add autocast. */
+static void advise_generic_amp(struct advice *a, bool bf16)
+{
+    const char *const *argv = a->r->process.argv;
+    size_t argc = a->r->process.argc;
+    const char *amp_options[] = { bf16 ? "--bf16" : "--fp16", "--amp", "--mixed-precision",
+                                  bf16 ? "--fp16" : "--bf16" };
+    long no_amp = -1, amp = -1;
+    for (size_t i = 1; i < argc; i++) {
+        const char *s = argv[i] ? argv[i] : "";
+        if (strcmp(s, "--no-amp") == 0 || strcmp(s, "--no_amp") == 0)
+            no_amp = (long)i;
+        else if (strcmp(s, "--amp") == 0 || strcmp(s, "--fp16") == 0 ||
+                 strcmp(s, "--bf16") == 0 || strncmp(s, "--mixed-precision", 17) == 0 ||
+                 strncmp(s, "--mixed_precision", 17) == 0)
+            amp = (long)i;
+    }
+    if (no_amp > amp || amp < 0) {
+        struct advice_rec *x = add_rec(a, "amp");
+        typical_prediction(a, x, AMP_ACTIVATIONS_KEPT);
+        if (no_amp > amp) {
+            x->flag = "--amp";
+            x->command = argv_set(argv, argc, (size_t)no_amp, "--amp", &x->command_n);
+            sb_printf(&x->note, "%s ran the job in fp32: --amp runs it in mixed precision",
+                      argv[no_amp]);
+        } else if ((x->flag = script_option(&a->script, a->r, amp_options,
+                                            sizeof amp_options / sizeof amp_options[0])) !=
+                   NULL) {
+            struct cmdline_edit e = { NULL, x->flag, 0 };
+            x->command = cmdline_with_edits(argv, argc, &e, 1, &x->command_n);
+            sb_printf(
+                    &x->note,
+                    "the script defines %s, though this command line does not give it: it runs in "
+                    "mixed precision with it",
+                    x->flag);
+        } else {
+            sb_printf(
+                    &x->note,
+                    "if the script runs in fp32 (no AMP switch on this command line), wrap the "
+                    "forward pass and the loss: with torch.autocast(\"cuda\", dtype=torch.%s): "
+                    "loss = criterion(model(x), y)%s",
+                    bf16 ? "bfloat16" : "float16",
+                    bf16 ? " (bfloat16: this card supports it, no loss scaling needed)"
+                         : "; then scaler = torch.cuda.amp.GradScaler(); scaler.scale(loss).backward(); "
+                           "scaler.step(optimizer); scaler.update()");
+        }
+        typical_note(a, x, AMP_ACTIVATIONS_KEPT);
+        sb_add(&x->note, AMP_COST);
+    }
+}
+
+static void advise_checkpointing(struct advice *a, enum cmdline_family fam)
+{
+    const char *const *argv = a->r->process.argv;
+    size_t argc = a->r->process.argc;
     /* Checkpointing: no YOLO or Ultralytics flag for it exists; a generic script that has one
      * (examples/train_torch.py: --checkpoint) says so on its command line or in its source. */
     static const char *const ckpt_options[] = { "--checkpoint", "--gradient-checkpointing",
@@ -936,6 +973,23 @@ static void advise_precision_and_checkpointing(struct advice *a, enum cmdline_fa
     sb_add(&x->note, CKPT_COST);
 }
 
+static void advise_precision_and_checkpointing(struct advice *a, enum cmdline_family fam)
+{
+    bool bf16 = card_has_bf16(a->o->device);
+    if (fam == CMDLINE_HF) {
+        advise_hf_precision(a, bf16);
+        return;
+    }
+    if (!must_shrink(a) || (a->static_large && a->m.static_bytes >= (double)a->usable))
+        return; /* activations are not what fills the card when the static part alone does */
+    /* AMP: YOLOv5/v7/v9 run it always under CUDA (check_amp), so it is never proposed there. */
+    if (fam == CMDLINE_ULTRALYTICS)
+        advise_ultralytics_amp(a);
+    else if (fam == CMDLINE_GENERIC)
+        advise_generic_amp(a, bf16);
+    advise_checkpointing(a, fam);
+}
+
 /* The part that does not grow with the batch: weights, gradients, optimizer state, and the CUDA
  * context, as the model has it (from the markers' static level when there are any). */
 static double weights_part(const struct advice *a)
@@ -963,8 +1017,15 @@ static void add_static_share(struct advice *a, struct strbuf *b)
 /* A smaller variant of the same model: the size letter of YOLOv9's --cfg (yolov9-e.yaml) or of
  * Ultralytics' model= (yolov8x.pt), one step down to a size that typically fits a small card.
  * Returns the argument index and writes the new argument, or -1. */
+/* A smaller variant of the model on the command line: the argument that names it (at argv[at]),
+ * rewritten, and the variant letters from and to. */
+struct variant {
+    char arg[512];
+    char from, to;
+};
+
 static long smaller_variant(const char *const *argv, size_t argc, enum cmdline_family fam,
-                            char *out, size_t n, char *from, char *to)
+                            struct variant *v)
 {
     for (size_t i = argc; i-- > 1;) {
         const char *s = argv[i] ? argv[i] : "";
@@ -993,12 +1054,12 @@ static long smaller_variant(const char *const *argv, size_t argc, enum cmdline_f
             d = c == 'c' || c == 'e' || c == 'm' ? 's' : c == 's' ? 't' : 0;
         else
             d = c == 'l' || c == 'x' || c == 'm' ? 's' : c == 's' ? 'n' : 0;
-        if (!d || strlen(s) >= n)
+        if (!d || strlen(s) >= sizeof v->arg)
             return -1;
-        snprintf(out, n, "%s", s);
-        out[p - s] = d;
-        *from = c;
-        *to = d;
+        snprintf(v->arg, sizeof v->arg, "%s", s);
+        v->arg[p - s] = d;
+        v->from = c;
+        v->to = d;
         return (long)i;
     }
     return -1;
@@ -1007,13 +1068,13 @@ static long smaller_variant(const char *const *argv, size_t argc, enum cmdline_f
 static void advise_smaller_model(struct advice *a, enum cmdline_family fam)
 {
     struct advice_rec *x = add_rec(a, "smaller_model");
-    char arg[512], from = 0, to = 0;
-    long at = smaller_variant(a->r->process.argv, a->r->process.argc, fam, arg, sizeof arg, &from,
-                              &to);
+    struct variant v = { .from = 0 };
+    long at = smaller_variant(a->r->process.argv, a->r->process.argc, fam, &v);
+    char from = v.from, to = v.to;
     if (at >= 0) {
         x->flag = fam == CMDLINE_YOLO ? "--cfg" : "model=";
         x->command =
-                argv_set(a->r->process.argv, a->r->process.argc, (size_t)at, arg, &x->command_n);
+                argv_set(a->r->process.argv, a->r->process.argc, (size_t)at, v.arg, &x->command_n);
         if (fam == CMDLINE_YOLO)
             sb_printf(
                     &x->note,

@@ -149,59 +149,56 @@ static int64_t timeline_base(const struct model_report *r, const struct model_de
     return -1;
 }
 
-/* Markers made from the call sites (and the timeline) of a report that has none; NULL when the
- * run shows no phase. */
-static struct marker *auto_markers(const struct model_report *r, const struct model_device *d,
-                                   size_t *n, bool *floor)
+/* The call sites that say when they first allocated, each keyed by the outermost frame in which
+ * its chain differs from the others', in time order; *m of them. */
+static struct auto_site *keyed_sites(const struct model_report *r, size_t *m)
 {
-    *n = 0;
-    *floor = false;
     size_t count = r->n_callsites;
-    if (count == 0)
-        return NULL;
-    struct auto_site *as = util_xcalloc(count, sizeof *as);
-    const struct model_frame **chains = util_xcalloc(count * AUTO_FRAMES, sizeof *chains);
-    size_t *lens = util_xcalloc(count, sizeof *lens);
-    size_t m = 0;
+    struct auto_site *as = util_xcalloc(count + 1, sizeof *as);
+    const struct model_frame **chains = util_xcalloc(count * AUTO_FRAMES + 1, sizeof *chains);
+    size_t *lens = util_xcalloc(count + 1, sizeof *lens);
+    size_t k = 0;
     for (size_t i = 0; i < count; i++) {
         const struct model_callsite *cs = &r->callsites[i];
         if (!cs->first_alloc_unix_ns.known || !cs->live_bytes_before_first.known ||
             !cs->peak_live_bytes_before_first.known)
             continue;
-        as[m] = (struct auto_site){ .t = cs->first_alloc_unix_ns.v,
+        as[k] = (struct auto_site){ .t = cs->first_alloc_unix_ns.v,
                                     .live = cs->live_bytes_before_first.v,
                                     .peak = cs->peak_live_bytes_before_first.v };
-        lens[m] = outer_frames(cs, &chains[m * AUTO_FRAMES], AUTO_FRAMES);
-        m++;
+        lens[k] = outer_frames(cs, &chains[k * AUTO_FRAMES], AUTO_FRAMES);
+        k++;
     }
     /* the frames all chains share, from the outermost in: the key is the first after them */
-    size_t common = m ? lens[0] : 0;
-    for (size_t i = 1; i < m; i++) {
-        size_t k = 0;
+    size_t common = k ? lens[0] : 0;
+    for (size_t i = 1; i < k; i++) {
+        size_t j = 0;
         char x[256], y[256];
-        while (k < common && k < lens[i]) {
-            frame_text(chains[k], x, sizeof x);
-            frame_text(chains[i * AUTO_FRAMES + k], y, sizeof y);
+        while (j < common && j < lens[i]) {
+            frame_text(chains[j], x, sizeof x);
+            frame_text(chains[i * AUTO_FRAMES + j], y, sizeof y);
             if (strcmp(x, y) != 0)
                 break;
-            k++;
+            j++;
         }
-        common = k;
+        common = j;
     }
-    for (size_t i = 0; i < m; i++) {
+    for (size_t i = 0; i < k; i++) {
         size_t at = common < lens[i] ? common : (lens[i] ? lens[i] - 1 : 0);
         if (lens[i])
             frame_text(chains[i * AUTO_FRAMES + at], as[i].key, sizeof as[i].key);
     }
     free(chains);
     free(lens);
-    qsort(as, m, sizeof *as, cmp_auto_site);
+    qsort(as, k, sizeof *as, cmp_auto_site);
+    *m = k;
+    return as;
+}
 
-    /* Chains from new lines come in bursts: the first step of training calls many (forward,
-     * backward, the optimizer), then none for a whole epoch, then validation's. A quiet spell
-     * well beyond the usual gap between new chains separates phases; so does a fall in memory. */
-    /* A chain is fresh when no earlier one has its key: the first of its key in (key, time)
-     * order, so that a report of 10 000 call sites costs a sort, not 50 million comparisons. */
+/* Which sites are fresh: no earlier one has its key. The first of its key in (key, time) order,
+ * so that a report of 10 000 call sites costs a sort, not 50 million comparisons. */
+static bool *fresh_sites(const struct auto_site *as, size_t m)
+{
     bool *fresh = util_xcalloc(m + 1, sizeof *fresh);
     const struct auto_site **by_key = util_xcalloc(m + 1, sizeof *by_key);
     for (size_t i = 0; i < m; i++)
@@ -211,6 +208,16 @@ static struct marker *auto_markers(const struct model_report *r, const struct mo
         if (i == 0 || strcmp(by_key[i - 1]->key, by_key[i]->key) != 0)
             fresh[by_key[i] - as] = true;
     free(by_key);
+    return fresh;
+}
+
+/* Chains from new lines come in bursts: the first step of training calls many (forward,
+ * backward, the optimizer), then none for a whole epoch, then validation's. A quiet spell well
+ * beyond the usual gap between new chains separates phases: twice the lower median gap (one long
+ * spell cannot raise it), and at least 5 ms: a job whose steps take no time (the simulated one)
+ * shows no quiet spell that timing noise could not make up. */
+static int64_t quiet_spell(const struct auto_site *as, const bool *fresh, size_t m)
+{
     int64_t *gaps = util_xcalloc(m + 1, sizeof *gaps);
     size_t ng = 0;
     for (size_t i = 0, last = 0; i < m; i++) {
@@ -220,17 +227,24 @@ static struct marker *auto_markers(const struct model_report *r, const struct mo
             last = i;
     }
     qsort(gaps, ng, sizeof *gaps, cmp_i64);
-    /* ...and at least 5 ms: a job whose steps take no time (the simulated one) shows no quiet
-     * spell that timing noise could not make up */
-    int64_t quiet =
-            ng ? 2 * gaps[(ng - 1) / 2] : 0; /* the lower median: one long spell cannot raise it */
+    int64_t quiet = ng ? 2 * gaps[(ng - 1) / 2] : 0;
     if (quiet < AUTO_MIN_QUIET_NS)
         quiet = AUTO_MIN_QUIET_NS;
     free(gaps);
+    return quiet;
+}
 
+/* Where phases begin: fresh chains after memory climbed since the current phase began, after a
+ * quiet spell or a fall (a fall also shows the base level, returned in *base, -1 when none).
+ * Indices into as, *ns of them. */
+static size_t *phase_starts(const struct auto_site *as, size_t m, size_t *ns, int64_t *base)
+{
+    bool *fresh = fresh_sites(as, m);
+    int64_t quiet = quiet_spell(as, fresh, m);
     size_t *starts = util_xcalloc(m + 1, sizeof *starts);
-    size_t ns = 0;
-    int64_t phase_peak = m ? as[0].peak : 0, base = -1;
+    int64_t phase_peak = m ? as[0].peak : 0;
+    *ns = 0;
+    *base = -1;
     for (size_t i = 1, prev = 0; i < m; i++) {
         if (!fresh[i])
             continue;
@@ -239,13 +253,54 @@ static struct marker *auto_markers(const struct model_report *r, const struct mo
         bool fell = drop >= AUTO_MIN_DROP && drop * 10 >= as[i].peak;
         if (as[i].peak < phase_peak + AUTO_MIN_DROP || (!fell && gap <= quiet))
             continue;
-        starts[ns++] = i;
+        starts[(*ns)++] = i;
         phase_peak = as[i].peak;
         /* only a fall shows the base level (a caching allocator keeps the last phase's cache) */
-        if (fell && (base < 0 || as[i].live < base))
-            base = as[i].live;
+        if (fell && (*base < 0 || as[i].live < *base))
+            *base = as[i].live;
     }
     free(fresh);
+    return starts;
+}
+
+/* The markers: the start of training at the base level, then one per phase start. */
+static struct marker *phase_markers(const struct auto_site *as, const size_t *starts, size_t ns,
+                                    int64_t base)
+{
+    struct marker *mk = util_xcalloc(ns + 1, sizeof *mk);
+    mk[0] = (struct marker){
+        .time = as[0].t - 1, .live = base, .phase_peak = 0, .label = "epoch 0 train"
+    };
+    /* The phases after training are named as validation: no repeated phase can be seen (a chain
+     * that allocates again is not new), so each label is its own phase; letters, not numbers,
+     * keep them apart (same_phase ignores digits). */
+    static const char *const later[] = { "epoch 0 val",   "epoch 0 val b", "epoch 0 val c",
+                                         "epoch 0 val d", "epoch 0 val e", "epoch 0 val f",
+                                         "epoch 0 val g", "epoch 0 val h" };
+    size_t nl = sizeof later / sizeof later[0];
+    for (size_t k = 0; k < ns; k++) {
+        const struct auto_site *a = &as[starts[k]];
+        mk[k + 1] = (struct marker){ .time = a->t,
+                                     .live = a->live,
+                                     .phase_peak = a->peak,
+                                     .label = later[k < nl ? k : nl - 1] };
+    }
+    return mk;
+}
+
+/* Markers made from the call sites (and the timeline) of a report that has none; NULL when the
+ * run shows no phase. */
+static struct marker *auto_markers(const struct model_report *r, const struct model_device *d,
+                                   size_t *n, bool *floor)
+{
+    *n = 0;
+    *floor = false;
+    if (r->n_callsites == 0)
+        return NULL;
+    size_t m, ns;
+    int64_t base;
+    struct auto_site *as = keyed_sites(r, &m);
+    size_t *starts = phase_starts(as, m, &ns, &base);
     /* A run that did not fail may also show its base level in the timeline only (a caching
      * allocator's empty_cache between epochs: the chains that allocate again are not new). A
      * failure's flush would look the same, so an out-of-memory report needs a phase. */
@@ -257,31 +312,13 @@ static struct marker *auto_markers(const struct model_report *r, const struct mo
     /* No fall at all (a caching allocator that kept everything, with no failure): the level at
      * which the first new chain after the first began (the start of training, after the model
      * was set up) is at most the static part, since optimizer state may come later: a floor. */
-    *floor = false;
     if (base < 0 && m > 1 && !model_real_oom(r)) {
         base = as[1].live;
         *floor = true;
     }
     struct marker *mk = NULL;
     if (m && base >= 0) {
-        mk = util_xcalloc(ns + 1, sizeof *mk);
-        mk[0] = (struct marker){
-            .time = as[0].t - 1, .live = base, .phase_peak = 0, .label = "epoch 0 train"
-        };
-        /* The phases after training are named as validation: no repeated phase can be seen
-         * (a chain that allocates again is not new), so each label is its own phase; letters,
-         * not numbers, keep them apart (same_phase ignores digits). */
-        static const char *const later[] = { "epoch 0 val",   "epoch 0 val b", "epoch 0 val c",
-                                             "epoch 0 val d", "epoch 0 val e", "epoch 0 val f",
-                                             "epoch 0 val g", "epoch 0 val h" };
-        size_t nl = sizeof later / sizeof later[0];
-        for (size_t k = 0; k < ns; k++) {
-            const struct auto_site *a = &as[starts[k]];
-            mk[k + 1] = (struct marker){ .time = a->t,
-                                         .live = a->live,
-                                         .phase_peak = a->peak,
-                                         .label = later[k < nl ? k : nl - 1] };
-        }
+        mk = phase_markers(as, starts, ns, base);
         *n = ns + 1;
     }
     free(starts);
@@ -337,34 +374,41 @@ static int64_t carried_cache(const struct marker *mk, size_t n, ptrdiff_t start,
     return worst;
 }
 
-/* What the phases between markers say of the need above the static level, from the start of
- * training on. A caching allocator keeps what a phase freed, so the next phase's peak holds the
- * previous one's cache, which a full card would have made it release: each phase is measured by
- * what it added to the level it started from, and the first training phase, which starts from
- * the static level itself, is measured whole. The largest is the working set; a failure adds the
- * bound of its phase (the level at the failure plus what it asked for). Returns -1 when the
- * markers do not allow it. *phase_out names the phase that decided. */
+/* Whether a phase label names validation or evaluation ("epoch 0 val", "eval", "test"). */
 bool memmodel_is_validation(const char *label)
 {
     return label && (strstr(label, "val") || strstr(label, "eval") || strstr(label, "test"));
 }
 
-static int64_t phase_working_set(const struct model_report *r, const struct marker *mk, size_t n,
-                                 ptrdiff_t start, const struct model_failure *f,
-                                 const char **phase_out, bool *completed, int64_t *training_best)
+/* The working set of the phases: the largest need above the static level, the phase that decided
+ * it (NULL if unknown), whether a phase after the start of training ran to its end, and the
+ * largest of the training (not validation) phases; best and training_best -1 when unknown. */
+struct working_set {
+    int64_t best, training_best;
+    const char *phase;
+    bool completed;
+};
+
+/* What the phases between markers say of the need above the static level, from the start of
+ * training on. A caching allocator keeps what a phase freed, so the next phase's peak holds the
+ * previous one's cache, which a full card would have made it release: each phase is measured by
+ * what it added to the level it started from, and the first training phase, which starts from
+ * the static level itself, is measured whole. The largest is the working set; a failure adds the
+ * bound of its phase (the level at the failure plus what it asked for). */
+static void phase_working_set(const struct model_report *r, const struct marker *mk, size_t n,
+                              ptrdiff_t start, const struct model_failure *f,
+                              struct working_set *ws)
 {
-    int64_t static_live = mk[start].live, best = -1;
-    *phase_out = NULL;
-    *completed = false;
-    *training_best = -1;
+    int64_t static_live = mk[start].live;
+    *ws = (struct working_set){ .best = -1, .training_best = -1 };
     for (size_t i = (size_t)start + 1; i < n; i++) {
         int64_t added = mk[i].phase_peak - mk[i - 1].live;
-        *completed = true;
-        if (!memmodel_is_validation(mk[i - 1].label) && added > *training_best)
-            *training_best = added;
-        if (added > best) {
-            best = added;
-            *phase_out = mk[i - 1].label;
+        ws->completed = true;
+        if (!memmodel_is_validation(mk[i - 1].label) && added > ws->training_best)
+            ws->training_best = added;
+        if (added > ws->best) {
+            ws->best = added;
+            ws->phase = mk[i - 1].label;
         }
     }
     /* the phase after the last marker: its peak is known when the device peaked in it */
@@ -376,22 +420,22 @@ static int64_t phase_working_set(const struct model_report *r, const struct mark
             dev->peak_live_bytes > tail_peak)
             tail_peak = dev->peak_live_bytes;
     }
-    if (tail_peak >= 0 && f == NULL && (ptrdiff_t)n - 1 >= start && tail_peak - last->live > best) {
-        *completed = true;
-        best = tail_peak - last->live;
-        *phase_out = last->label;
+    if (tail_peak >= 0 && f == NULL && (ptrdiff_t)n - 1 >= start &&
+        tail_peak - last->live > ws->best) {
+        ws->completed = true;
+        ws->best = tail_peak - last->live;
+        ws->phase = last->label;
     }
     if (f && f->time_unix_ns >= mk[start].time) {
         int64_t bound =
                 util_sat_add(f->reserved_bytes_at_failure, f->size > 0 ? f->size : 0) - static_live;
-        if (bound > best) {
-            best = bound;
-            *phase_out = NULL;
+        if (bound > ws->best) {
+            ws->best = bound;
+            ws->phase = NULL;
             for (size_t i = (size_t)start; i < n && mk[i].time <= f->time_unix_ns; i++)
-                *phase_out = mk[i].label;
+                ws->phase = mk[i].label;
         }
     }
-    return best;
 }
 
 static double scale_of(int64_t image, int64_t ref)
@@ -402,110 +446,139 @@ static double scale_of(int64_t image, int64_t ref)
     return s * s;
 }
 
+/* The device's memory: what the driver saw beyond the tracked allocations, less other processes'
+ * memory, which is in the driver's used memory but is not the job's need (the advice counts it
+ * against the card instead); and the peak with it. */
+static void observe_device(struct memmodel_obs *o, const struct model_device *d)
+{
+    o->untracked = d->untracked_bytes.known && d->untracked_bytes.v > 0 ? d->untracked_bytes.v : 0;
+    for (size_t k = 0; k < d->n_procs; k++)
+        if (d->procs[k].used_bytes.known)
+            o->others = util_sat_add(o->others, d->procs[k].used_bytes.v);
+    o->untracked = o->untracked > o->others ? o->untracked - o->others : 0;
+    o->peak = util_sat_add(d->peak_reserved_bytes, o->untracked);
+    o->need = o->peak;
+    o->upper = o->peak;
+    o->exact = true;
+}
+
+/* A real out-of-memory on the device bounds the need from below; a crossing of the emulated
+ * limit (observe mode) measures it. */
+static void observe_failure(struct memmodel_obs *o, const struct model_report *r,
+                            const struct model_failure *f)
+{
+    const struct model_device *d = o->device;
+    const struct model_crossing *c = NULL;
+    for (size_t k = 0; k < r->n_crossings && !c; k++)
+        if (!d->ordinal.known || r->crossings[k].device == d->ordinal.v)
+            c = &r->crossings[k];
+    if (f && same_device(f->device, d)) {
+        /* it needed at least what it held plus what it asked for */
+        o->oom = true;
+        o->exact = false;
+        o->need = util_sat_add(
+                util_sat_add(f->reserved_bytes_at_failure, f->size > 0 ? f->size : 0),
+                o->untracked);
+        if (o->need < o->peak)
+            o->need = o->peak;
+    } else if (c) {
+        /* Observe mode: the allocation that crossed the limit was refused once when the
+         * process's allocator flushes and retries, so it released its cache as on the small
+         * card, and only its retry went past; a program that does not retry was refused nothing
+         * and would have failed at the limit with all it held. Either way the run's peak is what
+         * it needs on a card just large enough: a measurement. */
+        o->observe = true;
+        o->exact = true;
+    }
+}
+
+/* The need from the phases: the report's markers, else those found from its call sites. */
+static void observe_phases(struct memmodel_obs *o, const struct model_report *r,
+                           const struct model_failure *f)
+{
+    const struct model_device *d = o->device;
+    size_t nmk = 0;
+    struct marker *mk = read_markers(r, &nmk);
+    o->auto_phases = false;
+    if (!nmk) {
+        free(mk);
+        bool floor = false;
+        mk = auto_markers(r, d, &nmk, &floor);
+        o->auto_phases = nmk > 0;
+        o->static_floor = o->auto_phases && floor;
+    }
+    ptrdiff_t start = training_start(mk, nmk);
+    o->static_level = start >= 0 ? util_sat_add(mk[start].live, o->untracked) : -1;
+    if (start < 0) {
+        free(mk);
+        return;
+    }
+    struct working_set ws;
+    phase_working_set(r, mk, nmk, start, o->oom ? f : NULL, &ws);
+    o->phase = ws.phase;
+    o->training_need =
+            ws.training_best > 0 ? util_sat_add(o->static_level, ws.training_best) : -1;
+    o->carried = carried_cache(mk, nmk, start, &o->carried_phase);
+    if (o->auto_phases && nmk >= 2 && !o->oom && d->live_bytes > mk[1].live) {
+        /* A later epoch repeats no call chain first seen, so its start is not seen: what the
+         * phases after training still held when the run ended is the cache the next epoch's
+         * training would start with, and split, on a full card. */
+        o->carried = d->live_bytes - mk[1].live;
+        o->carried_phase = "epoch 1 train";
+    }
+    if (ws.best > 0) {
+        o->phases = true;
+        o->phase_complete = ws.completed;
+        o->need = util_sat_add(o->static_level, ws.best);
+        if (o->observe) {
+            /* Observe mode measured the small card itself: cache was released within phases as
+             * it would have been there, so a phase's rise above the level it began at says less
+             * than the run's peak, which is the need. */
+            o->exact = true;
+            if (o->need < o->peak)
+                o->need = o->peak;
+        }
+    }
+    free(mk);
+}
+
+/* One report's observation; false, with the reason in err, when it cannot be used. */
+static bool observe_one(const struct model_report *reports, size_t i, struct memmodel_obs *o,
+                        struct strbuf *err)
+{
+    const struct model_report *r = &reports[i];
+    memset(o, 0, sizeof *o);
+    o->training_need = -1;
+    o->report = r;
+    o->device = model_main_device(r); /* the one every view speaks of */
+    if (!o->device) {
+        sb_printf(err, "%s: the report holds no device", r->path);
+        return false;
+    }
+    const char *const *argv = r->process.argv;
+    size_t argc = r->process.argc;
+    if (i > 0 && !cmdline_same_job(reports[0].process.argv, reports[0].process.argc, argv, argc)) {
+        sb_printf(
+                err,
+                "%s and %s are not the same job (their command lines differ beyond the batch and image size)",
+                reports[0].path, r->path);
+        return false;
+    }
+    cmdline_find(argv, argc, CMDLINE_BATCH, &o->batch);
+    cmdline_find(argv, argc, CMDLINE_IMAGE, &o->image);
+    observe_device(o, o->device);
+    const struct model_failure *f = model_real_oom(r);
+    observe_failure(o, r, f);
+    observe_phases(o, r, f);
+    return true;
+}
+
 bool memmodel_observe(const struct model_report *reports, size_t n, struct memmodel_obs *obs,
                       struct strbuf *err)
 {
-    for (size_t i = 0; i < n; i++) {
-        const struct model_report *r = &reports[i];
-        struct memmodel_obs *o = &obs[i];
-        memset(o, 0, sizeof *o);
-        o->training_need = -1;
-        o->report = r;
-        o->device = model_main_device(r); /* the one every view speaks of */
-        if (!o->device) {
-            sb_printf(err, "%s: the report holds no device", r->path);
+    for (size_t i = 0; i < n; i++)
+        if (!observe_one(reports, i, &obs[i], err))
             return false;
-        }
-        const char *const *argv = r->process.argv;
-        size_t argc = r->process.argc;
-        if (i > 0 &&
-            !cmdline_same_job(reports[0].process.argv, reports[0].process.argc, argv, argc)) {
-            sb_printf(
-                    err,
-                    "%s and %s are not the same job (their command lines differ beyond the batch and image size)",
-                    reports[0].path, r->path);
-            return false;
-        }
-        cmdline_find(argv, argc, CMDLINE_BATCH, &o->batch);
-        cmdline_find(argv, argc, CMDLINE_IMAGE, &o->image);
-        const struct model_device *d = o->device;
-        o->untracked =
-                d->untracked_bytes.known && d->untracked_bytes.v > 0 ? d->untracked_bytes.v : 0;
-        /* Other processes' memory is in the driver's used memory, so in the untracked part; it
-         * is not the job's need, and the advice counts it against the card instead. */
-        for (size_t k = 0; k < d->n_procs; k++)
-            if (d->procs[k].used_bytes.known)
-                o->others = util_sat_add(o->others, d->procs[k].used_bytes.v);
-        o->untracked = o->untracked > o->others ? o->untracked - o->others : 0;
-        o->peak = util_sat_add(d->peak_reserved_bytes, o->untracked);
-        o->need = o->peak;
-        o->upper = o->peak;
-        o->exact = true;
-        const struct model_failure *f = model_real_oom(r);
-        const struct model_crossing *c = NULL;
-        for (size_t k = 0; k < r->n_crossings && !c; k++)
-            if (!d->ordinal.known || r->crossings[k].device == d->ordinal.v)
-                c = &r->crossings[k];
-        if (f && same_device(f->device, d)) {
-            /* it needed at least what it held plus what it asked for */
-            o->oom = true;
-            o->exact = false;
-            o->need = util_sat_add(
-                    util_sat_add(f->reserved_bytes_at_failure, f->size > 0 ? f->size : 0),
-                    o->untracked);
-            if (o->need < o->peak)
-                o->need = o->peak;
-        } else if (c) {
-            /* Observe mode: the allocation that crossed the limit was refused once when the
-             * process's allocator flushes and retries, so it released its cache as on the
-             * small card, and only its retry went past; a program that does not retry was
-             * refused nothing and would have failed at the limit with all it held. Either way
-             * the run's peak is what it needs on a card just large enough: a measurement. */
-            o->observe = true;
-            o->exact = true;
-        }
-        size_t nmk = 0;
-        struct marker *mk = read_markers(r, &nmk);
-        o->auto_phases = false;
-        if (!nmk) {
-            free(mk);
-            bool floor = false;
-            mk = auto_markers(r, d, &nmk, &floor);
-            o->auto_phases = nmk > 0;
-            o->static_floor = o->auto_phases && floor;
-        }
-        ptrdiff_t start = training_start(mk, nmk);
-        o->static_level = start >= 0 ? util_sat_add(mk[start].live, o->untracked) : -1;
-        if (start >= 0) {
-            const struct model_failure *ff = o->oom ? f : NULL;
-            bool completed = false;
-            int64_t training = -1;
-            int64_t ws = phase_working_set(r, mk, nmk, start, ff, &o->phase, &completed, &training);
-            o->training_need = training > 0 ? util_sat_add(o->static_level, training) : -1;
-            o->carried = carried_cache(mk, nmk, start, &o->carried_phase);
-            if (o->auto_phases && nmk >= 2 && !o->oom && d->live_bytes > mk[1].live) {
-                /* A later epoch repeats no call chain first seen, so its start is not seen:
-                 * what the phases after training still held when the run ended is the cache
-                 * the next epoch's training would start with, and split, on a full card. */
-                o->carried = d->live_bytes - mk[1].live;
-                o->carried_phase = "epoch 1 train";
-            }
-            if (ws > 0) {
-                o->phases = true;
-                o->phase_complete = completed;
-                o->need = util_sat_add(o->static_level, ws);
-                if (o->observe) {
-                    /* Observe mode measured the small card itself: cache was released within
-                     * phases as it would have been there, so a phase's rise above the level it
-                     * began at says less than the run's peak, which is the need. */
-                    o->exact = true;
-                    if (o->need < o->peak)
-                        o->need = o->peak;
-                }
-            }
-        }
-        free(mk);
-    }
     int64_t ref = obs[0].image.found ? obs[0].image.value : 0;
     for (size_t i = 0; i < n; i++) {
         double b = obs[i].batch.found ? (double)obs[i].batch.value : 1.0;
