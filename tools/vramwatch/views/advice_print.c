@@ -13,10 +13,10 @@ static const char *tri_text(enum advice_tri t)
                                    : "may fit (not certain)";
 }
 
-void advice_print_text(FILE *out, const struct advice *a)
+/* The command line, the job's process that decides, and the card. */
+static void print_setting(FILE *out, const struct advice *a)
 {
     const struct memmodel_obs *o = a->o;
-    const struct memmodel *m = &a->m;
     char b1[UTIL_SIZE_LEN], b2[UTIL_SIZE_LEN], b3[UTIL_SIZE_LEN];
     struct strbuf s = { 0 };
     util_add_argv(&s, a->r->process.argv, a->r->process.argc);
@@ -43,6 +43,13 @@ void advice_print_text(FILE *out, const struct advice *a)
     if (a->others > 0)
         fprintf(out, ", %s held by other processes", util_fmt_size(a->others, b3));
     fprintf(out, ": %s usable\n", util_fmt_size(a->usable > 0 ? a->usable : 0, b2));
+}
+
+/* What the run showed: its batch and image, its peak, how it ended, its phases. */
+static void print_observed(FILE *out, const struct advice *a)
+{
+    const struct memmodel_obs *o = a->o;
+    char b1[UTIL_SIZE_LEN], b2[UTIL_SIZE_LEN];
     fputs("Observed: ", out);
     if (o->batch.found)
         fprintf(out, "batch %" PRId64 " (%s), ", o->batch.value, o->batch.name);
@@ -68,11 +75,14 @@ void advice_print_text(FILE *out, const struct advice *a)
                 "the allocator's cache of earlier phases left out)\n",
                 o->auto_phases ? "found from the call sites, no markers" : "markers",
                 o->exact ? "" : "at least ", util_fmt_size(o->need, b1), o->phase);
-    if (!o->batch.found && o->batch.autobatch) {
-        fputs("Model: none (AutoBatch chose the batch inside the job; the report cannot say which)\n\n",
-              out);
-        goto recommendations;
-    }
+}
+
+/* The line the predictions follow, and the static part the batch never gets. */
+static void print_model(FILE *out, const struct advice *a)
+{
+    const struct memmodel_obs *o = a->o;
+    const struct memmodel *m = &a->m;
+    char b1[UTIL_SIZE_LEN], b2[UTIL_SIZE_LEN], b3[UTIL_SIZE_LEN];
     fprintf(out, "Model (%s): need = %s + %s per sample", memmodel_basis_name(m->basis),
             util_fmt_size(advice_clamp_bytes(m->static_bytes), b1),
             util_fmt_size(advice_clamp_bytes(m->per_sample_bytes), b2));
@@ -94,7 +104,11 @@ void advice_print_text(FILE *out, const struct advice *a)
                     ? ""
                     : " (not measured: no phase was found, so only the untracked memory)");
     fputc('\n', out);
-recommendations:
+}
+
+static void print_recommendations(FILE *out, const struct advice *a)
+{
+    char b1[UTIL_SIZE_LEN];
     if (a->n_recs == 0) {
         fputs("No change to recommend from these reports.\n", out);
         return;
@@ -124,6 +138,19 @@ recommendations:
         util_put_text(out, sb_str(&x->note));
         fputc('\n', out);
     }
+}
+
+void advice_print_text(FILE *out, const struct advice *a)
+{
+    const struct memmodel_obs *o = a->o;
+    print_setting(out, a);
+    print_observed(out, a);
+    if (!o->batch.found && o->batch.autobatch)
+        fputs("Model: none (AutoBatch chose the batch inside the job; the report cannot say which)\n\n",
+              out);
+    else
+        print_model(out, a);
+    print_recommendations(out, a);
 }
 
 static cJSON *int_or_null(bool known, double v)

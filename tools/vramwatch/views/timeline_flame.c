@@ -103,22 +103,31 @@ static void build(struct tree *t, const struct model_report *r, const int64_t *b
     }
 }
 
-/* Children by bytes, most first (ties by name), so the graph reads the same every time; qsort
- * has no context argument, so the tree being sorted is this file's one static. */
-static const struct tree *sort_tree;
-
-static int by_bytes(const void *a, const void *b)
+/* Children by bytes, most first (ties by name), so the graph reads the same every time. */
+static int by_bytes(const void *a, const void *b, void *tree)
 {
-    const struct node *x = &sort_tree->n[*(const size_t *)a],
-                      *y = &sort_tree->n[*(const size_t *)b];
+    const struct tree *t = tree;
+    const struct node *x = &t->n[*(const size_t *)a], *y = &t->n[*(const size_t *)b];
     if (x->bytes != y->bytes)
         return x->bytes > y->bytes ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
-static void emit(struct strbuf *o, struct tree *t, size_t at, int depth, double left, int64_t total,
-                 const char *moment)
+/* One graph being written: its tree, the bytes of the whole graph, the moment it shows. */
+struct flame {
+    struct strbuf *o;
+    struct tree *t;
+    int64_t total;
+    const char *moment;
+};
+
+/* A node's box at this depth and left edge (a share of the graph), then its children's. */
+static void emit(const struct flame *g, size_t at, int depth, double left)
 {
+    struct strbuf *o = g->o;
+    struct tree *t = g->t;
+    int64_t total = g->total;
+    const char *moment = g->moment;
     struct node *nd = &t->n[at];
     double width = (double)nd->bytes / (double)total;
     if (width < FLAME_MIN_SHARE)
@@ -147,11 +156,10 @@ static void emit(struct strbuf *o, struct tree *t, size_t at, int depth, double 
     n = 0;
     for (size_t c = nd->first_child; c; c = t->n[c].next_sibling)
         kids[n++] = c;
-    sort_tree = t;
-    qsort(kids, n, sizeof *kids, by_bytes);
+    qsort_r(kids, n, sizeof *kids, by_bytes, t);
     double x = left;
     for (size_t i = 0; i < n; i++) {
-        emit(o, t, kids[i], depth + 1, x, total, moment);
+        emit(g, kids[i], depth + 1, x);
         x += (double)t->n[kids[i]].bytes / (double)total;
     }
     free(kids);
@@ -205,7 +213,7 @@ static void one_graph(struct strbuf *o, const struct model_report *r, const char
     sb_free(&h);
     sb_printf(o, "</h2>\n<div class=\"graph\" style=\"height:%dpx\">\n",
               (t.depth + 1) * FLAME_ROW_PX);
-    emit(o, &t, 0, 0, 0, t.n[0].bytes, sb_str(&m));
+    emit(&(struct flame){ o, &t, t.n[0].bytes, sb_str(&m) }, 0, 0, 0);
     sb_add(o, "</div>\n</section>\n");
     sb_free(&m);
     sb_free(&id);

@@ -157,13 +157,26 @@ static void layout_add(struct layout *l, struct box b)
 /* Whether a series' outline passes through the box: its values over the buckets under the box. */
 static bool outline_meets(const struct panel *p, const struct box *b);
 
-/* A label inside the plot, near the point (x, y) it names: beside it, then further above and
- * below, right of it then left. The spot is returned in *tx, *ty, *anchor; false when no spot is
- * free (then the first spot clear of other labels and lines, if any, else the first). */
-static bool place_near(struct layout *l, const struct panel *p, double x, double y, double w,
-                       double size, int first_pass, int last_pass, double *tx, double *ty,
-                       char *anchor)
+/* A label placed on the picture, where and which way its text runs. */
+struct label {
+    bool on;
+    double x, y;
+    char anchor;
+    char *text; /* NULL: not drawn */
+};
+
+/* The point a label names, and the label's width and font size. */
+struct near {
+    double x, y, w, size;
+};
+
+/* A label inside the plot, near the point it names: beside it, then further above and below,
+ * right of it then left. The spot is set in lb (x, y, anchor); false when no spot is free (then
+ * the first spot clear of other labels and lines, if any, else the first). */
+static bool place_near(struct layout *l, const struct panel *p, struct near at, int first_pass,
+                       int last_pass, struct label *lb)
 {
+    double x = at.x, y = at.y, w = at.w, size = at.size;
     static const double dys[] = { -10, 18, -24, 32, -38, 46, -52, 60, -66, 74, -80, 88 };
     /* Pass 0: clear of everything and of the outlines; 1: may cross the outlines; 2: may also
      * cross the soft boxes (marker lines); 3: the first spot, whatever it meets. */
@@ -181,7 +194,7 @@ static bool place_near(struct layout *l, const struct panel *p, double x, double
                            (pass == 0 && outline_meets(p, &bx))) {
                     continue;
                 }
-                *tx = cx, *ty = cy, *anchor = a;
+                lb->x = cx, lb->y = cy, lb->anchor = a;
                 layout_add(l, bx);
                 return pass == 0;
             }
@@ -415,13 +428,6 @@ static struct fw_band pytorch_band(const struct model_report *r, const struct pa
     return f;
 }
 
-struct label {
-    bool on;
-    double x, y;
-    char anchor;
-    char *text; /* NULL: not drawn */
-};
-
 struct plan {
     struct layout l;
     struct label cap, oom, peak, fw;
@@ -492,28 +498,36 @@ static void place_marker(struct layout *l, const char *label, double x, struct l
 /* The label's whole text where a spot is clear of labels and lines; else its first `brief`
  * bytes (the words that matter: a size) where one is; else the whole text where it meets the
  * least. */
+struct plot_text {
+    struct strbuf *text; /* emptied */
+    size_t brief;
+    bool bold;
+};
+
 static void place_in_plot(struct plan *pl, const struct panel *p, struct label *lb, double x,
-                          double y, struct strbuf *text, size_t brief, bool bold)
+                          double y, struct plot_text t)
 {
-    lb->text = dup_sb(text);
+    bool bold = t.bold;
+    size_t brief = t.brief;
+    lb->text = dup_sb(t.text);
     lb->on = true;
     double w = text_width(lb->text, 12, bold);
-    if (place_near(&pl->l, p, x, y, w, 12, 0, 1, &lb->x, &lb->y, &lb->anchor))
+    if (place_near(&pl->l, p, (struct near){ x, y, w, 12 }, 0, 1, lb))
         return;
     if (brief > 0 && brief < strlen(lb->text)) {
         char *full = lb->text;
         lb->text = util_xmalloc(brief + 1);
         memcpy(lb->text, full, brief);
         lb->text[brief] = '\0';
-        if (place_near(&pl->l, p, x, y, text_width(lb->text, 12, bold), 12, 0, 1, &lb->x, &lb->y,
-                       &lb->anchor)) {
+        if (place_near(&pl->l, p, (struct near){ x, y, text_width(lb->text, 12, bold), 12 }, 0, 1,
+                       lb)) {
             free(full);
             return;
         }
         free(lb->text);
         lb->text = full;
     }
-    place_near(&pl->l, p, x, y, w, 12, 2, 3, &lb->x, &lb->y, &lb->anchor);
+    place_near(&pl->l, p, (struct near){ x, y, w, 12 }, 2, 3, lb);
 }
 
 /* Splits a leak's sentence into at most two lines of the width given, the second cut with "…"
@@ -549,13 +563,17 @@ static void wrap_leak(struct plan *pl, const char *text, double w)
             text_width(rest, 12, true) <= w ? util_xstrdup(rest) : cut_to_width(rest, w, 12, true);
 }
 
-static void plan_panel(struct plan *pl, const struct model_report *r, const struct panel *p,
-                       const struct leak_finding *leaks, size_t nleaks)
+/* The leaks found in a report, as many as the picture says (findings.h). */
+struct leaks {
+    struct leak_finding f[4];
+    size_t n;
+};
+
+/* What labels must not cover: the title, the capacity line and the symbols named. Finds the
+ * real out-of-memory and the peak the labels name. */
+static void plan_obstacles(struct plan *pl, const struct model_report *r, const struct panel *p)
 {
-    *pl = (struct plan){ .l = { .width = ML + W + MR } };
     struct layout *l = &pl->l;
-    /* What labels must not cover: the title, the capacity line and the symbols named. */
-    struct strbuf t = { 0 };
     layout_add(l, (struct box){ ML, 0, ML + W, 22, false }); /* the panel title's row */
     if (p->capacity.known) {
         double y = py(p, (double)p->capacity.v);
@@ -576,9 +594,8 @@ static void plan_panel(struct plan *pl, const struct model_report *r, const stru
             pl->pk = &p->d->buckets[i];
     if (pl->pk && pl->pk->live_max <= 0)
         pl->pk = NULL;
-    double pkx = 0, pky = 0;
     if (pl->pk) {
-        pkx = px(p, pl->pk->peak_t), pky = py(p, (double)pl->pk->live_max);
+        double pkx = px(p, pl->pk->peak_t), pky = py(p, (double)pl->pk->live_max);
         layout_add(l, (struct box){ pkx - 5, pky - 5, pkx + 5, pky + 5, false });
     }
     for (size_t i = 0; i < r->n_markers; i++) {
@@ -589,31 +606,41 @@ static void plan_panel(struct plan *pl, const struct model_report *r, const stru
     pl->band = pytorch_band(r, p);
     if (pl->band.on)
         layout_add(l, (struct box){ pl->band.x0, pl->band.y0, pl->band.x1, pl->band.y1, false });
-    /* The capacity's label: at the right end above its line, below it, then at the left end. */
-    if (p->capacity.known) {
-        double y = py(p, (double)p->capacity.v);
-        sb_printf(&t, "%s ", p->emulated ? "emulated limit" : "capacity");
-        timeline_view_add_size(&t, p->capacity.v);
-        pl->cap.text = dup_sb(&t);
-        pl->cap.on = true;
-        double w = text_width(pl->cap.text, 12, false);
-        /* Sliding left along the line, above it then below; clear of marker lines first. */
-        bool found = false;
-        for (int pass = 0; pass < 3 && !found; pass++)
-            for (double x = ML + W - 4; x >= ML + w && !found; x -= 40)
-                for (int below = 0; below < 2 && !found; below++) {
-                    double ty = y + (below ? 14 : -5);
-                    struct box b = text_box(x, ty, w, 12, 'e');
-                    if (!layout_free_of(l, &b, MT - 2, MT + H + 12, pass < 2) ||
-                        (pass == 0 && outline_meets(p, &b)))
-                        continue;
-                    found = true;
-                    pl->cap.x = x, pl->cap.y = ty, pl->cap.anchor = 'e';
-                }
-        if (!found)
-            pl->cap.x = ML + W - 4, pl->cap.y = y - 5, pl->cap.anchor = 'e';
-        layout_add(l, text_box(pl->cap.x, pl->cap.y, w, 12, pl->cap.anchor));
-    }
+}
+
+/* The capacity's label: at the right end above its line, below it, then at the left end. */
+static void plan_capacity(struct plan *pl, const struct panel *p)
+{
+    struct layout *l = &pl->l;
+    struct strbuf t = { 0 };
+    double y = py(p, (double)p->capacity.v);
+    sb_printf(&t, "%s ", p->emulated ? "emulated limit" : "capacity");
+    timeline_view_add_size(&t, p->capacity.v);
+    pl->cap.text = dup_sb(&t);
+    pl->cap.on = true;
+    double w = text_width(pl->cap.text, 12, false);
+    /* Sliding left along the line, above it then below; clear of marker lines first. */
+    bool found = false;
+    for (int pass = 0; pass < 3 && !found; pass++)
+        for (double x = ML + W - 4; x >= ML + w && !found; x -= 40)
+            for (int below = 0; below < 2 && !found; below++) {
+                double ty = y + (below ? 14 : -5);
+                struct box b = text_box(x, ty, w, 12, 'e');
+                if (!layout_free_of(l, &b, MT - 2, MT + H + 12, pass < 2) ||
+                    (pass == 0 && outline_meets(p, &b)))
+                    continue;
+                found = true;
+                pl->cap.x = x, pl->cap.y = ty, pl->cap.anchor = 'e';
+            }
+    if (!found)
+        pl->cap.x = ML + W - 4, pl->cap.y = y - 5, pl->cap.anchor = 'e';
+    layout_add(l, text_box(pl->cap.x, pl->cap.y, w, 12, pl->cap.anchor));
+}
+
+/* The labels inside the plot: the out-of-memory, the peak, PyTorch's fragmentation. */
+static void plan_plot_labels(struct plan *pl, const struct model_report *r, const struct panel *p)
+{
+    struct strbuf t = { 0 };
     if (pl->oom_f) {
         const struct model_failure *f = pl->oom_f;
         sb_add(&t, "out of memory: ");
@@ -621,24 +648,57 @@ static void plan_panel(struct plan *pl, const struct model_report *r, const stru
         size_t brief = t.len;
         sb_add(&t, " at ");
         model_callsite_short(&t, r, f->callsite);
-        place_in_plot(pl, p, &pl->oom, px(p, f->time_unix_ns), failure_y(p, f), &t, brief, true);
+        place_in_plot(pl, p, &pl->oom, px(p, f->time_unix_ns), failure_y(p, f),
+                      (struct plot_text){ &t, brief, true });
     }
     if (pl->pk) {
+        double pkx = px(p, pl->pk->peak_t), pky = py(p, (double)pl->pk->live_max);
         sb_add(&t, "peak ");
         timeline_view_add_size(&t, pl->pk->live_max);
         size_t brief = t.len;
         sb_add(&t, " at ");
         timeline_view_add_reltime(&t, pl->pk->peak_t - p->t0);
-        place_in_plot(pl, p, &pl->peak, pkx, pky, &t, brief, true);
+        place_in_plot(pl, p, &pl->peak, pkx, pky, (struct plot_text){ &t, brief, true });
     }
     if (pl->band.on) {
         sb_add(&t, "PyTorch: ");
         timeline_view_add_size(&t, pl->band.bytes);
         size_t brief = t.len;
         sb_add(&t, " reserved but unallocated");
-        place_in_plot(pl, p, &pl->fw, pl->band.x1, (pl->band.y0 + pl->band.y1) / 2, &t, brief,
-                      false);
+        place_in_plot(pl, p, &pl->fw, pl->band.x1, (pl->band.y0 + pl->band.y1) / 2,
+                      (struct plot_text){ &t, brief, false });
     }
+}
+
+/* The first leak that belongs on this panel, under the plot. */
+static void plan_leak(struct plan *pl, const struct model_report *r, const struct panel *p,
+                      const struct leaks *lk)
+{
+    for (size_t i = 0; i < lk->n; i++) {
+        /* A leak tied to a device goes on its panel; one seen across devices (markers count all
+         * of them) on every panel. One leak: two lines fit under the plot. */
+        const struct leak_finding *f = &lk->f[i];
+        if (f->device.known && (!p->d->ordinal.known || f->device.v != p->d->ordinal.v))
+            continue;
+        struct strbuf b = { 0 }, u = { 0 };
+        sb_add(&b, "Leak: ");
+        findings_describe_leak(&b, r, f);
+        util_add_text(&u, sb_str(&b));
+        wrap_leak(pl, sb_str(&u), ML + W + MR - 2 - ML);
+        sb_free(&b);
+        sb_free(&u);
+        break;
+    }
+}
+
+static void plan_panel(struct plan *pl, const struct model_report *r, const struct panel *p,
+                       const struct leaks *lk)
+{
+    *pl = (struct plan){ .l = { .width = ML + W + MR } };
+    plan_obstacles(pl, r, p);
+    if (p->capacity.known)
+        plan_capacity(pl, p);
+    plan_plot_labels(pl, r, p);
     pl->markers = util_xcalloc(r->n_markers ? r->n_markers : 1, sizeof *pl->markers);
     for (size_t i = 0; i < r->n_markers; i++) {
         const struct model_marker *m = &r->markers[i];
@@ -646,23 +706,10 @@ static void plan_panel(struct plan *pl, const struct model_report *r, const stru
             continue;
         struct strbuf lb = { 0 };
         util_add_text(&lb, m->label);
-        place_marker(l, sb_str(&lb), px(p, m->time_unix_ns), &pl->markers[i]);
+        place_marker(&pl->l, sb_str(&lb), px(p, m->time_unix_ns), &pl->markers[i]);
         sb_free(&lb);
     }
-    for (size_t i = 0; i < nleaks; i++) {
-        /* A leak tied to a device goes on its panel; one seen across devices (markers count all
-         * of them) on every panel. One leak: two lines fit under the plot. */
-        if (leaks[i].device.known && (!p->d->ordinal.known || leaks[i].device.v != p->d->ordinal.v))
-            continue;
-        struct strbuf b = { 0 }, u = { 0 };
-        sb_add(&b, "Leak: ");
-        findings_describe_leak(&b, r, &leaks[i]);
-        util_add_text(&u, sb_str(&b));
-        wrap_leak(pl, sb_str(&u), ML + W + MR - 2 - ML);
-        sb_free(&b);
-        sb_free(&u);
-        break;
-    }
+    plan_leak(pl, r, p, lk);
 }
 
 static void plan_free(struct plan *pl, size_t n_markers)
@@ -778,10 +825,10 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
 }
 
 static void svg_panel(struct strbuf *o, const struct model_report *r, const struct panel *p,
-                      size_t index, double top, const struct leak_finding *leaks, size_t nleaks)
+                      size_t index, double top, const struct leaks *lk)
 {
     struct plan pl;
-    plan_panel(&pl, r, p, leaks, nleaks);
+    plan_panel(&pl, r, p, lk);
     sb_printf(o, "<g class=\"panel\" data-panel=\"%zu\" transform=\"translate(0 %.1f)\">\n", index,
               top);
     struct strbuf title = { 0 };
@@ -979,16 +1026,15 @@ static void svg_document(struct strbuf *o, const struct view *v, bool inline_htm
     sb_free(&cmd);
     svg_legend(o, legend_y, band, true);
     const struct model_report *leaks_of = NULL;
-    struct leak_finding leaks[4];
-    size_t nleaks = 0;
+    struct leaks lk = { .n = 0 };
     for (size_t i = 0; i < v->n_panels; i++) {
         if (v->owner[i] != leaks_of) {
             leaks_of = v->owner[i];
-            nleaks = findings_leaks(leaks_of, leaks, 4);
-            if (nleaks > 4)
-                nleaks = 4;
+            lk.n = findings_leaks(leaks_of, lk.f, 4);
+            if (lk.n > 4)
+                lk.n = 4;
         }
-        svg_panel(o, v->owner[i], &v->panels[i], i, first + (double)i * PANEL_H, leaks, nleaks);
+        svg_panel(o, v->owner[i], &v->panels[i], i, first + (double)i * PANEL_H, &lk);
     }
     sb_add(o, "</svg>\n");
 }

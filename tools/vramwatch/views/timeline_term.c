@@ -90,18 +90,9 @@ static void key_item(struct term *t, int *col, const char *colour, const char *g
     *col += len;
 }
 
-static void terminal_panel(struct term *t, const struct model_report *r, const struct panel *p,
-                           int cols)
+static void panel_title(struct term *t, const struct panel *p)
 {
-    static const char *const eighths[] = { " ",      "\u2581", "\u2582", "\u2583", "\u2584",
-                                           "\u2585", "\u2586", "\u2587", "\u2588" };
     FILE *out = t->out;
-    int64_t *live = util_xcalloc((size_t)cols, sizeof *live),
-            *res = util_xcalloc((size_t)cols, sizeof *res),
-            *used = util_xcalloc((size_t)cols, sizeof *used);
-    model_tl_columns(p->d, p->t0, p->t1, (size_t)cols, live, res);
-    bool untracked = used_columns(p, (size_t)cols, used);
-    bool untracked_drawn = false; /* the key names it only where some is drawn */
     struct strbuf b = { 0 };
     if (p->who)
         sb_printf(&b, "%s, ", p->who);
@@ -117,6 +108,20 @@ static void terminal_panel(struct term *t, const struct model_report *r, const s
     util_put_text(out, sb_str(&b));
     fprintf(out, "%s\n", t->reset);
     sb_free(&b);
+}
+
+/* The plot, row by row from the top; whether it drew untracked memory anywhere. */
+static bool panel_plot(struct term *t, const struct panel *p, int cols)
+{
+    static const char *const eighths[] = { " ",      "\u2581", "\u2582", "\u2583", "\u2584",
+                                           "\u2585", "\u2586", "\u2587", "\u2588" };
+    FILE *out = t->out;
+    int64_t *live = util_xcalloc((size_t)cols, sizeof *live),
+            *res = util_xcalloc((size_t)cols, sizeof *res),
+            *used = util_xcalloc((size_t)cols, sizeof *used);
+    model_tl_columns(p->d, p->t0, p->t1, (size_t)cols, live, res);
+    bool untracked = used_columns(p, (size_t)cols, used);
+    bool untracked_drawn = false; /* the key names it only where some is drawn */
     double cell = p->ymax / ROWS;
     int cap_row = p->capacity.known ? util_clamp_int((double)p->capacity.v / cell) : -1;
     for (int row = ROWS - 1; row >= 0; row--) {
@@ -146,11 +151,21 @@ static void terminal_panel(struct term *t, const struct model_report *r, const s
         }
         fputc('\n', out);
     }
-    /* Under the axis: what happened at each column. */
+    free(live);
+    free(res);
+    free(used);
+    return untracked_drawn;
+}
+
+/* Under the axis: the marks of markers, flushes and failures, and the times at both ends. Which
+ * marks are drawn goes in has[] (| f x X). */
+static void panel_marks(struct term *t, const struct model_report *r, const struct panel *p,
+                        int cols, bool has[4])
+{
+    FILE *out = t->out;
     char *marks = util_xcalloc((size_t)cols + 1, 1);
     memset(marks, ' ', (size_t)cols);
     double span = (double)(p->t1 - p->t0);
-    bool has[4]; /* | f x X */
     for (size_t i = 0; i < r->n_markers; i++) {
         put_mark(marks, cols, (double)(r->markers[i].time_unix_ns - p->t0) / span, '|');
     }
@@ -185,7 +200,13 @@ static void terminal_panel(struct term *t, const struct model_report *r, const s
     fprintf(out, "%11s  %-*s%s\n", "", cols - (int)e.len, sb_str(&s), sb_str(&e));
     sb_free(&s);
     sb_free(&e);
-    /* The key: the areas, then the marks this panel has, wrapped at the terminal's width. */
+}
+
+/* The key: the areas, then the marks this panel has, wrapped at the terminal's width. */
+static void panel_key(struct term *t, const struct panel *p, bool untracked_drawn,
+                      const bool has[4])
+{
+    FILE *out = t->out;
     int col = LABEL_COLS;
     fprintf(out, "%*s", LABEL_COLS, "");
     key_item(t, &col, t->blue, "\u2588", "live");
@@ -207,9 +228,16 @@ static void terminal_panel(struct term *t, const struct model_report *r, const s
         if (has[k])
             key_item(t, &col, t->red, glyphs[k], keys[k]);
     fputc('\n', out);
-    free(live);
-    free(res);
-    free(used);
+}
+
+static void terminal_panel(struct term *t, const struct model_report *r, const struct panel *p,
+                           int cols)
+{
+    bool has[4];
+    panel_title(t, p);
+    bool untracked_drawn = panel_plot(t, p, cols);
+    panel_marks(t, r, p, cols, has);
+    panel_key(t, p, untracked_drawn, has);
 }
 
 /* Items "a, b, c" after a heading, wrapped at the terminal's width, continued lines indented. */
@@ -255,32 +283,37 @@ static void prefix(struct term *t, const char *who, const char *what)
         fputs(what, t->out);
 }
 
-/* Markers, failures, cache flushes, PyTorch's verdict and leaks of one report by name, so the
- * marks above can be read. */
-static void terminal_notes(struct term *t, const struct model_report *r, int64_t t0,
+/* The markers (|) by time and label. */
+static void notes_markers(struct term *t, const struct model_report *r, int64_t t0, const char *who)
+{
+    FILE *out = t->out;
+    if (!r->n_markers)
+        return;
+    prefix(t, who, "Markers (|):");
+    struct wrap w = { t, (who ? (int)strlen(who) + 2 : 0) + 12, false };
+    for (size_t i = 0; i < r->n_markers && i < 48; i++) {
+        struct strbuf b = { 0 };
+        timeline_view_add_reltime(&b, r->markers[i].time_unix_ns - t0);
+        sb_addc(&b, ' ');
+        sb_add(&b, r->markers[i].label);
+        wrap_item(&w, sb_str(&b));
+        sb_free(&b);
+    }
+    if (r->n_markers > 48) {
+        struct strbuf b = { 0 };
+        sb_printf(&b, "and %zu more", r->n_markers - 48);
+        wrap_item(&w, sb_str(&b));
+        sb_free(&b);
+    }
+    fputc('\n', out);
+}
+
+/* The out-of-memory (X), and the failures a retry overcame (x). */
+static void notes_failures(struct term *t, const struct model_report *r, int64_t t0,
                            const char *who)
 {
     FILE *out = t->out;
-    char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN];
-    if (r->n_markers) {
-        prefix(t, who, "Markers (|):");
-        struct wrap w = { t, (who ? (int)strlen(who) + 2 : 0) + 12, false };
-        for (size_t i = 0; i < r->n_markers && i < 48; i++) {
-            struct strbuf b = { 0 };
-            timeline_view_add_reltime(&b, r->markers[i].time_unix_ns - t0);
-            sb_addc(&b, ' ');
-            sb_add(&b, r->markers[i].label);
-            wrap_item(&w, sb_str(&b));
-            sb_free(&b);
-        }
-        if (r->n_markers > 48) {
-            struct strbuf b = { 0 };
-            sb_printf(&b, "and %zu more", r->n_markers - 48);
-            wrap_item(&w, sb_str(&b));
-            sb_free(&b);
-        }
-        fputc('\n', out);
-    }
+    char s1[UTIL_SIZE_LEN];
     const struct model_failure *f = model_real_oom(r);
     if (f) {
         struct strbuf b = { 0 };
@@ -317,6 +350,13 @@ static void terminal_notes(struct term *t, const struct model_report *r, int64_t
             fprintf(out, "\n  and %zu more", retried - shown);
         fputc('\n', out);
     }
+}
+
+/* The cache flushes (f) and what each freed. */
+static void notes_flushes(struct term *t, const struct model_report *r, int64_t t0, const char *who)
+{
+    FILE *out = t->out;
+    char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN];
     int64_t flushes = model_flushes(r);
     if (flushes < (int64_t)r->n_pressure)
         flushes = (int64_t)r->n_pressure;
@@ -340,6 +380,14 @@ static void terminal_notes(struct term *t, const struct model_report *r, int64_t
             fprintf(out, "\n  and %zu more listed", r->n_pressure - 4);
         fputc('\n', out);
     }
+}
+
+/* PyTorch's verdict on fragmentation, and the leaks. */
+static void notes_findings(struct term *t, const struct model_report *r, int64_t t0,
+                           const char *who)
+{
+    FILE *out = t->out;
+    char s1[UTIL_SIZE_LEN];
     const struct model_framework *fw = &r->framework;
     if (fw->known && fw->reserved_unallocated_bytes.known && fw->reserved_unallocated_bytes.v > 0) {
         prefix(t, who, "PyTorch's out-of-memory message: ");
@@ -357,6 +405,17 @@ static void terminal_notes(struct term *t, const struct model_report *r, int64_t
         fputc('\n', out);
         sb_free(&b);
     }
+}
+
+/* Markers, failures, cache flushes, PyTorch's verdict and leaks of one report by name, so the
+ * marks above can be read. */
+static void terminal_notes(struct term *t, const struct model_report *r, int64_t t0,
+                           const char *who)
+{
+    notes_markers(t, r, t0, who);
+    notes_failures(t, r, t0, who);
+    notes_flushes(t, r, t0, who);
+    notes_findings(t, r, t0, who);
 }
 
 void timeline_term_print(FILE *out, const struct view *v, bool color)

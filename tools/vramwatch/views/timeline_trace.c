@@ -45,11 +45,20 @@ struct trace {
     bool first; /* no event written yet: no comma before the next */
 };
 
+/* One event's head: cat, scope and ts are left out when NULL. */
+struct event {
+    const char *name, *cat, *ph, *scope;
+    const int64_t *ts;
+    int64_t pid, tid;
+};
+
 /* Starts one event: {"name":NAME,"cat":CAT,"ph":PH[,"s":S][,"ts":T],"pid":P,"tid":TID,"args":{
  * The caller adds the args and closes both braces with end_event. */
-static void begin_event(struct trace *t, const char *name, const char *cat, const char *ph,
-                        const char *scope, const int64_t *ts, int64_t pid, int64_t tid)
+static void begin_event(struct trace *t, const struct event *e)
 {
+    const char *name = e->name, *cat = e->cat, *ph = e->ph, *scope = e->scope;
+    const int64_t *ts = e->ts;
+    int64_t pid = e->pid, tid = e->tid;
     sb_add(t->o, t->first ? "\n" : ",\n");
     t->first = false;
     sb_add(t->o, "{\"name\":");
@@ -125,7 +134,7 @@ static void counter(struct trace *t, const struct panel *p, int64_t pid, const c
 {
     struct strbuf name = { 0 };
     device_name(&name, p, what);
-    begin_event(t, sb_str(&name), "vramwatch.memory", "C", NULL, &ts, pid, pid);
+    begin_event(t, &(struct event){ sb_str(&name), "vramwatch.memory", "C", NULL, &ts, pid, pid });
     bool first = true;
     arg_int(t, &first, "bytes", bytes < 0 ? 0 : bytes);
     end_event(t);
@@ -173,8 +182,9 @@ static void panel_events(struct trace *t, const struct model_report *r, const st
         sb_printf(&name, "%s: %s of %s",
                   real ? "out of memory" : "failed, retried after a cache flush", f->api,
                   util_fmt_size(f->size, s1));
-        begin_event(t, sb_str(&name), "vramwatch.failure", "i", "t", &f->time_unix_ns, pid,
-                    f->thread.known ? f->thread.v : pid);
+        begin_event(t, &(struct event){ sb_str(&name), "vramwatch.failure", "i", "t",
+                                        &f->time_unix_ns, pid,
+                                        f->thread.known ? f->thread.v : pid });
         sb_free(&name);
         bool first = true;
         arg_str(t, &first, "api", f->api);
@@ -201,7 +211,8 @@ static void panel_events(struct trace *t, const struct model_report *r, const st
             continue;
         struct strbuf name = { 0 };
         sb_printf(&name, "cache flush: %s freed", util_fmt_size(e->freed_bytes, s1));
-        begin_event(t, sb_str(&name), "vramwatch.flush", "i", "p", &e->time_unix_ns, pid, pid);
+        begin_event(t, &(struct event){ sb_str(&name), "vramwatch.flush", "i", "p",
+                                        &e->time_unix_ns, pid, pid });
         sb_free(&name);
         bool first = true;
         arg_str(t, &first, "api", e->api);
@@ -217,7 +228,8 @@ static void panel_events(struct trace *t, const struct model_report *r, const st
         const struct model_tl_step *s = &p->d->steps[i];
         struct strbuf name = { 0 };
         sb_printf(&name, "growth step: %s of %s", s->api, util_fmt_size(s->size, s1));
-        begin_event(t, sb_str(&name), "vramwatch.step", "i", "p", &s->time_unix_ns, pid, pid);
+        begin_event(t, &(struct event){ sb_str(&name), "vramwatch.step", "i", "p",
+                                        &s->time_unix_ns, pid, pid });
         sb_free(&name);
         bool first = true;
         arg_int(t, &first, "size_bytes", s->size);
@@ -234,7 +246,8 @@ static void panel_events(struct trace *t, const struct model_report *r, const st
         struct strbuf name = { 0 };
         device_name(&name, p, "peak ");
         sb_add(&name, util_fmt_size(pk->live_max, s1));
-        begin_event(t, sb_str(&name), "vramwatch.peak", "i", "p", &pk->peak_t, pid, pid);
+        begin_event(t, &(struct event){ sb_str(&name), "vramwatch.peak", "i", "p", &pk->peak_t,
+                                        pid, pid });
         sb_free(&name);
         bool first = true;
         arg_int(t, &first, "live_bytes", pk->live_max);
@@ -248,7 +261,8 @@ static void report_events(struct trace *t, const struct model_report *r, int64_t
     char s1[UTIL_SIZE_LEN];
     for (size_t i = 0; i < r->n_markers; i++) {
         const struct model_marker *m = &r->markers[i];
-        begin_event(t, m->label, "vramwatch.marker", "i", "p", &m->time_unix_ns, pid, pid);
+        begin_event(t, &(struct event){ m->label, "vramwatch.marker", "i", "p", &m->time_unix_ns,
+                                        pid, pid });
         bool first = true;
         arg_int(t, &first, "live_bytes", m->live_bytes);
         arg_size(t, &first, "live", m->live_bytes);
@@ -262,8 +276,9 @@ static void report_events(struct trace *t, const struct model_report *r, int64_t
         sb_add(&name, "PyTorch out of memory");
         if (fw->requested_bytes.known)
             sb_printf(&name, ": tried to allocate %s", util_fmt_size(fw->requested_bytes.v, s1));
-        begin_event(t, sb_str(&name), "vramwatch.framework", "i", "t", &fw->time_unix_ns.v, pid,
-                    fw->thread.known ? fw->thread.v : pid);
+        begin_event(t, &(struct event){ sb_str(&name), "vramwatch.framework", "i", "t",
+                                        &fw->time_unix_ns.v, pid,
+                                        fw->thread.known ? fw->thread.v : pid });
         sb_free(&name);
         bool first = true;
         arg_str(t, &first, "exception", fw->exception);
@@ -344,12 +359,13 @@ void timeline_trace_write(struct strbuf *o, const struct view *v)
         const struct model_report *r = v->reports[i];
         struct strbuf title = { 0 };
         process_title(&title, r, v->who[i]);
-        begin_event(&t, "process_name", NULL, "M", NULL, NULL, pids[i], pids[i]);
+        begin_event(&t, &(struct event){ "process_name", NULL, "M", NULL, NULL, pids[i], pids[i] });
         bool first = true;
         arg_str(&t, &first, "name", sb_str(&title));
         end_event(&t);
         sb_free(&title);
-        begin_event(&t, "process_sort_index", NULL, "M", NULL, NULL, pids[i], pids[i]);
+        begin_event(&t, &(struct event){ "process_sort_index", NULL, "M", NULL, NULL, pids[i],
+                                         pids[i] });
         first = true;
         arg_int(&t, &first, "sort_index", r->process.rank.known ? r->process.rank.v : (int64_t)i);
         end_event(&t);
@@ -363,13 +379,13 @@ void timeline_trace_write(struct strbuf *o, const struct view *v)
                 continue;
             struct strbuf tn = { 0 };
             sb_printf(&tn, "thread %" PRId64, th.v);
-            begin_event(&t, "thread_name", NULL, "M", NULL, NULL, pids[i], th.v);
+            begin_event(&t, &(struct event){ "thread_name", NULL, "M", NULL, NULL, pids[i], th.v });
             first = true;
             arg_str(&t, &first, "name", sb_str(&tn));
             end_event(&t);
             sb_free(&tn);
         }
-        begin_event(&t, "thread_name", NULL, "M", NULL, NULL, pids[i], pids[i]);
+        begin_event(&t, &(struct event){ "thread_name", NULL, "M", NULL, NULL, pids[i], pids[i] });
         first = true;
         arg_str(&t, &first, "name", "main thread");
         end_event(&t);
