@@ -123,14 +123,26 @@ static bool in_list(char *const *list, size_t n, const char *s, size_t len)
     return false;
 }
 
-/* Whether the path [s, s + len) names a file called base. */
-static bool named(const char *s, size_t len, const char *base)
+/* Whether the path [s, s + len) names the library: libvramwatch.so, or the file of its soname or
+ * its version (libvramwatch.so.0, libvramwatch.so.0.1.0), which a path taken through realpath
+ * names. */
+static bool names_library(const char *s, size_t len)
 {
     const char *b = s;
     for (const char *c = s; c < s + len; c++)
         if (*c == '/')
             b = c + 1;
-    return (size_t)(s + len - b) == strlen(base) && strncmp(b, base, strlen(base)) == 0;
+    size_t n = (size_t)(s + len - b), k = strlen(PRELOAD_LIBRARY);
+    if (n < k || strncmp(b, PRELOAD_LIBRARY, k) != 0)
+        return false;
+    if (n == k)
+        return true;
+    if (b[k] != '.' || n == k + 1)
+        return false;
+    for (size_t i = k + 1; i < n; i++)
+        if (!((b[i] >= '0' && b[i] <= '9') || b[i] == '.'))
+            return false;
+    return true;
 }
 
 /* The entries of LD_PRELOAD (split at colons and spaces, as ld.so splits it) less ours, which go
@@ -141,7 +153,7 @@ static char *other_preloads(const char *old, char *const *ours, size_t n, bool d
     for (const char *p = old ? old : ""; *p;) {
         size_t len = strcspn(p, ": ");
         bool ours_or_library = in_list(ours, n, p, len) ||
-                               (drop_library && named(p, len, PRELOAD_LIBRARY));
+                               (drop_library && names_library(p, len));
         if (len > 0 && !ours_or_library) {
             if (b.len)
                 sb_addc(&b, ':');
