@@ -7,7 +7,7 @@
 #include "advice.h"
 #include "advice_print.h"
 #include "commands.h"
-#include "job.h"
+#include "common.h"
 #include "sb.h"
 
 static const char usage[] =
@@ -35,76 +35,81 @@ static const char usage[] =
         "out of memory for good, PyTorch's out-of-memory error, or in observe mode the emulated\n"
         "limit crossed); 2 bad usage, unreadable reports, or reports of different jobs.\n";
 
+struct advise_args {
+    uint64_t target_bytes;
+    double headroom;
+};
+
+static int advise_option(struct util_args *a, int c, void *opts)
+{
+    struct advise_args *o = opts;
+    switch (c) {
+    case 't':
+        if (!util_args_size(a, &o->target_bytes))
+            return EXIT_USAGE;
+        if (o->target_bytes > INT64_MAX) {
+            util_err("advise: --target %s: larger than any card", a->value);
+            return EXIT_USAGE;
+        }
+        return -1;
+    case 'r':
+        return util_args_percent(a, &o->headroom) ? -1 : EXIT_USAGE;
+    default:
+        return EXIT_USAGE;
+    }
+}
+
+/* The advice for the reports, printed: EXIT_DONE, EXIT_PROBLEM for a run that did not fit, or
+ * EXIT_USAGE once the reason is on stderr. */
+static int advise(const struct common_reports *r, const struct advise_args *o, bool json)
+{
+    struct advice a;
+    struct advice_opts ao = { .target = (int64_t)o->target_bytes, .headroom = o->headroom };
+    struct strbuf err = { 0 };
+    int status = EXIT_DONE;
+    if (!advice_build(&a, r->v, r->n, &ao, &err)) {
+        util_err("advise: %s", sb_str(&err));
+        status = EXIT_USAGE;
+    } else {
+        if (json)
+            advice_print_json(stdout, &a);
+        else
+            advice_print_text(stdout, &a);
+        /* The problem advice is for: a run that did not fit (README, exit status). */
+        if (common_did_not_fit(r->v, r->n))
+            status = EXIT_PROBLEM;
+    }
+    sb_free(&err);
+    advice_free(&a);
+    return status;
+}
+
 int cmd_advise(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        { "json", no_argument, NULL, 'j' },
+        { "json", no_argument, NULL, COMMON_OPT_JSON },
         { "target", required_argument, NULL, 't' },
         { "headroom", required_argument, NULL, 'r' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    bool json = false;
-    uint64_t target_bytes = 0;
-    double headroom = ADVICE_DEFAULT_HEADROOM;
-    struct util_args args;
-    util_args_init(&args, "advise", argc, argv, "h", longopts);
-    for (int c; (c = util_args_next(&args)) != -1;) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 't':
-            if (!util_args_size(&args, &target_bytes))
-                return EXIT_USAGE;
-            if (target_bytes > INT64_MAX) {
-                util_err("advise: --target %s: larger than any card", args.value);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'r':
-            if (!util_args_percent(&args, &headroom))
-                return EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return EXIT_DONE;
-        default:
-            return EXIT_USAGE;
-        }
-    }
-    char **paths = argv + args.next;
-    size_t n = (size_t)(argc - args.next);
-    if (n == 0)
-        return util_usage_error(&args, "no report file given");
+    struct advise_args ao = { .headroom = ADVICE_DEFAULT_HEADROOM };
+    const struct common_cmd cmd = { .name = "advise",
+                                    .usage = usage,
+                                    .shortopts = "h",
+                                    .longopts = longopts,
+                                    .option = advise_option,
+                                    .opts = &ao,
+                                    .reports = true };
+    struct common_opts o;
+    int status = common_options(&cmd, argc, argv, &o);
+    if (status >= 0)
+        return status;
     /* reports, or merged job files whose processes' reports are taken out of them */
-    struct model_report *reports = NULL;
-    size_t loaded = 0;
-    int status = job_load_files(NULL, paths, n, &reports, &loaded) ? EXIT_DONE : EXIT_USAGE;
-    if (status == EXIT_DONE) {
-        struct advice a;
-        struct advice_opts ao = { .target = (int64_t)target_bytes, .headroom = headroom };
-        struct strbuf err = { 0 };
-        if (!advice_build(&a, reports, loaded, &ao, &err)) {
-            util_err("advise: %s", sb_str(&err));
-            status = EXIT_USAGE;
-        } else {
-            if (json)
-                advice_print_json(stdout, &a);
-            else
-                advice_print_text(stdout, &a);
-            /* The problem advice is for: a run that did not fit (README, exit status). */
-            for (size_t i = 0; i < loaded; i++)
-                if (model_did_not_fit(&reports[i]))
-                    status = EXIT_PROBLEM;
-        }
-        sb_free(&err);
-        advice_free(&a);
-    }
-    job_free_reports(reports, loaded);
-    if (fflush(stdout) != 0 && status != EXIT_USAGE) {
-        util_err("advise: cannot write the output");
-        status = EXIT_USAGE;
-    }
-    return status;
+    struct common_reports r;
+    status = common_load_reports(&o, NULL, &r);
+    if (status == EXIT_DONE)
+        status = advise(&r, &ao, o.json);
+    common_free_reports(&r);
+    return common_flush("advise", status);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "common.h"
 #include "job.h"
 #include "json.h"
 #include "sb.h"
@@ -38,6 +39,32 @@ static void print_doc(FILE *f, const void *doc)
     json_print(f, doc);
 }
 
+static int merge_option(struct util_args *a, int c, void *opts)
+{
+    if (c != 'o')
+        return EXIT_USAGE;
+    *(const char **)opts = a->value;
+    return -1;
+}
+
+/* "merged 4 processes into job.json; first out of memory: rank 2, pid 4242 on node1" */
+static void print_merged(const struct job *j, const char *output)
+{
+    struct strbuf line = { 0 };
+    sb_printf(&line, "merged %zu process%s into ", j->n, j->n == 1 ? "" : "es");
+    util_add_text(&line, output);
+    if (j->first_failure) {
+        const struct model_report *r = j->procs[j->first_failure_proc].r;
+        sb_add(&line, "; first out of memory: ");
+        if (r->process.rank.known)
+            sb_printf(&line, "rank %" PRId64 ", ", r->process.rank.v);
+        sb_printf(&line, "pid %" PRId64 " on ", r->process.pid);
+        util_add_text(&line, r->process.host);
+    }
+    printf("%s\n", sb_str(&line));
+    sb_free(&line);
+}
+
 int cmd_merge(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -46,70 +73,42 @@ int cmd_merge(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     const char *output = NULL;
-    struct util_args a;
-    util_args_init(&a, "merge", argc, argv, "ho:", longopts);
-    for (int c; (c = util_args_next(&a)) != -1;) {
-        switch (c) {
-        case 'o':
-            output = a.value;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return EXIT_DONE;
-        default: /* the one-line error is on stderr */
-            return EXIT_USAGE;
-        }
-    }
-    char **paths = argv + a.next;
-    size_t n = (size_t)(argc - a.next);
-    if (n == 0 || !output) {
+    const struct common_cmd cmd = { .name = "merge",
+                                    .usage = usage,
+                                    .shortopts = "ho:",
+                                    .longopts = longopts,
+                                    .option = merge_option,
+                                    .opts = &output };
+    struct common_opts o;
+    int status = common_options(&cmd, argc, argv, &o);
+    if (status >= 0)
+        return status;
+    if (o.n_operands == 0 || !output) {
         util_err("merge: %s (usage: vramwatch merge REPORT... -o FILE)",
-                 n == 0 ? "no report file given" : "no output file given with -o");
+                 o.n_operands == 0 ? "no report file given" : "no output file given with -o");
         return EXIT_USAGE;
     }
 
-    struct model_report *reports = NULL;
-    size_t n_reports = 0;
-    int status = job_load_files("merge", paths, n, &reports, &n_reports) ? EXIT_DONE : EXIT_USAGE;
+    struct common_reports r;
+    status = common_load_reports(&o, "merge", &r);
     struct strbuf err = { 0 };
-    if (status == EXIT_DONE && job_mixed(reports, n_reports, &err)) {
+    if (status == EXIT_DONE && job_mixed(r.v, r.n, &err)) {
         util_err("merge: %s", sb_str(&err));
         status = EXIT_USAGE;
     }
+    sb_free(&err);
     if (status == EXIT_DONE) {
         struct job j;
-        job_build(&j, reports, n_reports);
+        job_build(&j, r.v, r.n);
         cJSON *doc = job_to_json(&j);
         /* Whole or not at all, mode 0600 (reports hold command lines), never through a link. */
-        if (!util_replace_file(output, 0600, print_doc, doc, &err)) {
-            struct strbuf where = { 0 };
-            util_add_text(&where, output);
-            util_err("merge: cannot write %s: %s", sb_str(&where), sb_str(&err));
-            sb_free(&where);
+        if (common_write_file("merge", output, print_doc, doc))
+            print_merged(&j, output);
+        else
             status = EXIT_USAGE;
-        } else {
-            struct strbuf line = { 0 };
-            sb_printf(&line, "merged %zu process%s into ", j.n, j.n == 1 ? "" : "es");
-            util_add_text(&line, output);
-            if (j.first_failure) {
-                const struct model_report *r = j.procs[j.first_failure_proc].r;
-                sb_add(&line, "; first out of memory: ");
-                if (r->process.rank.known)
-                    sb_printf(&line, "rank %" PRId64 ", ", r->process.rank.v);
-                sb_printf(&line, "pid %" PRId64 " on ", r->process.pid);
-                util_add_text(&line, r->process.host);
-            }
-            printf("%s\n", sb_str(&line));
-            sb_free(&line);
-        }
         cJSON_Delete(doc);
         job_free(&j);
     }
-    sb_free(&err);
-    job_free_reports(reports, n_reports);
-    if (fflush(stdout) != 0 && status == EXIT_DONE) {
-        util_err("merge: cannot write the output");
-        status = EXIT_USAGE;
-    }
-    return status;
+    common_free_reports(&r);
+    return common_flush("merge", status);
 }

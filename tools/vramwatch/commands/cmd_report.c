@@ -5,7 +5,7 @@
 
 #include "colour.h"
 #include "commands.h"
-#include "job.h"
+#include "common.h"
 #include "report_view.h"
 
 static const char usage[] =
@@ -32,58 +32,47 @@ static const char usage[] =
         "allocation out of memory for good, PyTorch's out-of-memory error, or in observe mode the\n"
         "emulated limit crossed); 2 bad usage or a file that is not a readable vramwatch report.\n";
 
+static int report_option(struct util_args *a, int c, void *opts)
+{
+    struct report_opts *o = opts;
+    if (c != 'f')
+        return EXIT_USAGE;
+    o->full = true;
+    return -1;
+}
+
 int cmd_report(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        { "json", no_argument, NULL, 'j' },
+        { "json", no_argument, NULL, COMMON_OPT_JSON },
         { "full", no_argument, NULL, 'f' },
-        { "color", required_argument, NULL, 'C' },
+        { "color", required_argument, NULL, COMMON_OPT_COLOR },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct report_opts o = { 0 };
-    enum colour_mode colour = COLOUR_AUTO;
-    struct util_args a;
-    util_args_init(&a, "report", argc, argv, "h", longopts);
-    for (int c; (c = util_args_next(&a)) != -1;) {
-        switch (c) {
-        case 'j':
-            o.json = true;
-            break;
-        case 'f':
-            o.full = true;
-            break;
-        case 'C':
-            if (!colour_option(&a, &colour))
-                return EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return EXIT_DONE;
-        default:
-            return EXIT_USAGE;
-        }
-    }
-    char **paths = argv + a.next;
-    size_t n = (size_t)(argc - a.next);
-    if (n == 0)
-        return util_usage_error(&a, "no report file given");
+    struct report_opts ro = { 0 };
+    const struct common_cmd cmd = { .name = "report",
+                                    .usage = usage,
+                                    .shortopts = "h",
+                                    .longopts = longopts,
+                                    .option = report_option,
+                                    .opts = &ro,
+                                    .reports = true };
+    struct common_opts o;
+    int status = common_options(&cmd, argc, argv, &o);
+    if (status >= 0)
+        return status;
+    ro.json = o.json;
     /* JSON is for programs: never coloured. */
-    o.color = !o.json && colour_wanted(colour);
-    struct model_report *reports = NULL;
-    size_t n_reports = 0;
-    int status = job_load_files(NULL, paths, n, &reports, &n_reports) ? EXIT_DONE : EXIT_USAGE;
+    ro.color = !ro.json && colour_wanted(o.colour);
+    struct common_reports r;
+    status = common_load_reports(&o, NULL, &r);
     if (status == EXIT_DONE) {
-        report_view_show(stdout, reports, n_reports, &o);
+        report_view_show(stdout, r.v, r.n, &ro);
         /* The problem a report reports: a run that did not fit (README, exit status). */
-        for (size_t i = 0; i < n_reports; i++)
-            if (model_did_not_fit(&reports[i]))
-                status = EXIT_PROBLEM;
+        if (common_did_not_fit(r.v, r.n))
+            status = EXIT_PROBLEM;
     }
-    job_free_reports(reports, n_reports);
-    if (fflush(stdout) != 0 && status != EXIT_USAGE) {
-        util_err("report: cannot write the output");
-        status = EXIT_USAGE;
-    }
-    return status;
+    common_free_reports(&r);
+    return common_flush("report", status);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "common.h"
 #include "sb.h"
 #include "simcard.h"
 
@@ -39,6 +40,14 @@ static void print_usage(void)
           stdout);
 }
 
+static int sim_option(struct util_args *a, int c, void *opts)
+{
+    if (c != 'e')
+        return EXIT_USAGE;
+    *(bool *)opts = true;
+    return -1;
+}
+
 int cmd_sim(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -47,30 +56,27 @@ int cmd_sim(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     bool env_only = false;
-    struct util_args a;
-    util_args_init(&a, "sim", argc, argv, "+h", longopts);
-    for (int c; (c = util_args_next(&a)) != -1;) {
-        switch (c) {
-        case 'e':
-            env_only = true;
-            break;
-        case 'h':
-            print_usage();
-            return EXIT_DONE;
-        default:
-            return EXIT_USAGE;
-        }
-    }
-    if (a.next >= argc)
-        return util_usage_error(&a, "no card given (a size, 16GiB, or a name, H100)");
-    const char *arg = argv[a.next];
-    int next = a.next + 1;
+    const struct common_cmd cmd = { .name = "sim",
+                                    .help = print_usage,
+                                    .shortopts = "+h",
+                                    .longopts = longopts,
+                                    .option = sim_option,
+                                    .opts = &env_only };
+    struct common_opts o;
+    int parsed = common_options(&cmd, argc, argv, &o);
+    if (parsed >= 0)
+        return parsed;
+    const struct util_args *a = &o.args;
+    if (a->next >= argc)
+        return util_usage_error(a, "no card given (a size, 16GiB, or a name, H100)");
+    const char *arg = argv[a->next];
+    int next = a->next + 1;
     if (next < argc && strcmp(argv[next], "--") == 0)
         next++;
     if (env_only && next < argc)
-        return util_usage_error(&a, "--env takes a card only, not a command: %s", argv[next]);
+        return util_usage_error(a, "--env takes a card only, not a command: %s", argv[next]);
     if (!env_only && next >= argc)
-        return util_usage_error(&a, "no command given");
+        return util_usage_error(a, "no command given");
 
     struct simcard card;
     struct strbuf why = { 0 };

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "common.h"
 #include "livefile.h"
 #include "model.h"
 #include "redact.h"
@@ -329,6 +330,25 @@ static void draw(const char *text, bool tty)
     fflush(stdout);
 }
 
+struct top_args {
+    bool once;
+    double interval;
+};
+
+static int top_option(struct util_args *a, int c, void *opts)
+{
+    struct top_args *t = opts;
+    switch (c) {
+    case '1':
+        t->once = true;
+        return -1;
+    case 'i':
+        return util_args_number(a, 0.1, 3600, &t->interval) ? -1 : EXIT_USAGE;
+    default:
+        return EXIT_USAGE;
+    }
+}
+
 int cmd_top(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -337,31 +357,22 @@ int cmd_top(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    bool once = false;
-    double interval = 1.0;
-    struct util_args a;
-    util_args_init(&a, "top", argc, argv, "h", longopts);
-    for (int c; (c = util_args_next(&a)) != -1;) {
-        switch (c) {
-        case '1':
-            once = true;
-            break;
-        case 'i':
-            if (!util_args_number(&a, 0.1, 3600, &interval))
-                return EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return EXIT_DONE;
-        default: /* the one-line error is on stderr */
-            return EXIT_USAGE;
-        }
-    }
-    if (argc - a.next > 1)
-        return util_usage_error(&a, "one folder at most, %d given", argc - a.next);
+    struct top_args t = { .interval = 1.0 };
+    const struct common_cmd cmd = { .name = "top",
+                                    .usage = usage,
+                                    .shortopts = "h",
+                                    .longopts = longopts,
+                                    .option = top_option,
+                                    .opts = &t };
+    struct common_opts o;
+    int parsed = common_options(&cmd, argc, argv, &o);
+    if (parsed >= 0)
+        return parsed;
+    if (o.n_operands > 1)
+        return util_usage_error(&o.args, "one folder at most, %d given", (int)o.n_operands);
     const char *env = getenv("VRAMWATCH_DIR");
-    const char *dir = a.next < argc ? argv[a.next] : env && *env ? env : ".";
-    bool tty = !once && isatty(STDOUT_FILENO);
+    const char *dir = o.n_operands ? o.operands[0] : env && *env ? env : ".";
+    bool tty = !t.once && isatty(STDOUT_FILENO);
     struct proc *procs = NULL;
     int status = EXIT_DONE;
     for (bool first = true;; first = false) {
@@ -378,10 +389,10 @@ int cmd_top(int argc, char **argv)
         render(&text, dir, procs, n, exited);
         draw(sb_str(&text), tty);
         sb_free(&text);
-        if (once)
+        if (t.once)
             break;
-        struct timespec ts = { (time_t)interval,
-                               (long)((interval - (double)(time_t)interval) * 1e9) };
+        struct timespec ts = { (time_t)t.interval,
+                               (long)((t.interval - (double)(time_t)t.interval) * 1e9) };
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
             ;
     }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "common.h"
 #include "config.h"
 #include "util.h"
 
@@ -48,6 +49,15 @@ static void print_help(void)
           stdout);
 }
 
+/* -V: the only option of the top level besides --help. */
+static int version_option(struct util_args *a, int c, void *opts)
+{
+    if (c != 'V')
+        return EXIT_USAGE;
+    puts("vramwatch " VW_VERSION);
+    return EXIT_DONE;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -56,20 +66,16 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     /* Options of the top level only, up to the command: what follows it is the command's own. */
-    struct util_args a;
-    util_args_init(&a, "", argc, argv, "+hV", longopts);
-    for (int c; (c = util_args_next(&a)) != -1;) {
-        switch (c) {
-        case 'h':
-            print_help();
-            return EXIT_DONE;
-        case 'V':
-            puts("vramwatch " VW_VERSION);
-            return EXIT_DONE;
-        default:
-            return EXIT_USAGE;
-        }
-    }
+    const struct common_cmd cmd = { .name = "",
+                                    .help = print_help,
+                                    .shortopts = "+hV",
+                                    .longopts = longopts,
+                                    .option = version_option };
+    struct common_opts o;
+    int status = common_options(&cmd, argc, argv, &o);
+    if (status >= 0)
+        return status;
+    const struct util_args a = o.args;
     if (a.next >= argc) {
         util_err("no command given (see vramwatch --help)");
         return EXIT_USAGE;
