@@ -10,6 +10,7 @@
 
 #include "colour.h"
 #include "commands.h"
+#include "common.h"
 #include "job.h"
 #include "sb.h"
 #include "timeline_view.h"
@@ -41,10 +42,96 @@ static const char usage[] =
 
 /* ---- the command ---- */
 
-static bool ends_with(const char *s, const char *suffix)
+/* What is written: the terminal view, or a file whose kind its name or --format says. */
+enum kind { TERMINAL, SVG, HTML, TRACE };
+
+struct timeline_args {
+    const char *output, *format;
+};
+
+enum { OPT_FORMAT = 256 };
+
+static int timeline_option(struct util_args *a, int c, void *opts)
 {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
+    struct timeline_args *t = opts;
+    if (c == 'o')
+        t->output = a->value;
+    else if (c == OPT_FORMAT)
+        t->format = a->value;
+    else
+        return EXIT_USAGE;
+    return -1;
+}
+
+/* The kind of output -o and --format ask for: -1 to go on, else EXIT_USAGE once said. */
+static int output_kind(const struct timeline_args *t, enum kind *kind)
+{
+    enum kind named = TERMINAL;
+    *kind = TERMINAL;
+    if (t->output) {
+        if (util_has_suffix(t->output, ".html") || util_has_suffix(t->output, ".htm"))
+            named = HTML;
+        else if (util_has_suffix(t->output, ".svg"))
+            named = SVG;
+        else if (util_has_suffix(t->output, ".trace.json"))
+            named = TRACE;
+    }
+    if (t->format) {
+        *kind = strcmp(t->format, "svg") == 0     ? SVG
+                : strcmp(t->format, "html") == 0  ? HTML
+                : strcmp(t->format, "trace") == 0 ? TRACE
+                                                  : TERMINAL;
+        if (*kind == TERMINAL) {
+            util_err("timeline: --format=%s: expected svg, html or trace", t->format);
+            return EXIT_USAGE;
+        }
+        if (named != TERMINAL && named != *kind) {
+            util_err("timeline: %s: the name says one format, --format=%s another", t->output,
+                     t->format);
+            return EXIT_USAGE;
+        }
+    } else if (t->output) {
+        *kind = named;
+        if (*kind == TERMINAL) {
+            util_err("timeline: %s: the output must end in .svg, .html or .trace.json (or give "
+                     "--format)",
+                     t->output);
+            return EXIT_USAGE;
+        }
+    }
+    return -1;
+}
+
+/* Whether the reports can be drawn as one picture: each with a timeline, and one job. */
+static int check_reports(const struct common_reports *r, char *const *paths)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        const char *path = r->v[i].path ? r->v[i].path : paths[0];
+        if (!r->v[i].timeline.known) {
+            util_err(
+                    "timeline: %s has no timeline: it was written by an earlier version of vramwatch; "
+                    "vramwatch report shows what it holds",
+                    path);
+            return EXIT_USAGE;
+        }
+        if (r->v[i].timeline.n_devices == 0 && r->n == 1) {
+            util_err(
+                    "timeline: %s has no device memory over time to show (no allocation was recorded)",
+                    path);
+            return EXIT_USAGE;
+        }
+    }
+    int status = EXIT_DONE;
+    if (r->n > 1) {
+        /* one picture is of one job: the rule merge applies */
+        struct strbuf why = { 0 };
+        if (job_mixed(r->v, r->n, &why)) {
+            util_err("timeline: %s", sb_str(&why));
+            status = EXIT_USAGE;
+        }
+        sb_free(&why);
+    }
+    return status;
 }
 
 static void write_doc(FILE *f, const void *doc)
@@ -53,154 +140,87 @@ static void write_doc(FILE *f, const void *doc)
     fwrite(b->s, 1, b->len, f);
 }
 
+/* The picture of v written where it goes: EXIT_DONE, or EXIT_USAGE once said. */
+static int draw(const struct view *v, enum kind kind, const char *output, enum colour_mode colour)
+{
+    if (kind == TERMINAL) {
+        timeline_term_print(stdout, v, colour_wanted(colour));
+        return common_flush("timeline", EXIT_DONE);
+    }
+    struct strbuf doc = { 0 };
+    if (kind == TRACE)
+        timeline_trace_write(&doc, v);
+    else
+        timeline_svg_write(&doc, v, kind == HTML);
+    int status = EXIT_DONE;
+    if (!output) {
+        write_doc(stdout, &doc);
+        status = common_flush("timeline", status);
+    } else if (!common_write_file("timeline", output, write_doc, &doc)) {
+        /* whole or not at all, as merge -o: the picture holds the job's command line */
+        status = EXIT_USAGE;
+    }
+    sb_free(&doc);
+    return status;
+}
+
+/* The reports' panels, a job's processes in rank order as report shows them, drawn. */
+static int draw_reports(const struct common_reports *r, enum kind kind, const char *output,
+                        enum colour_mode colour)
+{
+    struct job j = { 0 };
+    job_build(&j, r->v, r->n);
+    const struct model_report **order = util_xcalloc(r->n, sizeof *order);
+    for (size_t i = 0; i < r->n; i++)
+        order[i] = j.procs[i].r;
+    struct view v;
+    timeline_view_build(&v, order, r->n);
+    int status;
+    if (v.n_panels == 0) {
+        util_err(
+                "timeline: no device memory over time to show in these reports (no allocation was recorded)");
+        status = EXIT_USAGE;
+    } else {
+        status = draw(&v, kind, output, colour);
+    }
+    timeline_view_free(&v);
+    job_free(&j);
+    free(order);
+    return status;
+}
+
 int cmd_timeline(int argc, char **argv)
 {
-    const char *output = NULL, *format = NULL;
-    enum colour_mode colour = COLOUR_AUTO;
-    enum { OPT_FORMAT = 256, OPT_COLOR };
     static const struct option longopts[] = {
         { "output", required_argument, NULL, 'o' },
         { "format", required_argument, NULL, OPT_FORMAT },
-        { "color", required_argument, NULL, OPT_COLOR },
+        { "color", required_argument, NULL, COMMON_OPT_COLOR },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct util_args a;
-    util_args_init(&a, "timeline", argc, argv, "ho:", longopts);
-    for (int c; (c = util_args_next(&a)) != -1;) {
-        switch (c) {
-        case 'o':
-            output = a.value;
-            break;
-        case OPT_COLOR:
-            if (!colour_option(&a, &colour))
-                return EXIT_USAGE;
-            break;
-        case OPT_FORMAT:
-            format = a.value;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return EXIT_DONE;
-        default:
-            return EXIT_USAGE;
-        }
-    }
-    char **paths = argv + a.next;
-    size_t n_paths = (size_t)(argc - a.next);
-    if (!n_paths)
-        return util_usage_error(&a, "no report file given");
-    /* What is written: the terminal view, or a file whose kind its name or --format says. */
-    enum { TERMINAL, SVG, HTML, TRACE } kind = TERMINAL, named = TERMINAL;
-    if (output) {
-        if (ends_with(output, ".html") || ends_with(output, ".htm"))
-            named = HTML;
-        else if (ends_with(output, ".svg"))
-            named = SVG;
-        else if (ends_with(output, ".trace.json"))
-            named = TRACE;
-    }
-    if (format) {
-        kind = strcmp(format, "svg") == 0     ? SVG
-               : strcmp(format, "html") == 0  ? HTML
-               : strcmp(format, "trace") == 0 ? TRACE
-                                              : TERMINAL;
-        if (kind == TERMINAL) {
-            util_err("timeline: --format=%s: expected svg, html or trace", format);
-            return EXIT_USAGE;
-        }
-        if (named != TERMINAL && named != kind) {
-            util_err("timeline: %s: the name says one format, --format=%s another", output, format);
-            return EXIT_USAGE;
-        }
-    } else if (output) {
-        kind = named;
-        if (kind == TERMINAL) {
-            util_err("timeline: %s: the output must end in .svg, .html or .trace.json (or give "
-                     "--format)",
-                     output);
-            return EXIT_USAGE;
-        }
-    }
+    struct timeline_args t = { 0 };
+    const struct common_cmd cmd = { .name = "timeline",
+                                    .usage = usage,
+                                    .shortopts = "ho:",
+                                    .longopts = longopts,
+                                    .option = timeline_option,
+                                    .opts = &t,
+                                    .reports = true };
+    struct common_opts o;
+    int status = common_options(&cmd, argc, argv, &o);
+    if (status >= 0)
+        return status;
+    enum kind kind;
+    status = output_kind(&t, &kind);
+    if (status >= 0)
+        return status;
     /* Reports, or merged job files whose processes' reports are taken out of them. */
-    struct model_report *reports = NULL;
-    size_t n = 0;
-    int status = job_load_files(NULL, paths, n_paths, &reports, &n) ? EXIT_DONE : EXIT_USAGE;
-    for (size_t i = 0; i < n && status == EXIT_DONE; i++) {
-        const char *path = reports[i].path ? reports[i].path : paths[0];
-        if (!reports[i].timeline.known) {
-            util_err(
-                    "timeline: %s has no timeline: it was written by an earlier version of vramwatch; "
-                    "vramwatch report shows what it holds",
-                    path);
-            status = EXIT_USAGE;
-        } else if (reports[i].timeline.n_devices == 0 && n == 1) {
-            util_err(
-                    "timeline: %s has no device memory over time to show (no allocation was recorded)",
-                    path);
-            status = EXIT_USAGE;
-        }
-    }
-    if (status == EXIT_DONE && n > 1) {
-        /* one picture is of one job: the rule merge applies */
-        struct strbuf why = { 0 };
-        if (job_mixed(reports, n, &why)) {
-            util_err("timeline: %s", sb_str(&why));
-            status = EXIT_USAGE;
-        }
-        sb_free(&why);
-    }
-    struct job j = { 0 };
-    const struct model_report **order = NULL;
-    if (status == EXIT_DONE) {
-        /* a job's processes in rank order, as report shows them */
-        job_build(&j, reports, n);
-        order = util_xcalloc(n, sizeof *order);
-        for (size_t i = 0; i < n; i++)
-            order[i] = j.procs[i].r;
-        struct view v;
-        timeline_view_build(&v, order, n);
-        if (v.n_panels == 0) {
-            util_err(
-                    "timeline: no device memory over time to show in these reports (no allocation was recorded)");
-            status = EXIT_USAGE;
-        } else if (kind != TERMINAL) {
-            struct strbuf doc = { 0 };
-            if (kind == TRACE)
-                timeline_trace_write(&doc, &v);
-            else
-                timeline_svg_write(&doc, &v, kind == HTML);
-            if (!output) {
-                write_doc(stdout, &doc);
-                if (fflush(stdout) != 0) {
-                    util_err("timeline: cannot write the output");
-                    status = EXIT_USAGE;
-                }
-            } else {
-                /* Whole or not at all, never through a link; mode 0600 as reports and merge -o: the
-                 * picture holds the job's command line (docs/reliability.md). */
-                struct strbuf why = { 0 };
-                if (!util_replace_file(output, 0600, write_doc, &doc, &why)) {
-                    struct strbuf where = { 0 };
-                    util_add_text(&where, output);
-                    util_err("timeline: cannot write %s: %s", sb_str(&where), sb_str(&why));
-                    sb_free(&where);
-                    status = EXIT_USAGE;
-                }
-                sb_free(&why);
-            }
-            sb_free(&doc);
-        } else {
-            timeline_term_print(stdout, &v, colour_wanted(colour));
-            if (fflush(stdout) != 0) {
-                util_err("timeline: cannot write the output");
-                status = EXIT_USAGE;
-            }
-        }
-        timeline_view_free(&v);
-        job_free(&j);
-    }
-    job_free_reports(reports, n);
-    free(order);
+    struct common_reports r;
+    status = common_load_reports(&o, NULL, &r);
+    if (status == EXIT_DONE)
+        status = check_reports(&r, o.operands);
+    if (status == EXIT_DONE)
+        status = draw_reports(&r, kind, t.output, o.colour);
+    common_free_reports(&r);
     return status;
 }
