@@ -16,6 +16,7 @@
 #include "advice_print.h"
 #include "colour.h"
 #include "commands.h"
+#include "common.h"
 #include "preload.h"
 #include "report_view.h"
 #include "safefile.h"
@@ -98,12 +99,6 @@ static char *absolute(const char *path)
     char *abs = join(cwd, path);
     free(cwd);
     return abs;
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
 /* PyTorch's allocator settings with backend:cudaMallocAsync, keeping the other entries. */
@@ -365,7 +360,7 @@ static int64_t now_ns(void)
 
 static bool report_name(const char *name)
 {
-    return strncmp(name, "vramwatch-", 10) == 0 && ends_with(name, ".json");
+    return strncmp(name, "vramwatch-", 10) == 0 && util_has_suffix(name, ".json");
 }
 
 /* The report files in the folder before the command starts, to tell its reports from older ones
@@ -442,10 +437,7 @@ static void collect(const char *dir, const struct snapshot *before, int64_t star
             continue;
         char *path = join(dir, e->d_name);
         struct model_report r;
-        struct strbuf err = { 0 };
-        if (!model_load(path, &r, &err)) {
-            util_err("run: %s: %s", path, sb_str(&err));
-            sb_free(&err);
+        if (!common_load_report("run", path, &r)) {
             free(path);
             continue;
         }
@@ -491,65 +483,71 @@ static void prefer_child(struct found *f, pid_t child)
 
 /* ---- the command ---- */
 
-/* The options up to CMD, which keeps its own ("run --limit 8G python train.py --batch 4"). */
-static bool parse(int argc, char **argv, struct run_opts *o, bool *help)
+static int run_option(struct util_args *a, int c, void *opts)
+{
+    struct run_opts *o = opts;
+    struct sizes_limit limit;
+    switch (c) {
+    case 'd':
+        o->dir = a->value;
+        return -1;
+    case 'l':
+        /* checked with the library's own grammar, and handed to it as written */
+        if (!util_args_limit(a, &limit))
+            return EXIT_USAGE;
+        o->limit = a->value;
+        return -1;
+    case 'O':
+        o->observe = true;
+        return -1;
+    case 'T':
+        o->tensors = true;
+        return -1;
+    case 'S':
+        if (!simcard_option(a, &o->card))
+            return EXIT_USAGE;
+        o->sim = true;
+        return -1;
+    case 'N':
+        o->no_companion = true;
+        return -1;
+    default:
+        return EXIT_USAGE;
+    }
+}
+
+/* The options up to CMD, which keeps its own ("run --limit 8G python train.py --batch 4"): -1 to
+ * go on, else the exit status. */
+static int parse(int argc, char **argv, struct run_opts *o)
 {
     static const struct option longopts[] = {
-        { "dir", required_argument, NULL, 'd' },    { "limit", required_argument, NULL, 'l' },
-        { "observe", no_argument, NULL, 'O' },      { "tensors", no_argument, NULL, 'T' },
-        { "no-companion", no_argument, NULL, 'N' }, { "color", required_argument, NULL, 'C' },
-        { "sim", required_argument, NULL, 'S' },    { "help", no_argument, NULL, 'h' },
+        { "dir", required_argument, NULL, 'd' },
+        { "limit", required_argument, NULL, 'l' },
+        { "observe", no_argument, NULL, 'O' },
+        { "tensors", no_argument, NULL, 'T' },
+        { "no-companion", no_argument, NULL, 'N' },
+        { "color", required_argument, NULL, COMMON_OPT_COLOR },
+        { "sim", required_argument, NULL, 'S' },
+        { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct sizes_limit limit;
-    struct util_args a;
-    util_args_init(&a, "run", argc, argv, "+h", longopts);
-    for (int c; (c = util_args_next(&a)) != -1;) {
-        switch (c) {
-        case 'd':
-            o->dir = a.value;
-            break;
-        case 'l':
-            /* checked with the library's own grammar, and handed to it as written */
-            if (!util_args_limit(&a, &limit))
-                return false;
-            o->limit = a.value;
-            break;
-        case 'O':
-            o->observe = true;
-            break;
-        case 'T':
-            o->tensors = true;
-            break;
-        case 'S':
-            if (!simcard_option(&a, &o->card))
-                return false;
-            o->sim = true;
-            break;
-        case 'N':
-            o->no_companion = true;
-            break;
-        case 'C':
-            if (!colour_option(&a, &o->colour))
-                return false;
-            break;
-        case 'h':
-            *help = true;
-            return true;
-        default:
-            return false;
-        }
-    }
-    if (a.next >= argc) {
-        util_usage_error(&a, "no command given");
-        return false;
-    }
-    if (o->observe && !o->limit) {
-        util_usage_error(&a, "--observe needs --limit SIZE");
-        return false;
-    }
-    o->cmd = argv + a.next;
-    return true;
+    const struct common_cmd cmd = { .name = "run",
+                                    .usage = usage,
+                                    .shortopts = "+h",
+                                    .longopts = longopts,
+                                    .option = run_option,
+                                    .opts = o };
+    struct common_opts co;
+    int status = common_options(&cmd, argc, argv, &co);
+    if (status >= 0)
+        return status;
+    o->colour = co.colour;
+    if (co.n_operands == 0)
+        return util_usage_error(&co.args, "no command given");
+    if (o->observe && !o->limit)
+        return util_usage_error(&co.args, "--observe needs --limit SIZE");
+    o->cmd = co.operands;
+    return -1;
 }
 
 /* Sets LD_PRELOAD (with --sim, the simulated card's environment), PYTHONPATH for the companion,
@@ -713,116 +711,130 @@ static void status_cleanup(struct run_status *rs)
     memset(rs, 0, sizeof *rs);
 }
 
-int cmd_run(int argc, char **argv)
+/* The report folder, absolute so that the library (whatever folder the program moves to) and
+ * the search for its reports agree on where they are; NULL once the reason is on stderr. */
+static char *report_folder(const struct run_opts *o)
 {
-    struct run_opts o = { 0 };
-    bool help = false;
-    if (!parse(argc, argv, &o, &help))
-        return EXIT_USAGE;
-    if (help) {
-        fputs(usage, stdout);
-        return EXIT_DONE;
-    }
-    struct strbuf lwhy = { 0 };
-    char *lib = preload_find_library(&lwhy);
-    if (!lib) {
-        util_err("run: %s", sb_str(&lwhy));
-        sb_free(&lwhy);
-        return EXIT_USAGE;
-    }
-    sb_free(&lwhy);
-    if (strpbrk(lib, " :\t\n")) {
-        util_err(
-                "run: %s: LD_PRELOAD cannot hold a path with a space or colon; set VRAMWATCH_LIB to a copy elsewhere",
-                lib);
-        free(lib);
-        return EXIT_USAGE;
-    }
-    /* An absolute folder, so the library (whatever folder the program moves to) and the search
-     * below agree on where reports are. */
-    const char *want = o.dir ? o.dir : getenv("VRAMWATCH_DIR");
+    const char *want = o->dir ? o->dir : getenv("VRAMWATCH_DIR");
     char *dir = want && *want ? absolute(want) : getcwd(NULL, 0);
     struct stat st;
-    int status = EXIT_USAGE;
     if (!dir) {
         util_err("run: cannot tell the current folder: %s", strerror(errno));
-        goto out;
+        return NULL;
     }
     if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
         util_err("run: %s: not a folder", dir);
-        goto out;
+        free(dir);
+        return NULL;
     }
-    struct strbuf fwhy = { 0 };
-    if (!report_folder_usable(dir, &fwhy)) {
+    struct strbuf why = { 0 };
+    if (!report_folder_usable(dir, &why)) {
         util_err("run: the report folder %s cannot be used: %s (the library would write no report "
                  "there; nothing was run)",
-                 dir, sb_str(&fwhy));
-        sb_free(&fwhy);
-        goto out;
+                 dir, sb_str(&why));
+        sb_free(&why);
+        free(dir);
+        return NULL;
     }
+    sb_free(&why);
+    return dir;
+}
+
+/* A run that left no report: why, where it can be known. */
+static void say_no_report(const char *dir, int64_t peak, int status)
+{
+    if (peak < 0) {
+        util_err("no report: the program made no device allocation");
+        return;
+    }
+    /* It allocated (the status file says so): say why there is no report where it can be
+     * known, never that no allocation was made. */
+    char pk[UTIL_SIZE_LEN];
+    struct strbuf why = { 0 }, fwhy = { 0 };
+    if (!report_folder_usable(dir, &fwhy))
+        sb_printf(&why, "the report folder %s became unusable: %s", dir, sb_str(&fwhy));
+    else if (status > 128)
+        sb_printf(&why, "the program was killed by signal %d before it could write one",
+                  status - 128);
+    else
+        sb_add(&why, "the library's warning above says why");
+    util_err("no report was written, though the program allocated device memory (peak %s): %s",
+             util_fmt_size(peak, pk), sb_str(&why));
+    sb_free(&why);
     sb_free(&fwhy);
-    if (!prepare_env(&o, lib, dir))
-        goto out;
+}
+
+/* The post-mortem of each report the run left, and the advice after one that did not fit. */
+static void show_reports(struct found *f, pid_t child, enum colour_mode colour)
+{
+    prefer_child(f, child);
+    struct report_opts ro = { .color = colour_wanted(colour) };
+    for (size_t i = 0; i < f->n; i++)
+        util_err("report: %s", f->v[i].path);
+    report_view_show(stdout, f->v, f->n, &ro);
+    fflush(stdout);
+    /* After an out-of-memory, or an observe-mode run that went over the limit: what to
+     * change, from the same report. */
+    for (size_t i = 0; i < f->n; i++) {
+        if (!model_did_not_fit(&f->v[i]))
+            continue;
+        fputs("\n", stdout);
+        print_advice(&f->v[i]);
+        fflush(stdout);
+    }
+}
+
+static void free_found(struct found *f)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        free((char *)f->v[i].path);
+        model_free(&f->v[i]);
+    }
+    free(f->v);
+}
+
+/* Runs the command with the environment set, then shows what it left: its exit status, or
+ * EXIT_USAGE when it could not be started. */
+static int run_and_show(const struct run_opts *o, const char *dir)
+{
     struct run_status rs;
     status_setup(&rs);
-
     struct snapshot before = { 0 };
     take_snapshot(dir, &before);
     int64_t start = now_ns();
     pid_t child = 0;
-    status = run_child(o.cmd, &child);
+    int status = run_child(o->cmd, &child);
     if (status < 0) {
         free_snapshot(&before);
         status_cleanup(&rs);
-        status = EXIT_USAGE;
-        goto out;
+        return EXIT_USAGE;
     }
     struct found f = { 0 };
     collect(dir, &before, start, &f);
     free_snapshot(&before);
     int64_t peak = status_peak(&rs);
     status_cleanup(&rs);
-    if (f.n == 0 && peak < 0) {
-        util_err("no report: the program made no device allocation");
-    } else if (f.n == 0) {
-        /* It allocated (the status file says so): say why there is no report where it can be
-         * known, never that no allocation was made. */
-        char pk[UTIL_SIZE_LEN];
-        struct strbuf why = { 0 }, fwhy2 = { 0 };
-        if (!report_folder_usable(dir, &fwhy2))
-            sb_printf(&why, "the report folder %s became unusable: %s", dir, sb_str(&fwhy2));
-        else if (status > 128)
-            sb_printf(&why, "the program was killed by signal %d before it could write one",
-                      status - 128);
-        else
-            sb_add(&why, "the library's warning above says why");
-        util_err("no report was written, though the program allocated device memory (peak %s): %s",
-                 util_fmt_size(peak, pk), sb_str(&why));
-        sb_free(&why);
-        sb_free(&fwhy2);
-    } else {
-        prefer_child(&f, child);
-        struct report_opts ro = { .color = colour_wanted(o.colour) };
-        for (size_t i = 0; i < f.n; i++)
-            util_err("report: %s", f.v[i].path);
-        report_view_show(stdout, f.v, f.n, &ro);
-        fflush(stdout);
-        /* After an out-of-memory, or an observe-mode run that went over the limit: what to
-         * change, from the same report. */
-        for (size_t i = 0; i < f.n; i++) {
-            if (!model_did_not_fit(&f.v[i]))
-                continue;
-            fputs("\n", stdout);
-            print_advice(&f.v[i]);
-            fflush(stdout);
-        }
-    }
-    for (size_t i = 0; i < f.n; i++) {
-        free((char *)f.v[i].path);
-        model_free(&f.v[i]);
-    }
-    free(f.v);
-out:
+    if (f.n == 0)
+        say_no_report(dir, peak, status);
+    else
+        show_reports(&f, child, o->colour);
+    free_found(&f);
+    return status;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    struct run_opts o = { 0 };
+    int status = parse(argc, argv, &o);
+    if (status >= 0)
+        return status;
+    char *lib = common_find_library("run");
+    if (!lib)
+        return EXIT_USAGE;
+    char *dir = report_folder(&o);
+    status = EXIT_USAGE;
+    if (dir && prepare_env(&o, lib, dir))
+        status = run_and_show(&o, dir);
     free(dir);
     free(lib);
     return status;
