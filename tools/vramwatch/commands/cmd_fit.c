@@ -19,6 +19,7 @@
 
 #include "cmdline.h"
 #include "commands.h"
+#include "common.h"
 #include "preload.h"
 #include "json.h"
 #include "sb.h"
@@ -404,17 +405,30 @@ static int64_t card_of(const struct fit_ctx *c, const struct model_device *dev)
     return dev->total_bytes.known ? dev->total_bytes.v : 0;
 }
 
-/* Judges a trial from the reports in its folder, the status file and how it ended. Every trial
- * runs on a card reduced by the headroom (VRAMWATCH_LIMIT, enforced), so one that completes there
- * fits: a caching allocator grows into whatever room it is given, so comparing its peak with a
- * bigger card says little, and this is the one test that gives the same answer with and without
- * --limit. The peak is compared only where the trial did not run to its end (stopped after
- * settling) or where no reduced limit took effect (a library that does not know shares). */
-static void judge(struct fit_ctx *c, const char *dir, const struct live_status *st, bool settled,
-                  int status, struct trial *t, struct strbuf *why)
+/* One trial while and after it runs: its folder, the command at its value, how it ended. */
+struct trial_run {
+    int64_t value;
+    char *dir, *statusp, *logp;
+    char **argv;
+    pid_t pid;
+    double start;     /* mono_s() as it was started */
+    bool exec_failed; /* the command could not be run: exec_err says why */
+    int exec_err;
+    struct live_status st; /* its status file, last read */
+    bool settled;          /* stopped after settling rather than run to its end */
+    int status;            /* its wait status */
+};
+
+/* What the reports and the status file of a trial say, for its verdict. */
+struct evidence {
+    int64_t need, capacity, flushes;
+    bool real_oom, any_report;
+    bool reduced; /* the limit that took effect was ours: the card less the headroom */
+};
+
+/* The reports in the trial's folder: the largest need of a device, and the card it ran on. */
+static void read_reports(const struct fit_ctx *c, const char *dir, struct evidence *ev)
 {
-    int64_t need = 0, capacity = 0, flushes = 0;
-    bool real_oom = false, any_report = false, reduced = false;
     DIR *d = opendir(dir);
     struct dirent *e;
     while (d && (e = readdir(d))) {
@@ -424,268 +438,328 @@ static void judge(struct fit_ctx *c, const char *dir, const struct live_status *
             continue;
         char *path = path_in(dir, e->d_name);
         struct model_report r;
-        struct strbuf err = { 0 };
-        if (model_load(path, &r, &err)) {
-            any_report = true;
-            real_oom |= model_real_oom(&r) != NULL;
-            flushes = util_sat_add(flushes, model_flushes(&r));
+        if (common_load_report("fit", path, &r)) {
+            ev->any_report = true;
+            ev->real_oom |= model_real_oom(&r) != NULL;
+            ev->flushes = util_sat_add(ev->flushes, model_flushes(&r));
             for (size_t i = 0; i < r.n_devices; i++) {
                 const struct model_device *dev = &r.devices[i];
                 int64_t dneed =
                         util_sat_add(dev->peak_reserved_bytes,
                                      dev->untracked_bytes.known ? dev->untracked_bytes.v : 0);
                 int64_t cap = card_of(c, dev);
-                if (dneed > need || (dneed == need && cap > 0)) {
-                    need = dneed;
-                    capacity = cap;
+                if (dneed > ev->need || (dneed == ev->need && cap > 0)) {
+                    ev->need = dneed;
+                    ev->capacity = cap;
                     /* The library reports the limit it enforced: ours, the card less
                      * the headroom. */
-                    reduced = dev->limit_bytes.known;
+                    ev->reduced = dev->limit_bytes.known;
                 }
             }
             model_free(&r);
-        } else {
-            util_err("fit: %s: %s", path, sb_str(&err));
         }
-        sb_free(&err);
         free(path);
     }
     if (d)
         closedir(d);
-    if (settled || (!any_report && st->seen)) {
-        if (st->peak > need)
-            need = st->peak;
-        if (!capacity)
-            capacity = c->limit_bytes ? (int64_t)c->limit_bytes : 0;
+}
+
+/* What the status file adds: the peak of a trial stopped after settling or without a report. */
+static void add_status(const struct fit_ctx *c, const struct trial_run *r, struct evidence *ev)
+{
+    const struct live_status *st = &r->st;
+    if (r->settled || (!ev->any_report && st->seen)) {
+        if (st->peak > ev->need)
+            ev->need = st->peak;
+        if (!ev->capacity)
+            ev->capacity = c->limit_bytes ? (int64_t)c->limit_bytes : 0;
         /* No report to say which limit took effect: a size or a list of sizes every library
          * applies; a share only one new enough to know it, which is also the one whose status
          * line counts the flushes. */
-        if (!any_report)
-            reduced = c->limit_kind != LIMIT_SHARE || st->counts_pressure;
+        if (!ev->any_report)
+            ev->reduced = c->limit_kind != LIMIT_SHARE || st->counts_pressure;
     }
-    if (st->pressure > flushes)
-        flushes = st->pressure;
-    t->peak = need;
-    char *logp = path_in(dir, "output.log");
-    bool failed = !settled && !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    /* oom=1 on a line that counts flushes is a final failure; on an older line it may have been
-     * one a retry rescued, so it counts only when the program then failed. */
-    bool final_oom = st->oom && st->counts_pressure;
+    if (st->pressure > ev->flushes)
+        ev->flushes = st->pressure;
+}
+
+/* A command that failed for another reason than memory: how it ended, and its log's last line. */
+static void judge_error(const struct trial_run *r, struct trial *t, struct strbuf *why)
+{
+    t->outcome = OUT_ERROR;
+    struct strbuf last = { 0 };
+    log_last_line(r->logp, &last);
+    if (WIFSIGNALED(r->status))
+        sb_printf(why, "killed by signal %d", WTERMSIG(r->status));
+    else
+        sb_printf(why, "exit status %d", WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1);
+    if (last.len) {
+        sb_add(why, ": ");
+        util_add_text(why, sb_str(&last));
+    }
+    sb_free(&last);
+}
+
+/* A trial that ran to its end or until it settled, without running out of memory. */
+static void judge_ran(struct fit_ctx *c, const struct evidence *ev, bool settled, struct trial *t,
+                      struct strbuf *why)
+{
     double keep = 1.0 - c->headroom / 100.0;
     char a[UTIL_SIZE_LEN], b[UTIL_SIZE_LEN], p[UTIL_SIZE_LEN];
-    if (real_oom || final_oom || (failed && (st->oom || log_mentions_oom(logp)))) {
+    if (ev->reduced && (!settled || ev->capacity <= 0)) {
+        /* It completed (or ran until stopped) on the card reduced by the headroom. */
+        t->outcome = OUT_FITS;
+        if (ev->capacity > 0) {
+            c->capacity_seen = ev->capacity;
+            sb_printf(why, "ran on a %s card (%s less %g%% headroom), peak %s",
+                      util_fmt_size(util_clamp_i64((double)ev->capacity * keep), b),
+                      util_fmt_size(ev->capacity, a), c->headroom, util_fmt_size(ev->need, p));
+        } else {
+            sb_printf(why, "ran on the card less %g%% headroom, peak %s", c->headroom,
+                      util_fmt_size(ev->need, p));
+        }
+        return;
+    }
+    if (ev->capacity <= 0) {
+        t->outcome = OUT_ERROR;
+        sb_add(why, "the card's capacity is unknown; give --limit SIZE");
+        return;
+    }
+    c->capacity_seen = ev->capacity;
+    double usable = (double)ev->capacity * keep;
+    if ((double)ev->need <= usable) {
+        t->outcome = OUT_FITS;
+        sb_printf(why, "needs %s of %s usable", util_fmt_size(ev->need, a),
+                  util_fmt_size((int64_t)usable, b));
+    } else {
+        t->outcome = OUT_OOM;
+        sb_printf(why, "ran, but needs %s, over the %s usable with %g%% headroom",
+                  util_fmt_size(ev->need, a), util_fmt_size((int64_t)usable, b), c->headroom);
+    }
+    if (!ev->reduced)
+        sb_printf(why,
+                  " (VRAMWATCH_LIMIT=%s did not take effect on this device: judged by its need)",
+                  c->reduced);
+}
+
+/* Judges a trial from the reports in its folder, the status file and how it ended. Every trial
+ * runs on a card reduced by the headroom (VRAMWATCH_LIMIT, enforced), so one that completes there
+ * fits: a caching allocator grows into whatever room it is given, so comparing its peak with a
+ * bigger card says little, and this is the one test that gives the same answer with and without
+ * --limit. The peak is compared only where the trial did not run to its end (stopped after
+ * settling) or where no reduced limit took effect (a library that does not know shares). */
+static void judge(struct fit_ctx *c, const struct trial_run *r, struct trial *t, struct strbuf *why)
+{
+    struct evidence ev = { 0 };
+    read_reports(c, r->dir, &ev);
+    add_status(c, r, &ev);
+    t->peak = ev.need;
+    bool failed = !r->settled && !(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0);
+    /* oom=1 on a line that counts flushes is a final failure; on an older line it may have been
+     * one a retry rescued, so it counts only when the program then failed. */
+    bool final_oom = r->st.oom && r->st.counts_pressure;
+    if (ev.real_oom || final_oom || (failed && (r->st.oom || log_mentions_oom(r->logp)))) {
         t->outcome = OUT_OOM;
         sb_add(why, "out of memory");
     } else if (failed) {
-        t->outcome = OUT_ERROR;
-        struct strbuf last = { 0 };
-        log_last_line(logp, &last);
-        if (WIFSIGNALED(status))
-            sb_printf(why, "killed by signal %d", WTERMSIG(status));
-        else
-            sb_printf(why, "exit status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-        if (last.len) {
-            sb_add(why, ": ");
-            util_add_text(why, sb_str(&last));
-        }
-        sb_free(&last);
-    } else if (!any_report && !st->seen) {
+        judge_error(r, t, why);
+    } else if (!ev.any_report && !r->st.seen) {
         t->outcome = OUT_ERROR;
         sb_add(why, "no report: the program made no device allocation");
-    } else if (reduced && (!settled || capacity <= 0)) {
-        /* It completed (or ran until stopped) on the card reduced by the headroom. */
-        t->outcome = OUT_FITS;
-        if (capacity > 0) {
-            c->capacity_seen = capacity;
-            sb_printf(why, "ran on a %s card (%s less %g%% headroom), peak %s",
-                      util_fmt_size(util_clamp_i64((double)capacity * keep), b),
-                      util_fmt_size(capacity, a), c->headroom, util_fmt_size(need, p));
-        } else {
-            sb_printf(why, "ran on the card less %g%% headroom, peak %s", c->headroom,
-                      util_fmt_size(need, p));
-        }
-    } else if (capacity <= 0) {
-        t->outcome = OUT_ERROR;
-        sb_add(why, "the card's capacity is unknown; give --limit SIZE");
     } else {
-        c->capacity_seen = capacity;
-        double usable = (double)capacity * keep;
-        if ((double)need <= usable) {
-            t->outcome = OUT_FITS;
-            sb_printf(why, "needs %s of %s usable", util_fmt_size(need, a),
-                      util_fmt_size((int64_t)usable, b));
-        } else {
-            t->outcome = OUT_OOM;
-            sb_printf(why, "ran, but needs %s, over the %s usable with %g%% headroom",
-                      util_fmt_size(need, a), util_fmt_size((int64_t)usable, b), c->headroom);
-        }
-        if (!reduced)
-            sb_printf(
-                    why,
-                    " (VRAMWATCH_LIMIT=%s did not take effect on this device: judged by its need)",
-                    c->reduced);
+        judge_ran(c, &ev, r->settled, t, why);
     }
-    if (flushes > 0)
-        sb_printf(why, "; %lld cache flush%s rescued by a retry", (long long)flushes,
-                  flushes == 1 ? "" : "es");
-    if (settled)
+    if (ev.flushes > 0)
+        sb_printf(why, "; %lld cache flush%s rescued by a retry", (long long)ev.flushes,
+                  ev.flushes == 1 ? "" : "es");
+    if (r->settled)
         sb_add(why, " (stopped after settling)");
-    free(logp);
+}
+
+/* The child: in its own process group, which is not the terminal's (a read from the terminal
+ * would stop it), so stdin is /dev/null; its output goes to the log. errfd carries exec's errno
+ * back when the command cannot be run. */
+static void trial_child(const struct trial_run *r, int errfd) __attribute__((noreturn));
+static void trial_child(const struct trial_run *r, int errfd)
+{
+    setpgid(0, 0);
+    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (in >= 0)
+        dup2(in, STDIN_FILENO);
+    int fd = open(r->logp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+    }
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
+    execvp(r->argv[0], r->argv);
+    int err = errno;
+    ssize_t w = write(errfd, &err, sizeof err);
+    (void)w;
+    _exit(127);
+}
+
+/* Makes the trial's folder and starts the command in it: false once the reason is said. */
+static bool start_trial(struct trial_run *r)
+{
+    if (mkdir(r->dir, 0700) != 0) {
+        util_err("fit: cannot make %s: %s", r->dir, strerror(errno));
+        return false;
+    }
+    if (setenv("VRAMWATCH_DIR", r->dir, 1) != 0 || setenv("VRAMWATCH_STATUS", r->statusp, 1) != 0) {
+        util_err("fit: cannot set the environment: %s", strerror(errno));
+        return false;
+    }
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        util_err("fit: cannot start %s: %s", r->argv[0], strerror(errno));
+        return false;
+    }
+    fflush(NULL);
+    r->start = mono_s();
+    r->pid = fork();
+    if (r->pid < 0) {
+        util_err("fit: cannot start %s: %s", r->argv[0], strerror(errno));
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return false;
+    }
+    if (r->pid == 0)
+        trial_child(r, pipefd[1]);
+    setpgid(r->pid, r->pid); /* also here, so the group exists before we might signal it */
+    close(pipefd[1]);
+    ssize_t got;
+    do
+        got = read(pipefd[0], &r->exec_err, sizeof r->exec_err);
+    while (got < 0 && errno == EINTR);
+    close(pipefd[0]);
+    r->exec_failed = got == (ssize_t)sizeof r->exec_err;
+    return true;
+}
+
+/* When a trial's peak has settled. A training job validates after an epoch (YOLO at twice the
+ * batch): its peak may still be ahead when training has settled. A trial settles only once a new
+ * phase was seen, call chains first seen after a quiet spell of the settle time (validation is
+ * called from other lines than training), or, for a job that may not validate at all, once no
+ * new phase came for ten settle times. YOLO and Ultralytics validate every epoch: they wait for
+ * it. */
+struct settling {
+    int64_t last_peak, last_sites;
+    double last_growth, last_new_site;
+    bool validates, phase_seen;
+};
+
+static bool settled_now(const struct fit_ctx *c, struct settling *s, const struct live_status *st,
+                        double now)
+{
+    if (st->sites > s->last_sites) {
+        if (s->last_sites >= 0 && now - s->last_new_site >= c->settle)
+            s->phase_seen = true;
+        s->last_sites = st->sites;
+        s->last_new_site = now;
+    }
+    bool may_settle = st->sites < 0 || s->phase_seen ||
+                      (!s->validates && now - s->last_new_site >= 10 * c->settle);
+    if (st->seen && st->peak > s->last_peak) {
+        s->last_peak = st->peak;
+        s->last_growth = now;
+        return false;
+    }
+    return s->last_peak > 0 && now - s->last_growth >= c->settle &&
+           now - s->last_new_site >= c->settle && may_settle;
+}
+
+/* Watches the trial until it ends, runs out of memory for good, or settles. False when fit must
+ * stop: a signal came (the trial is stopped), or the trial was lost. */
+static bool watch_trial(struct fit_ctx *c, struct trial_run *r)
+{
+    enum cmdline_family family = cmdline_family((const char *const *)c->o->cmd, c->o->ncmd);
+    struct settling s = { .last_sites = -1,
+                          .last_new_site = mono_s(),
+                          .validates = family == CMDLINE_YOLO || family == CMDLINE_ULTRALYTICS };
+    for (;;) {
+        pid_t w = waitpid(r->pid, &r->status, WNOHANG);
+        if (w == r->pid) {
+            kill(-r->pid, SIGKILL); /* helpers it left behind */
+            return true;
+        }
+        if (w < 0 && errno != EINTR) {
+            util_err("fit: lost track of %s: %s", r->argv[0], strerror(errno));
+            return false;
+        }
+        if (stop_signal) {
+            live_clear(c);
+            c->stopped_value = r->value;
+            c->stopped_elapsed = mono_s() - r->start;
+            stop_group(r->pid);
+            return false;
+        }
+        read_status(r->statusp, &r->st);
+        /* An allocation failed for good: the trial is out of memory whatever the program does
+         * next (Ultralytics catches it, halves its batch and trains on to the end), so it is
+         * stopped now rather than run for minutes to the same verdict. */
+        if (r->st.oom && r->st.counts_pressure) {
+            r->status = stop_group(r->pid);
+            return true;
+        }
+        double now = mono_s();
+        live_draw(c, r->value, now - r->start, &r->st);
+        if (settled_now(c, &s, &r->st, now)) {
+            r->status = stop_group(r->pid);
+            r->settled = true;
+            return true;
+        }
+        nap_ms(POLL_MS);
+    }
+}
+
+/* The verdict of a trial that ended, and its line on stderr. False when the command could not
+ * be run. */
+static bool finish_trial(struct fit_ctx *c, struct trial_run *r, struct trial *t)
+{
+    live_clear(c);
+    if (r->exec_failed) {
+        util_err("fit: cannot run %s: %s", r->argv[0], strerror(r->exec_err));
+        return false;
+    }
+    read_status(r->statusp, &r->st);
+    double secs = mono_s() - r->start;
+    struct strbuf why = { 0 };
+    t->value = r->value;
+    t->elapsed = secs;
+    t->settled = r->settled;
+    judge(c, r, t, &why);
+    char pk[UTIL_SIZE_LEN];
+    fprintf(stderr, "fit: %s%s%lld: %s, peak %s, %.1f s: %s\n", c->flag.name,
+            c->flag.form == CMDLINE_SEPARATE ? " " : "", (long long)r->value,
+            outcome_names[t->outcome], util_fmt_size(t->peak, pk), secs, sb_str(&why));
+    fflush(stderr);
+    t->why = util_xstrdup(sb_str(&why));
+    sb_free(&why);
+    return true;
 }
 
 /* Runs one trial at this value. Returns false when fit itself must stop (cannot start the
  * command, or a signal), with the reason said. */
 static bool run_trial(struct fit_ctx *c, int64_t value, struct trial *t)
 {
-    const struct fit_opts *o = c->o;
+    struct trial_run r = { .value = value, .st = { .sites = -1 } };
     struct strbuf name = { 0 };
     sb_printf(&name, "trial-%zu-%lld", c->n_trials + 1, (long long)value);
-    char *dir = path_in(c->workdir, sb_str(&name));
+    r.dir = path_in(c->workdir, sb_str(&name));
     sb_free(&name);
-    char *statusp = path_in(dir, "status");
-    char *logp = path_in(dir, "output.log");
-    char **argv = cmdline_with_value((const char *const *)o->cmd, o->ncmd, &c->flag, value);
-    bool ok = false;
-    if (mkdir(dir, 0700) != 0) {
-        util_err("fit: cannot make %s: %s", dir, strerror(errno));
-        goto out;
-    }
-    if (setenv("VRAMWATCH_DIR", dir, 1) != 0 || setenv("VRAMWATCH_STATUS", statusp, 1) != 0) {
-        util_err("fit: cannot set the environment: %s", strerror(errno));
-        goto out;
-    }
-    int pipefd[2];
-    if (pipe2(pipefd, O_CLOEXEC) != 0) {
-        util_err("fit: cannot start %s: %s", argv[0], strerror(errno));
-        goto out;
-    }
-    fflush(NULL);
-    double start = mono_s();
-    pid_t pid = fork();
-    if (pid < 0) {
-        util_err("fit: cannot start %s: %s", argv[0], strerror(errno));
-        close(pipefd[0]);
-        close(pipefd[1]);
-        goto out;
-    }
-    if (pid == 0) {
-        setpgid(0, 0);
-        /* Its own process group is not the terminal's: a read from the terminal would stop it. */
-        int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (in >= 0)
-            dup2(in, STDIN_FILENO);
-        int fd = open(logp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd >= 0) {
-            dup2(fd, STDOUT_FILENO);
-            dup2(fd, STDERR_FILENO);
-        }
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        signal(SIGQUIT, SIG_DFL);
-        execvp(argv[0], argv);
-        int err = errno;
-        ssize_t w = write(pipefd[1], &err, sizeof err);
-        (void)w;
-        _exit(127);
-    }
-    setpgid(pid, pid); /* also here, so the group exists before we might signal it */
-    close(pipefd[1]);
-    int exec_err = 0;
-    ssize_t got;
-    do
-        got = read(pipefd[0], &exec_err, sizeof exec_err);
-    while (got < 0 && errno == EINTR);
-    close(pipefd[0]);
-
-    struct live_status st = { .sites = -1 };
-    int64_t last_peak = 0, last_sites = -1;
-    double last_growth = 0, last_new_site = mono_s();
-    /* A training job validates after an epoch (YOLO at twice the batch): its peak may still be
-     * ahead when training has settled. A trial settles only once a new phase was seen, call
-     * chains first seen after a quiet spell of the settle time (validation is called from other
-     * lines than training), or, for a job that may not validate at all, once no new phase came
-     * for ten settle times. YOLO and Ultralytics validate every epoch: they wait for it. */
-    enum cmdline_family family = cmdline_family((const char *const *)o->cmd, o->ncmd);
-    bool validates = family == CMDLINE_YOLO || family == CMDLINE_ULTRALYTICS;
-    bool phase_seen = false;
-    bool settled = false, ended = false;
-    int status = 0;
-    while (!ended) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) {
-            kill(-pid, SIGKILL); /* helpers it left behind */
-            ended = true;
-            break;
-        }
-        if (r < 0 && errno != EINTR) {
-            util_err("fit: lost track of %s: %s", argv[0], strerror(errno));
-            goto out;
-        }
-        if (stop_signal) {
-            live_clear(c);
-            c->stopped_value = value;
-            c->stopped_elapsed = mono_s() - start;
-            stop_group(pid);
-            goto out;
-        }
-        read_status(statusp, &st);
-        /* An allocation failed for good: the trial is out of memory whatever the program does
-         * next (Ultralytics catches it, halves its batch and trains on to the end), so it is
-         * stopped now rather than run for minutes to the same verdict. */
-        if (st.oom && st.counts_pressure) {
-            status = stop_group(pid);
-            ended = true;
-            break;
-        }
-        double now = mono_s();
-        live_draw(c, value, now - start, &st);
-        if (st.sites > last_sites) {
-            if (last_sites >= 0 && now - last_new_site >= c->settle)
-                phase_seen = true;
-            last_sites = st.sites;
-            last_new_site = now;
-        }
-        bool may_settle =
-                st.sites < 0 || phase_seen || (!validates && now - last_new_site >= 10 * c->settle);
-        if (st.seen && st.peak > last_peak) {
-            last_peak = st.peak;
-            last_growth = now;
-        } else if (last_peak > 0 && now - last_growth >= c->settle &&
-                   now - last_new_site >= c->settle && may_settle) {
-            status = stop_group(pid);
-            settled = true;
-            ended = true;
-            break;
-        }
-        nap_ms(POLL_MS);
-    }
-    live_clear(c);
-    if (got == (ssize_t)sizeof exec_err) {
-        util_err("fit: cannot run %s: %s", argv[0], strerror(exec_err));
-        goto out;
-    }
-    read_status(statusp, &st);
-    double secs = mono_s() - start;
-    struct strbuf why = { 0 };
-    t->value = value;
-    t->elapsed = secs;
-    t->settled = settled;
-    judge(c, dir, &st, settled, status, t, &why);
-    char pk[UTIL_SIZE_LEN];
-    fprintf(stderr, "fit: %s%s%lld: %s, peak %s, %.1f s: %s\n", c->flag.name,
-            c->flag.form == CMDLINE_SEPARATE ? " " : "", (long long)value,
-            outcome_names[t->outcome], util_fmt_size(t->peak, pk), secs, sb_str(&why));
-    fflush(stderr);
-    t->why = util_xstrdup(sb_str(&why));
-    sb_free(&why);
-    ok = true;
-out:
-    remove_folder(dir);
-    cmdline_free(argv, o->ncmd);
-    free(logp);
-    free(statusp);
-    free(dir);
+    r.statusp = path_in(r.dir, "status");
+    r.logp = path_in(r.dir, "output.log");
+    r.argv = cmdline_with_value((const char *const *)c->o->cmd, c->o->ncmd, &c->flag, value);
+    bool ok = start_trial(&r) && watch_trial(c, &r) && finish_trial(c, &r, t);
+    remove_folder(r.dir);
+    cmdline_free(r.argv, c->o->ncmd);
+    free(r.logp);
+    free(r.statusp);
+    free(r.dir);
     return ok;
 }
 
@@ -780,7 +854,38 @@ static bool search(struct fit_ctx *c, int64_t *best, struct strbuf *why)
 
 /* ---- options ---- */
 
-enum { OPT_LIMIT = 256, OPT_HEADROOM, OPT_FLAG, OPT_SETTLE, OPT_JSON, OPT_SIM };
+enum { OPT_LIMIT = 256, OPT_HEADROOM, OPT_FLAG, OPT_SETTLE, OPT_SIM };
+
+static int fit_option(struct util_args *a, int ch, void *opts)
+{
+    struct fit_opts *o = opts;
+    switch (ch) {
+    case OPT_LIMIT:
+        if (!util_args_limit(a, &o->limit_set))
+            return EXIT_USAGE;
+        o->limit = a->value;
+        return -1;
+    case OPT_HEADROOM:
+        return util_args_percent(a, &o->headroom) ? -1 : EXIT_USAGE;
+    case OPT_FLAG:
+        o->flag = a->value;
+        return -1;
+    case OPT_SETTLE:
+        if (!util_args_number(a, 0, 1e9, &o->settle))
+            return EXIT_USAGE;
+        if (!(o->settle > 0))
+            return util_usage_error(a, "--settle %s: expected a positive number of seconds",
+                                    a->value);
+        return -1;
+    case OPT_SIM:
+        if (!simcard_option(a, &o->card))
+            return EXIT_USAGE;
+        o->sim = true;
+        return -1;
+    default:
+        return EXIT_USAGE;
+    }
+}
 
 /* fit's options, getopt_long's way with the grammar every command shares ("--headroom=5",
  * "--headroom 5%", "--limit 14.4GiB"); they end at the first operand, CMD, or at "--", so CMD
@@ -792,53 +897,26 @@ static int parse_opts(int argc, char **argv, struct fit_opts *o)
         { "headroom", required_argument, NULL, OPT_HEADROOM },
         { "flag", required_argument, NULL, OPT_FLAG },
         { "settle", required_argument, NULL, OPT_SETTLE },
-        { "json", no_argument, NULL, OPT_JSON },
+        { "json", no_argument, NULL, COMMON_OPT_JSON },
         { "sim", required_argument, NULL, OPT_SIM },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct util_args a;
-    util_args_init(&a, "fit", argc, argv, "+h", longopts);
-    for (int ch; (ch = util_args_next(&a)) != -1;) {
-        switch (ch) {
-        case OPT_LIMIT:
-            if (!util_args_limit(&a, &o->limit_set))
-                return EXIT_USAGE;
-            o->limit = a.value;
-            break;
-        case OPT_HEADROOM:
-            if (!util_args_percent(&a, &o->headroom))
-                return EXIT_USAGE;
-            break;
-        case OPT_FLAG:
-            o->flag = a.value;
-            break;
-        case OPT_SETTLE:
-            if (!util_args_number(&a, 0, 1e9, &o->settle))
-                return EXIT_USAGE;
-            if (!(o->settle > 0))
-                return util_usage_error(&a, "--settle %s: expected a positive number of seconds",
-                                        a.value);
-            break;
-        case OPT_JSON:
-            o->json = true;
-            break;
-        case OPT_SIM:
-            if (!simcard_option(&a, &o->card))
-                return EXIT_USAGE;
-            o->sim = true;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return EXIT_DONE;
-        default:
-            return EXIT_USAGE;
-        }
-    }
-    if (a.next >= argc)
-        return util_usage_error(&a, "no command given");
-    o->cmd = argv + a.next;
-    o->ncmd = (size_t)(argc - a.next);
+    const struct common_cmd cmd = { .name = "fit",
+                                    .usage = usage,
+                                    .shortopts = "+h",
+                                    .longopts = longopts,
+                                    .option = fit_option,
+                                    .opts = o };
+    struct common_opts co;
+    int status = common_options(&cmd, argc, argv, &co);
+    if (status >= 0)
+        return status;
+    o->json = co.json;
+    if (co.n_operands == 0)
+        return util_usage_error(&co.args, "no command given");
+    o->cmd = co.operands;
+    o->ncmd = co.n_operands;
     return -1;
 }
 
@@ -1061,50 +1139,39 @@ static void print_cut_short(const struct fit_ctx *c, int sig)
         print_text(c, best, true);
 }
 
-int cmd_fit(int argc, char **argv)
+/* The card the trials must fit and the limit they run under, less the headroom: without --limit,
+ * a limit the environment already sets is the card the user means; else the real card, as a
+ * share the library resolves on each device at its first allocation. False once said. */
+static bool set_limit(struct fit_ctx *c, struct strbuf *reduced)
 {
-    struct fit_opts o = { .headroom = 10, .settle = 20 };
-    int parsed = parse_opts(argc, argv, &o);
-    if (parsed >= 0)
-        return parsed;
-    struct fit_ctx *c = util_xcalloc(1, sizeof *c);
-    c->o = &o;
-    c->headroom = o.headroom;
-    c->settle = o.settle;
-    int rc = EXIT_USAGE;
-    char *lib = NULL, *pre = NULL;
-    struct strbuf reduced = { 0 };
-    /* Without --limit, a limit the environment already sets is the card the user means; else the
-     * real card, as a share the library resolves on each device at its first allocation. */
-    struct sizes_limit set = o.limit_set;
+    const struct fit_opts *o = c->o;
+    struct sizes_limit set = o->limit_set;
     const char *inherited = getenv("VRAMWATCH_LIMIT");
     c->limit_source = "--limit";
-    if (!o.limit && inherited && *inherited) {
+    if (!o->limit && inherited && *inherited) {
         const char *why = NULL;
         if (!sizes_parse_limit(inherited, &set, &why)) {
             util_err("fit: VRAMWATCH_LIMIT=%s: %s", inherited, why ? why : "not a limit");
-            goto out;
+            return false;
         }
         c->limit_source = "VRAMWATCH_LIMIT";
-    } else if (!o.limit) {
+    } else if (!o->limit) {
         memset(&set, 0, sizeof set);
         set.every = true;
         for (int i = 0; i < SIZES_MAX_DEVICES; i++)
             set.share[i] = 1.0;
         c->limit_source = "card";
     }
-    reduce_limit(&set, 1.0 - c->headroom / 100.0, &reduced);
-    c->reduced = reduced.s;
-    {
-        /* The trials' limit is read by the library's grammar: one it would refuse (a limit
-         * that the headroom takes below 1 MiB) would leave the trials without any limit. */
-        struct sizes_limit check;
-        const char *why = NULL;
-        if (!sizes_parse_limit(sb_str(&reduced), &check, &why)) {
-            util_err("fit: the limit less the %g%% headroom is %s: %s", c->headroom,
-                     sb_str(&reduced), why ? why : "not a limit");
-            goto out;
-        }
+    reduce_limit(&set, 1.0 - c->headroom / 100.0, reduced);
+    c->reduced = reduced->s;
+    /* The trials' limit is read by the library's grammar: one it would refuse (a limit that the
+     * headroom takes below 1 MiB) would leave the trials without any limit. */
+    struct sizes_limit check;
+    const char *why = NULL;
+    if (!sizes_parse_limit(sb_str(reduced), &check, &why)) {
+        util_err("fit: the limit less the %g%% headroom is %s: %s", c->headroom, sb_str(reduced),
+                 why ? why : "not a limit");
+        return false;
     }
     if (!set.every) {
         c->limit_kind = LIMIT_LIST;
@@ -1114,43 +1181,46 @@ int cmd_fit(int argc, char **argv)
         c->limit_kind = LIMIT_SIZE;
         c->limit_bytes = set.bytes[0];
     }
-    if (o.flag)
-        find_named_flag(&o, &c->flag);
+    return true;
+}
+
+/* The batch flag in the command, by --flag's name or the usual spellings. False once said. */
+static bool find_flag(struct fit_ctx *c)
+{
+    const struct fit_opts *o = c->o;
+    if (o->flag)
+        find_named_flag(o, &c->flag);
     else
-        cmdline_find((const char *const *)o.cmd, o.ncmd, CMDLINE_BATCH, &c->flag);
-    if (!c->flag.found) {
-        if (o.flag)
-            util_err("fit: --flag %s: not in the command with a positive whole value", o.flag);
-        else
-            util_err(
-                    "fit: no batch flag with a positive whole value in the command; name it with --flag NAME");
-        goto out;
-    }
-    struct strbuf lwhy = { 0 };
-    lib = preload_find_library(&lwhy);
-    if (!lib) {
-        util_err("fit: %s", sb_str(&lwhy));
-        sb_free(&lwhy);
-        goto out;
-    }
-    sb_free(&lwhy);
-    if (strpbrk(lib, " :\t\n")) {
+        cmdline_find((const char *const *)o->cmd, o->ncmd, CMDLINE_BATCH, &c->flag);
+    if (c->flag.found)
+        return true;
+    if (o->flag)
+        util_err("fit: --flag %s: not in the command with a positive whole value", o->flag);
+    else
         util_err(
-                "fit: %s: LD_PRELOAD cannot hold a path with a space or colon; set VRAMWATCH_LIB to a copy elsewhere",
-                lib);
-        goto out;
-    }
+                "fit: no batch flag with a positive whole value in the command; name it with --flag NAME");
+    return false;
+}
+
+/* The trials' environment (the library preloaded, or with --sim the simulated card; the limit,
+ * enforced) and the folder their own folders go in. False once said. */
+static bool prepare_trials(struct fit_ctx *c, const char *lib)
+{
+    const struct fit_opts *o = c->o;
     /* With --sim, every trial on the simulated card: the library, then the stand-ins. */
-    if (o.sim && !simcard_setup("fit", &o.card, lib))
-        goto out;
-    pre = o.sim ? NULL : preload_value(lib, getenv("LD_PRELOAD"));
+    if (o->sim && !simcard_setup("fit", &o->card, lib))
+        return false;
+    char *pre = o->sim ? NULL : preload_value(lib, getenv("LD_PRELOAD"));
     /* Each trial runs on a card already reduced by the headroom: one that completes there fits
      * with the headroom, whatever a caching allocator would have kept reserved on a bigger card. */
-    if ((pre && setenv("LD_PRELOAD", pre, 1) != 0) ||
-        setenv("VRAMWATCH_LIMIT", c->reduced, 1) != 0 ||
-        setenv("VRAMWATCH_LIMIT_MODE", "enforce", 1) != 0) {
-        util_err("fit: cannot set the environment: %s", strerror(errno));
-        goto out;
+    bool ok = !(pre && setenv("LD_PRELOAD", pre, 1) != 0) &&
+              setenv("VRAMWATCH_LIMIT", c->reduced, 1) == 0 &&
+              setenv("VRAMWATCH_LIMIT_MODE", "enforce", 1) == 0;
+    int err = errno;
+    free(pre);
+    if (!ok) {
+        util_err("fit: cannot set the environment: %s", strerror(err));
+        return false;
     }
     const char *tmp = getenv("TMPDIR");
     struct strbuf tdir = { 0 };
@@ -1159,14 +1229,21 @@ int cmd_fit(int argc, char **argv)
     if (!mkdtemp(c->workdir)) {
         util_err("fit: cannot make a folder in %s: %s", tmp && *tmp ? tmp : "/tmp",
                  strerror(errno));
-        goto out;
+        return false;
     }
+    return true;
+}
+
+/* The search, and what it found printed: the exit status. */
+static int fit_search(struct fit_ctx *c)
+{
     c->live = isatty(STDERR_FILENO);
     catch_signals();
     int64_t best = 0;
     struct strbuf reason = { 0 };
     bool done = search(c, &best, &reason);
     rmdir(c->workdir);
+    int rc = EXIT_USAGE;
     if (!done) {
         /* A signal or the trial limit: what was learnt is given. Otherwise fit could not start
          * a trial, and said why. */
@@ -1178,9 +1255,9 @@ int cmd_fit(int argc, char **argv)
             rc = EXIT_PROBLEM;
         }
         sb_free(&reason);
-        goto out;
+        return rc;
     }
-    if (o.json)
+    if (c->o->json)
         print_json(c, best, 0);
     else if (best > 0)
         print_text(c, best, false);
@@ -1194,10 +1271,27 @@ int cmd_fit(int argc, char **argv)
      * (Ctrl-C in a shell loop) is told it arrived. */
     if (stop_signal)
         rc = 128 + (int)stop_signal;
-out:
+    return rc;
+}
+
+int cmd_fit(int argc, char **argv)
+{
+    struct fit_opts o = { .headroom = 10, .settle = 20 };
+    int parsed = parse_opts(argc, argv, &o);
+    if (parsed >= 0)
+        return parsed;
+    struct fit_ctx *c = util_xcalloc(1, sizeof *c);
+    c->o = &o;
+    c->headroom = o.headroom;
+    c->settle = o.settle;
+    int rc = EXIT_USAGE;
+    char *lib = NULL;
+    struct strbuf reduced = { 0 };
+    if (set_limit(c, &reduced) && find_flag(c) && (lib = common_find_library("fit")) &&
+        prepare_trials(c, lib))
+        rc = fit_search(c);
     for (size_t i = 0; i < c->n_trials; i++)
         free(c->trials[i].why);
-    free(pre);
     free(lib);
     free(c->workdir);
     free(c);
