@@ -668,61 +668,63 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     API(1, do_total_mem(bytes, dev));
 }
 
-/* The device's card (cards.def, or the default H100/H200-like part) gives what differs from card
- * to card; the rest is the same everywhere. Enough for cudaGetDeviceProperties and the choices
- * PyTorch makes from it (compute capability, multiprocessors, shared memory, L2, threads). */
-static int attribute_value(CUdevice_attribute a, int dev)
+/* The attributes: enough for cudaGetDeviceProperties and the choices PyTorch makes from them
+ * (compute capability, multiprocessors, shared memory, L2, threads). These are the same on
+ * every card. */
+static const struct {
+    CUdevice_attribute a;
+    int v;
+} same_on_every_card[] = {
+    { CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024 },
+    { CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024 },
+    { CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024 },
+    { CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64 },
+    { CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, 2147483647 },
+    { CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535 },
+    { CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535 },
+    { CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 49152 },
+    { CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, 65536 },
+    { CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32 },
+    { CU_DEVICE_ATTRIBUTE_MAX_PITCH, 2147483647 },
+    { CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536 },
+    { CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, 512 },
+    { CU_DEVICE_ATTRIBUTE_GPU_OVERLAP, 1 },
+    { CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, 1 },
+    { CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT, 512 },
+    { CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS, 1 },
+    { CU_DEVICE_ATTRIBUTE_ECC_ENABLED, 1 },
+    { CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, 0 },
+    { CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, 0 },
+    { CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, 3 },
+    { CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 1 },
+    { CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT, 32 },
+    { CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED, 1 },
+    { CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED, 1 },
+    { CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED, 1 },
+    { CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, 65536 },
+    { CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1 },
+    { CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 1 },
+    { CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED, 1 },
+    { CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 1 },
+    { CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, 1 },
+    { CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1 },
+    { CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1 },
+};
+
+/* What differs from card to card, from the device's card (cards.def, or the default
+ * H100/H200-like part), and where the device sits; 0 for an attribute not modelled. */
+static int card_attribute(CUdevice_attribute a, int dev)
 {
     const struct simgpu_card *c = g.cfg.card[dev];
     int ampere = c->major >= 8; /* Ampere on: L2 persistence, 1 KiB of shared memory reserved */
 
     switch (a) {
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
-        return 1024;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
-        return 1024;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
-        return 1024;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
-        return 64;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
-        return 2147483647;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
-        return 65535;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
-        return 65535;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
-        return 49152;
-    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:
-        return 65536;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
-        return 32;
-    case CU_DEVICE_ATTRIBUTE_MAX_PITCH:
-        return 2147483647;
-    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
-        return 65536;
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
         return c->clock_khz;
-    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
-        return 512;
-    case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP:
-        return 1;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
         return c->sms;
-    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
-        return 1;
-    case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT:
-        return 512;
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
-        return 1;
-    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
-        return 1;
     case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
         return g.cfg.physical[dev] + 1;
-    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
-        return 0;
-    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
-        return 0;
     case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
         return c->mem_clock_khz;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
@@ -731,42 +733,16 @@ static int attribute_value(CUdevice_attribute a, int dev)
         return c->l2_bytes;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
         return c->threads_per_sm;
-    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
-        return 3;
-    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
-        return 1;
-    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
-        return 32;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
         return c->major;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
         return c->minor;
-    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED:
-        return 1;
-    case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED:
-        return 1;
-    case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED:
-        return 1;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
         return c->smem_per_sm;
-    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
-        return 65536;
-    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
-        return 1;
     case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID:
         return g.cfg.physical[dev];
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
-        return 1;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED:
-        return 1;
-    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
-        return 1;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
         return c->smem_optin;
-    case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:
-        return 1;
-    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
-        return 1;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
         return c->blocks_per_sm;
     case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE:
@@ -779,13 +755,19 @@ static int attribute_value(CUdevice_attribute a, int dev)
         return ampere ? 134213632 : 0;
     case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:
         return ampere ? 1024 : 0;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
-        return 1;
     case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
         return c->major >= 9;
     default:
         return 0;
     }
+}
+
+static int attribute_value(CUdevice_attribute a, int dev)
+{
+    for (size_t i = 0; i < sizeof same_on_every_card / sizeof same_on_every_card[0]; i++)
+        if (same_on_every_card[i].a == a)
+            return same_on_every_card[i].v;
+    return card_attribute(a, dev);
 }
 
 static CUresult do_attribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
@@ -2663,12 +2645,19 @@ EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
 }
 
 /* A tensor map only describes memory to the kernels that would read it: checked and zeroed. */
-static CUresult do_tensor_map(CUtensorMap *map, cuuint32_t rank, const void *address,
-                              const cuuint64_t *dims, const cuuint64_t *strides,
-                              const cuuint32_t *box, const cuuint32_t *elem)
+/* What cuTensorMapEncodeTiled is given that is checked here: the rest only shapes the
+ * descriptor, which nothing reads on a simulated card. */
+struct tensor_map_args {
+    cuuint32_t rank;
+    const void *address;
+    const cuuint64_t *dims, *strides;
+    const cuuint32_t *box, *elem;
+};
+
+static CUresult do_tensor_map(CUtensorMap *map, const struct tensor_map_args *t)
 {
-    if (!map || rank == 0 || rank > 5 || !address || (uintptr_t)address % 16 != 0 || !dims ||
-        !box || !elem || (rank > 1 && !strides))
+    if (!map || t->rank == 0 || t->rank > 5 || !t->address || (uintptr_t)t->address % 16 != 0 ||
+        !t->dims || !t->box || !t->elem || (t->rank > 1 && !t->strides))
         return CUDA_ERROR_INVALID_VALUE;
     memset(map, 0, sizeof *map);
     return CUDA_SUCCESS;
@@ -2687,8 +2676,9 @@ EXPORT CUresult cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataTy
     (void)swizzle;
     (void)l2Promotion;
     (void)oobFill;
-    API(1, do_tensor_map(tensorMap, tensorRank, globalAddress, globalDim, globalStrides, boxDim,
-                         elementStrides));
+    const struct tensor_map_args t = { tensorRank,    globalAddress, globalDim,
+                                       globalStrides, boxDim,        elementStrides };
+    API(1, do_tensor_map(tensorMap, &t));
 }
 
 /* ---------------------------------------------------------------------------------------- */

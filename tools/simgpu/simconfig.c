@@ -211,10 +211,20 @@ static void warn_bad(FILE *warn, const char *var, const char *value, const char 
     complain(warn, "simgpu: %s='%s' is not %s; using %s\n", var, value, expect, fallback);
 }
 
+/* A variable of sizes per device: its name, the range it takes, and what a bad value leaves in
+ * force, for the warning. */
+struct size_var {
+    const char *name;
+    uint64_t min, max;
+    const char *fallback;
+};
+
 /* out[] starts as dflt[] (one default per device); the variable's entries overwrite it. */
-static void load_sizes(FILE *warn, const char *var, uint64_t *out, const uint64_t *dflt,
-                       uint64_t min, uint64_t max, const char *fallback, int *highest)
+static void load_sizes(FILE *warn, const struct size_var *sv, uint64_t *out, const uint64_t *dflt,
+                       int *highest)
 {
+    const char *var = sv->name, *fallback = sv->fallback;
+    uint64_t min = sv->min, max = sv->max;
     const char *v = getenv(var);
     uint64_t tmp[SIMGPU_MAX_DEVICES];
     int top = -1;
@@ -431,8 +441,9 @@ void simgpu_config_read(struct simgpu_config *cfg, int (*is_known_func)(const ch
         named_card |= cfg->card[i] != &simgpu_default_card;
         dflt[i] = cfg->card[i]->bytes;
     }
-    load_sizes(warn, "SIMGPU_MEMORY", cfg->memory, dflt, 512, SIMGPU_MAX_MEMORY,
-               named_card ? "the cards' memory" : "16GiB", &highest);
+    const struct size_var memory = { "SIMGPU_MEMORY", 512, SIMGPU_MAX_MEMORY,
+                                     named_card ? "the cards' memory" : "16GiB" };
+    load_sizes(warn, &memory, cfg->memory, dflt, &highest);
     if (highest >= cfg->devices) {
         if (devices_set)
             complain(warn,
@@ -457,10 +468,12 @@ void simgpu_config_read(struct simgpu_config *cfg, int (*is_known_func)(const ch
 
     for (int i = 0; i < SIMGPU_MAX_DEVICES; i++)
         dflt[i] = SIMGPU_DEFAULT_CONTEXT_BYTES;
-    load_sizes(warn, "SIMGPU_CONTEXT_BYTES", cfg->context_bytes, dflt, 0, SIMGPU_MAX_MEMORY,
-               "300MiB", NULL);
+    static const struct size_var context = { "SIMGPU_CONTEXT_BYTES", 0, SIMGPU_MAX_MEMORY,
+                                             "300MiB" };
+    load_sizes(warn, &context, cfg->context_bytes, dflt, NULL);
     memset(dflt, 0, sizeof dflt);
-    load_sizes(warn, "SIMGPU_OTHER_BYTES", cfg->other_bytes, dflt, 0, SIMGPU_MAX_MEMORY, "0", NULL);
+    static const struct size_var other = { "SIMGPU_OTHER_BYTES", 0, SIMGPU_MAX_MEMORY, "0" };
+    load_sizes(warn, &other, cfg->other_bytes, dflt, NULL);
 
     v = getenv("SIMGPU_NAME");
     if (v && *v) {
