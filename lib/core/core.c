@@ -857,12 +857,14 @@ static inline __attribute__((always_inline)) void lane_sub(const struct slot *ho
  * held, or with the lane's lock while it is the device's only lane. `live`: the device's live
  * bytes before it. `kind` is the allocation's (a constant where the caller knows it, so the
  * common path carries no test for the kinds it never has). `fresh`: a new allocation (not one
- * put back after a failed free), a candidate growth step. */
+ * put back after a failed free), a candidate growth step. The timeline gets it at its own time
+ * (a record put back keeps the time it was made). */
 static inline __attribute__((always_inline)) void account_add(struct slot *home, struct slot *lane,
                                                               const struct core_alloc *a,
-                                                              enum core_kind kind, uint64_t now,
-                                                              bool fresh, uint64_t live)
+                                                              enum core_kind kind, bool fresh,
+                                                              uint64_t live)
 {
+    uint64_t now = a->time_ns;
     struct site_ctr *c = NULL;
     if (a->callsite) {
         c = ctr_of(lane, a->callsite);
@@ -915,20 +917,20 @@ static inline __attribute__((always_inline)) void account_sub(struct slot *home,
 
 /* account_add and account_sub for a record's own kind, read at run time (the rare paths). */
 static void account_add_any(struct slot *home, struct slot *lane, const struct core_alloc *a,
-                            uint64_t now, bool fresh, uint64_t live)
+                            bool fresh, uint64_t live)
 {
     switch ((enum core_kind)a->kind) {
     case CORE_DEVICE:
-        account_add(home, lane, a, CORE_DEVICE, now, fresh, live);
+        account_add(home, lane, a, CORE_DEVICE, fresh, live);
         break;
     case CORE_POOL:
-        account_add(home, lane, a, CORE_POOL, now, fresh, live);
+        account_add(home, lane, a, CORE_POOL, fresh, live);
         break;
     case CORE_HOST:
-        account_add(home, lane, a, CORE_HOST, now, fresh, live);
+        account_add(home, lane, a, CORE_HOST, fresh, live);
         break;
     default: /* managed and VMM memory count as device memory does */
-        account_add(home, lane, a, CORE_MANAGED, now, fresh, live);
+        account_add(home, lane, a, CORE_MANAGED, fresh, live);
         break;
     }
 }
@@ -1011,24 +1013,26 @@ static void lane_use(struct slot *home, struct slot *lane)
                              __ATOMIC_RELAXED);
 }
 
-/* A live allocation's record, as every allocation path writes it. */
-static inline void fill_record(struct core_alloc *a, uint64_t size, uint64_t now_ns,
-                               const char *api, uint32_t callsite, int device, enum core_kind kind)
+/* A live allocation's record, as every allocation path writes it: the request's, with its
+ * call site as checked (`callsite`) and its kind as the caller knows it (a constant there). */
+static inline void fill_record(struct core_alloc *a, const struct core_request *r,
+                               uint32_t callsite, enum core_kind kind)
 {
-    a->size = size;
-    a->time_ns = now_ns;
-    a->api = api;
+    a->size = r->size;
+    a->time_ns = r->now_ns;
+    a->api = r->api;
     a->callsite = callsite;
+    int device = r->device;
     a->device = (int16_t)(device >= 0 && device < VW_MAX_DEVICES ? device : VW_DEV_UNKNOWN);
     a->kind = (uint8_t)kind;
 }
 
 /* core_alloc with every lane of the device held (`lane`: the thread's): the first allocation in
- * a lane, and whatever a lane may not do alone. */
+ * a lane, and whatever a lane may not do alone. `h`: the key's hash; `callsite`: the request's,
+ * as checked. */
 static __attribute__((noinline)) bool alloc_sync(struct slot *home, struct slot *lane,
-                                                 enum core_kind kind, uint64_t key, uint64_t h,
-                                                 uint64_t size, int device, const char *api,
-                                                 uint32_t callsite, uint64_t now_ns)
+                                                 enum core_kind kind, uint64_t h,
+                                                 const struct core_request *r, uint32_t callsite)
 {
     bool tracked = false, existed;
     lock_lanes(home);
@@ -1036,18 +1040,18 @@ static __attribute__((noinline)) bool alloc_sync(struct slot *home, struct slot 
     flush_lane_events(home);
     if (kind != CORE_HOST && VW_UNLIKELY(pending.active)) {
         vl_lock(&glock);
-        match_retry(home, device, size, true, now_ns);
+        match_retry(home, r->device, r->size, true, r->now_ns);
         vl_unlock(&glock);
     }
     uint64_t live = dev_live(home);
-    struct core_alloc *a = table_insert(table_for(lane, kind), key, h, &existed);
+    struct core_alloc *a = table_insert(table_for(lane, kind), r->key, h, &existed);
     if (VW_LIKELY(a)) {
         if (VW_UNLIKELY(existed)) {
-            account_sub_any(home, lane, a, now_ns, live);
+            account_sub_any(home, lane, a, r->now_ns, live);
             live -= a->size;
         }
-        fill_record(a, size, now_ns, api, callsite, device, kind);
-        account_add_any(home, lane, a, now_ns, true, live);
+        fill_record(a, r, callsite, kind);
+        account_add_any(home, lane, a, true, live);
         tracked = true;
     } else {
         __atomic_fetch_add(&allocs_untracked, 1, __ATOMIC_RELAXED);
@@ -1084,40 +1088,38 @@ static inline bool lane_alone(const struct slot *home, struct slot *lane, uint64
  * here): this lane alone, within its limit, or all of them. Apart, so that the common path of a
  * device's only lane keeps its registers. */
 static __attribute__((noinline)) bool alloc_shared(struct slot *home, struct slot *lane,
-                                                   enum core_kind kind, uint64_t key, uint64_t h,
-                                                   uint64_t size, int device, const char *api,
-                                                   uint32_t callsite, uint64_t now_ns)
+                                                   enum core_kind kind, uint64_t h,
+                                                   const struct core_request *r, uint32_t callsite)
 {
     bool existed;
     struct site_ctr *c;
-    if (kind == CORE_POOL || !lane_alone(home, lane, size, callsite, now_ns, &c))
+    if (kind == CORE_POOL || !lane_alone(home, lane, r->size, callsite, r->now_ns, &c))
         goto sync;
-    struct core_alloc *a = table_insert(table_for(lane, kind), key, h, &existed);
+    struct core_alloc *a = table_insert(table_for(lane, kind), r->key, h, &existed);
     if (VW_UNLIKELY(!a || (existed && a->kind == CORE_POOL)))
         goto sync; /* the table is full, or an untracked pool free: the rare way */
     if (VW_UNLIKELY(existed))
         lane_sub(home, lane, a);
-    fill_record(a, size, now_ns, api, callsite, device, kind);
+    fill_record(a, r, callsite, kind);
     lane_add(home, lane, a, c);
     lane->tl_events++;
     vl_unlock(&lane->lock);
     return true;
 sync:
     vl_unlock(&lane->lock);
-    return alloc_sync(home, lane, kind, key, h, size, device, api, callsite, now_ns);
+    return alloc_sync(home, lane, kind, h, r, callsite);
 }
 
 /* core_alloc for one kind, a constant in each caller below. */
-static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind, uint64_t key,
-                                                             uint64_t size, int device,
-                                                             const char *api, uint32_t callsite,
-                                                             uint64_t now_ns)
+static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind,
+                                                             const struct core_request *r)
 {
     bool tracked = false, existed;
-    uint64_t h = key_hash(key);
+    uint64_t h = key_hash(r->key);
+    uint32_t callsite = r->callsite;
     if (VW_UNLIKELY(callsite >= __atomic_load_n(&nsites, __ATOMIC_ACQUIRE)))
         callsite = 0;
-    int i = kind == CORE_HOST ? HOST_SLOT : core_dev_slot(device);
+    int i = kind == CORE_HOST ? HOST_SLOT : core_dev_slot(r->device);
     struct slot *home = &slots[i][0];
     /* Pinned host memory keeps to one lane: it is not what threads race for. */
     struct slot *lane = kind == CORE_HOST ? home : &home[lane_of_thread()];
@@ -1131,15 +1133,15 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
     if (VW_UNLIKELY(mode != LANE_ALONE)) {
         if (mode == LANE_UNUSED)
             goto sync;
-        return alloc_shared(home, lane, kind, key, h, size, device, api, callsite, now_ns);
+        return alloc_shared(home, lane, kind, h, r, callsite);
     }
     /* The device's only lane in use: everything here, as one lock per device. */
     if (kind != CORE_HOST && VW_UNLIKELY(pending.active)) {
         vl_lock(&glock);
-        match_retry(home, device, size, true, now_ns);
+        match_retry(home, r->device, r->size, true, r->now_ns);
         vl_unlock(&glock);
     }
-    struct core_alloc *a = table_insert(table_for(lane, kind), key, h, &existed);
+    struct core_alloc *a = table_insert(table_for(lane, kind), r->key, h, &existed);
     if (VW_LIKELY(a)) {
         uint64_t live = lane->c.live_bytes;
         if (VW_UNLIKELY(existed)) {
@@ -1148,11 +1150,11 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
              * device's table is asked: a device's addresses are its own (unified addressing
              * gives each device its own range), so a stale record on another is not looked
              * for on every allocation. */
-            account_sub_any(home, lane, a, now_ns, live);
+            account_sub_any(home, lane, a, r->now_ns, live);
             live -= a->size;
         }
-        fill_record(a, size, now_ns, api, callsite, device, kind);
-        account_add(home, lane, a, kind, now_ns, true, live);
+        fill_record(a, r, callsite, kind);
+        account_add(home, lane, a, kind, true, live);
         tracked = true;
     } else {
         __atomic_fetch_add(&allocs_untracked, 1, __ATOMIC_RELAXED);
@@ -1163,36 +1165,33 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
     return tracked;
 sync:
     vl_unlock(&lane->lock);
-    return alloc_sync(home, lane, kind, key, h, size, device, api, callsite, now_ns);
+    return alloc_sync(home, lane, kind, h, r, callsite);
 }
 
-static __attribute__((noinline)) bool alloc_other(enum core_kind kind, uint64_t key, uint64_t size,
-                                                  int device, const char *api, uint32_t callsite,
-                                                  uint64_t now_ns)
+static __attribute__((noinline)) bool alloc_other(const struct core_request *r)
 {
-    switch (kind) {
+    switch (r->kind) {
     case CORE_POOL:
-        return alloc_kind(CORE_POOL, key, size, device, api, callsite, now_ns);
+        return alloc_kind(CORE_POOL, r);
     case CORE_MANAGED:
-        return alloc_kind(CORE_MANAGED, key, size, device, api, callsite, now_ns);
+        return alloc_kind(CORE_MANAGED, r);
     case CORE_VMM:
-        return alloc_kind(CORE_VMM, key, size, device, api, callsite, now_ns);
+        return alloc_kind(CORE_VMM, r);
     case CORE_HOST:
-        return alloc_kind(CORE_HOST, key, size, device, api, callsite, now_ns);
+        return alloc_kind(CORE_HOST, r);
     default:
-        return alloc_kind(CORE_DEVICE, key, size, device, api, callsite, now_ns);
+        return alloc_kind(CORE_DEVICE, r);
     }
 }
 
-bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, const char *api,
-                uint32_t callsite, uint64_t now_ns)
+bool core_alloc(const struct core_request *r)
 {
     if (!ready)
         return false;
     /* cudaMalloc and cuMemAlloc: the path every kind of memory it never has leaves out. */
-    if (VW_LIKELY(kind == CORE_DEVICE))
-        return alloc_kind(CORE_DEVICE, key, size, device, api, callsite, now_ns);
-    return alloc_other(kind, key, size, device, api, callsite, now_ns);
+    if (VW_LIKELY(r->kind == CORE_DEVICE))
+        return alloc_kind(CORE_DEVICE, r);
+    return alloc_other(r);
 }
 
 static inline bool kind_matches(enum core_kind want, enum core_kind have)
@@ -1205,14 +1204,14 @@ static inline bool kind_matches(enum core_kind want, enum core_kind have)
 
 /* take_from with every lane of the device held: what a lane may not do alone. */
 static __attribute__((noinline)) bool take_sync(struct slot *home, struct slot *lane,
-                                                enum core_kind kind, uint64_t key, uint64_t h,
+                                                enum core_kind kind, uint64_t key,
                                                 struct core_alloc *out, uint64_t now_ns)
 {
     bool found = false;
     lock_lanes(home);
     flush_lane_events(home);
     struct table *t = table_for(lane, kind);
-    uint32_t j = table_find(t, key, h);
+    uint32_t j = table_find(t, key, key_hash(key));
     const struct core_alloc *a = j != UINT32_MAX ? &t->slots[j] : NULL;
     if (a && kind_matches(kind, (enum core_kind)a->kind)) {
         *out = *a;
@@ -1225,19 +1224,21 @@ static __attribute__((noinline)) bool take_sync(struct slot *home, struct slot *
     return found;
 }
 
-/* take_from for a lane of a device with several in use, `a` found at `j` of its table `t`, with
- * the lane's lock held (released here). A free only lowers this lane's live bytes, which keeps
- * it within its limit; pool memory and a new timeline bucket are the device's business. */
+/* take_from for a lane of a device with several in use, the allocation found at `j` of its
+ * table for `kind`, with the lane's lock held (released here). A free only lowers this lane's
+ * live bytes, which keeps it within its limit; pool memory and a new timeline bucket are the
+ * device's business. */
 static __attribute__((noinline)) bool take_shared(struct slot *home, struct slot *lane,
-                                                  enum core_kind kind, uint64_t key, uint64_t h,
-                                                  struct table *t, uint32_t j,
+                                                  enum core_kind kind, uint32_t j,
                                                   struct core_alloc *out, uint64_t now_ns)
 {
+    struct table *t = table_for(lane, kind);
     const struct core_alloc *a = &t->slots[j];
     const struct timeline_device *tline = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
     if (a->kind == CORE_POOL || (tline && now_ns >= tline->cur_end)) {
+        uint64_t key = a->key; /* read before the lock is let go */
         vl_unlock(&lane->lock);
-        return take_sync(home, lane, kind, key, h, out, now_ns);
+        return take_sync(home, lane, kind, key, out, now_ns);
     }
     *out = *a;
     lane_sub(home, lane, a);
@@ -1252,8 +1253,7 @@ static __attribute__((noinline)) bool take_shared(struct slot *home, struct slot
  * the free's (a constant in each caller); the record's own kind decides its counters. */
 static inline __attribute__((always_inline)) bool take_from(struct slot *home, struct slot *lane,
                                                             enum core_kind kind, uint64_t key,
-                                                            uint64_t h, struct core_alloc *out,
-                                                            uint64_t now_ns)
+                                                            struct core_alloc *out, uint64_t now_ns)
 {
     /* The lane's address stays in a register: the compiler would otherwise work it out again
      * from the index at each use (a multiply by the slot's size each time). */
@@ -1261,11 +1261,11 @@ static inline __attribute__((always_inline)) bool take_from(struct slot *home, s
     bool found = false;
     vl_lock(&lane->lock);
     struct table *t = table_for(lane, kind);
-    uint32_t j = table_find(t, key, h);
+    uint32_t j = table_find(t, key, key_hash(key));
     const struct core_alloc *a = j != UINT32_MAX ? &t->slots[j] : NULL;
     if (a && kind_matches(kind, (enum core_kind)a->kind)) {
         if (VW_UNLIKELY(lane->mode == LANE_SHARED))
-            return take_shared(home, lane, kind, key, h, t, j, out, now_ns);
+            return take_shared(home, lane, kind, j, out, now_ns);
         /* The device's only lane in use: everything here. */
         *out = *a;
         uint64_t live = lane->c.live_bytes;
@@ -1286,13 +1286,13 @@ static inline __attribute__((always_inline)) bool take_from(struct slot *home, s
 
 /* The lanes in use other than `skip`, of the devices in use (`first`'s first). */
 static __attribute__((noinline)) bool take_elsewhere(int first, const struct slot *skip,
-                                                     enum core_kind kind, uint64_t key, uint64_t h,
+                                                     enum core_kind kind, uint64_t key,
                                                      struct core_alloc *out, uint64_t now_ns)
 {
     struct slot *home = &slots[first][0];
     for (int l = 0; l < LANES; l++)
         if (&home[l] != skip && __atomic_load_n(&home[l].mode, __ATOMIC_RELAXED) &&
-            take_from(home, &home[l], kind, key, h, out, now_ns))
+            take_from(home, &home[l], kind, key, out, now_ns))
             return true;
     for (int w = 0; w < 2; w++) {
         uint64_t m = __atomic_load_n(&active_mask[w], __ATOMIC_RELAXED);
@@ -1304,7 +1304,7 @@ static __attribute__((noinline)) bool take_elsewhere(int first, const struct slo
             home = &slots[i][0];
             for (int l = 0; l < LANES; l++)
                 if (__atomic_load_n(&home[l].mode, __ATOMIC_RELAXED) &&
-                    take_from(home, &home[l], kind, key, h, out, now_ns))
+                    take_from(home, &home[l], kind, key, out, now_ns))
                     return true;
         }
     }
@@ -1316,11 +1316,10 @@ static __attribute__((noinline)) bool take_elsewhere(int first, const struct slo
 static inline __attribute__((always_inline)) bool take_kind(enum core_kind kind, uint64_t key,
                                                             struct core_alloc *out, uint64_t now_ns)
 {
-    uint64_t h = key_hash(key);
     bool found;
     if (kind == CORE_HOST) {
         struct slot *home = &slots[HOST_SLOT][0];
-        found = take_from(home, home, kind, key, h, out, now_ns);
+        found = take_from(home, home, kind, key, out, now_ns);
     } else {
         /* This thread's lane of its device first (almost always the one), then the device's
          * other lanes, then the other devices in use. */
@@ -1331,9 +1330,9 @@ static inline __attribute__((always_inline)) bool take_kind(enum core_kind kind,
             lane = &slots[0][lane_of_thread()];
         }
         struct slot *home = lane->home;
-        found = take_from(home, lane, kind, key, h, out, now_ns);
+        found = take_from(home, lane, kind, key, out, now_ns);
         if (VW_UNLIKELY(!found))
-            found = take_elsewhere(slot_index(home), lane, kind, key, h, out, now_ns);
+            found = take_elsewhere(slot_index(home), lane, kind, key, out, now_ns);
     }
     if (kind != CORE_HOST && VW_UNLIKELY(pending.active) && found) {
         pending.freed_bytes += out->size;
@@ -1379,7 +1378,7 @@ void core_untake(const struct core_alloc *a)
         *slot = *a;
         slot->used = 1;
         /* Put the counts back without counting a second allocation call. */
-        account_add_any(home, lane, slot, slot->time_ns, false, live);
+        account_add_any(home, lane, slot, false, live);
         if (slot->callsite && lane->ctr) {
             lane->ctr[slot->callsite].alloc_calls--;
             lane->ctr[slot->callsite].alloc_bytes_total -= slot->size;
@@ -1416,16 +1415,19 @@ static void keep_failure_sites(struct slot *d)
     fail_any = true;
 }
 
-enum core_failure_verdict core_failure(enum core_kind kind, int device, uint64_t size,
-                                       const char *api, int error_code, const char *error_name,
-                                       bool oom, uint32_t callsite, int64_t free_bytes,
-                                       uint64_t pool_extra, uint64_t now_ns)
+enum core_failure_verdict core_failure(const struct core_request *r, int error_code,
+                                       const char *error_name, bool oom, int64_t free_bytes,
+                                       uint64_t pool_extra)
 {
     if (!ready)
         return CORE_FAIL_QUIET;
+    int device = r->device;
+    uint64_t size = r->size, now_ns = r->now_ns;
+    const char *api = r->api;
+    uint32_t callsite = r->callsite;
     touch();
     enum core_failure_verdict v = CORE_FAIL_QUIET;
-    if (kind == CORE_HOST) {
+    if (r->kind == CORE_HOST) {
         struct slot *hs = &slots[HOST_SLOT][0];
         vl_lock(&hs->lock);
         hs->c.failed_calls++;

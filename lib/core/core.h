@@ -145,12 +145,22 @@ static inline uint32_t core_callsite(const uint64_t *frames, int n)
     return core_callsite_intern(frames, n);
 }
 
+/* One allocation call as the core records it, whether it went through or failed. */
+struct core_request {
+    enum core_kind kind;
+    int device;   /* the ordinal; VW_DEV_UNKNOWN, or one out of range, shares the last slot */
+    uint64_t key; /* address, or VMM handle (a failure has none) */
+    uint64_t size;
+    const char *api; /* static string: the function the application called */
+    uint32_t callsite;
+    uint64_t now_ns;
+};
+
 /* Record a successful allocation. Returns false if it could not be tracked (table full).
  * core_alloc and core_failure also recognise a retry: the same thread asking again for the
  * same size on the same device within VW_RETRY_WINDOW_NS of a failure. A retry that succeeds
  * is a pressure event (a cache flush), one that fails makes the failure the real OOM. */
-bool core_alloc(enum core_kind kind, uint64_t key, uint64_t size, int device, const char *api,
-                uint32_t callsite, uint64_t now_ns);
+bool core_alloc(const struct core_request *r);
 /* Take a tracked allocation out before the real free is called, so that a racing allocation
  * that gets the same address cannot be lost; the free is counted (and feeds a pending retry on
  * this thread) in the same locked section. Returns false if `key` is not tracked. */
@@ -158,12 +168,13 @@ bool core_take(enum core_kind kind, uint64_t key, struct core_alloc *out, uint64
 /* The real free failed: put the allocation back and the counts as they were. */
 void core_untake(const struct core_alloc *a);
 
-/* Record a failed allocation call. `free_bytes` is the driver's free memory at that moment, or
- * -1. The verdict says whether an OOM report must be written before returning. */
-enum core_failure_verdict core_failure(enum core_kind kind, int device, uint64_t size,
-                                       const char *api, int error_code, const char *error_name,
-                                       bool oom, uint32_t callsite, int64_t free_bytes,
-                                       uint64_t pool_extra, uint64_t now_ns);
+/* Record a failed allocation call (the request's key is not used). `free_bytes` is the
+ * driver's free memory at that moment, or -1; `pool_extra` what the device's pools hold beyond
+ * what they handed out. The verdict says whether an OOM report must be written before
+ * returning. */
+enum core_failure_verdict core_failure(const struct core_request *r, int error_code,
+                                       const char *error_name, bool oom, int64_t free_bytes,
+                                       uint64_t pool_extra);
 
 void core_note_pool(int device, uint64_t pool);
 

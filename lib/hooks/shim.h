@@ -38,68 +38,72 @@
 /* An allocation: forward, then record the outcome; `key` and `size` are read after the real
  * call returns, and may use `ok`. errno: the caller's for the real call (the capture and the
  * limit gate may change it), the real call's after it, the caller's when refused. */
-#define VW_SHIM_ALLOC(ret, success, missing, runtime, name, kind, params, args, key, size)      \
-    static __attribute__((noinline)) ret vw_rec_##name(__typeof__(resolve_real.name) real,      \
-                                                       VW_UNPAREN params)                       \
-    {                                                                                           \
-        struct vw_call c;                                                                       \
-        int e = interpose_errno_get();                                                          \
-        if (!interpose_enter_top(&c))                                                           \
-            return real args;                                                                   \
-        bool ok = false;                                                                        \
-        int dev = VW_DEV_UNKNOWN, lim = VW_LIMIT_OK;                                            \
-        if (VW_UNLIKELY(limit_any)) {                                                           \
-            int gated = dev; /* its address is taken here only, so `dev` stays in a register */ \
-            lim = limit_gate(&c, #name, kind, (size), &gated, runtime);                         \
-            if (lim == VW_LIMIT_REFUSE) {                                                       \
-                interpose_errno_set(e);                                                         \
-                return (ret)VW_OOM;                                                             \
-            }                                                                                   \
-            dev = gated;                                                                        \
-        }                                                                                       \
-        interpose_errno_set(e);                                                                 \
-        ret r = real args;                                                                      \
-        e = interpose_errno_get();                                                              \
-        ok = r == success;                                                                      \
-        if (VW_LIKELY(ok && lim == VW_LIMIT_OK)) {                                              \
-            interpose_record_ok(&c, #name, kind, (key), (size), dev, false);                    \
-            interpose_errno_set(e);                                                             \
-            return r;                                                                           \
-        }                                                                                       \
-        record_alloc(&c, #name, kind, ok, (int)r, runtime, ok ? (key) : 0, (size), dev,         \
-                     ok && lim == VW_LIMIT_CROSS);                                              \
-        interpose_errno_set(e);                                                                 \
-        return r;                                                                               \
-    }                                                                                           \
+#define VW_SHIM_ALLOC(ret, success, missing, runtime, name, kind, params, args, key, size) \
+    static __attribute__((noinline)) ret vw_rec_##name(__typeof__(resolve_real.name) real, \
+                                                       VW_UNPAREN params)                  \
+    {                                                                                      \
+        struct vw_call c;                                                                  \
+        int e = interpose_errno_get();                                                     \
+        if (!interpose_enter_top(&c))                                                      \
+            return real args;                                                              \
+        bool ok = false;                                                                   \
+        int dev = VW_DEV_UNKNOWN, lim = VW_LIMIT_OK;                                       \
+        if (VW_UNLIKELY(limit_any)) {                                                      \
+            interpose_call_is(&c, #name, kind, dev);                                       \
+            c.runtime_call = runtime;                                                      \
+            lim = limit_gate(&c, (size));                                                  \
+            if (lim == VW_LIMIT_REFUSE) {                                                  \
+                interpose_errno_set(e);                                                    \
+                return (ret)VW_OOM;                                                        \
+            }                                                                              \
+            dev = c.req.device; /* read back once, so that `dev` stays in a register */    \
+        }                                                                                  \
+        interpose_errno_set(e);                                                            \
+        ret r = real args;                                                                 \
+        e = interpose_errno_get();                                                         \
+        ok = r == success;                                                                 \
+        /* Written after the real call, so the inline recording path knows them. */        \
+        interpose_call_is(&c, #name, kind, dev);                                           \
+        if (VW_LIKELY(ok && lim == VW_LIMIT_OK)) {                                         \
+            interpose_record_ok(&c, (key), (size), false);                                 \
+            interpose_errno_set(e);                                                        \
+            return r;                                                                      \
+        }                                                                                  \
+        c.runtime_call = runtime;                                                          \
+        record_alloc(&c, ok, (int)r, ok ? (key) : 0, (size), ok && lim == VW_LIMIT_CROSS); \
+        interpose_errno_set(e);                                                            \
+        return r;                                                                          \
+    }                                                                                      \
     VW_SHIM_ENTRY(ret, missing, name, params, args)
 
 /* An allocation from an explicit stream-ordered pool: the pool is remembered, so reports can
  * ask it what it holds beyond what it handed out. */
-#define VW_SHIM_POOL_ALLOC(ret, success, missing, runtime, name, ptrtype, pooltype, streamtype)   \
-    VW_EXPORT ret name(ptrtype *ptr, size_t size, pooltype pool, streamtype stream)               \
-    {                                                                                             \
-        __typeof__(resolve_real.name) real = VW_REAL(name);                                       \
-        if (VW_UNLIKELY(!real))                                                                   \
-            return missing;                                                                       \
-        struct vw_call c;                                                                         \
-        int e = interpose_errno_get();                                                            \
-        if (!interpose_enter(&c, true))                                                           \
-            return real(ptr, size, pool, stream);                                                 \
-        int dev = driver_current_device();                                                        \
-        if (pool)                                                                                 \
-            core_note_pool(dev, (uint64_t)(uintptr_t)pool);                                       \
-        int lim = VW_UNLIKELY(limit_any) ? limit_gate(&c, #name, CORE_POOL, size, &dev, runtime)  \
-                                         : VW_LIMIT_OK;                                           \
-        interpose_errno_set(e);                                                                   \
-        if (lim == VW_LIMIT_REFUSE)                                                               \
-            return (ret)VW_OOM;                                                                   \
-        ret r = real(ptr, size, pool, stream);                                                    \
-        e = interpose_errno_get();                                                                \
-        bool ok = r == success;                                                                   \
-        record_alloc(&c, #name, CORE_POOL, ok, (int)r, runtime,                                   \
-                     ok ? (uint64_t)(uintptr_t)*ptr : 0, size, dev, ok && lim == VW_LIMIT_CROSS); \
-        interpose_errno_set(e);                                                                   \
-        return r;                                                                                 \
+#define VW_SHIM_POOL_ALLOC(ret, success, missing, runtime, name, ptrtype, pooltype, streamtype) \
+    VW_EXPORT ret name(ptrtype *ptr, size_t size, pooltype pool, streamtype stream)             \
+    {                                                                                           \
+        __typeof__(resolve_real.name) real = VW_REAL(name);                                     \
+        if (VW_UNLIKELY(!real))                                                                 \
+            return missing;                                                                     \
+        struct vw_call c;                                                                       \
+        int e = interpose_errno_get();                                                          \
+        if (!interpose_enter(&c, true))                                                         \
+            return real(ptr, size, pool, stream);                                               \
+        int dev = driver_current_device();                                                      \
+        if (pool)                                                                               \
+            core_note_pool(dev, (uint64_t)(uintptr_t)pool);                                     \
+        interpose_call_is(&c, #name, CORE_POOL, dev);                                           \
+        c.runtime_call = runtime;                                                               \
+        int lim = VW_UNLIKELY(limit_any) ? limit_gate(&c, size) : VW_LIMIT_OK;                  \
+        interpose_errno_set(e);                                                                 \
+        if (lim == VW_LIMIT_REFUSE)                                                             \
+            return (ret)VW_OOM;                                                                 \
+        ret r = real(ptr, size, pool, stream);                                                  \
+        e = interpose_errno_get();                                                              \
+        bool ok = r == success;                                                                 \
+        record_alloc(&c, ok, (int)r, ok ? (uint64_t)(uintptr_t)*ptr : 0, size,                  \
+                     ok && lim == VW_LIMIT_CROSS);                                              \
+        interpose_errno_set(e);                                                                 \
+        return r;                                                                               \
     }
 
 /* A free: the allocation leaves the tables before the real free, so an address the driver

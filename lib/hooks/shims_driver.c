@@ -54,16 +54,17 @@ VW_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
         return real(handle, size, prop, flags);
     int dev = (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) ? prop->location.id
                                                                            : VW_DEV_UNKNOWN;
-    int lim = VW_UNLIKELY(limit_any) ? limit_gate(&c, "cuMemCreate", CORE_VMM, size, &dev, false)
-                                     : VW_LIMIT_OK;
+    interpose_call_is(&c, "cuMemCreate", CORE_VMM, dev);
+    c.runtime_call = false;
+    int lim = VW_UNLIKELY(limit_any) ? limit_gate(&c, size) : VW_LIMIT_OK;
     interpose_errno_set(e);
     if (lim == VW_LIMIT_REFUSE)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = real(handle, size, prop, flags);
     e = interpose_errno_get();
     bool ok = r == CUDA_SUCCESS;
-    record_alloc(&c, "cuMemCreate", CORE_VMM, ok, (int)r, false,
-                 ok && handle ? (uint64_t)*handle : 0, size, dev, ok && lim == VW_LIMIT_CROSS);
+    record_alloc(&c, ok, (int)r, ok && handle ? (uint64_t)*handle : 0, size,
+                 ok && lim == VW_LIMIT_CROSS);
     interpose_errno_set(e);
     return r;
 }

@@ -92,8 +92,9 @@ static inline bool interpose_ready_now(void)
  * where the library answers without calling it, what it held before the call (issue 24). The
  * library's own work (set-up, unwinding, the driver's answers, locks that sleep, reports) may
  * change it, so a hook that does any of that around the real call keeps errno as the real call
- * left it (interpose_errno_get after it, interpose_errno_set before returning) and, before the real call,
- * as the caller left it. One TLS address, loads and stores: nothing on the nested path. */
+ * left it (interpose_errno_get after it, interpose_errno_set before returning) and, before the
+ * real call, as the caller left it. One TLS address, loads and stores: nothing on the nested
+ * path. */
 static inline int interpose_errno_get(void)
 {
     return errno;
@@ -114,17 +115,31 @@ static __attribute__((cold, noinline, unused)) bool interpose_init_keep_errno(vo
 }
 static inline bool interpose_active(void)
 {
-    /* lifecycle_ready is only ever set with recording on (setup.c returns before it when disabled). */
+    /* lifecycle_ready is only ever set with recording on (setup.c returns before it when
+     * disabled). */
     if (VW_LIKELY(interpose_ready_now()))
         return true;
     return interpose_init_keep_errno() && !options_current.disable;
 }
 
-/* One hooked allocation call in flight. */
+/* One hooked allocation call in flight: the stack captured at its entry, and the core's request
+ * filled in as the call goes (the function, kind and device before the real call, the key and
+ * size after it, the call site and time where it is recorded). */
 struct vw_call {
+    struct core_request req;
+    bool runtime_call; /* a runtime function: its error names; the runtime started for a limit */
     int nframes;
     uint64_t frames[VW_MAX_FRAMES];
 };
+/* The call's function, kind and device (VW_DEV_UNKNOWN: the current one), as the shim knows
+ * them. `runtime_call` is set apart: only the rare paths (a limit, a failure) read it. */
+static inline void interpose_call_is(struct vw_call *c, const char *api, enum core_kind kind,
+                                     int device)
+{
+    c->req.api = api;
+    c->req.kind = kind;
+    c->req.device = device;
+}
 
 /* Enter a hooked call. Returns false when the call must pass through (disabled, or nested
  * inside another hooked call on this thread); otherwise the stack is captured now, before
@@ -137,7 +152,8 @@ static inline bool interpose_enter(struct vw_call *c, bool want_stack)
     c->nframes = want_stack ? stack_capture_all(c->frames, options_current.stack_depth) : 0;
     return true;
 }
-/* interpose_enter for the recording path of an exported shim, which has found the depth 0 already. */
+/* interpose_enter for the recording path of an exported shim, which has found the depth 0
+ * already. */
 static inline bool interpose_enter_top(struct vw_call *c)
 {
     if (!interpose_active())
@@ -151,11 +167,10 @@ static inline void interpose_leave(void)
     setup_depth = 0;
 }
 
-/* Record an allocation call's outcome. `ok` is the call's success; `key` the address or
- * handle; `runtime` chooses the error names; `crossing`: observe mode saw this allocation go
- * over the emulated limit. */
-void record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool ok, int err,
-                  bool runtime, uint64_t key, uint64_t size, int device, bool crossing);
+/* Record an allocation call's outcome. `ok` is the call's success, `err` what it returned;
+ * `key` the address or handle; `crossing`: observe mode saw this allocation go over the
+ * emulated limit. */
+void record_alloc(struct vw_call *c, bool ok, int err, uint64_t key, uint64_t size, bool crossing);
 
 /* Something an allocation that went through must do besides recording it: the exit handler
  * is not registered yet, or a status file is open (record.c keeps it; set until the first
@@ -166,19 +181,27 @@ void record_rare(uint64_t now);
 /* An allocation that went through, recorded: inline in each shim for the common path (no limit
  * in the way, `crossing` a constant false), so it makes one call into the core; record_alloc
  * uses it for every other allocation that went through. */
-static inline void interpose_record_ok(const struct vw_call *c, const char *api,
-                                       enum core_kind kind, uint64_t key, uint64_t size, int device,
+static inline void interpose_record_ok(struct vw_call *c, uint64_t key, uint64_t size,
                                        bool crossing)
 {
+    struct core_request *r = &c->req;
+    /* Read before the clock's call, which the compiler cannot see through: the shim has just
+     * written them, so they are known here, where a read after the call is a load. */
+    int device = r->device;
+    enum core_kind kind = r->kind;
     uint64_t now = platform_now_ns();
     if (device == VW_DEV_UNKNOWN && kind != CORE_HOST)
         device = driver_current_device();
     /* A zero-byte request that succeeds hands out nothing (cudaMalloc returns NULL). */
     if (VW_LIKELY(size != 0)) {
-        uint32_t site = core_callsite(c->frames, c->nframes);
-        core_alloc(kind, key, size, device, api, site, now);
+        r->device = device;
+        r->key = key;
+        r->size = size;
+        r->now_ns = now;
+        r->callsite = core_callsite(c->frames, c->nframes);
+        core_alloc(r);
         if (VW_UNLIKELY(crossing))
-            core_limit_crossing(device, api, size, site, now);
+            core_limit_crossing(device, r->api, size, r->callsite, now);
         /* Both flags read, one branch (`|`, not `||`). */
         if (VW_UNLIKELY((int)__atomic_load_n(&record_rare_due, __ATOMIC_RELAXED) |
                         (int)__atomic_load_n(&core_report_stale, __ATOMIC_RELAXED)))
@@ -198,10 +221,10 @@ int limit_check(enum core_kind kind, uint64_t size, int *device);
 /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY: the same number in both families,
  * what a real card answers when an allocation does not fit. */
 #define VW_OOM 2
-/* limit_check for a hooked allocation call in flight: a refused call is recorded as the
- * out-of-memory failure it becomes (the shim then returns VW_OOM without the real call). */
-int limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint64_t size, int *device,
-               bool runtime);
+/* limit_check for a hooked allocation call in flight, of `size` (its device written back into
+ * the request): a refused call is recorded as the out-of-memory failure it becomes (the shim
+ * then returns VW_OOM without the real call). */
+int limit_gate(struct vw_call *c, uint64_t size);
 /* Turn the driver's free/total of `device` into the emulated card's (idempotent, so a runtime
  * query that reaches the driver query inside comes out the same). */
 void limit_meminfo(int device, size_t *free, size_t *total);

@@ -99,18 +99,18 @@ static void start_runtime(void)
     __atomic_store_n(&done, true, __ATOMIC_RELAXED);
 }
 
-int limit_gate(struct vw_call *c, const char *api, enum core_kind kind, uint64_t size, int *device,
-               bool runtime)
+int limit_gate(struct vw_call *c, uint64_t size)
 {
+    struct core_request *r = &c->req;
     /* A runtime call that comes first: the runtime has not loaded the driver yet, so neither the
      * device nor its memory could be asked. A driver call has a driver already. */
-    if (runtime && *device == VW_DEV_UNKNOWN && kind != CORE_HOST && !driver_ready())
+    if (c->runtime_call && r->device == VW_DEV_UNKNOWN && r->kind != CORE_HOST && !driver_ready())
         start_runtime();
-    int lim = limit_check(kind, size, device);
+    int lim = limit_check(r->kind, size, &r->device);
     if (lim == VW_LIMIT_REFUSE)
-        record_alloc(c, api, kind, false, VW_OOM, runtime, 0, size, *device, false);
+        record_alloc(c, false, VW_OOM, 0, size, false);
     if (lim == VW_LIMIT_FLUSH) {
-        core_observe_refusal(*device, size, api, core_callsite(c->frames, c->nframes),
+        core_observe_refusal(r->device, size, r->api, core_callsite(c->frames, c->nframes),
                              platform_now_ns());
         lifecycle_first_alloc();
         interpose_leave();

@@ -46,30 +46,33 @@ static int64_t query_free(int device)
     return (int64_t)f;
 }
 
-void record_alloc(struct vw_call *c, const char *api, enum core_kind kind, bool ok, int err,
-                  bool runtime, uint64_t key, uint64_t size, int device, bool crossing)
+void record_alloc(struct vw_call *c, bool ok, int err, uint64_t key, uint64_t size, bool crossing)
 {
     if (ok) {
-        interpose_record_ok(c, api, kind, key, size, device, crossing);
+        interpose_record_ok(c, key, size, crossing);
         return;
     }
+    struct core_request *r = &c->req;
     uint64_t now = platform_now_ns();
-    if (device == VW_DEV_UNKNOWN && kind != CORE_HOST)
-        device = driver_current_device();
-    uint32_t site = core_callsite(c->frames, c->nframes);
+    if (r->device == VW_DEV_UNKNOWN && r->kind != CORE_HOST)
+        r->device = driver_current_device();
+    int device = r->device;
+    r->key = key;
+    r->size = size;
+    r->now_ns = now;
+    r->callsite = core_callsite(c->frames, c->nframes);
     lifecycle_first_alloc();
     bool oom = err == 2; /* cudaErrorMemoryAllocation and CUDA_ERROR_OUT_OF_MEMORY are both 2 */
-    const char *name = runtime ? errnames_runtime(err) : errnames_driver(err);
-    int64_t free_bytes = kind == CORE_HOST ? -1 : query_free(device);
+    const char *name = c->runtime_call ? errnames_runtime(err) : errnames_driver(err);
+    int64_t free_bytes = r->kind == CORE_HOST ? -1 : query_free(device);
     int64_t extra = 0, high = 0;
-    if (kind == CORE_POOL && device >= 0) {
+    if (r->kind == CORE_POOL && device >= 0) {
         /* The device's default and current pools: what they cache counts as reserved. */
         struct core_device d = { .pool_used = true };
         if (!driver_pools(device, &d, &extra, &high))
             extra = 0;
     }
-    enum core_failure_verdict v = core_failure(kind, device, size, api, err, name, oom, site,
-                                               free_bytes, (uint64_t)extra, now);
+    enum core_failure_verdict v = core_failure(r, err, name, oom, free_bytes, (uint64_t)extra);
     if (VW_UNLIKELY(status_on) && oom)
         status_update(now, true, false); /* a second failure may have made it final */
     if (v == CORE_FAIL_REPORT)

@@ -20,6 +20,20 @@
 
 #include "core.h"
 
+/* core_alloc with its request's fields as arguments, as the calls here give them. */
+static bool alloc_req(enum core_kind kind, uint64_t key, uint64_t size, int device, const char *api,
+                      uint32_t callsite, uint64_t now_ns)
+{
+    struct core_request r = { .kind = kind,
+                              .device = device,
+                              .key = key,
+                              .size = size,
+                              .api = api,
+                              .callsite = callsite,
+                              .now_ns = now_ns };
+    return core_alloc(&r);
+}
+
 #define MAX_THREADS 32
 #define SITES_PER_THREAD 8
 #define LIVE_PER_THREAD 16 /* allocations each thread keeps live while it works */
@@ -62,13 +76,13 @@ static void *work(void *arg)
     struct core_alloc a;
     /* A window of LIVE_PER_THREAD allocations: each step frees the oldest and makes a new one. */
     for (uint64_t i = 0; i < LIVE_PER_THREAD; i++)
-        core_alloc(CORE_DEVICE, base + i * 4096, 4096, w->device, "cudaMalloc", site[0], t++);
+        alloc_req(CORE_DEVICE, base + i * 4096, 4096, w->device, "cudaMalloc", site[0], t++);
     while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
         for (int k = 0; k < 256; k++, n++) {
             uint64_t old = base + (n % LIVE_PER_THREAD) * 4096;
             core_take(CORE_DEVICE, old, &a, t++);
-            core_alloc(CORE_DEVICE, old, 4096 + (n & 7) * 512, w->device, "cudaMalloc",
-                       site[n % SITES_PER_THREAD], t++);
+            alloc_req(CORE_DEVICE, old, 4096 + (n & 7) * 512, w->device, "cudaMalloc",
+                      site[n % SITES_PER_THREAD], t++);
         }
     }
     for (uint64_t i = 0; i < LIVE_PER_THREAD; i++)

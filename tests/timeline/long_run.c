@@ -11,6 +11,20 @@
 #include "report.h"
 #include "platform.h"
 
+/* core_alloc with its request's fields as arguments, as the calls here give them. */
+static bool alloc_req(enum core_kind kind, uint64_t key, uint64_t size, int device, const char *api,
+                      uint32_t callsite, uint64_t now_ns)
+{
+    struct core_request r = { .kind = kind,
+                              .device = device,
+                              .key = key,
+                              .size = size,
+                              .api = api,
+                              .callsite = callsite,
+                              .now_ns = now_ns };
+    return core_alloc(&r);
+}
+
 #define SEC 1000000000ull
 #define MIB (1ull << 20)
 #define GIB (1ull << 30)
@@ -34,8 +48,8 @@ int main(int argc, char **argv)
     uint64_t t = t0, next_key = 0x7f0000000000ull;
     core_mark("setup", t);
     for (int i = 0; i < 8; i++)
-        core_alloc(CORE_DEVICE, next_key += GIB, 384 * MIB, 0, "cudaMalloc", model_site,
-                   t += SEC / 10);
+        alloc_req(CORE_DEVICE, next_key += GIB, 384 * MIB, 0, "cudaMalloc", model_site,
+                  t += SEC / 10);
     char label[32];
     struct core_alloc a;
     for (int epoch = 0; epoch < 72; epoch++) {
@@ -45,14 +59,14 @@ int main(int argc, char **argv)
             uint64_t keys[6];
             for (int k = 0; k < 6; k++) {
                 keys[k] = next_key += GIB;
-                core_alloc(CORE_DEVICE, keys[k], (256 + 128 * (uint64_t)k) * MIB, 0, "cudaMalloc",
-                           act_site, t += SEC / 10);
+                alloc_req(CORE_DEVICE, keys[k], (256 + 128 * (uint64_t)k) * MIB, 0, "cudaMalloc",
+                          act_site, t += SEC / 10);
             }
             for (int k = 5; k >= 0; k--)
                 core_take(CORE_DEVICE, keys[k], &a, t += SEC / 10);
             t += 2 * SEC - 12 * (SEC / 10);
         }
-        core_alloc(CORE_DEVICE, next_key += GIB, 16 * MIB, 0, "cudaMalloc", leak_site, t);
+        alloc_req(CORE_DEVICE, next_key += GIB, 16 * MIB, 0, "cudaMalloc", leak_site, t);
     }
     static struct report_devinfo info[VW_MAX_DEVICES + 1];
     for (int i = 0; i <= VW_MAX_DEVICES; i++)

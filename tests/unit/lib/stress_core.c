@@ -11,6 +11,20 @@
 
 #include "core.h"
 
+/* core_alloc with its request's fields as arguments, as the calls here give them. */
+static bool alloc_req(enum core_kind kind, uint64_t key, uint64_t size, int device, const char *api,
+                      uint32_t callsite, uint64_t now_ns)
+{
+    struct core_request r = { .kind = kind,
+                              .device = device,
+                              .key = key,
+                              .size = size,
+                              .api = api,
+                              .callsite = callsite,
+                              .now_ns = now_ns };
+    return core_alloc(&r);
+}
+
 #define THREADS 8
 #define PAIRS 20000
 
@@ -23,7 +37,7 @@ static void *worker(void *arg)
         uint64_t frames[3] = { 0x1000, id, i % 64 }; /* 64 sites per thread, seen many times */
         uint32_t site = core_callsite(frames, 3);
         uint64_t key = (id << 40) | (i << 9);
-        core_alloc(CORE_DEVICE, key, 512, (int)(id % 2), "cudaMalloc", site, i);
+        alloc_req(CORE_DEVICE, key, 512, (int)(id % 2), "cudaMalloc", site, i);
         if (i % 4 != 3) {
             struct core_alloc a;
             if (!core_take(CORE_DEVICE, key, &a, 0))
@@ -84,8 +98,8 @@ static void *turns(void *arg)
         } else {
             turn_key[i] = (0x77ull << 40) | ((uint64_t)step << 12);
             turn_size[i] = 1 + (rnd >> 40) % 100000;
-            core_alloc(CORE_DEVICE, turn_key[i], turn_size[i], 3, "cudaMalloc",
-                       core_callsite(site_frames, 1), (uint64_t)step);
+            alloc_req(CORE_DEVICE, turn_key[i], turn_size[i], 3, "cudaMalloc",
+                      core_callsite(site_frames, 1), (uint64_t)step);
             turn_live += turn_size[i];
             if (turn_live > turn_peak)
                 turn_peak = turn_live;

@@ -5,6 +5,35 @@
 
 #include "core.h"
 
+/* core_alloc with its request's fields as arguments, as the calls here give them. */
+static bool alloc_req(enum core_kind kind, uint64_t key, uint64_t size, int device, const char *api,
+                      uint32_t callsite, uint64_t now_ns)
+{
+    struct core_request r = { .kind = kind,
+                              .device = device,
+                              .key = key,
+                              .size = size,
+                              .api = api,
+                              .callsite = callsite,
+                              .now_ns = now_ns };
+    return core_alloc(&r);
+}
+
+/* core_failure likewise. */
+static enum core_failure_verdict fail_req(enum core_kind kind, int device, uint64_t size,
+                                          const char *api, int code, const char *name, bool oom,
+                                          uint32_t callsite, int64_t free_bytes,
+                                          uint64_t pool_extra, uint64_t now_ns)
+{
+    struct core_request r = { .kind = kind,
+                              .device = device,
+                              .size = size,
+                              .api = api,
+                              .callsite = callsite,
+                              .now_ns = now_ns };
+    return core_failure(&r, code, name, oom, free_bytes, pool_extra);
+}
+
 static void setup(void)
 {
     cr_assert(core_init());
@@ -34,14 +63,14 @@ Test(core, interning_stores_each_stack_once)
 Test(core, live_peak_and_counts_per_device)
 {
     uint32_t site = core_callsite(stack_a, 3);
-    cr_assert(core_alloc(CORE_DEVICE, 0x10000, 1000, 0, "cudaMalloc", site, 10));
-    cr_assert(core_alloc(CORE_DEVICE, 0x20000, 3000, 0, "cudaMalloc", site, 20));
-    cr_assert(core_alloc(CORE_DEVICE, 0x30000, 500, 1, "cuMemAlloc_v2", site, 30));
+    cr_assert(alloc_req(CORE_DEVICE, 0x10000, 1000, 0, "cudaMalloc", site, 10));
+    cr_assert(alloc_req(CORE_DEVICE, 0x20000, 3000, 0, "cudaMalloc", site, 20));
+    cr_assert(alloc_req(CORE_DEVICE, 0x30000, 500, 1, "cuMemAlloc_v2", site, 30));
     struct core_alloc a;
     cr_assert(core_take(CORE_DEVICE, 0x10000, &a, 0));
     cr_assert_eq(a.size, 1000);
     cr_assert(!core_take(CORE_DEVICE, 0x10000, &a, 0), "freed twice");
-    cr_assert(core_alloc(CORE_DEVICE, 0x40000, 200, 0, "cudaMalloc", site, 40));
+    cr_assert(alloc_req(CORE_DEVICE, 0x40000, 200, 0, "cudaMalloc", site, 40));
 
     struct core_snapshot s;
     core_snapshot(&s);
@@ -67,7 +96,7 @@ Test(core, live_peak_and_counts_per_device)
 
 Test(core, failed_free_puts_the_allocation_back)
 {
-    cr_assert(core_alloc(CORE_POOL, 0x5000, 4096, 0, "cudaMallocAsync", 0, 1));
+    cr_assert(alloc_req(CORE_POOL, 0x5000, 4096, 0, "cudaMallocAsync", 0, 1));
     struct core_alloc a;
     cr_assert(core_take(CORE_POOL, 0x5000, &a, 0));
     core_untake(&a);
@@ -83,8 +112,8 @@ Test(core, failed_free_puts_the_allocation_back)
  * free's common path handles device memory only and hands other kinds to the general one. */
 Test(core, device_free_of_pool_memory_counts_it_as_pool_memory)
 {
-    cr_assert(core_alloc(CORE_POOL, 0x5000, 1000, 0, "cudaMallocAsync", 0, 1));
-    cr_assert(core_alloc(CORE_DEVICE, 0x6000, 500, 0, "cudaMalloc", 0, 2));
+    cr_assert(alloc_req(CORE_POOL, 0x5000, 1000, 0, "cudaMallocAsync", 0, 1));
+    cr_assert(alloc_req(CORE_DEVICE, 0x6000, 500, 0, "cudaMalloc", 0, 2));
     struct core_alloc a;
     cr_assert(core_take(CORE_DEVICE, 0x5000, &a, 3));
     cr_assert_eq(a.kind, CORE_POOL);
@@ -102,10 +131,10 @@ Test(core, device_free_of_pool_memory_counts_it_as_pool_memory)
 Test(core, a_reused_table_slot_gets_every_field_anew)
 {
     uint32_t site = core_callsite_intern(stack_a, 3);
-    cr_assert(core_alloc(CORE_MANAGED, 0x8000, 700, 1, "cudaMallocManaged", site, 5));
+    cr_assert(alloc_req(CORE_MANAGED, 0x8000, 700, 1, "cudaMallocManaged", site, 5));
     struct core_alloc a;
     cr_assert(core_take(CORE_DEVICE, 0x8000, &a, 6));
-    cr_assert(core_alloc(CORE_DEVICE, 0x8000, 300, 0, "cudaMalloc", 0, 7));
+    cr_assert(alloc_req(CORE_DEVICE, 0x8000, 300, 0, "cudaMalloc", 0, 7));
     uint64_t total;
     struct core_alloc live[4];
     cr_assert_eq(core_largest_live(live, 4, &total), 1);
@@ -121,11 +150,11 @@ Test(core, a_reused_table_slot_gets_every_field_anew)
 Test(core, an_allocation_alone_makes_a_report_due)
 {
     cr_assert(!core_touched());
-    cr_assert(core_alloc(CORE_HOST, 0x7000, 100, -1, "cudaMallocHost", 0, 1));
+    cr_assert(alloc_req(CORE_HOST, 0x7000, 100, -1, "cudaMallocHost", 0, 1));
     cr_assert(core_touched());
     core_reset();
     cr_assert(!core_touched());
-    cr_assert(core_alloc(CORE_DEVICE, 0x7000, 100, 3, "cudaMalloc", 0, 1));
+    cr_assert(alloc_req(CORE_DEVICE, 0x7000, 100, 3, "cudaMalloc", 0, 1));
     struct core_alloc a;
     cr_assert(core_take(CORE_DEVICE, 0x7000, &a, 2));
     cr_assert(core_touched(), "still due after everything was freed");
@@ -133,8 +162,8 @@ Test(core, an_allocation_alone_makes_a_report_due)
 
 Test(core, kinds_do_not_mix)
 {
-    cr_assert(core_alloc(CORE_HOST, 0x7000, 100, -1, "cudaMallocHost", 0, 1));
-    cr_assert(core_alloc(CORE_VMM, 0x7000, 2 << 20, 0, "cuMemCreate", 0, 1));
+    cr_assert(alloc_req(CORE_HOST, 0x7000, 100, -1, "cudaMallocHost", 0, 1));
+    cr_assert(alloc_req(CORE_VMM, 0x7000, 2 << 20, 0, "cuMemCreate", 0, 1));
     struct core_alloc a;
     cr_assert(!core_take(CORE_DEVICE, 0x7000, &a, 0),
               "a device free must not release pinned memory");
@@ -149,8 +178,8 @@ Test(core, kinds_do_not_mix)
 
 Test(core, reused_address_replaces_the_stale_record)
 {
-    cr_assert(core_alloc(CORE_DEVICE, 0x9000, 100, 0, "cudaMalloc", 0, 1));
-    cr_assert(core_alloc(CORE_DEVICE, 0x9000, 300, 0, "cudaMalloc", 0, 2));
+    cr_assert(alloc_req(CORE_DEVICE, 0x9000, 100, 0, "cudaMalloc", 0, 1));
+    cr_assert(alloc_req(CORE_DEVICE, 0x9000, 300, 0, "cudaMalloc", 0, 2));
     struct core_snapshot s;
     core_snapshot(&s);
     cr_assert_eq(s.devices[0].live_bytes, 300);
@@ -159,15 +188,15 @@ Test(core, reused_address_replaces_the_stale_record)
 
 Test(core, cache_flush_is_pressure_not_oom)
 {
-    cr_assert(core_alloc(CORE_DEVICE, 0x1000, 1 << 20, 0, "cudaMalloc", 0, 1));
-    cr_assert(core_alloc(CORE_DEVICE, 0x2000, 2 << 20, 0, "cudaMalloc", 0, 2));
-    enum core_failure_verdict v = core_failure(CORE_DEVICE, 0, 8 << 20, "cudaMalloc", 2,
-                                               "cudaErrorMemoryAllocation", true, 0, 1234, 0, 100);
+    cr_assert(alloc_req(CORE_DEVICE, 0x1000, 1 << 20, 0, "cudaMalloc", 0, 1));
+    cr_assert(alloc_req(CORE_DEVICE, 0x2000, 2 << 20, 0, "cudaMalloc", 0, 2));
+    enum core_failure_verdict v = fail_req(CORE_DEVICE, 0, 8 << 20, "cudaMalloc", 2,
+                                           "cudaErrorMemoryAllocation", true, 0, 1234, 0, 100);
     cr_assert_eq(v, CORE_FAIL_REPORT, "the first OOM is always written");
     struct core_alloc a;
     cr_assert(core_take(CORE_DEVICE, 0x1000, &a, 0));
     cr_assert(core_take(CORE_DEVICE, 0x2000, &a, 0));
-    cr_assert(core_alloc(CORE_DEVICE, 0x3000, 8 << 20, 0, "cudaMalloc", 0, 200));
+    cr_assert(alloc_req(CORE_DEVICE, 0x3000, 8 << 20, 0, "cudaMalloc", 0, 200));
 
     struct core_snapshot s;
     core_snapshot(&s);
@@ -184,13 +213,13 @@ Test(core, cache_flush_is_pressure_not_oom)
 
 Test(core, failed_retry_is_the_oom_and_always_reported)
 {
-    cr_assert_eq(core_failure(CORE_DEVICE, 0, 1 << 30, "cudaMalloc", 2, "x", true, 0, -1, 0, 1000),
+    cr_assert_eq(fail_req(CORE_DEVICE, 0, 1 << 30, "cudaMalloc", 2, "x", true, 0, -1, 0, 1000),
                  CORE_FAIL_REPORT);
     /* A different request soon after: rate-limited. */
-    cr_assert_eq(core_failure(CORE_DEVICE, 0, 5 << 20, "cudaMalloc", 2, "x", true, 0, -1, 0, 2000),
+    cr_assert_eq(fail_req(CORE_DEVICE, 0, 5 << 20, "cudaMalloc", 2, "x", true, 0, -1, 0, 2000),
                  CORE_FAIL_QUIET);
     /* Its retry fails: that is the OOM the application sees, written despite the rate limit. */
-    cr_assert_eq(core_failure(CORE_DEVICE, 0, 5 << 20, "cudaMalloc", 2, "x", true, 0, -1, 0, 3000),
+    cr_assert_eq(fail_req(CORE_DEVICE, 0, 5 << 20, "cudaMalloc", 2, "x", true, 0, -1, 0, 3000),
                  CORE_FAIL_REPORT);
     struct core_snapshot s;
     core_snapshot(&s);
@@ -204,8 +233,8 @@ Test(core, failed_retry_is_the_oom_and_always_reported)
 
 Test(core, non_oom_failures_never_ask_for_a_report)
 {
-    cr_assert_eq(core_failure(CORE_DEVICE, 0, 100, "cudaMalloc", 1, "cudaErrorInvalidValue", false,
-                              0, -1, 0, 1),
+    cr_assert_eq(fail_req(CORE_DEVICE, 0, 100, "cudaMalloc", 1, "cudaErrorInvalidValue", false, 0,
+                          -1, 0, 1),
                  CORE_FAIL_QUIET);
     cr_assert(core_touched());
 }
@@ -213,7 +242,7 @@ Test(core, non_oom_failures_never_ask_for_a_report)
 Test(core, failure_list_keeps_first_and_latest)
 {
     for (uint64_t i = 0; i < 1000; i++)
-        core_failure(CORE_DEVICE, 0, i + 1, "cudaMalloc", 1, "x", false, 0, -1, 0, i);
+        fail_req(CORE_DEVICE, 0, i + 1, "cudaMalloc", 1, "x", false, 0, -1, 0, i);
     struct core_snapshot s;
     core_snapshot(&s);
     cr_assert_eq(s.failures_total, 1000);
@@ -230,7 +259,7 @@ Test(core, tables_grow_and_stay_exact)
 {
     const uint64_t n = 200000;
     for (uint64_t i = 0; i < n; i++)
-        cr_assert(core_alloc(CORE_DEVICE, 0x100000000ull + i * 512, 512, 0, "cudaMalloc", 0, i));
+        cr_assert(alloc_req(CORE_DEVICE, 0x100000000ull + i * 512, 512, 0, "cudaMalloc", 0, i));
     for (uint64_t i = 0; i < n; i += 2) {
         struct core_alloc a;
         cr_assert(core_take(CORE_DEVICE, 0x100000000ull + i * 512, &a, 0));
@@ -249,8 +278,8 @@ Test(core, tables_grow_and_stay_exact)
 Test(core, largest_live_sorted_and_bounded)
 {
     for (uint64_t i = 1; i <= 50; i++)
-        core_alloc(CORE_DEVICE, i * 0x1000, i * 100, 0, "cudaMalloc", 0, i);
-    core_alloc(CORE_HOST, 0xdead000, 1 << 30, -1, "cudaMallocHost", 0, 1);
+        alloc_req(CORE_DEVICE, i * 0x1000, i * 100, 0, "cudaMalloc", 0, i);
+    alloc_req(CORE_HOST, 0xdead000, 1 << 30, -1, "cudaMallocHost", 0, 1);
     struct core_alloc out[10];
     uint64_t total;
     int n = core_largest_live(out, 10, &total);
@@ -288,7 +317,7 @@ static void *worker(void *p)
     uint32_t site = core_callsite(frames, 2);
     for (uint64_t i = 0; i < 20000; i++) {
         uint64_t key = ((uint64_t)w->id << 40) | (i << 9);
-        core_alloc(CORE_DEVICE, key, 512, w->id % 2, "cudaMalloc", site, i);
+        alloc_req(CORE_DEVICE, key, 512, w->id % 2, "cudaMalloc", site, i);
         if (i % 4 != 3) {
             struct core_alloc a;
             core_take(CORE_DEVICE, key, &a, 0);
@@ -324,25 +353,25 @@ Test(core, live_at_the_peak_per_call_site)
     struct core_alloc x;
     struct core_callsite cs[8];
     uint64_t fr[64];
-    cr_assert(core_alloc(CORE_DEVICE, 0x1000, 100, 0, "cudaMalloc", a, 1));
-    cr_assert(core_alloc(CORE_DEVICE, 0x2000, 200, 0, "cudaMalloc", b, 2)); /* peak 300 */
+    cr_assert(alloc_req(CORE_DEVICE, 0x1000, 100, 0, "cudaMalloc", a, 1));
+    cr_assert(alloc_req(CORE_DEVICE, 0x2000, 200, 0, "cudaMalloc", b, 2)); /* peak 300 */
     cr_assert(core_take(CORE_DEVICE, 0x1000, &x, 3));
     core_copy_callsites(cs, 3, fr, 64);
     cr_assert_eq(cs[a].live_bytes_at_peak, 100);
     cr_assert_eq(cs[b].live_bytes_at_peak, 200);
     cr_assert_eq(cs[a].live_bytes, 0);
-    cr_assert(core_alloc(CORE_DEVICE, 0x3000, 50, 0, "cudaMalloc", a, 4));
-    cr_assert(core_alloc(CORE_DEVICE, 0x4000, 100, 0, "cudaMalloc", b, 5)); /* peak 350 */
+    cr_assert(alloc_req(CORE_DEVICE, 0x3000, 50, 0, "cudaMalloc", a, 4));
+    cr_assert(alloc_req(CORE_DEVICE, 0x4000, 100, 0, "cudaMalloc", b, 5)); /* peak 350 */
     cr_assert(core_take(CORE_DEVICE, 0x2000, &x, 6));
     core_copy_callsites(cs, 3, fr, 64);
     cr_assert_eq(cs[a].live_bytes_at_peak, 50);
     cr_assert_eq(cs[b].live_bytes_at_peak, 300);
     cr_assert(core_take(CORE_DEVICE, 0x3000, &x, 7));
-    cr_assert(core_alloc(CORE_DEVICE, 0x5000, 400, 0, "cudaMalloc", a, 8)); /* peak 500 */
+    cr_assert(alloc_req(CORE_DEVICE, 0x5000, 400, 0, "cudaMalloc", a, 8)); /* peak 500 */
     cr_assert(core_take(CORE_DEVICE, 0x5000, &x, 9));
-    cr_assert(core_alloc(CORE_DEVICE, 0x6000, 300, 0, "cudaMalloc", b, 10)); /* 400: no peak */
-    cr_assert(core_alloc(CORE_HOST, 0x7000, 999, -1, "cudaMallocHost", a, 11));
-    cr_assert(core_alloc(CORE_DEVICE, 0x8000, 70, 1, "cudaMalloc", a, 12)); /* device 1 */
+    cr_assert(alloc_req(CORE_DEVICE, 0x6000, 300, 0, "cudaMalloc", b, 10)); /* 400: no peak */
+    cr_assert(alloc_req(CORE_HOST, 0x7000, 999, -1, "cudaMallocHost", a, 11));
+    cr_assert(alloc_req(CORE_DEVICE, 0x8000, 70, 1, "cudaMalloc", a, 12)); /* device 1 */
     cr_assert(core_take(CORE_DEVICE, 0x8000, &x, 13));
     core_copy_callsites(cs, 3, fr, 64);
     cr_assert_eq(cs[a].live_bytes_at_peak, 400 + 70, "device 0's peak and device 1's");
@@ -359,8 +388,8 @@ Test(core, live_at_the_peak_per_call_site)
     cr_assert_eq(sum, 500 + 70, "the sites' figures add up to the devices' peaks");
 
     /* At an out-of-memory failure: the failing device's sites as they were then. */
-    core_failure(CORE_DEVICE, 0, 1 << 30, "cudaMalloc", 2, "cudaErrorMemoryAllocation", true, b, -1,
-                 0, 14);
+    fail_req(CORE_DEVICE, 0, 1 << 30, "cudaMalloc", 2, "cudaErrorMemoryAllocation", true, b, -1, 0,
+             14);
     cr_assert(core_take(CORE_DEVICE, 0x6000, &x, 15));
     core_copy_callsites(cs, 3, fr, 64);
     cr_assert(cs[b].has_failure);
@@ -381,7 +410,7 @@ static void *lane_step_run(void *arg)
     const struct lane_step *st = arg;
     uint32_t site = core_callsite(stack_b, 3);
     if (st->size) {
-        core_alloc(CORE_DEVICE, st->key, st->size, 2, "cudaMalloc", site, st->time);
+        alloc_req(CORE_DEVICE, st->key, st->size, 2, "cudaMalloc", site, st->time);
     } else {
         struct core_alloc a;
         if (!core_take(CORE_DEVICE, st->key, &a, st->time))

@@ -4,6 +4,20 @@
 
 #include "core.h"
 
+/* core_alloc with its request's fields as arguments, as the calls here give them. */
+static bool alloc_req(enum core_kind kind, uint64_t key, uint64_t size, int device, const char *api,
+                      uint32_t callsite, uint64_t now_ns)
+{
+    struct core_request r = { .kind = kind,
+                              .device = device,
+                              .key = key,
+                              .size = size,
+                              .api = api,
+                              .callsite = callsite,
+                              .now_ns = now_ns };
+    return core_alloc(&r);
+}
+
 static void setup(void)
 {
     cr_assert(core_init());
@@ -34,7 +48,7 @@ Test(timeline, ten_million_events_keep_the_peak_at_its_time, .timeout = 120)
     const uint64_t step = span / n;         /* ~26 ms between events */
     const uint64_t peak_at = n / 3 * 2 + 1; /* an odd event: an allocation */
     const uint64_t base = 4ull << 30;
-    cr_assert(core_alloc(CORE_DEVICE, 0x10, base, 0, "cudaMalloc", 0, T0));
+    cr_assert(alloc_req(CORE_DEVICE, 0x10, base, 0, "cudaMalloc", 0, T0));
     uint64_t peak_time = 0;
     struct core_alloc a;
     for (uint64_t i = 1; i < n; i += 2) {
@@ -42,7 +56,7 @@ Test(timeline, ten_million_events_keep_the_peak_at_its_time, .timeout = 120)
         uint64_t size = (i == peak_at) ? (6ull << 30) : (1ull << 20) * (1 + i % 512);
         if (i == peak_at)
             peak_time = t;
-        cr_assert(core_alloc(CORE_DEVICE, 0x100000, size, 0, "cudaMalloc", 0, t));
+        cr_assert(alloc_req(CORE_DEVICE, 0x100000, size, 0, "cudaMalloc", 0, t));
         cr_assert(core_take(CORE_DEVICE, 0x100000, &a, t + step));
     }
     cr_assert(core_copy_timeline(0, &copy));
@@ -85,8 +99,8 @@ Test(timeline, ten_million_events_keep_the_peak_at_its_time, .timeout = 120)
 
 Test(timeline, a_short_run_keeps_millisecond_buckets)
 {
-    cr_assert(core_alloc(CORE_DEVICE, 0x10, 100, 0, "cudaMalloc", 0, T0));
-    cr_assert(core_alloc(CORE_DEVICE, 0x20, 300, 0, "cudaMalloc", 0, T0 + 5 * 1000000));
+    cr_assert(alloc_req(CORE_DEVICE, 0x10, 100, 0, "cudaMalloc", 0, T0));
+    cr_assert(alloc_req(CORE_DEVICE, 0x20, 300, 0, "cudaMalloc", 0, T0 + 5 * 1000000));
     struct core_alloc a;
     cr_assert(core_take(CORE_DEVICE, 0x20, &a, T0 + 9 * 1000000));
     cr_assert(core_copy_timeline(0, &copy));
@@ -102,8 +116,8 @@ Test(timeline, a_short_run_keeps_millisecond_buckets)
 
 Test(timeline, out_of_order_times_go_to_the_newest_bucket)
 {
-    cr_assert(core_alloc(CORE_DEVICE, 0x10, 100, 0, "cudaMalloc", 0, T0 + SEC));
-    cr_assert(core_alloc(CORE_DEVICE, 0x20, 50, 0, "cudaMalloc", 0, T0)); /* an older clock */
+    cr_assert(alloc_req(CORE_DEVICE, 0x10, 100, 0, "cudaMalloc", 0, T0 + SEC));
+    cr_assert(alloc_req(CORE_DEVICE, 0x20, 50, 0, "cudaMalloc", 0, T0)); /* an older clock */
     cr_assert(core_copy_timeline(0, &copy));
     cr_assert_eq(copy.b[copy.cur].live_last, 150);
     cr_assert_eq(copy.events, 2);
@@ -113,11 +127,11 @@ Test(timeline, out_of_order_times_go_to_the_newest_bucket)
  * it stands for "past any time", and later events still land in the newest bucket. */
 Test(timeline, times_at_the_end_of_the_clock_stay_in_the_newest_bucket)
 {
-    cr_assert(core_alloc(CORE_DEVICE, 0x10, 100, 0, "cudaMalloc", 0, T0));
-    cr_assert(core_alloc(CORE_DEVICE, 0x20, 50, 0, "cudaMalloc", 0, UINT64_MAX - 10));
+    cr_assert(alloc_req(CORE_DEVICE, 0x10, 100, 0, "cudaMalloc", 0, T0));
+    cr_assert(alloc_req(CORE_DEVICE, 0x20, 50, 0, "cudaMalloc", 0, UINT64_MAX - 10));
     struct core_alloc a;
     cr_assert(core_take(CORE_DEVICE, 0x10, &a, UINT64_MAX - 1));
-    cr_assert(core_alloc(CORE_DEVICE, 0x30, 7, 0, "cudaMalloc", 0, T0 + SEC)); /* older clock */
+    cr_assert(alloc_req(CORE_DEVICE, 0x30, 7, 0, "cudaMalloc", 0, T0 + SEC)); /* older clock */
     cr_assert(core_copy_timeline(0, &copy));
     cr_assert_lt(copy.cur, VW_TL_BUCKETS);
     cr_assert_eq(copy.events, 4);
@@ -131,7 +145,7 @@ Test(timeline, times_at_the_end_of_the_clock_stay_in_the_newest_bucket)
 
 Test(timeline, measurements_give_untracked_and_pool_reserved)
 {
-    cr_assert(core_alloc(CORE_POOL, 0x10, 1000, 0, "cudaMallocAsync", 0, T0));
+    cr_assert(alloc_req(CORE_POOL, 0x10, 1000, 0, "cudaMallocAsync", 0, T0));
     struct core_alloc a;
     cr_assert(core_take(CORE_POOL, 0x10, &a, T0 + 1));
     cr_assert(core_copy_timeline(0, &copy));
@@ -148,7 +162,7 @@ Test(timeline, measurements_give_untracked_and_pool_reserved)
 Test(timeline, disabled_records_nothing)
 {
     core_timeline_enable(false);
-    cr_assert(core_alloc(CORE_DEVICE, 0x10, 100, 0, "cudaMalloc", 0, T0));
+    cr_assert(alloc_req(CORE_DEVICE, 0x10, 100, 0, "cudaMalloc", 0, T0));
     core_timeline_enable(true);
     cr_assert(!core_copy_timeline(0, &copy));
 }
