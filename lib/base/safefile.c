@@ -97,14 +97,31 @@ static bool safe_dir(const struct stat *st, const char *who, char *why, size_t w
     return true;
 }
 
-/* Opens the start of the walk ("/" or the working directory) and checks it like any folder. */
-static int open_start(bool absolute, bool last, bool name_last, char *shown, size_t shown_cap,
-                      char *why, size_t whylen)
+/* A walk in progress (walk_path): what is left of the path, the folder reached so far, and
+ * where a refusal is explained. */
+struct walk {
+    char rest[PATH_MAX]; /* what is left to walk; a link's target is put in front of it */
+    char target[PATH_MAX];
+    char name[NAME_MAX + 1];
+    char shown[1024]; /* the folder reached so far, for messages */
+    char *p;          /* the next name in `rest` */
+    int fd;           /* the folder reached */
+    int next;         /* the name being looked at in it; -1: none open */
+    int links;
+    bool create;
+    bool name_last; /* messages name the last folder instead of calling it "it" */
+    char *why;
+    size_t whylen;
+};
+
+/* Opens the start of the walk ("/" or the working directory) and checks it like any folder.
+ * `last`: nothing is left to walk after it. */
+static int open_start(struct walk *w, bool absolute, bool last)
 {
     int fd = open(absolute ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    snprintf(shown, shown_cap, "%s", absolute ? "/" : ".");
+    snprintf(w->shown, sizeof(w->shown), "%s", absolute ? "/" : ".");
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
@@ -112,7 +129,7 @@ static int open_start(bool absolute, bool last, bool name_last, char *shown, siz
         errno = e;
         return -1;
     }
-    if (!safe_dir(&st, last && !name_last ? "it" : shown, why, whylen)) {
+    if (!safe_dir(&st, last && !w->name_last ? "it" : w->shown, w->why, w->whylen)) {
         close(fd);
         errno = EPERM;
         return -1;
@@ -137,93 +154,109 @@ static int make_private(int fd, int parent, const char *name)
     return fchmodat(parent, name, 0700, AT_SYMLINK_NOFOLLOW);
 }
 
+enum { STEP_ON, STEP_FAIL, STEP_REFUSED };
+
+/* `w->next` is a symbolic link (`st`, called `who` in messages): its target goes in front of
+ * what is left to walk, to be walked from the link's folder (`shown_len`: that folder's length
+ * in `shown`), or from "/" when it is absolute. */
+static int follow_link(struct walk *w, const struct stat *st, const char *who, size_t shown_len)
+{
+    if (st->st_uid != geteuid() && st->st_uid != 0) {
+        say(w->why, w->whylen, "%s is a symbolic link owned by another user", who);
+        return STEP_REFUSED;
+    }
+    if (++w->links > MAX_LINKS) {
+        errno = ELOOP;
+        return STEP_FAIL;
+    }
+    /* The target of this very link, not of whatever is at its name by now. */
+    ssize_t tl = readlinkat(w->next, "", w->target, sizeof(w->target));
+    if (tl < 0)
+        return STEP_FAIL;
+    close(w->next);
+    w->next = -1;
+    size_t left = strlen(w->p);
+    if (tl == 0 || (size_t)tl + 1 + left + 1 > sizeof(w->rest)) {
+        errno = tl == 0 ? ENOENT : ENAMETOOLONG;
+        return STEP_FAIL;
+    }
+    memmove(w->rest + tl + 1, w->p, left + 1);
+    memcpy(w->rest, w->target, (size_t)tl);
+    w->rest[tl] = '/';
+    w->p = w->rest;
+    w->shown[shown_len] = 0; /* a relative target starts in the link's folder */
+    if (w->target[0] == '/') {
+        close(w->fd);
+        w->fd = open_start(w, true, nothing_left(w->rest));
+        if (w->fd < 0)
+            return STEP_FAIL;
+    }
+    return STEP_ON;
+}
+
 /* The walk. `name_last`: messages name the last folder instead of calling it "it" (for the
  * status file's folder, where "it" would read as the file). */
 static int walk_path(const char *path, bool create, bool name_last, char *why, size_t whylen)
 {
-    char rest[PATH_MAX]; /* what is left to walk; a link's target is put in front of it */
-    char target[PATH_MAX];
-    char name[NAME_MAX + 1];
-    char shown[1024]; /* the folder reached so far, for messages */
+    struct walk w;
+    w.create = create;
+    w.name_last = name_last;
+    w.why = why;
+    w.whylen = whylen;
+    w.links = 0;
+    w.next = -1;
     if (whylen)
         why[0] = 0;
     size_t len = strlen(path);
-    if (len == 0 || len >= sizeof(rest)) {
+    if (len == 0 || len >= sizeof(w.rest)) {
         errno = len ? ENAMETOOLONG : ENOENT;
         return -1;
     }
-    memcpy(rest, path, len + 1);
-    char *p = rest;
-    int links = 0, next = -1, e;
-    int fd = open_start(path[0] == '/', nothing_left(path), name_last, shown, sizeof(shown), why,
-                        whylen);
-    if (fd < 0)
+    memcpy(w.rest, path, len + 1);
+    w.p = w.rest;
+    int e;
+    w.fd = open_start(&w, path[0] == '/', nothing_left(path));
+    if (w.fd < 0)
         return -1;
     for (;;) {
-        while (*p == '/')
-            p++;
-        if (!*p)
-            return fd;
-        size_t n = strcspn(p, "/");
+        while (*w.p == '/')
+            w.p++;
+        if (!*w.p)
+            return w.fd;
+        size_t n = strcspn(w.p, "/");
         if (n > NAME_MAX) {
             errno = ENAMETOOLONG;
             goto fail;
         }
-        memcpy(name, p, n);
-        name[n] = 0;
-        p += n;
-        if (!strcmp(name, "."))
+        memcpy(w.name, w.p, n);
+        w.name[n] = 0;
+        w.p += n;
+        if (!strcmp(w.name, "."))
             continue;
-        size_t shown_len = strlen(shown);
-        shown_add(shown, sizeof(shown), name);
-        const char *who = nothing_left(p) && !name_last ? "it" : shown;
+        size_t shown_len = strlen(w.shown);
+        shown_add(w.shown, sizeof(w.shown), w.name);
+        const char *who = nothing_left(w.p) && !name_last ? "it" : w.shown;
 
         bool made = false;
-        next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        if (next < 0 && errno == ENOENT && create) {
-            if (mkdirat(fd, name, 0700) == 0)
+        w.next = openat(w.fd, w.name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (w.next < 0 && errno == ENOENT && w.create) {
+            if (mkdirat(w.fd, w.name, 0700) == 0)
                 made = true;
             else if (errno != EEXIST) /* EEXIST: another process made it just now */
                 goto fail;
-            next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+            w.next = openat(w.fd, w.name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         }
-        if (next < 0)
+        if (w.next < 0)
             goto fail;
         struct stat st;
-        if (fstat(next, &st) != 0)
+        if (fstat(w.next, &st) != 0)
             goto fail;
         if (S_ISLNK(st.st_mode)) {
-            if (st.st_uid != geteuid() && st.st_uid != 0) {
-                say(why, whylen, "%s is a symbolic link owned by another user", who);
+            int step = follow_link(&w, &st, who, shown_len);
+            if (step == STEP_REFUSED)
                 goto refused;
-            }
-            if (++links > MAX_LINKS) {
-                errno = ELOOP;
+            if (step == STEP_FAIL)
                 goto fail;
-            }
-            /* The target of this very link, not of whatever is at its name by now. */
-            ssize_t tl = readlinkat(next, "", target, sizeof(target));
-            if (tl < 0)
-                goto fail;
-            close(next);
-            next = -1;
-            size_t left = strlen(p);
-            if (tl == 0 || (size_t)tl + 1 + left + 1 > sizeof(rest)) {
-                errno = tl == 0 ? ENOENT : ENAMETOOLONG;
-                goto fail;
-            }
-            memmove(rest + tl + 1, p, left + 1);
-            memcpy(rest, target, (size_t)tl);
-            rest[tl] = '/';
-            p = rest;
-            shown[shown_len] = 0; /* a relative target starts in the link's folder */
-            if (target[0] == '/') {
-                close(fd);
-                fd = open_start(true, nothing_left(rest), name_last, shown, sizeof(shown), why,
-                                whylen);
-                if (fd < 0)
-                    return -1;
-            }
             continue;
         }
         if (!S_ISDIR(st.st_mode)) {
@@ -232,19 +265,20 @@ static int walk_path(const char *path, bool create, bool name_last, char *why, s
         }
         if (!safe_dir(&st, who, why, whylen))
             goto refused;
-        if (made && make_private(next, fd, name) != 0)
+        if (made && make_private(w.next, w.fd, w.name) != 0)
             goto fail;
-        close(fd);
-        fd = next;
-        next = -1;
+        close(w.fd);
+        w.fd = w.next;
+        w.next = -1;
     }
 refused:
     errno = EPERM;
 fail:
     e = errno;
-    if (next >= 0)
-        close(next);
-    close(fd);
+    if (w.next >= 0)
+        close(w.next);
+    if (w.fd >= 0) /* -1: the start of an absolute link's target could not be opened */
+        close(w.fd);
     errno = e;
     return -1;
 }

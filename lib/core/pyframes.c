@@ -553,13 +553,22 @@ static inline bool is_eval(uint64_t ip)
     return in_eval(ip, py.eval_lo, py.eval_hi - py.eval_lo);
 }
 
-/* One chain from native frames (`nat`, then `tail`) and the capture's Python frames
- * (pyframes.h), at most `cap` entries; `evals` receives how many of `nat` were evaluation-loop
+/* Native frames for merge: `n` return addresses from `ip`, innermost first. Passed by value,
+ * in two registers. */
+struct native_run {
+    const uint64_t *restrict ip;
+    int n;
+};
+
+/* One chain from native frames (`natv`, then `tailv`) and the capture's Python frames
+ * (pyframes.h), at most `cap` entries; `evals` receives how many of `natv` were evaluation-loop
  * frames. The tail lies below the outermost run: no evaluation-loop frame of it has Python
  * frames left to take. */
-static int merge(const struct py_capture *restrict pc, const uint64_t *restrict nat, int nn,
-                 const uint64_t *restrict tail, int nt, uint64_t *restrict out, int cap, int *evals)
+static int merge(const struct py_capture *restrict pc, struct native_run natv,
+                 struct native_run tailv, uint64_t *restrict out, int cap, int *evals)
 {
+    const uint64_t *restrict nat = natv.ip, *restrict tail = tailv.ip;
+    int nn = natv.n, nt = tailv.n;
     const uintptr_t lo = py.eval_lo, span = py.eval_hi - py.eval_lo;
     const uint64_t *restrict tok = pc->tokens;
     const int np = pc->np, nends = pc->nends;
@@ -637,7 +646,8 @@ int pyframes_finish(struct py_capture *pc, const uint64_t *nat, int nn, uint64_t
 {
     int evals;
     if (pc->runs <= 0 || !self)
-        return merge(pc, nat, nn, NULL, 0, out, cap, &evals);
+        return merge(pc, (struct native_run){ nat, nn }, (struct native_run){ NULL, 0 }, out, cap,
+                     &evals);
     struct py_tail *t = &self->tail;
     if (pc->partial) {
         /* Walked down to the outermost run's frame, where it was last time: the rest is the kept
@@ -645,7 +655,9 @@ int pyframes_finish(struct py_capture *pc, const uint64_t *nat, int nn, uint64_t
          * exactly the thread's runs (checked while merging). */
         int rest = pc->native_max - nn;
         if (nn == t->at + 1 && (t->complete || t->n >= rest)) {
-            int k = merge(pc, nat, nn, t->frames, t->n < rest ? t->n : rest, out, cap, &evals);
+            int k = merge(pc, (struct native_run){ nat, nn },
+                          (struct native_run){ t->frames, t->n < rest ? t->n : rest }, out, cap,
+                          &evals);
             if (evals == pc->runs && is_eval(nat[nn - 1]))
                 return k;
         }
@@ -658,7 +670,8 @@ int pyframes_finish(struct py_capture *pc, const uint64_t *nat, int nn, uint64_t
             return -1;
         }
         t->at = at;
-        return merge(pc, nat, at + 1, t->frames, t->n < rest ? t->n : rest, out, cap, &evals);
+        return merge(pc, (struct native_run){ nat, at + 1 },
+                     (struct native_run){ t->frames, t->n < rest ? t->n : rest }, out, cap, &evals);
     }
     int at = outer_at(nat, nn, pc->runs);
     if (at >= 0) {
@@ -677,7 +690,8 @@ int pyframes_finish(struct py_capture *pc, const uint64_t *nat, int nn, uint64_t
         t->complete = nn < pc->want;
         memcpy(t->frames, &nat[at + 1], sizeof(*nat) * (size_t)below);
     }
-    return merge(pc, nat, nn, NULL, 0, out, cap, &evals);
+    return merge(pc, (struct native_run){ nat, nn }, (struct native_run){ NULL, 0 }, out, cap,
+                 &evals);
 }
 
 int pyframes_merge(const uint64_t *nat, int nn, uint64_t *out, int cap, int py_max)
@@ -685,7 +699,8 @@ int pyframes_merge(const uint64_t *nat, int nn, uint64_t *out, int cap, int py_m
     struct py_capture pc;
     int evals;
     capture(&pc, py_max);
-    return merge(&pc, nat, nn, NULL, 0, out, cap, &evals);
+    return merge(&pc, (struct native_run){ nat, nn }, (struct native_run){ NULL, 0 }, out, cap,
+                 &evals);
 }
 
 /* ---------- detection ---------- */
