@@ -623,12 +623,12 @@ static void write_failures(struct jsonw *w)
     jsonw_arr_end(w);
 }
 
-static struct core_callsite *sort_sites; /* for the comparator */
-
-static int by_live(const void *a, const void *b)
+/* qsort_r's order of the call sites `sites` (the argument) by their ids: most live first. */
+static int by_live(const void *a, const void *b, void *sites)
 {
-    const struct core_callsite *x = &sort_sites[*(const uint32_t *)a];
-    const struct core_callsite *y = &sort_sites[*(const uint32_t *)b];
+    const struct core_callsite *cs = sites;
+    const struct core_callsite *x = &cs[*(const uint32_t *)a];
+    const struct core_callsite *y = &cs[*(const uint32_t *)b];
     if (x->live_bytes != y->live_bytes)
         return x->live_bytes < y->live_bytes ? 1 : -1;
     /* Then what was live at the peak: for a run that fits, the sites people ask about. */
@@ -637,6 +637,64 @@ static int by_live(const void *a, const void *b)
     if (x->alloc_bytes_total != y->alloc_bytes_total)
         return x->alloc_bytes_total < y->alloc_bytes_total ? 1 : -1;
     return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* The call sites [0, n) referenced elsewhere in the report, marked in `want`: they are always
+ * listed. */
+static void mark_referenced(bool *want, uint32_t n, int nlive)
+{
+    for (int i = 0; i < snap.nfailures; i++)
+        if (snap.failures[i].callsite < n)
+            want[snap.failures[i].callsite] = true;
+    for (int i = 0; i < snap.nevents; i++)
+        if (snap.events[i].callsite < n)
+            want[snap.events[i].callsite] = true;
+    for (int i = 0; i < nlive; i++)
+        if (live[i].callsite < n)
+            want[live[i].callsite] = true;
+    for (int i = 0; i < snap.ncrossings; i++)
+        if (snap.crossings[i].callsite < n)
+            want[snap.crossings[i].callsite] = true;
+    /* The timeline's growth steps name their call sites too. */
+    for (int i = 0; i <= VW_MAX_DEVICES; i++) {
+        if (!snap.devices[i].active || !core_copy_timeline(i, &tl_copy))
+            continue;
+        for (uint32_t j = 0; j < tl_copy.nsteps; j++)
+            if (tl_copy.steps[j].callsite < n)
+                want[tl_copy.steps[j].callsite] = true;
+    }
+}
+
+/* One entry of "callsites": call site `id`, its frames at `frames` (symbols looked up through
+ * `cache`, names relative to the program `exe`). */
+static void write_callsite(struct jsonw *w, uint32_t id, const struct core_callsite *c,
+                           const uint64_t *frames, struct sym **cache, const char *exe)
+{
+    jsonw_obj_begin(w, NULL);
+    jsonw_u64(w, "id", id);
+    write_frames(w, frames, c->nframes, cache, exe);
+    jsonw_u64(w, "live_bytes", c->live_bytes);
+    jsonw_u64(w, "live_count", c->live_count);
+    jsonw_u64(w, "alloc_calls", c->alloc_calls);
+    jsonw_u64(w, "alloc_bytes_total", c->alloc_bytes_total);
+    /* The same site at each device's peak and at the latest out-of-memory failure
+     * (docs/report-format.md, "What was live at the peak"). */
+    jsonw_u64(w, "live_bytes_at_peak", c->live_bytes_at_peak);
+    if (c->has_failure)
+        jsonw_u64(w, "live_bytes_at_failure", c->live_bytes_at_failure);
+    else
+        jsonw_null(w, "live_bytes_at_failure");
+    /* Where its phase began, for runs without markers (docs/advice.md). */
+    if (c->first_time_ns) {
+        jsonw_u64(w, "first_alloc_unix_ns", c->first_time_ns);
+        jsonw_u64(w, "live_bytes_before_first", c->first_live_before);
+        jsonw_u64(w, "peak_live_bytes_before_first", c->first_peak_before);
+    } else {
+        jsonw_null(w, "first_alloc_unix_ns");
+        jsonw_null(w, "live_bytes_before_first");
+        jsonw_null(w, "peak_live_bytes_before_first");
+    }
+    jsonw_obj_end(w);
 }
 
 static int write_callsites(struct jsonw *w, int nlive)
@@ -659,33 +717,12 @@ static int write_callsites(struct jsonw *w, int nlive)
         return -1;
     }
     core_copy_callsites(cs, n, fr, fcap);
-    /* Sites referenced elsewhere in the report are always listed. */
-    for (int i = 0; i < snap.nfailures; i++)
-        if (snap.failures[i].callsite < n)
-            want[snap.failures[i].callsite] = true;
-    for (int i = 0; i < snap.nevents; i++)
-        if (snap.events[i].callsite < n)
-            want[snap.events[i].callsite] = true;
-    for (int i = 0; i < nlive; i++)
-        if (live[i].callsite < n)
-            want[live[i].callsite] = true;
-    for (int i = 0; i < snap.ncrossings; i++)
-        if (snap.crossings[i].callsite < n)
-            want[snap.crossings[i].callsite] = true;
-    /* The timeline's growth steps name their call sites too. */
-    for (int i = 0; i <= VW_MAX_DEVICES; i++) {
-        if (!snap.devices[i].active || !core_copy_timeline(i, &tl_copy))
-            continue;
-        for (uint32_t j = 0; j < tl_copy.nsteps; j++)
-            if (tl_copy.steps[j].callsite < n)
-                want[tl_copy.steps[j].callsite] = true;
-    }
+    mark_referenced(want, n, nlive);
     uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++)
         if (cs[i].live_count > 0 || cs[i].alloc_calls > 0 || want[i])
             order[k++] = i;
-    sort_sites = cs;
-    qsort(order, k, sizeof(*order), by_live);
+    qsort_r(order, k, sizeof(*order), by_live, cs);
 
     char exe[PATH_MAX];
     ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -700,31 +737,7 @@ static int write_callsites(struct jsonw *w, int nlive)
             continue;
         }
         listed++;
-        jsonw_obj_begin(w, NULL);
-        jsonw_u64(w, "id", i);
-        write_frames(w, &fr[cs[i].frames_off], cs[i].nframes, &cache, exe);
-        jsonw_u64(w, "live_bytes", cs[i].live_bytes);
-        jsonw_u64(w, "live_count", cs[i].live_count);
-        jsonw_u64(w, "alloc_calls", cs[i].alloc_calls);
-        jsonw_u64(w, "alloc_bytes_total", cs[i].alloc_bytes_total);
-        /* The same site at each device's peak and at the latest out-of-memory failure
-         * (docs/report-format.md, "What was live at the peak"). */
-        jsonw_u64(w, "live_bytes_at_peak", cs[i].live_bytes_at_peak);
-        if (cs[i].has_failure)
-            jsonw_u64(w, "live_bytes_at_failure", cs[i].live_bytes_at_failure);
-        else
-            jsonw_null(w, "live_bytes_at_failure");
-        /* Where its phase began, for runs without markers (docs/advice.md). */
-        if (cs[i].first_time_ns) {
-            jsonw_u64(w, "first_alloc_unix_ns", cs[i].first_time_ns);
-            jsonw_u64(w, "live_bytes_before_first", cs[i].first_live_before);
-            jsonw_u64(w, "peak_live_bytes_before_first", cs[i].first_peak_before);
-        } else {
-            jsonw_null(w, "first_alloc_unix_ns");
-            jsonw_null(w, "live_bytes_before_first");
-            jsonw_null(w, "peak_live_bytes_before_first");
-        }
-        jsonw_obj_end(w);
+        write_callsite(w, i, &cs[i], &fr[cs[i].frames_off], &cache, exe);
     }
     jsonw_arr_end(w);
     jsonw_u64(w, "callsites_truncated", left_out);
