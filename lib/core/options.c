@@ -3,7 +3,7 @@
  * The library reads no other variables but these: CUDA_VISIBLE_DEVICES (here, whether it is set),
  * and at report time the launchers' rank variables (RANK, LOCAL_RANK, WORLD_SIZE and their MPI and
  * Slurm spellings) and the allowlist copied into the report's process.env (report.c). Nothing is
- * read in a setuid or setgid program: the library is off there before this runs (interpose.c). */
+ * read in a setuid or setgid program: the library is off there before this runs (setup.c). */
 #include "options.h"
 
 #include <stdlib.h>

@@ -1,10 +1,13 @@
 /* The status file (VRAMWATCH_STATUS), kept up to date with the peak while the job runs.
  *
- * One line, rewritten in place with fixed-width fields, so a watcher (vramwatch fit) can tell
- * while a trial runs whether its memory still grows:
- *   vramwatch-status peak_live_bytes=... live_bytes=... time_unix_ns=... oom=0|1
- * Written when the peak grew, at most every 100 ms, at every out-of-memory failure and at exit:
- * a pwrite from the hook, no stdio and no allocation.
+ * One line, rewritten in place and padded with spaces to the longest it has been, so a watcher
+ * (vramwatch fit) can tell while a trial runs whether its memory still grows:
+ *   vramwatch-status peak_live_bytes=... live_bytes=... time_unix_ns=... oom=0|1 pressure=N sites=N
+ * pressure: the cache flushes a retry rescued (not failures); sites: the distinct call chains so
+ * far (a new one after a quiet spell is a new phase of the run, such as validation).
+ * Written when the peak grew (at most every 100 ms for a small step), when the flushes, the final
+ * failures or the call sites changed, at every out-of-memory failure and at exit: a pwrite from
+ * the hook, no stdio and no allocation.
  * The path is the user's, and the library often runs as root: its folder is walked like the
  * report folder, and only a regular file of ours (or a new one, 0600) is ever opened, written or
  * chmod'ed, never a FIFO (that would hang the job), a device (/dev/null made 0600 for everyone)
