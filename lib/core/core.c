@@ -12,10 +12,11 @@
  *   (its peak, timeline, pools) are changed by its only lane in use, or with every lane of the
  *   device held (struct slot says how the lanes keep the peak exact). A free names no device:
  *   the thread's last lane is tried first, then the device's other lanes, then other devices;
- * - `glock` guards what is rare: failures, pressure events, markers, crossings;
- * - `site_lock` guards adding a call site (finding one seen before takes no lock).
+ * - `rare.lock` guards what is rare: failures, pressure events, markers, crossings;
+ * - `sitetab.lock` guards adding a call site (finding one seen before takes no lock).
  * Order, whenever more than one is held: device slots and their lanes in ascending order,
- * then glock, then site_lock. None is held while unwinding, calling the driver or writing files. */
+ * then rare.lock, then sitetab.lock. None is held while unwinding, calling the driver or writing
+ * files. The state each lock guards is grouped with it below. */
 #include "core.h"
 #include "platform.h"
 
@@ -31,9 +32,6 @@
 #define FIRST_KEPT 64 /* failures and events: the first ones stay, the rest is a ring */
 #define TABLE_MIN 512u
 #define FRAME_ARENA (8u << 20) /* frames in all interned stacks: 64 MiB of address space */
-/* FRAME_ARENA, or an eighth of it (8 MiB) in a process under a finite RLIMIT_AS: address space
- * reserved there is address space the application's own mappings (CUDA's) may need. */
-static uint32_t frame_arena = FRAME_ARENA;
 #define INDEX_CAP (2u * VW_MAX_CALLSITES)
 #define HOST_SLOT (VW_MAX_DEVICES + 1) /* after the device slots and the unknown device's */
 #define NSLOTS (VW_MAX_DEVICES + 2)
@@ -172,57 +170,80 @@ struct pending {
     bool counted;  /* it retried a failure and failed too: already counted as final */
 };
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static bool ready;
-static bool touched;
+/* Set-up: written by init_once (under `once`) and by core_reset (with every lock held), read
+ * without a lock everywhere else: `ready` turns true once, before the core is used. */
+static struct {
+    pthread_once_t once;
+    bool ready;
+    /* frames in the call-site arena: FRAME_ARENA, or an eighth of it (8 MiB) in a process under
+     * a finite RLIMIT_AS, where address space reserved is address space the application's own
+     * mappings (CUDA's) may need */
+    uint32_t frame_arena;
+    /* The whole-run timeline, one per device slot: mapped once, so its memory never grows. */
+    struct timeline_device *tl;
+    bool tl_on; /* recording into it; atomic (core_timeline_enable) */
+} state = { .once = PTHREAD_ONCE_INIT, .frame_arena = FRAME_ARENA, .tl_on = true };
 
+/* The device slots, each lane with the lock in it (struct slot). */
 static struct slot slots[NSLOTS][LANES];
-/* Device slots that ever recorded a call, for the lock-free sums (bit i of word i / 64). */
-static uint64_t active_mask[2];
 
-static vlock site_lock;
-static struct site *sites; /* [VW_MAX_CALLSITES], id 0 is the overflow site */
-static uint32_t nsites;
-static uint64_t *frames; /* [frame_arena] */
-static uint32_t nframes;
-static uint32_t *site_index; /* [INDEX_CAP] open addressing over ids, 0 = empty */
-uint32_t core_empty_site;    /* the chain with no frames, once interned (0: not yet) */
-static uint64_t callsites_dropped, allocs_untracked; /* atomic */
-static uint64_t peak_any;                            /* max over devices of peak_live_bytes */
+/* Call sites. `lock` is taken to add one: it guards writing a new record, the frames and the
+ * index. Finding a site seen before takes no lock: `nsites` is published with release after the
+ * record and its frames are written, and the index's entries are written atomically. */
+static struct {
+    vlock lock;
+    struct site *sites; /* [VW_MAX_CALLSITES], id 0 is the overflow site */
+    uint32_t nsites;
+    uint64_t *frames; /* [state.frame_arena] */
+    uint32_t nframes;
+    uint32_t *index; /* [INDEX_CAP] open addressing over ids, 0 = empty */
+} sitetab;
+uint32_t core_empty_site; /* the chain with no frames, once interned (0: not yet) */
 
-static vlock glock;
-static struct core_failure failures[VW_FAILURES_KEPT];
-static uint64_t failures_total;
-static struct core_event events[VW_EVENTS_KEPT];
-static uint64_t events_total;
-static struct core_marker markers[VW_EVENTS_KEPT];
-static uint64_t markers_total;
-static struct core_crossing crossings[VW_MAX_DEVICES + 1];
-static int ncrossings;
-static bool crossed[VW_MAX_DEVICES + 1];
-static uint64_t last_oom_report_ns;
-static bool any_oom_report;
-/* Failures known to be final (the retry failed too, or none came) and flushes rescued by a
- * retry, on all threads: read without the lock by the status file. */
-static uint64_t ooms_final, flushes_total;
-/* A report on disk describes a failure that a retry has since rescued. */
+/* What is rare, under `lock` (taken after the device lanes): failures, pressure events and
+ * markers (the first FIRST_KEPT and a ring), crossings of the emulated limit, when the latest
+ * out-of-memory report was written, and the call sites' live bytes at the latest failure. */
+static struct {
+    vlock lock;
+    struct core_failure failures[VW_FAILURES_KEPT];
+    uint64_t failures_total;
+    struct core_event events[VW_EVENTS_KEPT];
+    uint64_t events_total;
+    struct core_marker markers[VW_EVENTS_KEPT];
+    uint64_t markers_total;
+    struct core_crossing crossings[VW_MAX_DEVICES + 1];
+    int ncrossings;
+    bool crossed[VW_MAX_DEVICES + 1];
+    uint64_t last_oom_report_ns;
+    bool any_oom_report;
+    /* The call sites' live bytes on the device of the latest out-of-memory failure, at it:
+     * copied then (bounded by the number of call sites; failures are rare). */
+    uint64_t *fail_live; /* [VW_MAX_CALLSITES] */
+    uint32_t fail_nsites;
+    bool fail_any;
+} rare;
+
+/* Counters under no lock: each is read and written atomically. */
+static struct {
+    bool touched; /* any device allocation call at all */
+    /* Device slots that ever recorded a call, for the lock-free sums (bit i of word i / 64). */
+    uint64_t active_mask[2];
+    uint64_t callsites_dropped, allocs_untracked;
+    uint64_t peak_any; /* max over devices of peak_live_bytes */
+    /* Failures known to be final (the retry failed too, or none came) and flushes rescued by a
+     * retry, on all threads: read by the status file. */
+    uint64_t ooms_final, flushes_total;
+    int lanes_given; /* threads that chose a lane: the next one takes the next lane */
+} totals;
+/* A report on disk describes a failure that a retry has since rescued (atomic). */
 bool core_report_stale;
-/* The call sites' live bytes on the device of the latest out-of-memory failure, at it: copied
- * then (bounded by the number of call sites; failures are rare). */
-static uint64_t *fail_live; /* [VW_MAX_CALLSITES] */
-static uint32_t fail_nsites;
-static bool fail_any;
 
+/* Each thread's own. */
 static VW_TLS struct pending pending;
 /* The lane this thread last allocated in (a device's): its frees are looked for there first. */
 static VW_TLS struct slot *last_lane;
-static VW_TLS int my_lane;   /* this thread's lane + 1 (0: not chosen yet) */
-static int lanes_given;      /* threads that chose a lane: the next one takes the next lane */
+static VW_TLS int my_lane;        /* this thread's lane + 1 (0: not chosen yet) */
 static VW_TLS uint32_t last_site; /* the call site this thread last interned a chain for */
-
-/* The whole-run timeline, one per device slot: mapped once, so its memory never grows. */
-static struct timeline_device *tl;
-static bool tl_on = true;
 
 static void *map(size_t bytes)
 {
@@ -233,13 +254,13 @@ static void *map(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
-/* Each device slot's timeline pointer, as `tl_on` says (the host slot has none). With every
+/* Each device slot's timeline pointer, as `state.tl_on` says (the host slot has none). With every
  * lane's lock held, or before the core is in use. */
 static void timeline_attach(void)
 {
-    bool on = __atomic_load_n(&tl_on, __ATOMIC_RELAXED);
+    bool on = __atomic_load_n(&state.tl_on, __ATOMIC_RELAXED);
     for (int i = 0; i <= VW_MAX_DEVICES; i++)
-        __atomic_store_n(&slots[i][0].tl, on && tl ? &tl[i] : NULL, __ATOMIC_RELAXED);
+        __atomic_store_n(&slots[i][0].tl, on && state.tl ? &state.tl[i] : NULL, __ATOMIC_RELAXED);
 }
 
 static void init_once(void)
@@ -247,25 +268,25 @@ static void init_once(void)
     for (int i = 0; i < NSLOTS; i++)
         for (int l = 0; l < LANES; l++)
             slots[i][l].home = &slots[i][0];
-    sites = map(sizeof(*sites) * VW_MAX_CALLSITES);
+    sitetab.sites = map(sizeof(*sitetab.sites) * VW_MAX_CALLSITES);
     struct rlimit as;
     if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
-        frame_arena = FRAME_ARENA / 8;
-    frames = map(sizeof(*frames) * frame_arena);
-    site_index = map(sizeof(*site_index) * INDEX_CAP);
-    if (!sites || !frames || !site_index)
+        state.frame_arena = FRAME_ARENA / 8;
+    sitetab.frames = map(sizeof(*sitetab.frames) * state.frame_arena);
+    sitetab.index = map(sizeof(*sitetab.index) * INDEX_CAP);
+    if (!sitetab.sites || !sitetab.frames || !sitetab.index)
         return;
     /* Without it the core still works; the reports then have no timeline. */
-    tl = map(sizeof(*tl) * (VW_MAX_DEVICES + 1));
+    state.tl = map(sizeof(*state.tl) * (VW_MAX_DEVICES + 1));
     timeline_attach();
-    nsites = 1; /* the overflow site: no frames */
-    ready = true;
+    sitetab.nsites = 1; /* the overflow site: no frames */
+    state.ready = true;
 }
 
 bool core_init(void)
 {
-    pthread_once(&once, init_once);
-    return ready;
+    pthread_once(&state.once, init_once);
+    return state.ready;
 }
 
 static void lock_slots(void)
@@ -314,7 +335,7 @@ static inline int lane_of_thread(void)
 {
     int l = my_lane;
     if (VW_UNLIKELY(!l)) {
-        l = __atomic_fetch_add(&lanes_given, 1, __ATOMIC_RELAXED) % LANES + 1;
+        l = __atomic_fetch_add(&totals.lanes_given, 1, __ATOMIC_RELAXED) % LANES + 1;
         my_lane = l;
     }
     return l - 1;
@@ -330,21 +351,21 @@ static void table_drop(struct table *t)
 static void lock_all(void)
 {
     lock_slots();
-    vl_lock(&glock);
-    vl_lock(&site_lock);
+    vl_lock(&rare.lock);
+    vl_lock(&sitetab.lock);
 }
 
 static void unlock_all(void)
 {
-    vl_unlock(&site_lock);
-    vl_unlock(&glock);
+    vl_unlock(&sitetab.lock);
+    vl_unlock(&rare.lock);
     unlock_slots();
 }
 
 /* With every lock held. */
 static void reset_locked(void)
 {
-    uint32_t n = __atomic_load_n(&nsites, __ATOMIC_RELAXED);
+    uint32_t n = __atomic_load_n(&sitetab.nsites, __ATOMIC_RELAXED);
     for (int i = 0; i < NSLOTS; i++)
         for (int l = 0; l < LANES; l++) {
             struct slot *s = &slots[i][l];
@@ -363,38 +384,38 @@ static void reset_locked(void)
             s->phase_peak = 0;
             s->pool_extra = 0;
         }
-    if (ready) {
-        memset(sites, 0, sizeof(*sites) * n);
-        memset(site_index, 0, sizeof(*site_index) * INDEX_CAP);
+    if (state.ready) {
+        memset(sitetab.sites, 0, sizeof(*sitetab.sites) * n);
+        memset(sitetab.index, 0, sizeof(*sitetab.index) * INDEX_CAP);
     }
-    __atomic_store_n(&nsites, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&sitetab.nsites, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&core_empty_site, 0, __ATOMIC_RELAXED);
-    nframes = 0;
-    __atomic_store_n(&callsites_dropped, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&allocs_untracked, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&active_mask[0], 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&active_mask[1], 0, __ATOMIC_RELAXED);
-    failures_total = events_total = markers_total = 0;
-    ncrossings = 0;
-    __atomic_store_n(&peak_any, 0, __ATOMIC_RELAXED);
-    memset(crossed, 0, sizeof(crossed));
-    last_oom_report_ns = 0;
-    any_oom_report = false;
-    __atomic_store_n(&ooms_final, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&flushes_total, 0, __ATOMIC_RELAXED);
+    sitetab.nframes = 0;
+    __atomic_store_n(&totals.callsites_dropped, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&totals.allocs_untracked, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&totals.active_mask[0], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&totals.active_mask[1], 0, __ATOMIC_RELAXED);
+    rare.failures_total = rare.events_total = rare.markers_total = 0;
+    rare.ncrossings = 0;
+    __atomic_store_n(&totals.peak_any, 0, __ATOMIC_RELAXED);
+    memset(rare.crossed, 0, sizeof(rare.crossed));
+    rare.last_oom_report_ns = 0;
+    rare.any_oom_report = false;
+    __atomic_store_n(&totals.ooms_final, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&totals.flushes_total, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&core_report_stale, false, __ATOMIC_RELAXED);
-    __atomic_store_n(&touched, false, __ATOMIC_RELAXED);
-    if (fail_live)
-        munmap(fail_live, sizeof(*fail_live) * VW_MAX_CALLSITES);
-    fail_live = NULL;
-    fail_nsites = 0;
-    fail_any = false;
+    __atomic_store_n(&totals.touched, false, __ATOMIC_RELAXED);
+    if (rare.fail_live)
+        munmap(rare.fail_live, sizeof(*rare.fail_live) * VW_MAX_CALLSITES);
+    rare.fail_live = NULL;
+    rare.fail_nsites = 0;
+    rare.fail_any = false;
     memset(&pending, 0, sizeof(pending));
-    if (tl)
+    if (state.tl)
         for (int i = 0; i <= VW_MAX_DEVICES; i++) {
             /* Cleared at its next first event: untouched pages stay so. */
-            tl[i].started = false;
-            tl[i].cur_end = 0;
+            state.tl[i].started = false;
+            state.tl[i].cur_end = 0;
         }
 }
 
@@ -423,15 +444,15 @@ void core_unlock_after_fork(bool child)
 bool core_touched(void)
 {
     /* An allocation makes its slot active (set_active) instead of setting `touched` too. */
-    return __atomic_load_n(&touched, __ATOMIC_RELAXED) ||
-           __atomic_load_n(&active_mask[0], __ATOMIC_RELAXED) ||
-           __atomic_load_n(&active_mask[1], __ATOMIC_RELAXED);
+    return __atomic_load_n(&totals.touched, __ATOMIC_RELAXED) ||
+           __atomic_load_n(&totals.active_mask[0], __ATOMIC_RELAXED) ||
+           __atomic_load_n(&totals.active_mask[1], __ATOMIC_RELAXED);
 }
 
 static void touch(void)
 {
-    if (!__atomic_load_n(&touched, __ATOMIC_RELAXED))
-        __atomic_store_n(&touched, true, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&totals.touched, __ATOMIC_RELAXED))
+        __atomic_store_n(&totals.touched, true, __ATOMIC_RELAXED);
 }
 
 /* ---------- hashing ---------- */
@@ -556,9 +577,9 @@ static struct table *table_for(struct slot *d, enum core_kind kind)
 
 static bool same_site(uint32_t c, uint64_t h, const uint64_t *f, int n)
 {
-    const struct site *s = &sites[c];
+    const struct site *s = &sitetab.sites[c];
     return s->hash == h && s->nframes == n &&
-           memcmp(&frames[s->frames_off], f, sizeof(*f) * (size_t)n) == 0;
+           memcmp(&sitetab.frames[s->frames_off], f, sizeof(*f) * (size_t)n) == 0;
 }
 
 static uint32_t intern(const uint64_t *f, int n)
@@ -569,17 +590,17 @@ static uint32_t intern(const uint64_t *f, int n)
      * published (release), and never change after, so a reader that sees the slot sees them.
      * Most allocations come from call sites seen before. */
     for (uint32_t j = (uint32_t)h & m;; j = (j + 1) & m) {
-        uint32_t c = __atomic_load_n(&site_index[j], __ATOMIC_ACQUIRE);
+        uint32_t c = __atomic_load_n(&sitetab.index[j], __ATOMIC_ACQUIRE);
         if (!c)
             break;
         if (same_site(c, h, f, n))
             return c;
     }
     uint32_t id = 0;
-    vl_lock(&site_lock);
+    vl_lock(&sitetab.lock);
     uint32_t j = (uint32_t)h & m;
     for (;; j = (j + 1) & m) {
-        uint32_t c = site_index[j];
+        uint32_t c = sitetab.index[j];
         if (!c)
             break;
         if (same_site(c, h, f, n)) {
@@ -587,27 +608,27 @@ static uint32_t intern(const uint64_t *f, int n)
             goto out;
         }
     }
-    uint32_t ns = __atomic_load_n(&nsites, __ATOMIC_RELAXED);
-    if (ns >= VW_MAX_CALLSITES || nframes + (uint32_t)n > frame_arena) {
-        __atomic_fetch_add(&callsites_dropped, 1, __ATOMIC_RELAXED);
+    uint32_t ns = __atomic_load_n(&sitetab.nsites, __ATOMIC_RELAXED);
+    if (ns >= VW_MAX_CALLSITES || sitetab.nframes + (uint32_t)n > state.frame_arena) {
+        __atomic_fetch_add(&totals.callsites_dropped, 1, __ATOMIC_RELAXED);
         goto out; /* the overflow site */
     }
     id = ns;
-    sites[id].hash = h;
-    sites[id].nframes = (uint16_t)n;
-    sites[id].frames_off = nframes;
-    memcpy(&frames[nframes], f, sizeof(*f) * (size_t)n);
-    nframes += (uint32_t)n;
-    __atomic_store_n(&nsites, ns + 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&site_index[j], id, __ATOMIC_RELEASE);
+    sitetab.sites[id].hash = h;
+    sitetab.sites[id].nframes = (uint16_t)n;
+    sitetab.sites[id].frames_off = sitetab.nframes;
+    memcpy(&sitetab.frames[sitetab.nframes], f, sizeof(*f) * (size_t)n);
+    sitetab.nframes += (uint32_t)n;
+    __atomic_store_n(&sitetab.nsites, ns + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&sitetab.index[j], id, __ATOMIC_RELEASE);
 out:
-    vl_unlock(&site_lock);
+    vl_unlock(&sitetab.lock);
     return id;
 }
 
 uint32_t core_callsite_intern(const uint64_t *f, int n)
 {
-    if (!ready)
+    if (!state.ready)
         return 0;
     if (n <= 0) {
         /* Stacks off: every allocation has this chain, found once and remembered. */
@@ -624,8 +645,9 @@ uint32_t core_callsite_intern(const uint64_t *f, int n)
     /* A thread allocating in a loop asks for the same chain again and again: compared with the
      * last one it got, it needs neither the hash nor the index. */
     uint32_t last = last_site;
-    if (last && last < __atomic_load_n(&nsites, __ATOMIC_ACQUIRE) && sites[last].nframes == n &&
-        memcmp(&frames[sites[last].frames_off], f, sizeof(*f) * (size_t)n) == 0)
+    if (last && last < __atomic_load_n(&sitetab.nsites, __ATOMIC_ACQUIRE) &&
+        sitetab.sites[last].nframes == n &&
+        memcmp(&sitetab.frames[sitetab.sites[last].frames_off], f, sizeof(*f) * (size_t)n) == 0)
         return last;
     last = intern(f, n);
     last_site = last;
@@ -642,8 +664,8 @@ static uint32_t ring_slot(uint64_t seq, uint32_t kept)
 
 static struct core_failure *failure_by_seq(uint64_t seq)
 {
-    struct core_failure *f = &failures[ring_slot(seq, VW_FAILURES_KEPT)];
-    return (seq < failures_total && f->seq == seq) ? f : NULL;
+    struct core_failure *f = &rare.failures[ring_slot(seq, VW_FAILURES_KEPT)];
+    return (seq < rare.failures_total && f->seq == seq) ? f : NULL;
 }
 
 /* The home lane (lane 0) of a device's slot. */
@@ -652,7 +674,7 @@ static inline struct slot *slot_of_device(int device)
     return &slots[core_dev_slot(device)][0];
 }
 
-/* Called with `device`'s lanes and glock held (`d` its home), for every allocation outcome on this
+/* Called with `device`'s lanes and rare.lock held (`d` its home), for every allocation outcome on this
  * thread. Returns 1 when this request retried a pending failure and succeeded, 2 when it
  * retried and failed. A pending failure that this request does not retry was final: the
  * application got the error. */
@@ -664,7 +686,7 @@ static int match_retry(struct slot *d, int device, uint64_t size, bool ok, uint6
     if (pending.size != size || pending.device != device ||
         now - pending.time_ns > VW_RETRY_WINDOW_NS) {
         if (pending.seq != UINT64_MAX && !pending.counted)
-            __atomic_fetch_add(&ooms_final, 1, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&totals.ooms_final, 1, __ATOMIC_RELAXED);
         return 0;
     }
     struct core_failure *f = failure_by_seq(pending.seq);
@@ -674,15 +696,15 @@ static int match_retry(struct slot *d, int device, uint64_t size, bool ok, uint6
         /* PyTorch gives up after one retry: final at once, so a watcher need not wait for the
          * exit. CuPy tries a third time; should that succeed, the count is taken back. */
         if (!pending.counted)
-            __atomic_fetch_add(&ooms_final, 1, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&totals.ooms_final, 1, __ATOMIC_RELAXED);
         return 2;
     }
     if (pending.counted)
-        __atomic_fetch_sub(&ooms_final, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&totals.ooms_final, 1, __ATOMIC_RELAXED);
     if (pending.reported)
         __atomic_store_n(&core_report_stale, true, __ATOMIC_RELAXED);
-    struct core_event *e = &events[ring_slot(events_total, VW_EVENTS_KEPT)];
-    events_total++;
+    struct core_event *e = &rare.events[ring_slot(rare.events_total, VW_EVENTS_KEPT)];
+    rare.events_total++;
     e->time_ns = pending.time_ns;
     e->size = size;
     e->freed_bytes = pending.freed_bytes;
@@ -691,7 +713,7 @@ static int match_retry(struct slot *d, int device, uint64_t size, bool ok, uint6
     e->device = device;
     e->callsite = pending.callsite;
     d->c.cache_flushes++;
-    __atomic_fetch_add(&flushes_total, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&totals.flushes_total, 1, __ATOMIC_RELAXED);
     return 1;
 }
 
@@ -703,55 +725,55 @@ static inline void set_active(struct slot *d)
         return;
     d->c.active = true;
     unsigned i = (unsigned)slot_index(d);
-    __atomic_fetch_or(&active_mask[i / 64], 1ull << (i % 64), __ATOMIC_RELAXED);
+    __atomic_fetch_or(&totals.active_mask[i / 64], 1ull << (i % 64), __ATOMIC_RELAXED);
 }
 
 void core_observe_refusal(int device, uint64_t size, const char *api, uint32_t callsite,
                           uint64_t now_ns)
 {
-    if (!ready)
+    if (!state.ready)
         return;
     touch();
     struct slot *d = slot_of_device(device);
     lock_lanes(d);
-    vl_lock(&glock);
+    vl_lock(&rare.lock);
     match_retry(d, device, size, false, now_ns);
     set_active(d);
     /* No failure record and no report: the emulated card's answer, which the retry decides.
      * seq UINT64_MAX finds no failure, and an unmatched refusal is not a final failure. */
-    pending = (struct pending){ .active = true,
-                                .device = device,
-                                .size = size,
-                                .time_ns = now_ns,
-                                .seq = UINT64_MAX,
-                                .api = api,
-                                .callsite = callsite < __atomic_load_n(&nsites, __ATOMIC_ACQUIRE)
-                                                    ? callsite
-                                                    : 0 };
-    vl_unlock(&glock);
+    pending = (struct pending){
+        .active = true,
+        .device = device,
+        .size = size,
+        .time_ns = now_ns,
+        .seq = UINT64_MAX,
+        .api = api,
+        .callsite = callsite < __atomic_load_n(&sitetab.nsites, __ATOMIC_ACQUIRE) ? callsite : 0
+    };
+    vl_unlock(&rare.lock);
     unlock_lanes(d);
 }
 
 bool core_observe_is_retry(int device, uint64_t size, uint64_t now_ns)
 {
     /* Only this thread's pending refusal can be retried by this thread: no lock needed. */
-    return ready && pending.active && pending.seq == UINT64_MAX && pending.device == device &&
+    return state.ready && pending.active && pending.seq == UINT64_MAX && pending.device == device &&
            pending.size == size && now_ns - pending.time_ns <= VW_RETRY_WINDOW_NS;
 }
 
 void core_pressure(uint64_t *final_ooms, uint64_t *flushes)
 {
-    *final_ooms = __atomic_load_n(&ooms_final, __ATOMIC_RELAXED);
-    *flushes = __atomic_load_n(&flushes_total, __ATOMIC_RELAXED);
+    *final_ooms = __atomic_load_n(&totals.ooms_final, __ATOMIC_RELAXED);
+    *flushes = __atomic_load_n(&totals.flushes_total, __ATOMIC_RELAXED);
 }
 
 void core_end_pending(void)
 {
     /* At exit: a failure still waiting for its retry never got one. Only this thread's. */
-    if (!ready)
+    if (!state.ready)
         return;
     if (pending.active && pending.seq != UINT64_MAX && !pending.counted)
-        __atomic_fetch_add(&ooms_final, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&totals.ooms_final, 1, __ATOMIC_RELAXED);
     pending.active = false;
 }
 
@@ -798,16 +820,16 @@ static inline void ctr_touch(const struct slot *home, struct site_ctr *c)
 static __attribute__((noinline)) void first_alloc(struct slot *home, uint32_t id, uint64_t time_ns,
                                                   uint64_t live)
 {
-    if (__atomic_load_n(&sites[id].first_time_ns, __ATOMIC_ACQUIRE))
+    if (__atomic_load_n(&sitetab.sites[id].first_time_ns, __ATOMIC_ACQUIRE))
         return;
-    vl_lock(&site_lock);
-    struct site *s = &sites[id];
+    vl_lock(&sitetab.lock);
+    struct site *s = &sitetab.sites[id];
     if (!s->first_time_ns) {
         s->first_live_before = live;
         s->first_peak_before = home->c.peak_live_bytes;
         __atomic_store_n(&s->first_time_ns, time_ns ? time_ns : 1, __ATOMIC_RELEASE);
     }
-    vl_unlock(&site_lock);
+    vl_unlock(&sitetab.lock);
 }
 
 static inline void atomic_max(uint64_t *p, uint64_t v)
@@ -889,7 +911,7 @@ static inline __attribute__((always_inline)) void account_add(struct slot *home,
         dc->peak_time_ns = a->time_ns;
         home->epoch++; /* this state is the peak now: every site's live bytes are its figure */
         if (kind != CORE_HOST)
-            atomic_max(&peak_any, live);
+            atomic_max(&totals.peak_any, live);
     }
     struct timeline_device *t = __atomic_load_n(&home->tl, __ATOMIC_RELAXED);
     if (kind != CORE_HOST && VW_LIKELY(t)) {
@@ -1039,9 +1061,9 @@ static __attribute__((noinline)) bool alloc_sync(struct slot *home, struct slot 
     lane_use(home, lane);
     flush_lane_events(home);
     if (kind != CORE_HOST && VW_UNLIKELY(pending.active)) {
-        vl_lock(&glock);
+        vl_lock(&rare.lock);
         match_retry(home, r->device, r->size, true, r->now_ns);
-        vl_unlock(&glock);
+        vl_unlock(&rare.lock);
     }
     uint64_t live = dev_live(home);
     struct core_alloc *a = table_insert(table_for(lane, kind), r->key, h, &existed);
@@ -1054,7 +1076,7 @@ static __attribute__((noinline)) bool alloc_sync(struct slot *home, struct slot 
         account_add_any(home, lane, a, true, live);
         tracked = true;
     } else {
-        __atomic_fetch_add(&allocs_untracked, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&totals.allocs_untracked, 1, __ATOMIC_RELAXED);
         set_active(home);
         lane->c.alloc_calls++;
     }
@@ -1078,7 +1100,7 @@ static inline bool lane_alone(const struct slot *home, struct slot *lane, uint64
     if (callsite) {
         *c = ctr_of(lane, callsite);
         if ((!*c || (*c)->alloc_calls == 0) &&
-            !__atomic_load_n(&sites[callsite].first_time_ns, __ATOMIC_ACQUIRE))
+            !__atomic_load_n(&sitetab.sites[callsite].first_time_ns, __ATOMIC_ACQUIRE))
             return false;
     }
     return true;
@@ -1117,7 +1139,7 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
     bool tracked = false, existed;
     uint64_t h = key_hash(r->key);
     uint32_t callsite = r->callsite;
-    if (VW_UNLIKELY(callsite >= __atomic_load_n(&nsites, __ATOMIC_ACQUIRE)))
+    if (VW_UNLIKELY(callsite >= __atomic_load_n(&sitetab.nsites, __ATOMIC_ACQUIRE)))
         callsite = 0;
     int i = kind == CORE_HOST ? HOST_SLOT : core_dev_slot(r->device);
     struct slot *home = &slots[i][0];
@@ -1137,9 +1159,9 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
     }
     /* The device's only lane in use: everything here, as one lock per device. */
     if (kind != CORE_HOST && VW_UNLIKELY(pending.active)) {
-        vl_lock(&glock);
+        vl_lock(&rare.lock);
         match_retry(home, r->device, r->size, true, r->now_ns);
-        vl_unlock(&glock);
+        vl_unlock(&rare.lock);
     }
     struct core_alloc *a = table_insert(table_for(lane, kind), r->key, h, &existed);
     if (VW_LIKELY(a)) {
@@ -1157,7 +1179,7 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
         account_add(home, lane, a, kind, true, live);
         tracked = true;
     } else {
-        __atomic_fetch_add(&allocs_untracked, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&totals.allocs_untracked, 1, __ATOMIC_RELAXED);
         set_active(home);
         lane->c.alloc_calls++;
     }
@@ -1186,7 +1208,7 @@ static __attribute__((noinline)) bool alloc_other(const struct core_request *r)
 
 bool core_alloc(const struct core_request *r)
 {
-    if (!ready)
+    if (!state.ready)
         return false;
     /* cudaMalloc and cuMemAlloc: the path every kind of memory it never has leaves out. */
     if (VW_LIKELY(r->kind == CORE_DEVICE))
@@ -1295,7 +1317,7 @@ static __attribute__((noinline)) bool take_elsewhere(int first, const struct slo
             take_from(home, &home[l], kind, key, out, now_ns))
             return true;
     for (int w = 0; w < 2; w++) {
-        uint64_t m = __atomic_load_n(&active_mask[w], __ATOMIC_RELAXED);
+        uint64_t m = __atomic_load_n(&totals.active_mask[w], __ATOMIC_RELAXED);
         while (m) {
             int i = w * 64 + __builtin_ctzll(m);
             m &= m - 1;
@@ -1325,7 +1347,7 @@ static inline __attribute__((always_inline)) bool take_kind(enum core_kind kind,
          * other lanes, then the other devices in use. */
         struct slot *lane = last_lane;
         if (VW_UNLIKELY(!lane)) {
-            if (!ready)
+            if (!state.ready)
                 return false; /* nothing tracked yet, and no lane knows its home */
             lane = &slots[0][lane_of_thread()];
         }
@@ -1395,31 +1417,31 @@ void core_untake(const struct core_alloc *a)
     }
 }
 
-/* With the failing device's lanes and glock held: its call sites' live bytes now. */
+/* With the failing device's lanes and rare.lock held: its call sites' live bytes now. */
 static void keep_failure_sites(struct slot *d)
 {
-    if (!fail_live)
-        fail_live = map(sizeof(*fail_live) * VW_MAX_CALLSITES);
-    if (!fail_live)
+    if (!rare.fail_live)
+        rare.fail_live = map(sizeof(*rare.fail_live) * VW_MAX_CALLSITES);
+    if (!rare.fail_live)
         return;
-    uint32_t n = __atomic_load_n(&nsites, __ATOMIC_ACQUIRE);
+    uint32_t n = __atomic_load_n(&sitetab.nsites, __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < n; i++) {
         uint64_t v = 0;
         for (int l = 0; l < LANES; l++)
             v += d[l].ctr ? d[l].ctr[i].live_bytes : 0;
-        fail_live[i] = v;
+        rare.fail_live[i] = v;
     }
-    for (uint32_t i = n; i < fail_nsites; i++)
-        fail_live[i] = 0;
-    fail_nsites = n;
-    fail_any = true;
+    for (uint32_t i = n; i < rare.fail_nsites; i++)
+        rare.fail_live[i] = 0;
+    rare.fail_nsites = n;
+    rare.fail_any = true;
 }
 
 enum core_failure_verdict core_failure(const struct core_request *r, int error_code,
                                        const char *error_name, bool oom, int64_t free_bytes,
                                        uint64_t pool_extra)
 {
-    if (!ready)
+    if (!state.ready)
         return CORE_FAIL_QUIET;
     int device = r->device;
     uint64_t size = r->size, now_ns = r->now_ns;
@@ -1436,19 +1458,19 @@ enum core_failure_verdict core_failure(const struct core_request *r, int error_c
     }
     struct slot *d = slot_of_device(device);
     lock_lanes(d);
-    vl_lock(&glock);
+    vl_lock(&rare.lock);
     int retry = match_retry(d, device, size, false, now_ns);
     set_active(d);
     d->c.failed_calls++;
-    struct core_failure *f = &failures[ring_slot(failures_total, VW_FAILURES_KEPT)];
-    f->seq = failures_total++;
+    struct core_failure *f = &rare.failures[ring_slot(rare.failures_total, VW_FAILURES_KEPT)];
+    f->seq = rare.failures_total++;
     f->time_ns = now_ns;
     f->size = size;
     f->api = api;
     f->error_name = error_name;
     f->error_code = error_code;
     f->device = device;
-    f->callsite = callsite < __atomic_load_n(&nsites, __ATOMIC_ACQUIRE) ? callsite : 0;
+    f->callsite = callsite < __atomic_load_n(&sitetab.nsites, __ATOMIC_ACQUIRE) ? callsite : 0;
     f->tid = (int)syscall(SYS_gettid);
     f->oom = oom;
     f->retried = 0;
@@ -1468,21 +1490,22 @@ enum core_failure_verdict core_failure(const struct core_request *r, int error_c
         /* A failed retry is the out-of-memory the application will see: always on disk. A
          * first failure may still be rescued by a cache flush, so after the first report
          * such failures are written at most every two seconds. */
-        if (retry == 2 || !any_oom_report || now_ns - last_oom_report_ns >= 2000000000ull) {
+        if (retry == 2 || !rare.any_oom_report ||
+            now_ns - rare.last_oom_report_ns >= 2000000000ull) {
             v = CORE_FAIL_REPORT;
             pending.reported = true;
-            any_oom_report = true;
-            last_oom_report_ns = now_ns;
+            rare.any_oom_report = true;
+            rare.last_oom_report_ns = now_ns;
         }
     }
-    vl_unlock(&glock);
+    vl_unlock(&rare.lock);
     unlock_lanes(d);
     return v;
 }
 
 void core_note_pool(int device, uint64_t pool)
 {
-    if (!ready)
+    if (!state.ready)
         return;
     struct slot *d = slot_of_device(device);
     lock_lanes(d);
@@ -1498,34 +1521,34 @@ void core_note_pool(int device, uint64_t pool)
 void core_limit_crossing(int device, const char *api, uint64_t size, uint32_t callsite,
                          uint64_t now_ns)
 {
-    if (!ready)
+    if (!state.ready)
         return;
     int slot = core_dev_slot(device);
     struct slot *d = &slots[slot][0];
     lock_lanes(d);
-    vl_lock(&glock);
-    if (!crossed[slot]) {
-        crossed[slot] = true;
-        crossings[ncrossings++] = (struct core_crossing){
+    vl_lock(&rare.lock);
+    if (!rare.crossed[slot]) {
+        rare.crossed[slot] = true;
+        rare.crossings[rare.ncrossings++] = (struct core_crossing){
             .time_ns = now_ns,
             .size = size,
             .live_at = dev_live(d),
             .api = api,
             .device = device,
-            .callsite = callsite < __atomic_load_n(&nsites, __ATOMIC_ACQUIRE) ? callsite : 0
+            .callsite = callsite < __atomic_load_n(&sitetab.nsites, __ATOMIC_ACQUIRE) ? callsite : 0
         };
     }
-    vl_unlock(&glock);
+    vl_unlock(&rare.lock);
     unlock_lanes(d);
 }
 
 void core_mark(const char *label, uint64_t now_ns)
 {
-    if (!ready)
+    if (!state.ready)
         return;
     size_t n = strlen(label);
-    if (n >= sizeof(markers[0].label)) {
-        n = sizeof(markers[0].label) - 1;
+    if (n >= sizeof(rare.markers[0].label)) {
+        n = sizeof(rare.markers[0].label) - 1;
         /* Do not cut a UTF-8 sequence in half. */
         while (n > 0 && ((unsigned char)label[n] & 0xc0) == 0x80)
             n--;
@@ -1534,7 +1557,7 @@ void core_mark(const char *label, uint64_t now_ns)
      * sum of each device's most since the previous marker: exact with one device, and with
      * several an upper bound (their peaks need not have come at the same moment). */
     lock_slots();
-    vl_lock(&glock);
+    vl_lock(&rare.lock);
     uint64_t live = 0, peak = 0;
     for (int i = 0; i <= VW_MAX_DEVICES; i++) {
         struct slot *d = &slots[i][0];
@@ -1544,20 +1567,20 @@ void core_mark(const char *label, uint64_t now_ns)
         d->phase_peak = l;
         share_slack(d, NULL); /* no slack under the new phase's peak yet */
     }
-    struct core_marker *m = &markers[ring_slot(markers_total, VW_EVENTS_KEPT)];
-    markers_total++;
+    struct core_marker *m = &rare.markers[ring_slot(rare.markers_total, VW_EVENTS_KEPT)];
+    rare.markers_total++;
     m->time_ns = now_ns;
     m->live_bytes = live;
     m->phase_peak_bytes = peak;
     memcpy(m->label, label, n);
     m->label[n] = 0;
-    vl_unlock(&glock);
+    vl_unlock(&rare.lock);
     unlock_slots();
 }
 
 void core_measure(int device, int64_t used, int64_t pool_extra, uint64_t now_ns)
 {
-    if (!ready || device < 0)
+    if (!state.ready || device < 0)
         return;
     struct slot *s = slot_of_device(device);
     lock_lanes(s);
@@ -1580,7 +1603,7 @@ void core_measure(int device, int64_t used, int64_t pool_extra, uint64_t now_ns)
 
 void core_va_reserve(int device, int64_t delta)
 {
-    if (!ready)
+    if (!state.ready)
         return;
     struct slot *d = slot_of_device(device);
     lock_lanes(d);
@@ -1619,11 +1642,11 @@ static int copy_ring(void *dst, const void *src, size_t elem, uint64_t total, ui
 void core_snapshot(struct core_snapshot *s)
 {
     memset(s, 0, sizeof(*s));
-    if (!ready)
+    if (!state.ready)
         return;
     /* Every device slot, then the rare state: one moment for all the counters. */
     lock_slots();
-    vl_lock(&glock);
+    vl_lock(&rare.lock);
     for (int i = 0; i <= VW_MAX_DEVICES; i++) {
         s->devices[i] = slots[i][0].c;
         lane_sums(&slots[i][0], &s->devices[i]);
@@ -1635,34 +1658,36 @@ void core_snapshot(struct core_snapshot *s)
                                   .alloc_calls = h.alloc_calls,
                                   .free_calls = h.free_calls,
                                   .failed_calls = h.failed_calls };
-    s->nfailures =
-            copy_ring(s->failures, failures, sizeof(*failures), failures_total, VW_FAILURES_KEPT);
-    s->failures_total = failures_total;
-    s->nevents = copy_ring(s->events, events, sizeof(*events), events_total, VW_EVENTS_KEPT);
-    s->events_total = events_total;
-    s->nmarkers = copy_ring(s->markers, markers, sizeof(*markers), markers_total, VW_EVENTS_KEPT);
-    s->markers_total = markers_total;
-    memcpy(s->crossings, crossings, sizeof(crossings));
-    s->ncrossings = ncrossings;
-    s->ncallsites = __atomic_load_n(&nsites, __ATOMIC_ACQUIRE);
-    s->callsites_dropped = __atomic_load_n(&callsites_dropped, __ATOMIC_RELAXED);
-    s->allocs_untracked = __atomic_load_n(&allocs_untracked, __ATOMIC_RELAXED);
-    vl_unlock(&glock);
+    s->nfailures = copy_ring(s->failures, rare.failures, sizeof(*rare.failures),
+                             rare.failures_total, VW_FAILURES_KEPT);
+    s->failures_total = rare.failures_total;
+    s->nevents = copy_ring(s->events, rare.events, sizeof(*rare.events), rare.events_total,
+                           VW_EVENTS_KEPT);
+    s->events_total = rare.events_total;
+    s->nmarkers = copy_ring(s->markers, rare.markers, sizeof(*rare.markers), rare.markers_total,
+                            VW_EVENTS_KEPT);
+    s->markers_total = rare.markers_total;
+    memcpy(s->crossings, rare.crossings, sizeof(rare.crossings));
+    s->ncrossings = rare.ncrossings;
+    s->ncallsites = __atomic_load_n(&sitetab.nsites, __ATOMIC_ACQUIRE);
+    s->callsites_dropped = __atomic_load_n(&totals.callsites_dropped, __ATOMIC_RELAXED);
+    s->allocs_untracked = __atomic_load_n(&totals.allocs_untracked, __ATOMIC_RELAXED);
+    vl_unlock(&rare.lock);
     unlock_slots();
 }
 
 uint32_t core_copy_callsites(struct core_callsite *out, uint32_t n, uint64_t *fout, uint32_t fcap)
 {
     uint32_t used = 0;
-    if (!ready)
+    if (!state.ready)
         return 0;
     lock_slots();
-    vl_lock(&glock);
-    uint32_t ns = __atomic_load_n(&nsites, __ATOMIC_ACQUIRE);
+    vl_lock(&rare.lock);
+    uint32_t ns = __atomic_load_n(&sitetab.nsites, __ATOMIC_ACQUIRE);
     if (n > ns)
         n = ns;
     for (uint32_t i = 0; i < n; i++) {
-        const struct site *r = &sites[i];
+        const struct site *r = &sitetab.sites[i];
         struct core_callsite *o = &out[i];
         memset(o, 0, sizeof(*o));
         o->hash = r->hash;
@@ -1685,17 +1710,17 @@ uint32_t core_copy_callsites(struct core_callsite *out, uint32_t n, uint64_t *fo
                     o->live_bytes_at_peak +=
                             c->epoch == home->epoch ? c->at_peak : c->live_bytes;
             }
-        o->has_failure = fail_any;
-        o->live_bytes_at_failure = fail_any && i < fail_nsites ? fail_live[i] : 0;
+        o->has_failure = rare.fail_any;
+        o->live_bytes_at_failure = rare.fail_any && i < rare.fail_nsites ? rare.fail_live[i] : 0;
         uint32_t k = r->nframes;
         if (used + k > fcap)
             k = fcap - used;
-        memcpy(&fout[used], &frames[r->frames_off], sizeof(*fout) * k);
+        memcpy(&fout[used], &sitetab.frames[r->frames_off], sizeof(*fout) * k);
         o->frames_off = used;
         o->nframes = (uint16_t)k;
         used += k;
     }
-    vl_unlock(&glock);
+    vl_unlock(&rare.lock);
     unlock_slots();
     return used;
 }
@@ -1722,7 +1747,7 @@ int core_largest_live(struct core_alloc *out, int max, uint64_t *total)
 {
     int n = 0;
     uint64_t count = 0;
-    if (!ready || max <= 0) {
+    if (!state.ready || max <= 0) {
         *total = 0;
         return 0;
     }
@@ -1766,12 +1791,12 @@ int core_largest_live(struct core_alloc *out, int max, uint64_t *total)
 
 uint64_t core_peak_any(void)
 {
-    return __atomic_load_n(&peak_any, __ATOMIC_RELAXED);
+    return __atomic_load_n(&totals.peak_any, __ATOMIC_RELAXED);
 }
 
 uint32_t core_callsites_count(void)
 {
-    return ready ? __atomic_load_n(&nsites, __ATOMIC_ACQUIRE) - 1 : 0;
+    return state.ready ? __atomic_load_n(&sitetab.nsites, __ATOMIC_ACQUIRE) - 1 : 0;
 }
 
 uint64_t core_live_total(void)
@@ -1780,7 +1805,7 @@ uint64_t core_live_total(void)
      * file, which a concurrent allocation may leave one event behind. */
     uint64_t sum = 0;
     for (int w = 0; w < 2; w++) {
-        uint64_t m = __atomic_load_n(&active_mask[w], __ATOMIC_RELAXED);
+        uint64_t m = __atomic_load_n(&totals.active_mask[w], __ATOMIC_RELAXED);
         while (m) {
             int i = w * 64 + __builtin_ctzll(m);
             m &= m - 1;
@@ -1795,12 +1820,12 @@ uint64_t core_live_total(void)
 bool core_copy_timeline(int slot, struct timeline_device *out)
 {
     bool have = false;
-    if (!ready || !tl || slot < 0 || slot > VW_MAX_DEVICES)
+    if (!state.ready || !state.tl || slot < 0 || slot > VW_MAX_DEVICES)
         return false;
     lock_lanes(&slots[slot][0]);
-    if (tl[slot].started) {
+    if (state.tl[slot].started) {
         flush_lane_events(&slots[slot][0]);
-        *out = tl[slot];
+        *out = state.tl[slot];
         have = true;
     }
     unlock_lanes(&slots[slot][0]);
@@ -1810,7 +1835,7 @@ bool core_copy_timeline(int slot, struct timeline_device *out)
 void core_timeline_enable(bool on)
 {
     lock_slots();
-    __atomic_store_n(&tl_on, on, __ATOMIC_RELAXED);
+    __atomic_store_n(&state.tl_on, on, __ATOMIC_RELAXED);
     timeline_attach();
     unlock_slots();
 }
@@ -1823,7 +1848,7 @@ size_t core_timeline_bytes(void)
 size_t core_mapped_bytes(void)
 {
     size_t b = 0;
-    uint32_t n = __atomic_load_n(&nsites, __ATOMIC_ACQUIRE);
+    uint32_t n = __atomic_load_n(&sitetab.nsites, __ATOMIC_ACQUIRE);
     for (int i = 0; i < NSLOTS * LANES; i++) {
         struct slot *d = &slots[i / LANES][i % LANES];
         vl_lock(&d->lock);
@@ -1832,8 +1857,9 @@ size_t core_mapped_bytes(void)
             b += sizeof(struct site_ctr) * n; /* the pages in use: filled front to back */
         vl_unlock(&d->lock);
     }
-    vl_lock(&site_lock);
-    b += sizeof(*sites) * n + sizeof(*frames) * nframes + sizeof(*site_index) * INDEX_CAP;
-    vl_unlock(&site_lock);
+    vl_lock(&sitetab.lock);
+    b += sizeof(*sitetab.sites) * n + sizeof(*sitetab.frames) * sitetab.nframes +
+         sizeof(*sitetab.index) * INDEX_CAP;
+    vl_unlock(&sitetab.lock);
     return b;
 }
