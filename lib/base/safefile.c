@@ -39,6 +39,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -458,4 +459,26 @@ void safefile_quiet_end(struct safefile_quiet *q)
         }
     pthread_sigmask(SIG_SETMASK, &q->old, NULL);
     errno = e;
+}
+
+bool safefile_remove_stale(int dirfd, const char *name, long long pid, long long older_than)
+{
+    /* A live process by that pid (or one we may not signal): its writer may still be at work. */
+    if (pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+        return false;
+    struct stat st, fst, again;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != geteuid() || st.st_nlink != 1 || st.st_mtime > older_than)
+        return false;
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    /* Still the file judged above, unlocked, and still at its name when it is removed. */
+    bool gone = fstat(fd, &fst) == 0 && fst.st_dev == st.st_dev && fst.st_ino == st.st_ino &&
+                flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+                fstatat(dirfd, name, &again, AT_SYMLINK_NOFOLLOW) == 0 &&
+                again.st_dev == st.st_dev && again.st_ino == st.st_ino &&
+                unlinkat(dirfd, name, 0) == 0;
+    close(fd);
+    return gone;
 }

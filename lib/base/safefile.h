@@ -19,6 +19,16 @@ int safefile_open_dir(const char *path, bool create, char *why, size_t whylen);
  * ours. Returns the descriptor (O_CLOEXEC, mode 0600) or -1, `why` and errno as above. */
 int safefile_open_private(const char *path, char *why, size_t whylen);
 
+/* The one rule for removing what a killed writer left (a temporary file, a live-state file),
+ * for the library and the command line alike (docs/reliability.md, "Leftovers of killed
+ * writers"). The caller has already read the writer's pid from `name` and found no such process
+ * (`pid` is that pid, or our own for an earlier image of this process); `name` in the folder
+ * `dirfd` is then removed only when it is a regular file of ours with one name, not written to
+ * since `older_than` (a time in seconds), nobody holds a lock on it (writers hold flock from
+ * their create to their rename), and it is still the same file at that name when it goes.
+ * Returns whether it was removed. No allocation. */
+bool safefile_remove_stale(int dirfd, const char *name, long long pid, long long older_than);
+
 /* `fd` moved to a number near the top of the process's range (closing `fd`), where the
  * application's next files do not land if it closes ours; `fd` itself when that cannot be. */
 int safefile_high(int fd);

@@ -998,7 +998,6 @@ void report_sweep_stale(int dirfd)
     if (rfd < 0)
         return;
     pid_t me = getpid();
-    uid_t uid = geteuid();
     time_t now = time(NULL);
     unsigned removed = 0, removed_live = 0;
     char buf[8192] __attribute__((aligned(8)));
@@ -1022,26 +1021,11 @@ void report_sweep_stale(int dirfd)
         bool is_live;
         long long pid = stale_pid(de->d_name, host, &is_live);
         /* our own pid: an earlier image's temporary; never our own live-state file */
-        if (pid < 0 || (is_live && pid == me) ||
-            (pid != me && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
+        if (pid < 0 || (is_live && pid == me))
             continue;
-        struct stat st, fst, again;
-        if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-            st.st_uid != uid || st.st_nlink != 1 ||
-            st.st_mtime > now - (is_live ? LIVE_STALE_AGE_S : STALE_AGE_S))
-            continue;
-        int fd = openat(dirfd, de->d_name,
-                        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        /* Still the file judged above, unlocked, and still at its name when it is removed. */
-        if (fstat(fd, &fst) == 0 && fst.st_dev == st.st_dev && fst.st_ino == st.st_ino &&
-            flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-            fstatat(dirfd, de->d_name, &again, AT_SYMLINK_NOFOLLOW) == 0 &&
-            again.st_dev == st.st_dev && again.st_ino == st.st_ino &&
-            unlinkat(dirfd, de->d_name, 0) == 0)
+        if (safefile_remove_stale(dirfd, de->d_name, pid,
+                                  (long long)now - (is_live ? LIVE_STALE_AGE_S : STALE_AGE_S)))
             ++*(is_live ? &removed_live : &removed);
-        close(fd);
     }
     close(rfd);
     if (removed)

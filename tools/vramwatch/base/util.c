@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "safefile.h"
 #include "sb.h"
 #include "sizes.h"
 
@@ -540,16 +541,11 @@ void util_host_name(char *out, size_t n)
 /* The output's temporary files: NAME.tmp-HOST-PID-SEQ beside it, NAME its last component. A
  * writer killed between its create and its rename (timeline -o, merge -o under SIGKILL) leaves
  * one for good; the next writer of the same output removes those whose writer is certainly gone,
- * by the library's rule for its reports (lib/report/report.c, docs/reliability.md "Leftovers of killed
- * writers"), anything in doubt staying:
- *  - the name is exactly NAME.tmp-HOST-PID-SEQ with our own host name (a pid means nothing on
- *    another host sharing the folder);
- *  - no process has that pid here (kill(pid, 0) fails with ESRCH);
- *  - it is a regular file of ours with one name;
- *  - nobody holds a lock on it: writers hold flock(LOCK_EX) on their temporary from its create
- *    to its rename (a writer in another PID namespace on the same host name is seen so);
- *  - it has not been written to for UTIL_STALE_AGE_S (the moment between a create and its lock,
- *    and writers of earlier versions, which took none).
+ * by the library's one rule (safefile_remove_stale, lib/base/safefile.h; docs/reliability.md
+ * "Leftovers of killed writers"), anything in doubt staying: the name is exactly
+ * NAME.tmp-HOST-PID-SEQ with our own host name (a pid means nothing on another host sharing the
+ * folder), and the file has not been written to for UTIL_STALE_AGE_S (the moment between a
+ * create and its lock, and writers of earlier versions, which took none).
  * Temporaries of earlier versions (NAME.tmp-PID-SEQ, no host) are never removed: whose they are
  * cannot be known. */
 #define UTIL_STALE_AGE_S 60
@@ -598,26 +594,11 @@ static void remove_stale_temps(const char *path, const char *host)
         sb_free(&prefix);
         return;
     }
-    uid_t uid = geteuid();
     time_t now = time(NULL);
     for (struct dirent *de; (de = readdir(d)) != NULL;) {
         long long pid = temp_pid(de->d_name, sb_str(&prefix));
-        if (pid < 0 || (pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
-            continue;
-        struct stat st, fst, again;
-        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-            st.st_uid != uid || st.st_nlink != 1 || st.st_mtime > now - UTIL_STALE_AGE_S)
-            continue;
-        int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        /* Still the file judged above, unlocked, and still at its name when it is removed. */
-        if (fstat(fd, &fst) == 0 && fst.st_dev == st.st_dev && fst.st_ino == st.st_ino &&
-            flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-            fstatat(dfd, de->d_name, &again, AT_SYMLINK_NOFOLLOW) == 0 &&
-            again.st_dev == st.st_dev && again.st_ino == st.st_ino)
-            unlinkat(dfd, de->d_name, 0);
-        close(fd);
+        if (pid >= 0)
+            safefile_remove_stale(dfd, de->d_name, pid, (long long)now - UTIL_STALE_AGE_S);
     }
     closedir(d);
     sb_free(&prefix);
