@@ -23,7 +23,5 @@ size_t log_escape(const char *in, size_t n, char *out, size_t cap);
         if (!__atomic_exchange_n(&(flag), 1, __ATOMIC_RELAXED)) \
             log_msg(VW_LOG_WARN, __VA_ARGS__);                  \
     } while (0)
-/* The command line (tools/vramwatch/base/util.c) still calls log_escape by its former name. */
-#define vw_log_escape log_escape
 
 #endif

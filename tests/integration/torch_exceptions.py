@@ -37,8 +37,10 @@ def throw_all():
 before = throw_all()
 
 # The integration tests' stub, built beside this file's other programs: the preloaded library is
-# BUILD/lib/libvramwatch.so, the stub BUILD/tests/integration/libc10_cuda.so.
-lib = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p.endswith("/libvramwatch.so")]
+# BUILD/lib/libvramwatch.so (or the versioned file it links to), the stub
+# BUILD/tests/integration/libc10_cuda.so.
+lib = [p for p in os.environ.get("LD_PRELOAD", "").split(":")
+       if os.path.basename(p).startswith("libvramwatch.so")]
 assert lib, "run under the preload"
 stub = os.path.join(os.path.dirname(os.path.dirname(lib[0])), "tests", "integration", "libc10_cuda.so")
 assert os.path.exists(stub), f"no c10 stub at {stub}"

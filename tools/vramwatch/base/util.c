@@ -34,7 +34,7 @@ void util_err(const char *fmt, ...)
      * (lib/base/log.c): control bytes, DEL and bytes that are not UTF-8 as \n, \e, \xNN. */
     size_t cap = 4 * b.len + 1;
     char *line = util_xmalloc(cap);
-    vw_log_escape(sb_str(&b), b.len, line, cap);
+    log_escape(sb_str(&b), b.len, line, cap);
     fprintf(stderr, "vramwatch: %s\n", line);
     free(line);
     sb_free(&b);
