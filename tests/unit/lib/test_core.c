@@ -4,20 +4,7 @@
 #include <string.h>
 
 #include "core.h"
-
-/* core_alloc with its request's fields as arguments, as the calls here give them. */
-static bool alloc_req(enum core_kind kind, uint64_t key, uint64_t size, int device, const char *api,
-                      uint32_t callsite, uint64_t now_ns)
-{
-    struct core_request r = { .kind = kind,
-                              .device = device,
-                              .key = key,
-                              .size = size,
-                              .api = api,
-                              .callsite = callsite,
-                              .now_ns = now_ns };
-    return core_alloc(&r);
-}
+#include "core_calls.h"
 
 /* core_failure likewise. */
 static enum core_failure_verdict fail_req(enum core_kind kind, int device, uint64_t size,
