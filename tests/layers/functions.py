@@ -14,6 +14,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import vwtest  # noqa: E402
+
 DIRS = ("lib", "tools")
 START = re.compile(r"^(?!static_assert|#|typedef|struct\s+\w+\s*$)[A-Za-z_]")
 
@@ -101,7 +104,7 @@ def main():
                     for name, line, length, params in functions(p):
                         found.append((os.path.relpath(p, opts.root), line, name, length, params))
     if len(found) < 100:
-        print("FAIL: found only %d functions under %s: the scan no longer sees the sources"
+        print("FAIL  found only %d functions under %s: the scan no longer sees the sources"
               % (len(found), ", ".join(DIRS)))
         return 1
     print("%d functions in %s" % (len(found), ", ".join(DIRS)))
@@ -114,9 +117,10 @@ def main():
         print("  %4d        %s:%d %s" % (params, p, line, name))
     bad = [r for r in found if r[3] > opts.max_lines
            or (r[4] > opts.max_params and not FOREIGN.match(r[2]))]
+    tally = vwtest.Tally(verbose=False)
     for p, line, name, length, params in bad:
-        print("FAIL: %s:%d %s: %d lines, %d parameters (at most %d and %d)"
-              % (p, line, name, length, params, opts.max_lines, opts.max_params))
+        tally.check(False, "%s:%d %s: %d lines, %d parameters (at most %d and %d)"
+                    % (p, line, name, length, params, opts.max_lines, opts.max_params))
     return 1 if bad else 0
 
 

@@ -21,6 +21,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import vwtest  # noqa: E402
+
 # folder -> the folders its files may include (besides its own). Lower layers first.
 LIB = ["lib/base", "lib/core", "lib/report", "lib/cuda", "lib/interpose", "lib/hooks"]
 CLI = ["tools/vramwatch/base", "tools/vramwatch/model", "tools/vramwatch/advice",
@@ -195,7 +198,7 @@ def main():
     opts = ap.parse_args()
     tree = load(opts.root)
     if len(tree) < 100:
-        print("FAIL: found only %d sources under %s: the walk no longer sees the tree" % (len(tree), opts.root))
+        print("FAIL  found only %d sources under %s: the walk no longer sees the tree" % (len(tree), opts.root))
         return 1
     if opts.plant:
         # The planted violation must add an error to whatever the tree has already.
@@ -203,14 +206,15 @@ def main():
         plant(tree, opts.plant)
         new = [e for e in check(tree)[0] if e not in before]
         if not new:
-            print("FAIL: planted a violation (%s) and the check did not see it" % opts.plant)
+            print("FAIL  planted a violation (%s) and the check did not see it" % opts.plant)
             return 1
         for e in new:
             print("planted %s, caught: %s" % (opts.plant, e))
         return 0
     errors, nfiles, nfolders = check(tree)
+    tally = vwtest.Tally(verbose=False)
     for e in errors:
-        print("FAIL: " + e)
+        tally.check(False, e)
     if not errors:
         print("%d files in %d folders: every include within the layers, no cycle" % (nfiles, nfolders))
     return 1 if errors else 0
