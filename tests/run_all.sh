@@ -4,8 +4,9 @@
 # ThreadSanitizer, the gauntlet's reduced form (tests/gauntlet/run.sh), then 60 s of fuzzing
 # the command line's readers (tests/fuzz/run.sh, clang, counted as one test). The tests that run
 # PyTorch use the venv of tools/torch-venv.sh (-Dtorch_python); where it could not be installed
-# they are left out, and a line before the last says so. Ends with one line: "N passed, M failed,
-# K skipped" (a skipped test, exit 77, could not run here and said why: it is neither).
+# they are left out, and a line before the last says so. Ends with two lines: "K skipped" (a
+# skipped test, exit 77, could not run here and said why: it is neither passed nor failed), then
+# "N passed, M failed", the closing line a newcomer's check reads (it must end "0 failed").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh --tests || exit 2
@@ -81,6 +82,7 @@ for path in sys.argv[2:]:
             skipped += 1
         else:
             failed += 1
-print(f"{passed} passed, {failed} failed, {skipped} skipped")
+print(f"{skipped} skipped (could not run here; each said why)")
+print(f"{passed} passed, {failed} failed")
 PY
 exit $status
