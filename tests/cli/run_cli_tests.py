@@ -690,6 +690,12 @@ def group_run(opts):
 
         r, e = found(exe)
         check(e.get("LD_PRELOAD") == in_tree and e.get("preloaded") == "1", "build tree library: %r %r" % (e, r.stderr))
+        # A build folder set up before the soname has only BUILD/lib/libvramwatch.so.0 after a
+        # rebuild: found by that name.
+        os.rename(in_tree, in_tree + ".0")
+        r, e = found(exe)
+        check(e.get("LD_PRELOAD") == in_tree + ".0", "build tree library by its soname: %r %r" % (e, r.stderr))
+        os.rename(in_tree + ".0", in_tree)
         beside = os.path.join(exe_dir, "libvramwatch.so")
         shutil.copy2(stub, beside)
         r, e = found(exe)
@@ -706,9 +712,10 @@ def group_run(opts):
 
         # The build really has that layout (checked by path: the real library is not run here).
         if opts.libvramwatch:
-            tree_lib = os.path.join(os.path.dirname(opts.vramwatch), "..", "..", "lib", "libvramwatch.so")
-            check(os.path.realpath(tree_lib) == os.path.realpath(opts.libvramwatch),
-                  "libvramwatch is not at BUILD/lib/libvramwatch.so: %s" % opts.libvramwatch)
+            tree = os.path.join(os.path.dirname(opts.vramwatch), "..", "..", "lib")
+            names = [n for n in ("libvramwatch.so", "libvramwatch.so.0") if os.path.exists(os.path.join(tree, n))]
+            check(names and os.path.realpath(os.path.join(tree, names[0])) == os.path.realpath(opts.libvramwatch),
+                  "libvramwatch is not at BUILD/lib/libvramwatch.so (or .so.0): %s" % opts.libvramwatch)
         shutil.rmtree(work)
     except Failed:
         print("files kept in", work)

@@ -71,16 +71,21 @@ char *preload_find_library(struct strbuf *why)
         return realpath(env, NULL);
     }
     char *dir = self_dir();
-    char *candidates[3] = { NULL, NULL, NULL };
+    char *candidates[4] = { NULL, NULL, NULL, NULL };
     if (dir) {
         candidates[0] = join(dir, PRELOAD_LIBRARY);
-        if (ends_with(dir, "/tools/vramwatch"))
+        if (ends_with(dir, "/tools/vramwatch")) {
             candidates[1] = join(dir, "../../lib/" PRELOAD_LIBRARY);
+            /* A build folder set up before the library had a soname keeps only the soname's
+             * link after it is rebuilt: ninja removes the old file, and the new link to the
+             * same name is made only when the library is linked again. */
+            candidates[2] = join(dir, "../../lib/" VW_LIB_SONAME);
+        }
     }
-    candidates[2] = util_xstrdup(VW_LIBDIR "/" PRELOAD_LIBRARY);
+    candidates[3] = util_xstrdup(VW_LIBDIR "/" PRELOAD_LIBRARY);
     char *found = NULL;
     sb_add(why, "cannot find " PRELOAD_LIBRARY " (looked for");
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 4; i++) {
         if (!candidates[i])
             continue;
         if (!found && regular_file(candidates[i]))

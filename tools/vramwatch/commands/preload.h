@@ -11,7 +11,8 @@
 #define PRELOAD_COMPANION_MODULE "vramwatch_companion.py"
 
 /* VRAMWATCH_LIB, else next to the executable, else the build tree (BUILD/tools/vramwatch/vramwatch
- * beside BUILD/lib/libvramwatch.so), else the install libdir. An absolute path (malloc'd), or
+ * beside BUILD/lib/libvramwatch.so, or its soname BUILD/lib/libvramwatch.so.0), else the install
+ * libdir. An absolute path (malloc'd), or
  * NULL with the reason in `why`. */
 char *preload_find_library(struct strbuf *why);
 
