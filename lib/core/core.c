@@ -690,8 +690,10 @@ static int match_retry(struct slot *d, int device, uint64_t size, bool ok, uint6
         return 0;
     }
     struct core_failure *f = failure_by_seq(pending.seq);
-    if (f)
+    if (f) {
         f->retried = ok ? 1 : 2;
+        f->retry_freed = pending.freed_bytes;
+    }
     if (!ok) {
         /* PyTorch gives up after one retry: final at once, so a watcher need not wait for the
          * exit. CuPy tries a third time; should that succeed, the count is taken back. */
@@ -1474,6 +1476,7 @@ enum core_failure_verdict core_failure(const struct core_request *r, int error_c
     f->tid = (int)syscall(SYS_gettid);
     f->oom = oom;
     f->retried = 0;
+    f->retry_freed = 0;
     f->live_at = dev_live(d);
     f->reserved_at = f->live_at + pool_extra;
     f->free_at = free_bytes;

@@ -75,6 +75,9 @@ struct core_failure {
     bool oom;
     uint8_t retried; /* 0 no retry seen, 1 succeeded, 2 failed */
     uint64_t seq;    /* position among all failures, to find it again */
+    /* what the program freed between the failure and its retry (a caching allocator's flush):
+     * live_at less this is the level the retry failed at; 0 without a retry */
+    uint64_t retry_freed;
     uint64_t live_at, reserved_at;
     int64_t free_at; /* -1: unknown */
 };

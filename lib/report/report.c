@@ -588,6 +588,10 @@ static void write_failures(struct jsonw *w)
         jsonw_u64(w, "reserved_bytes_at_failure", f->reserved_at);
         opt_i64(w, "free_bytes_at_failure", f->free_at);
         jsonw_str(w, "retried", retried[f->retried < 3 ? f->retried : 0]);
+        if (f->retried)
+            jsonw_u64(w, "freed_before_retry_bytes", f->retry_freed);
+        else
+            jsonw_null(w, "freed_before_retry_bytes");
         jsonw_i64(w, "thread", f->tid);
         jsonw_obj_end(w);
     }

@@ -342,6 +342,7 @@ static bool load_failure(struct vctx *c, const cJSON *o, void *slot)
               req_int(c, o, "reserved_bytes_at_failure", 0, &f->reserved_bytes_at_failure) &&
               get_int(c, o, "free_bytes_at_failure", F_NULL, 0, &f->free_bytes_at_failure) &&
               get_str(c, o, "retried", F_OPT, &retried) &&
+              get_int(c, o, "freed_before_retry_bytes", F_OPT, 0, &f->freed_before_retry) &&
               get_int(c, o, "thread", F_OPT, 0, &f->thread);
     if (!ok)
         return false;

@@ -82,6 +82,9 @@ struct model_failure {
     int64_t live_bytes_at_failure, reserved_bytes_at_failure;
     model_int free_bytes_at_failure;
     enum model_retried retried;
+    /* what the program freed before its retry (a caching allocator's flush); unknown when there
+     * was none or the report predates the field */
+    model_int freed_before_retry;
     model_int thread;
 };
 
