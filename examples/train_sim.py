@@ -11,7 +11,11 @@ freed again by the backward pass; validation runs at twice the batch, without gr
 --static-gib, --sample-mib and --val-mem set the workload's truth for the accuracy tests.
 --no-cache replaces the caching allocator by one cudaMalloc and cudaFree per tensor (the same
 requests, nothing kept), so the job's peak is its need; --no-retry makes the caching allocator
-raise at the first failed cudaMalloc without releasing its cache.
+raise at the first failed cudaMalloc without releasing its cache. --multi-scale trains each
+step at another image side between half and one and a half times --img, as YOLOv5/v7/v9's
+--multi-scale and Ultralytics' multi_scale=True do; here the sides follow a fixed cycle (1, 0.75,
+1.5, 0.5, 1.25 times --img, rounded down to a multiple of 32) rather than a random draw, so the
+largest side comes at the third step and a run's outcome does not depend on chance.
 
 The sizes are anchored on published YOLOv9-s figures on a 16 GB V100 at 640x640 with AMP
 (peak 15.8 GB at batch 64, 9.6 GB at batch 32: about 3.2 GiB fixed and 0.18 GiB per image).
@@ -47,6 +51,10 @@ CONFIGS = {
     "m": (int(4.6 * GiB), int(0.300 * GiB), 32),
     "c": (int(6.2 * GiB), int(0.410 * GiB), 40),
 }
+
+
+# --multi-scale: the image side of each training step, as a share of --img, in turn
+MULTI_SCALE = (1.0, 0.75, 1.5, 0.5, 1.25)
 
 
 class OutOfMemory(RuntimeError):
@@ -312,6 +320,8 @@ def from_key_value(argv):
         key, eq, value = (a[2:] if a.startswith("--") else a).partition("=")
         if eq and key in ULTRALYTICS_KEYS:
             out += [ULTRALYTICS_KEYS[key], value]
+        elif eq and key == "multi_scale":  # a switch: multi_scale=True
+            out += ["--multi-scale"] if value.lower() in ("true", "1") else []
         else:
             out.append(a)
     return out
@@ -362,6 +372,9 @@ def main():
                     help="do not call vramwatch_mark (phases must then be found from the run)")
     ap.add_argument("--no-cache", action="store_true",
                     help="no caching allocator: every tensor is its own cudaMalloc and cudaFree")
+    ap.add_argument("--multi-scale", "--multi_scale", dest="multi_scale", action="store_true",
+                    help="train each step at another image side, up to 1.5 times --img (validation "
+                         "stays at --img)")
     ap.add_argument("--no-retry", action="store_true",
                     help="the caching allocator raises at the first failed cudaMalloc, without "
                          "releasing its cache and retrying (and does not tell vramwatch it would)")
@@ -388,6 +401,7 @@ def main():
         fixed = int(args.static_gib * GiB)
     if args.sample_mib is not None:
         per_image = int(args.sample_mib * MiB)
+    per_image_640 = per_image
     per_image = int(per_image * (args.img / 640) ** 2)
     kind = "no cache" if args.no_cache else "caching allocator, no retry" if args.no_retry else "caching allocator"
     print(f"train_sim: yolov9-{args.cfg} batch {args.batch} img {args.img} epochs {args.epochs} ({kind}) on a "
@@ -403,11 +417,15 @@ def main():
         for epoch in range(args.epochs):
             mark(f"epoch {epoch} train")
             for _ in range(args.steps):
+                side = args.img
+                if args.multi_scale:
+                    side = max(32, int(args.img * MULTI_SCALE[steps % len(MULTI_SCALE)]) // 32 * 32)
+                step_image = int(per_image_640 * (side / 640) ** 2)
                 # forward: activations kept for backward, one per layer, growing with depth
                 acts = []
                 for layer in range(layers):
                     share = (2 * (layer + 1)) / (layers * (layers + 1))
-                    acts.append(alloc.malloc(int(per_image * args.batch * share)))
+                    acts.append(alloc.malloc(int(step_image * args.batch * share)))
                 # backward: activation gradients come and go, activations are released
                 for a in reversed(acts):
                     g = alloc.malloc(a.size // 2)
