@@ -324,8 +324,11 @@ static int oom(void)
     cudaGetLastError();
     CHECK(cudaFree(c1) == cudaSuccess && cudaFree(c2) == cudaSuccess, 135);
     CHECK(cudaMalloc(&x, 500 * MiB) == cudaSuccess, 136);
-    /* 2: fails, nothing left to release, the retry fails: the OOM. */
+    /* 2: fails, the last 10 MiB of "cache" is released, the retry fails: the OOM, 10 MiB flushed
+     * before its retry. */
+    CHECK(cudaMalloc(&c1, 10 * MiB) == cudaSuccess, 131);
     CHECK(cudaMalloc(&big2, 300 * MiB) == cudaErrorMemoryAllocation, 137);
+    CHECK(cudaFree(c1) == cudaSuccess, 135);
     CHECK(cudaMalloc(&big2, 300 * MiB) == cudaErrorMemoryAllocation, 138);
     CHECK(file_has(path, "\"retried\":\"failed\""), 139);
     return 0;

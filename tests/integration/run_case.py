@@ -255,7 +255,7 @@ def case_oom(run):
     r = run.report()
     eq(r["reason"], "exit", "final report at exit")
     d = dev0(r)
-    counts(d, 4, 2, failed=3)
+    counts(d, 5, 3, failed=3)
     eq(d["live_bytes"], 900 * MiB, "live")
     eq(d["cache_flushes"], 1, "cache flushes")
     f = r["failures"]
@@ -263,6 +263,8 @@ def case_oom(run):
     eq([(x["size"], x["retried"], x["oom"]) for x in f],
        [(500 * MiB, "succeeded", True), (300 * MiB, "failed", True), (300 * MiB, None, True)],
        "failure outcomes")
+    eq([x["freed_before_retry_bytes"] for x in f], [200 * MiB, 10 * MiB, None],
+       "what each retry had flushed before it")
     eq(f[0]["api"], "cudaMalloc", "api")
     eq(f[0]["error_name"], "cudaErrorMemoryAllocation", "error name")
     eq(f[0]["error_code"], 2, "error code")
