@@ -87,7 +87,8 @@ FIT_SETTLE_S = 1
 # What each workload holds whatever the batch (weights, optimizer state, EMA: --static-gib, else
 # the yolov9-s figure of train_sim's CONFIGS), plus the simulated CUDA context: the truth of the
 # model's static part, which the advice shows (checked within STATIC_TOLERANCE).
-STATIC_GIB = {"yolov9-s": 3.0, "large-static": 7.0, "image-scaling": 3.0, "validation-spike": 3.0, "fragmentation": 3.0}
+STATIC_GIB = {"yolov9-s": 3.0, "large-static": 7.0, "image-scaling": 3.0, "validation-spike": 3.0, "fragmentation": 3.0,
+              "multi-scale": 3.0, "flush-validation": 3.0, "no-retry-validation": 3.0, "cached-validation": 3.0}
 CONTEXT_BYTES = 300 << 20
 STATIC_TOLERANCE = 0.10
 
@@ -97,6 +98,16 @@ WORKLOADS = {
     "image-scaling": ["--sample-mib", "300"],
     "validation-spike": ["--val-mem", "1.6"],
     "fragmentation": ["--keep-cache"],
+    # the failing part comes after completed steps: a step at a larger image side (up to 1.5 x
+    # --img, the job's own --multi-scale), or validation after the allocator flushed its cache
+    # (its steps take time, as a real job's do: the completed ones are told from the failing one
+    # by the pause between them, with markers too, which mark epochs, not steps)
+    "multi-scale": ["--multi-scale", "--step-ms", str(STEP_MS)],
+    "flush-validation": ["--val-mem", "1.3"],
+    # validation that an allocator without a retry meets with training's cache still held
+    "no-retry-validation": ["--val-mem", "2", "--no-retry"],
+    # validation whose blocks are larger than training's cache, which it cannot reuse
+    "cached-validation": ["--val-mem", "3"],
 }
 
 
@@ -189,6 +200,13 @@ ROWS = [
     ("fragmentation", M, "caching", "yolo", "two", [16, 32], False),
     ("fragmentation", M, "caching", "yolo", "fitted", [16], False),
 
+    ("multi-scale", M, "caching", "yolo", "late-oom", [32], True),
+    ("multi-scale", M, "caching", "yolo", "fitted", [16], False),
+    ("flush-validation", M, "caching", "yolo", "late-oom", [52], True),
+    ("flush-validation", M, "caching", "yolo", "fitted", [44], True),
+    ("no-retry-validation", M, "caching", "yolo", "late-oom", [32], False),
+    ("cached-validation", M, "caching", "yolo", "fitted", [8], False),
+
     ("yolov9-s", N, "caching", "yolo", "observe", [64], True),
     ("yolov9-s", N, "caching", "ultralytics", "two", [16, 32], False),
     ("yolov9-s", N, "caching", "hf", "two", [32, 64], True),
@@ -229,6 +247,12 @@ ROWS = [
     ("fragmentation", N, "caching", "generic", "late-oom", [52], False),
     ("fragmentation", N, "caching", "yolo", "two", [16, 32], False),
     ("fragmentation", N, "caching", "hf", "fitted", [16], False),
+    ("multi-scale", N, "caching", "yolo", "late-oom", [32], True),
+    ("multi-scale", N, "caching", "ultralytics", "fitted", [16], False),
+    ("flush-validation", N, "caching", "yolo", "late-oom", [52], True),
+    ("flush-validation", N, "caching", "generic", "fitted", [44], False),
+    ("no-retry-validation", N, "caching", "yolo", "late-oom", [32], False),
+    ("cached-validation", N, "caching", "yolo", "fitted", [8], False),
 
     # Unchanged PyTorch jobs (markers: the companion's; allocator: PyTorch's own)
     ("torch", N, "caching", "yolo", "observe", [128], True),
@@ -323,6 +347,8 @@ class Runner:
             return Job(real_job(self.o, row.workload, batch, img, data), real=True)
         flags = WORKLOADS[row.workload] + ([] if row.markers else ["--no-markers"]) + \
             (["--no-cache"] if row.allocator == "none" else [])
+        if row.style == "ultralytics":  # its own spelling of the switch
+            flags = ["multi_scale=True" if f == "--multi-scale" else f for f in flags]
         if not row.markers and "--step-ms" not in extra:
             extra = ("--step-ms", str(STEP_MS)) + tuple(extra)
         return [self.o.python, self.o.train_sim] + style_args(row.style, batch, img) + flags + list(extra)

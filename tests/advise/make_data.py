@@ -63,11 +63,22 @@ REPORTS = {
     # one process whose weights and optimizer state (9 GiB) are most of a 16 GiB card, at batch 24
     "static-heavy-oom": (["--batch", "24", "--static-gib", "9", "--sample-mib", "300"], ["--limit", "16GiB"],
                          ["python3", "train.py", "--batch-size", "24", "--model", "vit_large"], False),
+    # failures after completed steps: a multi-scale step at 1.5 x --img (steps take 25 ms, as a
+    # real job's do, so the completed ones are told apart), and validation that an allocator
+    # without a retry meets with training's cache still held
+    "multiscale-oom-b32": (["--batch", "32", "--multi-scale", "--step-ms", "25"], ["--limit", "16GiB"],
+                           YOLO[:7] + ["32"] + YOLO[8:] + ["--multi-scale"], False),
+    "noretry-val-oom-b32": (["--batch", "32", "--val-mem", "2", "--no-retry"], ["--limit", "16GiB"],
+                            YOLO[:7] + ["32"] + YOLO[8:], False),
+    # a run that fitted because validation made the allocator flush training's cache
+    "flush-val-b44": (["--batch", "44", "--val-mem", "1.3"], ["--limit", "16GiB"], YOLO[:7] + ["44"] + YOLO[8:], False),
 }
 
 # The two ranks of one job whose weights and optimizer state take most of a 16 GiB card.
 ZERO_RANKS = (["--batch", "8", "--static-gib", "10", "--sample-mib", "250"],
               ["python3", "train.py", "--batch-size=8", "--imgsz", "640"])
+# The two ranks of one job on cards of different sizes: rank 0 on 16 GiB, rank 1 on 12 GiB.
+CARD_RANKS = (["--batch", "24"], ["python3", "train.py", "--batch-size=24", "--imgsz", "640"], ("16GiB", "12GiB"))
 
 
 def neutral(r, repo):
@@ -84,7 +95,8 @@ def main():
     ap.add_argument("--sim", required=True)
     ap.add_argument("--train-sim", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--only", action="append", help="record only these reports (repeatable)")
+    ap.add_argument("--only", action="append",
+                    help="record only these reports (repeatable; zero-ranks and cards-ranks: those ranks)")
     o = ap.parse_args()
     env = dict(os.environ, LD_LIBRARY_PATH=o.sim, SIMGPU_MEMORY="64GiB")
     for name, (flags, opts, argv, drop_markers, *extra) in REPORTS.items():
@@ -119,21 +131,27 @@ def main():
             json.dump(r, f, indent=1)
             f.write("\n")
         print(f"{name}: {r['reason']}, peak {r['devices'][0]['peak_reserved_bytes']}")
-    flags, argv = ZERO_RANKS
-    for rank in (() if o.only else (0, 1)):
+    for stem, (flags, argv, cards) in (("zero-rank", ZERO_RANKS + (("16GiB", "16GiB"),)), ("cards-rank", CARD_RANKS)):
+        if not o.only or stem + "s" in o.only:
+            ranks(o, env, stem, flags, argv, cards)
+
+
+def ranks(o, env, stem, flags, argv, cards):
+    """The ranks of one job, each on its own card, as reports stem0.json, stem1.json."""
+    for rank, card in enumerate(cards):
         with tempfile.TemporaryDirectory() as d:
-            renv = dict(env, SIMGPU_MEMORY="16GiB", RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2")
+            renv = dict(env, SIMGPU_MEMORY=card, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2")
             subprocess.run([o.vramwatch, "run", "--dir", d, "--", sys.executable, o.train_sim] + flags,
                            env=renv, capture_output=True, text=True, timeout=300)
             found = glob.glob(os.path.join(d, "*.json"))
             if len(found) != 1:
-                sys.exit(f"make_data: zero-rank{rank}: expected one report, found {found}")
+                sys.exit(f"make_data: {stem}{rank}: expected one report, found {found}")
             r = json.load(open(found[0]))
         r = neutral(r, os.path.dirname(os.path.dirname(os.path.abspath(o.train_sim))))
         r["process"]["argv"] = argv
         r["process"]["cwd"] = "/home/user/job"
         r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k != "VRAMWATCH_DIR"}
-        with open(os.path.join(o.out, f"zero-rank{rank}.json"), "w") as f:
+        with open(os.path.join(o.out, f"{stem}{rank}.json"), "w") as f:
             json.dump(r, f, indent=1)
             f.write("\n")
 

@@ -96,10 +96,7 @@ static void add_size(struct strbuf *b, double bytes)
 static int64_t largest_batch(const struct advice *a, int64_t image)
 {
     const struct memmodel *m = &a->m;
-    double per = m->per_sample_bytes * (m->image_ref > 0 && image > 0
-                                                ? ((double)image / (double)m->image_ref) *
-                                                          ((double)image / (double)m->image_ref)
-                                                : 1.0);
+    double per = m->per_sample_bytes * memmodel_x(m, 1, image);
     double room = (double)a->usable - m->static_bytes;
     if (!(per > 0) || room < per)
         return 0;
@@ -114,7 +111,9 @@ static int64_t largest_image(const struct advice *a, int64_t batch, int64_t curr
     double room = (double)a->usable - m->static_bytes;
     if (!(m->per_sample_bytes > 0) || m->image_ref <= 0 || batch < 1 || room <= 0)
         return 0;
-    double side = (double)m->image_ref * sqrt(room / (m->per_sample_bytes * (double)batch));
+    /* the flag's value: a multi-scale job's largest side is side_max times it */
+    double side = (double)m->image_ref *
+                  sqrt(room / (m->per_sample_bytes * memmodel_x(m, batch, m->image_ref)));
     double img = floor(side / 32.0) * 32.0;
     if (img > (double)current)
         img = (double)current;
@@ -1002,7 +1001,8 @@ static double weights_part(const struct advice *a)
  * when it was measured (a static level from the markers or from a fall of live memory). */
 static bool static_too_large(const struct advice *a)
 {
-    return a->o->static_level >= 0 && a->m.static_bytes + a->m.per_sample_bytes > (double)a->usable;
+    return a->o->static_level >= 0 &&
+           a->m.static_bytes + a->m.per_sample_bytes * memmodel_x(&a->m, 1, 0) > (double)a->usable;
 }
 
 static void add_static_share(struct advice *a, struct strbuf *b)

@@ -129,24 +129,33 @@ static size_t outer_frames(const struct model_callsite *cs, const struct model_f
  * 64 MiB and 10%), from the device's timeline; -1 when it never fell back by that much. A bucket
  * is compared with the buckets before it, so a climb (each bucket starting where the last ended)
  * is not a fall. */
-static int64_t timeline_base(const struct model_report *r, const struct model_device *d)
+/* The device's timeline, or NULL. */
+static const struct model_tl_device *timeline_of(const struct model_report *r,
+                                                 const struct model_device *d)
 {
     for (size_t i = 0; i < r->timeline.n_devices; i++) {
         const struct model_tl_device *t = &r->timeline.devices[i];
-        if (d->ordinal.known && t->ordinal.known && t->ordinal.v != d->ordinal.v)
-            continue;
-        int64_t high = 0, base = -1;
-        for (size_t k = 0; k < t->n_buckets; k++) {
-            const struct model_tl_bucket *b = &t->buckets[k];
-            int64_t fall = high - b->live_min;
-            if (fall >= AUTO_MIN_DROP && fall * 10 >= high && (base < 0 || b->live_min < base))
-                base = b->live_min;
-            if (b->live_max > high)
-                high = b->live_max;
-        }
-        return base;
+        if (!d->ordinal.known || !t->ordinal.known || t->ordinal.v == d->ordinal.v)
+            return t;
     }
-    return -1;
+    return NULL;
+}
+
+static int64_t timeline_base(const struct model_report *r, const struct model_device *d)
+{
+    const struct model_tl_device *t = timeline_of(r, d);
+    if (!t)
+        return -1;
+    int64_t high = 0, base = -1;
+    for (size_t k = 0; k < t->n_buckets; k++) {
+        const struct model_tl_bucket *b = &t->buckets[k];
+        int64_t fall = high - b->live_min;
+        if (fall >= AUTO_MIN_DROP && fall * 10 >= high && (base < 0 || b->live_min < base))
+            base = b->live_min;
+        if (b->live_max > high)
+            high = b->live_max;
+    }
+    return base;
 }
 
 /* The call sites that say when they first allocated, each keyed by the outermost frame in which
@@ -395,14 +404,70 @@ struct working_set {
  * what it added to the level it started from, and the first training phase, which starts from
  * the static level itself, is measured whole. The largest is the working set; a failure adds the
  * bound of its phase (the level at the failure plus what it asked for). */
-static void phase_working_set(const struct model_report *r, const struct marker *mk, size_t n,
-                              ptrdiff_t start, const struct model_failure *f,
-                              struct working_set *ws)
+/* Cache a caching allocator released on this device in [from, to): the flushes its retry
+ * rescued (pressure events). */
+static int64_t flushed_between(const struct model_report *r, const struct model_device *d,
+                               int64_t from, int64_t to)
+{
+    int64_t sum = 0;
+    for (size_t i = 0; i < r->n_pressure; i++) {
+        const struct model_pressure *p = &r->pressure[i];
+        if (p->time_unix_ns >= from && p->time_unix_ns < to && same_device(p->device, d) &&
+            p->freed_bytes > 0)
+            sum = util_sat_add(sum, p->freed_bytes);
+    }
+    return sum;
+}
+
+/* The level the phase opened by marker k built on until `to`: the level at its marker, less the
+ * cache the allocator flushed within it (that cache was then no longer there to reuse, so what
+ * the phase holds above the lower level is its own), never below the static level. */
+static int64_t phase_base(const struct model_report *r, const struct model_device *d,
+                          const struct marker *mk, size_t k, int64_t to, int64_t static_live)
+{
+    int64_t base = mk[k].live - flushed_between(r, d, mk[k].time, to);
+    return base > static_live ? base : static_live;
+}
+
+/* What the process held when the request failed for good: at the failure, less what a caching
+ * allocator flushed before its retry (which failed as well). */
+static int64_t failure_held(const struct model_failure *f)
+{
+    int64_t held = f->reserved_bytes_at_failure;
+    if (f->freed_before_retry.known && f->freed_before_retry.v > 0 && f->freed_before_retry.v < held)
+        held -= f->freed_before_retry.v;
+    return held;
+}
+
+/* The failure's bound on the need above the static level: what was held when its retry failed
+ * (the caching allocator's flush taken off) plus the request. A request that failed before its
+ * phase had added as much as the request itself is the phase's first large tensor, seldom all it
+ * holds: a layer's output is written while its input is still live, so it counts twice (without
+ * markers the same is told from the last climb of memory: observe_steps). */
+static int64_t failure_bound(const struct model_report *r, const struct model_device *d,
+                             const struct marker *mk, size_t n, ptrdiff_t start,
+                             const struct model_failure *f)
+{
+    int64_t static_live = mk[start].live, size = f->size > 0 ? f->size : 0;
+    int64_t held = failure_held(f);
+    size_t k = (size_t)start;
+    while (k + 1 < n && mk[k + 1].time <= f->time_unix_ns)
+        k++;
+    int64_t bound = util_sat_add(held, size) - static_live;
+    if (held - phase_base(r, d, mk, k, f->time_unix_ns + 1, static_live) < size)
+        bound = util_sat_add(bound, size);
+    return bound;
+}
+
+static void phase_working_set(const struct model_report *r, const struct model_device *d,
+                              const struct marker *mk, size_t n, ptrdiff_t start,
+                              const struct model_failure *f, struct working_set *ws)
 {
     int64_t static_live = mk[start].live;
     *ws = (struct working_set){ .best = -1, .training_best = -1 };
     for (size_t i = (size_t)start + 1; i < n; i++) {
-        int64_t added = mk[i].phase_peak - mk[i - 1].live;
+        int64_t added =
+                mk[i].phase_peak - phase_base(r, d, mk, i - 1, mk[i].time, static_live);
         ws->completed = true;
         if (!memmodel_is_validation(mk[i - 1].label) && added > ws->training_best)
             ws->training_best = added;
@@ -414,21 +479,21 @@ static void phase_working_set(const struct model_report *r, const struct marker 
     /* the phase after the last marker: its peak is known when the device peaked in it */
     const struct marker *last = &mk[n - 1];
     int64_t tail_peak = -1;
-    for (size_t d = 0; d < r->n_devices; d++) {
-        const struct model_device *dev = &r->devices[d];
+    for (size_t k = 0; k < r->n_devices; k++) {
+        const struct model_device *dev = &r->devices[k];
         if (dev->peak_time_unix_ns.known && dev->peak_time_unix_ns.v >= last->time &&
             dev->peak_live_bytes > tail_peak)
             tail_peak = dev->peak_live_bytes;
     }
-    if (tail_peak >= 0 && f == NULL && (ptrdiff_t)n - 1 >= start &&
-        tail_peak - last->live > ws->best) {
+    int64_t tail_added =
+            tail_peak - phase_base(r, d, mk, n - 1, INT64_MAX, static_live);
+    if (tail_peak >= 0 && f == NULL && (ptrdiff_t)n - 1 >= start && tail_added > ws->best) {
         ws->completed = true;
-        ws->best = tail_peak - last->live;
+        ws->best = tail_added;
         ws->phase = last->label;
     }
     if (f && f->time_unix_ns >= mk[start].time) {
-        int64_t bound =
-                util_sat_add(f->reserved_bytes_at_failure, f->size > 0 ? f->size : 0) - static_live;
+        int64_t bound = failure_bound(r, d, mk, n, start, f);
         if (bound > ws->best) {
             ws->best = bound;
             ws->phase = NULL;
@@ -476,9 +541,8 @@ static void observe_failure(struct memmodel_obs *o, const struct model_report *r
         /* it needed at least what it held plus what it asked for */
         o->oom = true;
         o->exact = false;
-        o->need = util_sat_add(
-                util_sat_add(f->reserved_bytes_at_failure, f->size > 0 ? f->size : 0),
-                o->untracked);
+        o->need = util_sat_add(util_sat_add(failure_held(f), f->size > 0 ? f->size : 0),
+                               o->untracked);
         if (o->need < o->peak)
             o->need = o->peak;
     } else if (c) {
@@ -514,7 +578,7 @@ static void observe_phases(struct memmodel_obs *o, const struct model_report *r,
         return;
     }
     struct working_set ws;
-    phase_working_set(r, mk, nmk, start, o->oom ? f : NULL, &ws);
+    phase_working_set(r, d, mk, nmk, start, o->oom ? f : NULL, &ws);
     o->phase = ws.phase;
     o->training_need =
             ws.training_best > 0 ? util_sat_add(o->static_level, ws.training_best) : -1;
@@ -542,6 +606,146 @@ static void observe_phases(struct memmodel_obs *o, const struct model_report *r,
     free(mk);
 }
 
+/* ---- steps completed before a failure ----
+ *
+ * A run that fails in its first phase of training, after steps of it completed (a multi-scale
+ * job whose step at a larger side ran out, a step that met a fragmented cache), has measured
+ * what those steps need: memory climbs in a step, then rests (a caching allocator keeps the
+ * step's blocks, an allocator without a cache gives them back) until the next step asks for
+ * more. The failing climb is the last one, after the last quiet spell; what memory reached
+ * before that spell is the completed steps' need. A job whose steps leave no quiet spell in the
+ * timeline (steps shorter than its buckets) shows none, and the failure stays a bound. */
+
+/* The highest live memory reached in [since, until) before the last quiet spell of at least
+ * `quiet` without any call, and when the climb after it began (*climb); -1 when there is none. */
+static int64_t level_before_last_climb(const struct model_tl_device *t, int64_t since,
+                                       int64_t until, int64_t quiet, int64_t *climb)
+{
+    int64_t high = -1, level = -1, prev_end = 0;
+    bool seen = false;
+    for (size_t k = 0; k < t->n_buckets; k++) {
+        const struct model_tl_bucket *b = &t->buckets[k];
+        if (b->t + t->bucket_ns <= since)
+            continue;
+        if (b->t > until)
+            break;
+        if (seen && b->t - prev_end >= quiet) {
+            level = high;
+            *climb = b->t;
+        }
+        if (b->live_max > high)
+            high = b->live_max;
+        seen = true;
+        prev_end = b->t + t->bucket_ns;
+    }
+    return level;
+}
+
+/* Where the failing phase began and the level before it: the last marker before the failure
+ * (without a failure: the first of training, "epoch ..."), else (no markers) the first call chain after the model's own, where training began: its
+ * level is at most the static part (optimizer state may come later), a floor. */
+static bool failing_phase_start(const struct model_report *r, int64_t until, int64_t *since,
+                                int64_t *level)
+{
+    *since = -1;
+    for (size_t i = 0; i < r->n_markers; i++)
+        if (r->markers[i].time_unix_ns <= until &&
+            (until < INT64_MAX || strncmp(r->markers[i].label, "epoch", 5) == 0)) {
+            *since = r->markers[i].time_unix_ns;
+            *level = r->markers[i].live_bytes;
+            if (until == INT64_MAX)
+                break;
+        }
+    if (*since >= 0)
+        return true;
+    size_t m;
+    struct auto_site *as = keyed_sites(r, &m);
+    if (m > 1) {
+        *since = as[1].t;
+        *level = as[1].live;
+    }
+    free(as);
+    return *since >= 0;
+}
+
+/* The highest live memory reached from `since` up to the first quiet spell: the first step;
+ * -1 when there is none. */
+static int64_t level_before_first_quiet(const struct model_tl_device *t, int64_t since,
+                                        int64_t quiet)
+{
+    int64_t high = -1, prev_end = 0;
+    for (size_t k = 0; k < t->n_buckets; k++) {
+        const struct model_tl_bucket *b = &t->buckets[k];
+        if (b->t + t->bucket_ns <= since)
+            continue;
+        if (high >= 0 && b->t - prev_end >= quiet)
+            return high;
+        if (b->live_max > high)
+            high = b->live_max;
+        prev_end = b->t + t->bucket_ns;
+    }
+    return -1;
+}
+
+/* The most memory one step added: the largest rise from the level a burst of calls began at to
+ * the highest it reached before the next quiet spell, from `since` on. */
+static int64_t largest_climb(const struct model_tl_device *t, int64_t since, int64_t quiet)
+{
+    int64_t best = 0, start = -1, high = -1, last = -1, prev_end = 0;
+    for (size_t k = 0; k < t->n_buckets; k++) {
+        const struct model_tl_bucket *b = &t->buckets[k];
+        if (b->t + t->bucket_ns <= since)
+            continue;
+        if (start < 0 || b->t - prev_end >= quiet) {
+            start = last >= 0 ? last : b->live_min;
+            high = -1;
+        }
+        if (b->live_max > high)
+            high = b->live_max;
+        if (high - start > best)
+            best = high - start;
+        last = b->live;
+        prev_end = b->t + t->bucket_ns;
+    }
+    return best;
+}
+
+/* What completed steps measured: before a failure, the steps before the failing one; in a
+ * multi-scale run that fit, its first step (a later step's peak holds the cache of steps at other
+ * sides, which it could not reuse and a full card would have flushed). */
+static void observe_steps(struct memmodel_obs *o, const struct model_report *r,
+                          const struct model_failure *f)
+{
+    o->steps_need = -1;
+    if ((o->oom && (!f || (o->phases && o->phase_complete))) ||
+        (!o->oom && (o->side_max <= 1 || !o->exact)))
+        return;
+    const struct model_tl_device *t = timeline_of(r, o->device);
+    int64_t since, start_level, until = f ? f->time_unix_ns : INT64_MAX;
+    if (!t || t->bucket_ns <= 0 || !failing_phase_start(r, until, &since, &start_level))
+        return;
+    int64_t quiet = 4 * t->bucket_ns > AUTO_MIN_QUIET_NS ? 4 * t->bucket_ns : AUTO_MIN_QUIET_NS;
+    int64_t climb = 0;
+    int64_t level = f ? level_before_last_climb(t, since, until, quiet, &climb)
+                      : level_before_first_quiet(t, since, quiet);
+    int64_t static_live = o->static_level >= 0 ? o->static_level - o->untracked : start_level;
+    if (level < static_live + AUTO_MIN_DROP)
+        return;
+    o->steps_need = util_sat_add(level, o->untracked);
+    o->steps_climb = f ? 0 : largest_climb(t, since, quiet);
+    /* The failing climb had added less than its request (flushes in it taken off): the first large
+     * tensor of what came after the completed steps, counted twice, as failure_bound does. */
+    if (f && !o->phases && f->size > 0) {
+        int64_t base = level - flushed_between(r, o->device, climb, f->time_unix_ns + 1);
+        if (failure_held(f) - (base > static_live ? base : static_live) < f->size)
+            o->need = util_sat_add(o->need, f->size);
+    }
+    if (o->static_level < 0) {
+        o->static_level = util_sat_add(start_level, o->untracked);
+        o->static_floor = true;
+    }
+}
+
 /* One report's observation; false, with the reason in err, when it cannot be used. */
 static bool observe_one(const struct model_report *reports, size_t i, struct memmodel_obs *o,
                         struct strbuf *err)
@@ -566,10 +770,13 @@ static bool observe_one(const struct model_report *reports, size_t i, struct mem
     }
     cmdline_find(argv, argc, CMDLINE_BATCH, &o->batch);
     cmdline_find(argv, argc, CMDLINE_IMAGE, &o->image);
+    /* YOLOv5/v7/v9 and Ultralytics draw each step's side from [0.5, 1.5] x imgsz */
+    o->side_max = cmdline_switch_on(argv, argc, "--multi-scale") ? 1.5 : 1.0;
     observe_device(o, o->device);
     const struct model_failure *f = model_real_oom(r);
     observe_failure(o, r, f);
     observe_phases(o, r, f);
+    observe_steps(o, r, f);
     return true;
 }
 
@@ -582,20 +789,28 @@ bool memmodel_observe(const struct model_report *reports, size_t n, struct memmo
     int64_t ref = obs[0].image.found ? obs[0].image.value : 0;
     for (size_t i = 0; i < n; i++) {
         double b = obs[i].batch.found ? (double)obs[i].batch.value : 1.0;
-        obs[i].x = b * scale_of(obs[i].image.found ? obs[i].image.value : 0, ref);
+        /* the need was met at the largest side the job trains at; completed steps are taken at
+         * the flag's own side (the first steps' largest side is not known: taking the flag's
+         * errs towards a smaller batch when they were larger) */
+        obs[i].x_steps = b * scale_of(obs[i].image.found ? obs[i].image.value : 0, ref);
+        obs[i].x = obs[i].x_steps * obs[i].side_max * obs[i].side_max;
     }
     return true;
 }
 
+double memmodel_x(const struct memmodel *m, int64_t batch, int64_t image)
+{
+    return (double)batch * scale_of(image, m->image_ref) * m->side_max * m->side_max;
+}
+
 double memmodel_predict(const struct memmodel *m, int64_t batch, int64_t image)
 {
-    double x = (double)batch * scale_of(image, m->image_ref);
-    return m->static_bytes + m->per_sample_bytes * x;
+    return m->static_bytes + m->per_sample_bytes * memmodel_x(m, batch, image);
 }
 
 bool memmodel_range(const struct memmodel *m, int64_t batch, int64_t image, double *lo, double *hi)
 {
-    double x = (double)batch * scale_of(image, m->image_ref);
+    double x = memmodel_x(m, batch, image);
     if (!m->static_unknown || x >= m->known_x)
         return false;
     *lo = memmodel_predict(m, batch, image);
@@ -607,13 +822,42 @@ double memmodel_predict_upper(const struct memmodel *m, int64_t batch, int64_t i
 {
     if (!m->has_upper)
         return memmodel_predict(m, batch, image);
-    double x = (double)batch * scale_of(image, m->image_ref);
+    double x = memmodel_x(m, batch, image);
     return m->static_bytes + m->upper_per_sample_bytes * x;
+}
+
+/* A failure after completed steps: the line through the static level and what the steps
+ * measured, raised to the failure; false when the report has no such steps. */
+static bool build_on_steps(const struct memmodel_obs *o, struct memmodel *m)
+{
+    if (o->steps_need < 0 || o->static_level < 0 || o->steps_need <= o->static_level ||
+        !(o->x_steps > 0) || !(o->x > 0))
+        return false;
+    m->basis = MEMMODEL_TIMELINE;
+    m->lower_bound = true;
+    m->static_bytes = (double)o->static_level;
+    m->per_sample_bytes = (double)(o->steps_need - o->static_level) / o->x_steps;
+    /* A failure bounds the need from below; a run that fit bounds it from above (its peak) and
+     * from below (the largest step held all it added at once, on top of the static part): the
+     * first step's side is not known, and was smaller than the largest when it was drawn small. */
+    double at_x = m->static_bytes + m->per_sample_bytes * o->x;
+    double floor_x = o->oom ? (double)o->need : m->static_bytes + (double)o->steps_climb;
+    if (at_x < floor_x)
+        m->per_sample_bytes = (floor_x - m->static_bytes) / o->x;
+    else if (!o->oom && at_x > (double)o->need)
+        m->per_sample_bytes = ((double)o->need - m->static_bytes) / o->x;
+    m->n_points = 1;
+    m->n_bounds = 1;
+    m->spread = 0.05 * (double)o->need;
+    return true;
 }
 
 /* One report: the level before training (markers) as the fixed part, else only the untracked. */
 static void build_single(const struct memmodel_obs *o, struct memmodel *m)
 {
+    if (((o->oom && !(o->phases && o->phase_complete)) || (!o->oom && o->side_max > 1)) &&
+        build_on_steps(o, m))
+        return;
     double need = (double)o->need;
     bool timeline = o->static_level >= 0 && (double)o->static_level < need;
     double fixed = timeline ? (double)o->static_level : (double)o->untracked;
@@ -674,6 +918,7 @@ void memmodel_build(const struct memmodel_obs *obs, size_t n, struct memmodel *m
 {
     memset(m, 0, sizeof *m);
     m->image_ref = n && obs[0].image.found ? obs[0].image.value : 0;
+    m->side_max = n ? obs[0].side_max : 1.0;
     /* least squares over the measured points */
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     size_t k = 0;

@@ -38,12 +38,24 @@ struct memmodel_obs {
     const char *carried_phase; /* the phase it was carried into */
     bool auto_phases;  /* the phases were found from the call sites, the report has no markers */
     bool static_floor; /* ...and static_level is only a floor: memory never fell back */
+    /* The largest image side the job trains at, as a share of its image flag: 1.5 with a
+     * multi-scale switch (YOLOv5/v7/v9's --multi-scale, Ultralytics' multi_scale=True), else 1.
+     * x and need are then taken at that side. */
+    double side_max;
+    /* A failure after completed steps of its phase: the need those steps measured (the level
+     * memory rested at before the climb that failed, + untracked) at the flag's own side,
+     * x_steps; a multi-scale run that fit: its first step's. -1 when no completed step can be
+     * told from the others. */
+    int64_t steps_need;
+    double x_steps;
+    int64_t steps_climb; /* a multi-scale run that fit: the most one step added at once */
 };
 
 struct memmodel {
     enum memmodel_basis basis;
     double static_bytes, per_sample_bytes; /* per_sample at the reference image size */
     int64_t image_ref;                     /* 0: no image flag, no scaling */
+    double side_max; /* the job's largest side as a share of its image flag (multi-scale: 1.5) */
     bool lower_bound;                      /* predictions are lower bounds (built on a failure) */
     double spread;                         /* uncertainty of a prediction, in bytes */
     /* observe mode: the same line through the uncapped peak, an upper bound of the need */
@@ -65,7 +77,10 @@ bool memmodel_observe(const struct model_report *reports, size_t n, struct memmo
                       struct strbuf *err);
 /* Builds the model from the observations. */
 void memmodel_build(const struct memmodel_obs *obs, size_t n, struct memmodel *m);
-/* The predicted need (bytes) at this batch and image size (image 0: the reference). */
+/* The model's x for this batch and image size: batch x (largest side / reference)^2. */
+double memmodel_x(const struct memmodel *m, int64_t batch, int64_t image);
+/* The predicted need (bytes) at this batch and image size (image 0: the reference); for a
+ * multi-scale job at the largest side it trains at with that image flag. */
 double memmodel_predict(const struct memmodel *m, int64_t batch, int64_t image);
 /* The upper bound where the model has one (observe mode), else the prediction. */
 double memmodel_predict_upper(const struct memmodel *m, int64_t batch, int64_t image);
