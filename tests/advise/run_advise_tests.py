@@ -61,7 +61,61 @@ GOLDEN = {
     "ultralytics-autobatch": ["ultralytics-autobatch-observe.json"],
     # the YOLOv9 job at batch 44 on 6 GiB cards: DDP on 8 GPUs with --batch 40, a multiple of 8
     "yolov9-ddp-round": ["--target", "6GiB", "val-oom-b44.json"],
+    # failures after completed steps: a --multi-scale step at 1.5 x --img ran out after two steps
+    # at smaller sides; validation met training's cache in an allocator that does not retry
+    "multiscale-oom": ["multiscale-oom-b32.json"],
+    "noretry-val-oom": ["noretry-val-oom-b32.json"],
+    # a run that fitted because validation made the allocator flush training's cache
+    "flush-val-fitted": ["flush-val-b44.json"],
+    # two ranks of one job, rank 0 on a 16 GiB card, rank 1 on a 12 GiB one: rank 1 decides
+    "cards-ranks": ["cards-rank0.json", "cards-rank1.json"],
+    # a failure in the first step advised for a larger card, and for a smaller one with less
+    # headroom (a prediction above the usable memory never "may fit")
+    "target-larger": ["--target", "24GiB", "yolov9-oom-b64-nomarkers.json"],
+    "target-smaller": ["--target", "8GiB", "--headroom", "5", "yolov9-oom-b64.json"],
 }
+
+# What a case's advice must say, beyond its golden text: the figures the issue that added it
+# measured (the truth of the simulated job by bisection, tests/advise/accuracy.py), so that a
+# golden rewritten with a wrong answer still fails. name: [(description, check(doc))]
+
+
+def first_batch(doc):
+    return next((r["value"] for r in doc["recommendations"] if r["kind"] == "batch"), None)
+
+
+EXPECT = {
+    # the largest batch within 10% headroom is 22, on the card 25
+    "multiscale-oom": [("the batch is planned for the 960 side: 19..25", lambda d: 19 <= (first_batch(d) or 0) <= 25)],
+    # 17 and 20; before, the first request of validation was counted once: 26
+    "noretry-val-oom": [("validation's request counted twice: 15..20", lambda d: 15 <= (first_batch(d) or 0) <= 20)],
+    # 41 and 47; before, validation's rise was measured from training's flushed cache: 51
+    "flush-val-fitted": [("validation measured after the flush: 35..47", lambda d: 35 <= (first_batch(d) or 0) <= 47)],
+    # rank 0's 16 GiB card would allow 51, rank 1's 12 GiB card 35
+    "cards-ranks": [("rank 1, the smaller card, decides", lambda d: d.get("job", {}).get("rank") == 1),
+                    ("the batch fits rank 1's card: at most 36", lambda d: 1 <= (first_batch(d) or 0) <= 36)],
+    # the need's lower bound at 64 (16.4 GiB) is within 21.6 GiB usable: 64 again, not 32
+    "target-larger": [("the failed batch again on the larger card", lambda d: first_batch(d) == 64)],
+}
+
+
+def invariants(name, doc):
+    """Rules every case obeys; a list of what broke."""
+    bad = []
+    usable = doc["device"].get("usable_bytes")
+    recs = doc["recommendations"]
+    for r in recs:
+        p = r["predicted_peak_bytes"]
+        if r["fits"] is not False and p is not None and usable and p > usable and r["kind"] != "other_processes":
+            bad.append(f"{r['kind']}: predicted {p} above the {usable} usable, fits {r['fits']}")
+    if recs and recs[0]["kind"] == "leak":
+        postpones = [r["kind"] for r in recs if r["kind"] not in ("leak", "validation", "other_processes")]
+        if postpones:
+            bad.append(f"a leak ran the card out, yet {postpones} are proposed")
+    for what, check in EXPECT.get(name, []):
+        if not check(doc):
+            bad.append(what)
+    return bad
 
 # (arguments, what stderr must contain)
 USAGE = [
@@ -115,6 +169,9 @@ def golden(o):
                     if doc["model"]["basis"] == "bound" and r["fits"] is True:
                         print(f"FAIL {name}.json: fits true on a bound")
                         failed += 1
+                for what in invariants(name, doc):
+                    print(f"FAIL {name}.json: {what}")
+                    failed += 1
             msg = compare_or_update(path, out, f"golden/{name}.{fmt}")
             if msg:
                 print(f"FAIL {name}.{fmt}: {msg}")

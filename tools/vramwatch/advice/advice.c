@@ -15,6 +15,7 @@
 
 static bool static_too_large(const struct advice *a);
 static double weights_part(const struct advice *a);
+static bool choose_capacity(struct advice *a, int64_t target);
 
 static struct advice_rec *add_rec(struct advice *a, const char *kind)
 {
@@ -33,15 +34,14 @@ static struct advice_rec *find_rec(struct advice *a, const char *kind)
     return NULL;
 }
 
-/* Whether a run at this batch and image fits the card: certain only when the prediction is not
- * a lower bound, or when even the upper bound fits. */
+/* Whether a run at this batch and image fits the card's usable part: certain only when the
+ * prediction is not a lower bound, or when even the upper bound fits. */
 static enum advice_tri fits_of(const struct advice *a, int64_t batch, int64_t image)
 {
     double predicted = memmodel_predict(&a->m, batch, image);
-    if (predicted > (double)a->avail)
-        return ADVICE_TRI_FALSE;
+    /* "fits" and "may fit" only within what is usable: the headroom is part of the answer */
     if (predicted > (double)a->usable)
-        return ADVICE_TRI_NULL;
+        return ADVICE_TRI_FALSE;
     double lo, hi;
     if (memmodel_range(&a->m, batch, image, &lo, &hi) && hi > (double)a->usable)
         return ADVICE_TRI_NULL; /* the end of the range that would make it fit is not known to hold */
@@ -148,9 +148,15 @@ static void add_fit_note_from(struct advice *a, struct advice_rec *x, const char
                               size_t n)
 {
     sb_add(&x->note, "; find the largest batch that fits by measuring: vramwatch fit");
-    if (sim_card(a))
+    if (sim_card(a) && a->capacity > a->run_capacity) {
+        /* a larger card than the run's: the simulated one of that size, not a limit above it */
+        sb_add(&x->note, " --sim ");
+        util_add_size_arg(&x->note, (uint64_t)a->capacity);
+    } else if (sim_card(a)) {
         sb_printf(&x->note, " --sim %s", sim_card(a));
-    if (a->capacity_from && strcmp(a->capacity_from, "the card's total") != 0) {
+    }
+    if (a->capacity_from && strcmp(a->capacity_from, "the card's total") != 0 &&
+        a->capacity <= a->run_capacity) {
         sb_add(&x->note, " --limit ");
         util_add_size_arg(&x->note, (uint64_t)a->capacity);
     }
@@ -278,6 +284,11 @@ static void advise_batch_on_bound(struct advice *a)
      * batch the job itself tried and lost (Ultralytics' own halving). */
     int halvings = ultralytics_halvings(a);
     int64_t next = halvings ? cur_b >> halvings : cur_b / 2;
+    /* --target a larger card than the one the run failed on: the batch that failed may fit it,
+     * as far as the need's lower bound tells */
+    bool larger = a->run_capacity > 0 && a->capacity > a->run_capacity;
+    if (larger)
+        next = cur_b;
     if (next < 1)
         next = 1;
     int64_t by_bound = largest_batch(a, cur_img);
@@ -288,13 +299,22 @@ static void advise_batch_on_bound(struct advice *a)
     struct advice_rec *x = add_rec(a, "batch");
     set_value(x, a, &o->batch, job_batch(a, next));
     double lower = memmodel_predict(m, x->value, cur_img);
-    x->fits = lower > (double)a->capacity ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
+    x->fits = lower > (double)a->usable ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
     if (halvings)
         sb_printf(&x->note,
                   "Ultralytics halved the batch itself after each out-of-memory (PyTorch raised "
                   "%d), so this run trained on at batch=%" PRId64
                   ", not at batch=%" PRId64 " (its log says \"Reducing to batch=\"); ",
                   halvings, cur_b >> halvings, cur_b);
+    if (larger) {
+        sb_add(&x->note, "the run failed on a card of ");
+        add_size(&x->note, (double)a->run_capacity);
+        sb_add(&x->note, "; on this one of ");
+        add_size(&x->note, (double)a->capacity);
+        sb_printf(&x->note, " the need's lower bound at batch %" PRId64 " is ", x->value);
+        add_size(&x->note, lower);
+        sb_add(&x->note, next == cur_b ? ", within what is usable; " : ", too much at the batch that failed; ");
+    }
     sb_add(&x->note,
            "the need is only known from below (the run failed before a step ended, with nothing else "
            "to go on): this is the next run to try, not a promise");
@@ -552,7 +572,7 @@ static void set_switch_prediction(struct advice *a, struct advice_rec *x, double
 {
     x->predicted = predicted;
     x->has_predicted = true;
-    x->fits = x->predicted > (double)a->avail ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
+    x->fits = x->predicted > (double)a->usable ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
 }
 
 static void typical_prediction(struct advice *a, struct advice_rec *x, double kept)
@@ -1112,7 +1132,7 @@ static void advise_offload(struct advice *a, enum cmdline_family fam)
     int64_t img = a->o->image.found ? a->o->image.value : 0;
     x->predicted = gpu_static + (memmodel_predict(&a->m, b, img) - a->m.static_bytes);
     x->has_predicted = true;
-    x->fits = x->predicted > (double)a->avail ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
+    x->fits = x->predicted > (double)a->usable ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
     if (fam == CMDLINE_HF) {
         x->flag = "--deepspeed";
         struct cmdline_edit e = { NULL, "--deepspeed", 0 };
@@ -1166,7 +1186,7 @@ static void advise_sharding(struct advice *a, enum cmdline_family fam)
     x->has_value = true;
     x->predicted = per_gpu;
     x->has_predicted = true;
-    x->fits = per_gpu > (double)a->avail ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
+    x->fits = per_gpu > (double)a->usable ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
     add_static_share(a, &x->note);
     sb_printf(
             &x->note,
@@ -1304,17 +1324,44 @@ static void advise_other_processes(struct advice *a)
 
 /* Live memory that grows phase after phase: no batch makes that fit for long. When the run ran
  * out of memory the leak is the likely cause, and goes first. */
+/* Recommendations that only make a step need less: with a leak they postpone the failure. */
+static bool only_postpones(const char *kind)
+{
+    return strcmp(kind, "leak") != 0 && strcmp(kind, "validation") != 0 &&
+           strcmp(kind, "other_processes") != 0;
+}
+
+static void drop_rec(struct advice *a, size_t i)
+{
+    cmdline_free(a->recs[i].command, a->recs[i].command_n);
+    sb_free(&a->recs[i].note);
+    memmove(&a->recs[i], &a->recs[i + 1], (a->n_recs - i - 1) * sizeof a->recs[0]);
+    a->n_recs--;
+}
+
 static void advise_leak(struct advice *a)
 {
     if (!a->has_leak)
         return;
+    /* A leak that ran the card out, or will at its rate: no batch, no smaller step fits for long.
+     * Said once, with what stops the growth, and nothing offered as "may fit". */
+    bool fills = a->o->oom || a->leak.time_to_capacity_ns.known;
+    for (size_t i = a->n_recs; fills && i-- > 0;)
+        if (only_postpones(a->recs[i].kind))
+            drop_rec(a, i);
     struct advice_rec *x = add_rec(a, "leak");
     findings_describe_leak(&x->note, a->r, &a->leak);
     sb_add(&x->note,
-           "; a smaller batch only postpones the failure: find what keeps memory from one phase to the "
-           "next (tensors stored with their graph, such as losses appended without .item() or "
-           ".detach(), caches that only grow) with vramwatch timeline and the call site above; "
-           "torch.cuda.empty_cache() and gc.collect() do not help while those tensors are referenced");
+           fills ? "; any batch, and any change that only makes a step smaller (AMP, checkpointing, a "
+                   "smaller image), only postpones the failure, so none is proposed here. "
+                 : "; a smaller batch only postpones the failure. ");
+    sb_add(&x->note,
+           "What stops the growth: find "
+           "what keeps memory from one phase to the next at the call site above (vramwatch timeline "
+           "shows when it grows) and keep numbers, not tensors: losses.append(loss.item()) rather "
+           "than loss; .detach() what is kept for logging or metrics; del what the next phase does "
+           "not need; bound caches that only grow. torch.cuda.empty_cache() and gc.collect() do not "
+           "help while those tensors are referenced");
     if (a->o->oom && x != a->recs) {
         struct advice_rec tmp = *x;
         memmove(&a->recs[1], &a->recs[0], (size_t)(x - a->recs) * sizeof *x);
@@ -1478,7 +1525,7 @@ static void advise_job(struct advice *a)
         struct advice_rec *x = add_rec(a, "multi_gpu");
         x->predicted = sharded + (memmodel_predict(m, b, img) - m->static_bytes);
         x->has_predicted = true;
-        x->fits = x->predicted > (double)a->avail ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
+        x->fits = x->predicted > (double)a->usable ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
         sb_add(&x->note, "the part that does not grow with the batch (");
         add_size(&x->note, m->static_bytes);
         sb_printf(&x->note,
@@ -1625,6 +1672,47 @@ static void advise_allocator(struct advice *a)
     }
 }
 
+/* A recommendation whose predicted peak is above what is usable does not fit, whatever its
+ * kind: it says by how much it misses, and, for a change that keeps the batch, the batch to
+ * combine it with (the change's own prediction scaled to a smaller batch). Other processes'
+ * recommendation is left as it is: its prediction is for the card without them. */
+static void settle_fits(struct advice *a)
+{
+    const struct memmodel_obs *o = a->o;
+    int64_t img = o->image.found ? o->image.value : 0;
+    for (size_t i = 0; i < a->n_recs; i++) {
+        struct advice_rec *x = &a->recs[i];
+        if (!x->has_predicted || x->predicted <= (double)a->usable ||
+            strcmp(x->kind, "other_processes") == 0)
+            continue;
+        x->fits = ADVICE_TRI_FALSE;
+        sb_add(&x->note, x->note.len ? "; " : "");
+        sb_add(&x->note, "its predicted peak misses the ");
+        add_size(&x->note, (double)a->usable);
+        sb_add(&x->note, " usable by ");
+        add_size(&x->note, x->predicted - (double)a->usable);
+        bool keeps_batch = strcmp(x->kind, "batch") != 0 && strcmp(x->kind, "image_size") != 0 &&
+                           strcmp(x->kind, "accumulation") != 0 && !x->has_value;
+        double part = memmodel_predict(&a->m, o->batch.value, img) - a->m.static_bytes;
+        double own = x->predicted - a->m.static_bytes;
+        if (keeps_batch && o->batch.found && part > 0 && own > 0 &&
+            (double)a->usable > a->m.static_bytes) {
+            /* the change keeps own/part of the batch's memory: the batch at which it fits */
+            int64_t b = (int64_t)floor((double)o->batch.value * ((double)a->usable - a->m.static_bytes) /
+                                       own);
+            b = job_batch(a, b < o->batch.value ? b : o->batch.value - 1);
+            if (b >= 1) {
+                sb_printf(&x->note, ": combine it with %s%s%" PRId64 " (predicted ", o->batch.name,
+                          o->batch.name[strlen(o->batch.name) - 1] == '=' ? "" : " ", b);
+                add_size(&x->note, a->m.static_bytes + own * (double)b / (double)o->batch.value);
+                sb_add(&x->note, ")");
+                continue;
+            }
+        }
+        sb_add(&x->note, ": combine it with another change below");
+    }
+}
+
 /* The card the advice is for: --target (target > 0), else the smallest emulated limit among the
  * reports that ran under one, else the smallest card. Every report is one run of the job, so the
  * answer must not depend on their order; a run without a limit on a big card says nothing of the
@@ -1632,11 +1720,6 @@ static void advise_allocator(struct advice *a)
  * when no report knows its capacity. */
 static bool choose_capacity(struct advice *a, int64_t target)
 {
-    if (target > 0) {
-        a->capacity = target;
-        a->capacity_from = "--target";
-        return true;
-    }
     int64_t limit = 0, total = 0;
     for (size_t i = 0; i < a->n_obs; i++) {
         const struct model_device *d = a->obs[i].device;
@@ -1645,9 +1728,81 @@ static bool choose_capacity(struct advice *a, int64_t target)
         if (d->total_bytes.known && d->total_bytes.v > 0 && (!total || d->total_bytes.v < total))
             total = d->total_bytes.v;
     }
-    a->capacity = limit ? limit : total;
+    a->run_capacity = limit ? limit : total;
+    a->capacity = a->run_capacity;
     a->capacity_from = limit ? "the emulated limit" : "the card's total";
+    if (target > 0) {
+        a->capacity = target;
+        a->capacity_from = "--target";
+    }
     return a->capacity > 0;
+}
+
+/* The largest batch one rank's own report leaves room for on its own card (its limit or total,
+ * or the target), its static part and its cache included: the batch its model proposes. -1 when
+ * the report cannot be modelled. */
+static int64_t rank_room(const struct model_report *r, const struct advice_opts *opts)
+{
+    struct memmodel_obs o;
+    struct strbuf err = { 0 };
+    bool ok = memmodel_observe(r, 1, &o, &err);
+    sb_free(&err);
+    if (!ok || !o.batch.found)
+        return -1;
+    struct advice t = { .r = r, .o = &o, .obs = &o, .n_obs = 1, .headroom = opts->headroom };
+    if (!choose_capacity(&t, opts->target))
+        return -1;
+    t.usable = (int64_t)floor((double)t.capacity * (1.0 - opts->headroom / 100.0)) - o.others;
+    memmodel_build(&o, 1, &t.m);
+    int64_t b = largest_batch(&t, o.image.found ? o.image.value : 0);
+    if (t.m.basis == MEMMODEL_BOUND && b > o.batch.value / 2)
+        b = o.batch.value / 2; /* a first-step failure: half, as advise_batch_on_bound does */
+    return b;
+}
+
+/* The rank the advice is for: each rank measured on its own card, the one that leaves room for
+ * the smallest batch (a rank on a smaller card, or holding more than the others). Where they
+ * leave room for the same batch: the first to run out of memory, else the one that peaked
+ * highest. */
+static size_t deciding_rank(struct advice *a, const struct job *job,
+                            const struct advice_opts *opts)
+{
+    size_t pick = 0;
+    if (job->first_failure) {
+        pick = job->first_failure_proc;
+        a->decides_why = "the first to run out of memory";
+    } else {
+        for (size_t i = 1; i < job->n; i++)
+            if (job->procs[i].peak_bytes > job->procs[pick].peak_bytes)
+                pick = i;
+        a->decides_why = "the one that peaked highest";
+    }
+    int64_t least = rank_room(job->procs[pick].r, opts), most = least;
+    bool moved = false;
+    for (size_t i = 0; i < job->n; i++) {
+        int64_t room = rank_room(job->procs[i].r, opts);
+        if (room > most)
+            most = room;
+        if (room >= 0 && (least < 0 || room < least)) {
+            least = room;
+            pick = i;
+            moved = true;
+        }
+    }
+    if (moved) {
+        const struct model_device *d = model_main_device(job->procs[pick].r);
+        model_int cap = d ? (d->limit_bytes.known && d->limit_bytes.v > 0 ? d->limit_bytes : d->total_bytes)
+                          : (model_int){ 0 };
+        char size[UTIL_SIZE_LEN] = "";
+        if (opts->target <= 0 && cap.known)
+            util_fmt_size(cap.v, size);
+        snprintf(a->decides_why_buf, sizeof a->decides_why_buf,
+                 "whose %s%scard leaves room for the smallest batch of the ranks (%" PRId64
+                 ", the others up to %" PRId64 ")",
+                 size, *size ? " " : "", least, most);
+        a->decides_why = a->decides_why_buf;
+    }
+    return pick;
 }
 
 bool advice_build(struct advice *a, const struct model_report *reports, size_t n,
@@ -1669,16 +1824,7 @@ bool advice_build(struct advice *a, const struct model_report *reports, size_t n
         struct job *job = &a->job_owned;
         job_build(job, reports, n);
         a->has_job = true;
-        size_t pick = 0;
-        if (job->first_failure) {
-            pick = job->first_failure_proc;
-            a->decides_why = "the first to run out of memory";
-        } else {
-            for (size_t i = 1; i < job->n; i++)
-                if (job->procs[i].peak_bytes > job->procs[pick].peak_bytes)
-                    pick = i;
-            a->decides_why = "the one that peaked highest";
-        }
+        size_t pick = deciding_rank(a, job, opts);
         a->job = job;
         a->decides = pick;
         model_reports = job->procs[pick].r;
@@ -1717,6 +1863,7 @@ bool advice_build(struct advice *a, const struct model_report *reports, size_t n
         advise_job(a);
         advise_leak(a);
     }
+    settle_fits(a);
     return true;
 }
 

@@ -48,6 +48,7 @@ struct advice {
     size_t n_obs;
     struct memmodel m;
     int64_t capacity, usable;
+    int64_t run_capacity; /* the card the reports' runs met (the emulated limit, else the total) */
     int64_t avail;  /* the capacity less what other processes hold: the most the job can have */
     int64_t others; /* what other processes held on the card (NVML), 0 when none or unknown */
     const char *capacity_from;
@@ -60,6 +61,7 @@ struct advice {
     const struct job *job; /* the ranks of one job, or NULL for one process's reports */
     size_t decides;        /* job: the process whose report the model is built on */
     const char *decides_why;
+    char decides_why_buf[160];
     bool static_large;  /* the static part alone leaves no room for one sample */
     bool no_batch_fits; /* not even batch 1 fits (static_large, or activations of one sample) */
     /* owned by the advice, freed by advice_free */
