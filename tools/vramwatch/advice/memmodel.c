@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job.h"
 
 const char *memmodel_basis_name(enum memmodel_basis b)
 {
@@ -557,13 +558,6 @@ static bool observe_one(const struct model_report *reports, size_t i, struct mem
     }
     const char *const *argv = r->process.argv;
     size_t argc = r->process.argc;
-    if (i > 0 && !cmdline_same_job(reports[0].process.argv, reports[0].process.argc, argv, argc)) {
-        sb_printf(
-                err,
-                "%s and %s are not the same job (their command lines differ beyond the batch and image size)",
-                reports[0].path, r->path);
-        return false;
-    }
     cmdline_find(argv, argc, CMDLINE_BATCH, &o->batch);
     cmdline_find(argv, argc, CMDLINE_IMAGE, &o->image);
     observe_device(o, o->device);
@@ -576,6 +570,8 @@ static bool observe_one(const struct model_report *reports, size_t i, struct mem
 bool memmodel_observe(const struct model_report *reports, size_t n, struct memmodel_obs *obs,
                       struct strbuf *err)
 {
+    if (!job_same_script(reports, n, err))
+        return false;
     for (size_t i = 0; i < n; i++)
         if (!observe_one(reports, i, &obs[i], err))
             return false;
