@@ -5,7 +5,8 @@ search:
 - examples/train_sim.py at batch 64 on an emulated 16 GiB card (a 64 GiB simulated card
   underneath): the value found fits when rerun under `vramwatch run --limit 16GiB`, one more
   does not fit within the 10% headroom (by its trial and by a run of its own), and the search
-  takes at most ceil(log2 64) + 2 = 8 trials; the text output names the command to use.
+  takes at most ceil(log2 64) + 2 = 8 trials; the text output names the command to use; a
+  trial's line that ran out of memory says its peak is what was in use when it failed.
 - A job that never ends but reports its memory through VRAMWATCH_STATUS: trials are stopped
   after --settle and judged at the peak they reached.
 - A command that fails at its own value: exit 1, outcome "error".
@@ -152,6 +153,12 @@ def group_search(o, env, tmp, vw, need_of, job):
         check(all(t["outcome"] in ("fits", "oom", "error") and isinstance(t["peak_bytes"], int)
                   for t in trials), "trial records")
         check(len(p.stderr.strip().splitlines()) == len(trials), "one progress line per trial")
+        # A trial that ran out of memory stopped short of its need: its line says the peak is what
+        # it held when it failed, so it is not read as smaller than the peaks of trials that fit.
+        failed = [l for l in p.stderr.splitlines() if ": oom," in l and l.endswith(": out of memory")]
+        check(failed and all(re.search(r": oom, peak [0-9.]+ [KMG]?i?B when it failed \(it needed more\), ", l)
+                             for l in failed),
+              "out-of-memory trial lines say the peak is what was in use when it failed: %r" % failed)
         by_value = {t["value"]: t for t in trials}
         check(by_value.get(best, {}).get("outcome") == "fits", "the best value's trial fits")
         over = by_value.get(best + 1)

@@ -19,7 +19,8 @@ The format's rules checked (as its specification states them):
 And what vramwatch promises beside (docs/timeline.md): per device a "GPU d live" / "reserved"
 counter in time order whose largest value is the report's peak, each marker once at its exact
 time, each failure on its thread with its size and its whole call chain, a process_name for every
-report's process, baseTimeNanoseconds a Unix time in ns with ts relative to it.
+report's process, baseTimeNanoseconds a Unix time in ns with ts relative to it (or, for runs of one
+script at other settings, to the run's own base_time_ns in otherData.runs).
 """
 import json
 import os
@@ -94,8 +95,15 @@ def check_content(doc, reports):
     need(len(names) == len(reports) and len(pids) == len(reports),
          "%d process_name events for %d reports" % (len(names), len(reports)))
 
+    # Runs of one script at other settings are each on their own time axis: their events are
+    # relative to their own start, named per process in otherData.runs.
+    run_base = {x["pid"]: x["base_time_ns"] for x in doc.get("otherData", {}).get("runs", [])}
+    for b in run_base.values():
+        need(is_int(b) and b > 10 ** 18, "otherData.runs: base_time_ns %r is not a Unix time in ns" % b)
+    pid_now = [None]
+
     def us(t_ns):
-        return (t_ns - base) / 1000.0
+        return (t_ns - run_base.get(pid_now[0], base)) / 1000.0
 
     counters = {}
     for e in events:
@@ -106,6 +114,7 @@ def check_content(doc, reports):
         need(ts == sorted(ts), "counter %s of pid %d is not in time order" % (name, pid))
     for r in reports:
         pid = r["process"]["pid"]
+        pid_now[0] = pid
         need(pid in pids, "no process_name for pid %d" % pid)
         for d in r["timeline"]["devices"]:
             dev = "?" if d["ordinal"] is None else str(d["ordinal"])

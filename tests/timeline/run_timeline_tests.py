@@ -19,11 +19,15 @@ GROUP:
           report and the job, checked against the format's fields and the report
           (check_trace.py), compared with golden/*.trace.json exactly; the checker itself is
           shown to refuse broken traces.
+  runs    runs of one script at other settings (runs/: --batch 32 and --batch 64): each drawn on
+          its own time axis and named by what differs, in the terminal, SVG, HTML and trace,
+          compared with golden/runs.*; reports of different scripts refused in one line.
   render  the HTML and the SVG opened in headless Chromium (/usr/bin/chromium) at two window
           sizes: each screenshot is a real plot (not blank; axis, live line and capacity colours
-          present), kept under --shots; for every recorded report, the browser's own text boxes
-          (read back from the DOM) show no label over another, over the capacity line, over a
-          marker line or off the picture, and hovering anywhere on a plot shows time, live,
+          present), kept under --shots; for every recorded report, the job and the runs at other
+          settings, the browser's own text boxes (read back from the DOM) show no label over
+          another, over the capacity line, over a marker line (where the markers leave room) or
+          off the picture, and hovering anywhere on a plot shows time, live,
           reserved, untracked and the nearest event with its call chain. Without Chromium this
           FAILS, as it must in CI (.ci/run and tools/install-deps.sh --tests install it); set
           VRAMWATCH_ALLOW_SKIP=1 to let it skip on a machine without Chromium.
@@ -485,6 +489,77 @@ def group_trace(opts):
         shutil.rmtree(tmp)
 
 
+def group_runs(opts):
+    """Runs of one script at other settings (runs/: examples/train_sim.py at --batch 32, which
+    fits, and --batch 64, which runs out of memory): the set advise reads as one job. Each run is
+    drawn on its own time axis, from its own start, and named by what differs, in the terminal,
+    the SVG and HTML and the trace. Reports of different scripts are refused in one line."""
+    runs = [os.path.join(opts.data, "..", "runs", n) for n in ("b64.json", "b32.json")]
+    labels = ["--batch 32", "--batch 64 (out of memory)"]  # in the order the runs began
+    other = os.path.join(opts.data, "pool-async.json")
+    r = run(opts, ["advise"] + runs)
+    check(r.returncode in (0, 1) and r.stderr == b"", "runs: advise reads them as one job: exit %d %s"
+          % (r.returncode, r.stderr))
+    tmp = tempfile.mkdtemp(prefix="vramwatch-timeline-runs-")
+    try:
+        r = run(opts, ["timeline"] + runs)
+        check(r.returncode == 0 and r.stderr == b"", "runs: terminal: exit %d %s" % (r.returncode, r.stderr))
+        term = r.stdout.decode("utf-8")
+        titles = [l for l in term.splitlines() if ", Device 0" in l]
+        check(len(titles) == 2 and all(t.startswith(w + ", Device 0") for t, w in zip(titles, labels)),
+              "runs: one panel per run, named by what differs, in the order they began: %r" % titles)
+        # each axis runs from its own run's start: both begin at +0ms, and end at their own length
+        ends = [l.split() for l in term.splitlines() if l.strip().startswith("+0ms ")]
+        check(len(ends) == 2 and ends[0][-1] != ends[1][-1], "runs: two time axes of their own: %r" % ends)
+        check(term.lower().count("out of memory (x) at +") == 1 and
+              "\n--batch 64 (out of memory): out of memory (X) at +" in term,
+              "runs: the failure named under its own run, at its time from that run's start")
+        compare_golden(opts, "runs.term.txt", term)
+
+        svg = os.path.join(tmp, "runs.svg")
+        r = run(opts, ["timeline", "-o", svg] + runs)
+        check(r.returncode == 0 and r.stderr == b"", "runs: svg: exit %d %s" % (r.returncode, r.stderr))
+        with open(svg, encoding="utf-8") as f:
+            structure = svg_structure(f.read())
+        check(structure.count("\n  g.panel") == 2, "runs: svg: one panel per run")
+        check(structure.index(labels[0] + ", Device 0") < structure.index(labels[1] + ", Device 0"),
+              "runs: svg: panels named by what differs, in the order the runs began")
+        compare_golden(opts, "runs.svg.txt", structure)
+        html = os.path.join(tmp, "runs.html")
+        r = run(opts, ["timeline", "-o", html] + runs)
+        check(r.returncode == 0 and r.stderr == b"", "runs: html: exit %d %s" % (r.returncode, r.stderr))
+        with open(html, encoding="utf-8") as f:
+            html_text = f.read()
+        inner = html_text[html_text.index("<svg"):html_text.index("</svg>") + 6]
+        check(svg_structure(inner) == structure, "runs: the HTML's picture differs from the SVG")
+        check(all(w + ": " in html_text for w in labels), "runs: html: the flame graphs named by run")
+
+        out = os.path.join(tmp, "runs.trace.json")
+        r = run(opts, ["timeline", "-o", out] + runs)
+        check(r.returncode == 0 and r.stderr == b"", "runs: trace: exit %d %s" % (r.returncode, r.stderr))
+        text, doc = trace_ok(out, runs, "runs")
+        names = [e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"]
+        check(len(names) == 2 and all(n.startswith(w + ": ") for n, w in zip(names, labels)),
+              "runs: trace: one process track per run, named by what differs: %r" % names)
+        meta = doc["otherData"].get("runs")
+        check(isinstance(meta, list) and [m.get("label") for m in meta] == labels,
+              "runs: trace: otherData.runs names the runs: %r" % meta)
+        for m in meta:
+            first = min(e["ts"] for e in doc["traceEvents"] if e["ph"] == "C" and e["pid"] == m["pid"])
+            check(0 <= first < 1000, "runs: trace: %s starts at its own start (first counter at %r us)"
+                  % (m["label"], first))
+        compare_golden(opts, "runs.trace.json", text)
+
+        # Different scripts are not runs of one job: refused in one line, as advise refuses them.
+        for args in (["timeline", runs[1], other], ["timeline", "-o", svg, runs[1], other],
+                     ["timeline", "--format=trace", runs[1], other]):
+            line = one_line_error(run(opts, args), "runs: different scripts")
+            check("not the same job" in line, "runs: different scripts: %s" % line)
+        one_line_error(run(opts, ["advise", runs[1], other]), "runs: advise refuses different scripts too")
+    finally:
+        shutil.rmtree(tmp)
+
+
 # ---- PNG, without PIL ----
 
 def png_pixels(path):
@@ -655,11 +730,12 @@ def group_render(opts):
                 check(c["dark"] > 2000, "%s: no axes or labels drawn: %s" % (ext, c))
                 check(c["live"] > 300, "%s: no live-memory line drawn: %s" % (ext, c))
                 check(c["red"] > 300, "%s: no capacity line drawn: %s" % (ext, c))
-        # Every recorded report and the job, as HTML, at both sizes: no text over another, over the
-        # capacity line (or, where the plot leaves room, a marker line) or off the picture; hover
-        # anywhere on a plot shows the figures and the nearest event.
+        # Every recorded report, the job and the runs at other settings, as HTML, at both sizes: no
+        # text over another, over the capacity line (or, where the plot leaves room, a marker line)
+        # or off the picture; hover anywhere on a plot shows the figures and the nearest event.
         cases = [(name[:-5], [os.path.join(opts.data, name)]) for name in fixtures(opts)]
         cases.append(("job", [os.path.join(opts.data, "..", "job", "rank%d.json" % i) for i in (0, 1)]))
+        cases.append(("runs", [os.path.join(opts.data, "..", "runs", "b%d.json" % b) for b in (32, 64)]))
         for base, srcs in cases:
             page = os.path.join(tmp, base + ".html")
             r = run(opts, ["timeline", "-o", page] + srcs)
@@ -674,7 +750,9 @@ def group_render(opts):
                 check(not out["overlaps"], "%s: labels overlap: %s" % (what, out["overlaps"][:5]))
                 check(not out["outside"], "%s: labels off the picture: %s" % (what, out["outside"][:5]))
                 check(not out["capacity"], "%s: labels over the capacity line: %s" % (what, out["capacity"]))
-                if base != "crowded-markers":  # 37 markers leave no gap wide enough for every label
+                # 37 markers leave no gap wide enough for every label; the recorded runs are a few
+                # milliseconds long, their peaks a pixel or two from a marker (each alone, too)
+                if base not in ("crowded-markers", "runs"):
                     check(not out["marker_lines"], "%s: labels over a marker line: %s" % (what, out["marker_lines"]))
                 check(out["hover"], "%s: no plot to hover" % what)
                 for tip in out["hover"]:
@@ -694,7 +772,7 @@ def group_render(opts):
 
 
 GROUPS = {"golden": group_golden, "usage": group_usage, "long": group_long, "trace": group_trace,
-          "terminal": group_terminal,
+          "terminal": group_terminal, "runs": group_runs,
           "render": group_render}
 
 

@@ -1,5 +1,6 @@
 /* test_job.c: the job analysis of job.h on the recorded four-rank job, and its edges: findings,
- * per-rank batch, and which reports are one job (job_split, job_mixed). */
+ * per-rank batch, which reports are one job (job_split, job_mixed), and which are read together
+ * as a job's ranks or as runs at other settings (job_together). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,39 @@ static void check_split(struct model_report *reports, size_t n)
     sb_free(&why);
 }
 
+/* Which reports advise and timeline read together (job_together): one job's ranks, runs of one
+ * script at other settings, or neither. The pair are shallow copies of two ranks' reports: never
+ * freed. */
+static void check_together(const struct model_report *reports, size_t n)
+{
+    struct strbuf why = { 0 };
+    EXPECT(job_together(reports, n, &why) == JOB_RANKS && why.len == 0);
+    EXPECT(job_together(reports, 1, &why) == JOB_RANKS);
+    const char *b32[] = { "python", "train.py", "--batch-size", "32" };
+    const char *b64[] = { "python", "train.py", "--batch-size", "64" };
+    const char *other[] = { "python", "eval.py", "--batch-size", "32" };
+    struct model_report pair[2] = { reports[0], reports[1] };
+    pair[0].process.argv = b32;
+    pair[1].process.argv = b64;
+    pair[0].process.argc = pair[1].process.argc = 4;
+    /* Ranked, at other batch sizes: two runs of ranks, which advise does not read together. */
+    EXPECT(job_together(pair, 2, &why) == JOB_NEITHER &&
+           strstr(sb_str(&why), "different command lines"));
+    sb_truncate(&why, 0);
+    /* Without ranks: runs at other settings. */
+    pair[0].process.rank.known = pair[1].process.rank.known = false;
+    EXPECT(job_together(pair, 2, &why) == JOB_RUNS && why.len == 0);
+    /* Another script: neither, with advise's reason. */
+    pair[1].process.argv = other;
+    EXPECT(job_together(pair, 2, &why) == JOB_NEITHER && strstr(sb_str(&why), "not the same job"));
+    sb_truncate(&why, 0);
+    /* The same process twice is not two runs. */
+    pair[1] = pair[0];
+    EXPECT(job_together(pair, 2, &why) == JOB_NEITHER &&
+           strstr(sb_str(&why), "the same process twice"));
+    sb_free(&why);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -230,6 +264,7 @@ int main(int argc, char **argv)
     job_free(&j);
 
     check_split(reports, n);
+    check_together(reports, n);
 
     /* A rank twice is two runs mixed; the same process twice is refused too. */
     reports[1].process.rank = reports[0].process.rank;

@@ -1812,15 +1812,14 @@ bool advice_build(struct advice *a, const struct model_report *reports, size_t n
     a->obs_owned = util_xcalloc(n ? n : 1, sizeof *a->obs_owned);
     /* Reports of different ranks are one job's processes, not runs at other batch sizes: the
      * model is built on the rank that decides (the first to run out of memory, else the one that
-     * peaked highest), and the advice speaks of the job. */
+     * peaked highest), and the advice speaks of the job. Which is which is job_together's rule,
+     * the one timeline applies too. */
     const struct model_report *model_reports = reports;
     size_t model_n = n;
-    size_t ranked = 0;
-    for (size_t i = 0; n >= 2 && i < n; i++)
-        ranked += reports[i].process.rank.known;
-    if (ranked >= 2) {
-        if (job_mixed(reports, n, err))
-            return false;
+    enum job_together together = job_together(reports, n, err);
+    if (together == JOB_NEITHER)
+        return false;
+    if (together == JOB_RANKS && n >= 2) {
         struct job *job = &a->job_owned;
         job_build(job, reports, n);
         a->has_job = true;

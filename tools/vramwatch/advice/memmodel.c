@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job.h"
 
 const char *memmodel_basis_name(enum memmodel_basis b)
 {
@@ -761,13 +762,6 @@ static bool observe_one(const struct model_report *reports, size_t i, struct mem
     }
     const char *const *argv = r->process.argv;
     size_t argc = r->process.argc;
-    if (i > 0 && !cmdline_same_job(reports[0].process.argv, reports[0].process.argc, argv, argc)) {
-        sb_printf(
-                err,
-                "%s and %s are not the same job (their command lines differ beyond the batch and image size)",
-                reports[0].path, r->path);
-        return false;
-    }
     cmdline_find(argv, argc, CMDLINE_BATCH, &o->batch);
     cmdline_find(argv, argc, CMDLINE_IMAGE, &o->image);
     /* YOLOv5/v7/v9 and Ultralytics draw each step's side from [0.5, 1.5] x imgsz */
@@ -783,6 +777,8 @@ static bool observe_one(const struct model_report *reports, size_t i, struct mem
 bool memmodel_observe(const struct model_report *reports, size_t n, struct memmodel_obs *obs,
                       struct strbuf *err)
 {
+    if (!job_same_script(reports, n, err))
+        return false;
     for (size_t i = 0; i < n; i++)
         if (!observe_one(reports, i, &obs[i], err))
             return false;

@@ -71,8 +71,8 @@ struct memmodel {
 /* Whether a phase label names validation or evaluation ("epoch 0 val", "eval", "test"). */
 bool memmodel_is_validation(const char *label);
 
-/* Reads what each report says. Fails with a one-line reason when the reports are not of one job
- * or say nothing usable. obs must hold n entries. */
+/* Reads what each report says. Fails with a one-line reason when the reports are not runs of one
+ * job at other settings (job_same_script) or say nothing usable. obs must hold n entries. */
 bool memmodel_observe(const struct model_report *reports, size_t n, struct memmodel_obs *obs,
                       struct strbuf *err);
 /* Builds the model from the observations. */

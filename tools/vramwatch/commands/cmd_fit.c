@@ -65,8 +65,9 @@ static const char usage[] =
         "\n"
         "On a terminal, the running trial is shown on stderr and redrawn in place: its number, the\n"
         "value tried, the time so far and its peak against the limit it runs under. Each trial that\n"
-        "ends leaves one line: its outcome, peak, time, why, and the cache flushes a retry rescued\n"
-        "(into a pipe or a file, only those lines). CMD runs with stdin from /dev/null; its output\n"
+        "ends leaves one line: its outcome, peak (for one that ran out of memory, what it held when\n"
+        "it failed: less than it needed), time, why, and the cache flushes a retry rescued (into a\n"
+        "pipe or a file, only those lines). CMD runs with stdin from /dev/null; its output\n"
         "goes to a log in the trial's folder, removed with it.\n"
         "Ctrl-C (SIGINT), SIGTERM, SIGHUP or SIGQUIT stops the running trial's process group, prints\n"
         "the best value found so far and its command (or the JSON), and exits 128 + the signal.\n"
@@ -92,6 +93,7 @@ struct trial {
     int64_t value;
     enum outcome outcome;
     int64_t peak;   /* the need the verdict was made on, 0 when unknown */
+    bool cut_short; /* ran out of memory: peak is what it held when it failed, below its need */
     double elapsed; /* seconds from its start to its verdict */
     bool settled;   /* stopped after settling rather than run to its end */
     char *why;      /* the reason its progress line gives */
@@ -560,6 +562,7 @@ static void judge(struct fit_ctx *c, const struct trial_run *r, struct trial *t,
     bool final_oom = r->st.oom && r->st.counts_pressure;
     if (ev.real_oom || final_oom || (failed && (r->st.oom || log_mentions_oom(r->logp)))) {
         t->outcome = OUT_OOM;
+        t->cut_short = true;
         sb_add(why, "out of memory");
     } else if (failed) {
         judge_error(r, t, why);
@@ -733,9 +736,12 @@ static bool finish_trial(struct fit_ctx *c, struct trial_run *r, struct trial *t
     t->settled = r->settled;
     judge(c, r, t, &why);
     char pk[UTIL_SIZE_LEN];
-    fprintf(stderr, "fit: %s%s%lld: %s, peak %s, %.1f s: %s\n", c->flag.name,
+    /* A trial that failed never reached its need: its peak, lower than that of a larger trial
+     * that fits perhaps, is said to be what it held when it failed. */
+    fprintf(stderr, "fit: %s%s%lld: %s, peak %s%s, %.1f s: %s\n", c->flag.name,
             c->flag.form == CMDLINE_SEPARATE ? " " : "", (long long)r->value,
-            outcome_names[t->outcome], util_fmt_size(t->peak, pk), secs, sb_str(&why));
+            outcome_names[t->outcome], util_fmt_size(t->peak, pk),
+            t->cut_short ? " when it failed (it needed more)" : "", secs, sb_str(&why));
     fflush(stderr);
     t->why = util_xstrdup(sb_str(&why));
     sb_free(&why);
@@ -822,9 +828,9 @@ static bool search(struct fit_ctx *c, int64_t *best, struct strbuf *why)
         while (!lo) {
             if (hi == 1) {
                 char pk[UTIL_SIZE_LEN];
-                sb_printf(why, "nothing fits: even %s%s1 does not (%s, peak %s)", c->flag.name,
+                sb_printf(why, "nothing fits: even %s%s1 does not (%s, peak %s%s)", c->flag.name,
                           c->flag.form == CMDLINE_SEPARATE ? " " : "", outcome_names[t->outcome],
-                          util_fmt_size(t->peak, pk));
+                          util_fmt_size(t->peak, pk), t->cut_short ? " when it failed" : "");
                 *best = 0;
                 return true;
             }

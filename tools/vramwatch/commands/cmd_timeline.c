@@ -23,7 +23,11 @@ static const char usage[] =
         "between them is fragmentation), untracked memory, the card's capacity or emulated limit,\n"
         "markers, failures and cache flushes with their call sites, and leaks found in the run.\n"
         "Several reports of one job's ranks, or a file written by vramwatch merge, are drawn on one\n"
-        "time axis, a panel per rank and device, in rank order.\n"
+        "time axis, a panel per rank and device, in rank order. Reports of one script run at other\n"
+        "settings (the batch or image size; the runs advise reads together) are drawn one run under\n"
+        "the other, in the order they began, each on its own time axis from that run's start and\n"
+        "named by what differs (\"--batch 64 (out of memory)\"). Reports of different scripts are\n"
+        "refused.\n"
         "\n"
         "  -o, --output FILE  write one self-contained file: FILE.svg, FILE.html with hover\n"
         "                     details, or FILE.trace.json, a Chrome trace event file for Perfetto\n"
@@ -102,9 +106,13 @@ static int output_kind(const struct timeline_args *t, enum kind *kind)
     return -1;
 }
 
-/* Whether the reports can be drawn as one picture: each with a timeline, and one job. */
-static int check_reports(const struct common_reports *r, char *const *paths)
+/* Whether the reports can be drawn as one picture: each with a timeline, and one job's processes
+ * or runs of one script at other settings (job_together, the rule advise applies), said in
+ * *together. */
+static int check_reports(const struct common_reports *r, char *const *paths,
+                         enum job_together *together)
 {
+    *together = JOB_RANKS;
     for (size_t i = 0; i < r->n; i++) {
         const char *path = r->v[i].path ? r->v[i].path : paths[0];
         if (!r->v[i].timeline.known) {
@@ -123,9 +131,9 @@ static int check_reports(const struct common_reports *r, char *const *paths)
     }
     int status = EXIT_DONE;
     if (r->n > 1) {
-        /* one picture is of one job: the rule merge applies */
         struct strbuf why = { 0 };
-        if (job_mixed(r->v, r->n, &why)) {
+        *together = job_together(r->v, r->n, &why);
+        if (*together == JOB_NEITHER) {
             util_err("timeline: %s", sb_str(&why));
             status = EXIT_USAGE;
         }
@@ -164,17 +172,51 @@ static int draw(const struct view *v, enum kind kind, const char *output, enum c
     return status;
 }
 
-/* The reports' panels, a job's processes in rank order as report shows them, drawn. */
-static int draw_reports(const struct common_reports *r, enum kind kind, const char *output,
-                        enum colour_mode colour)
+/* The reports in the order they are drawn: run by run (in the order the runs began), each run's
+ * processes in rank order as report shows them. The runs' reports are shallow copies, borrowed
+ * from r (never freed one by one), so that each run is one array to read as a job. */
+struct drawn {
+    struct model_report *copies;
+    const struct model_report **order;
+    size_t *run_of;
+    size_t n_runs;
+};
+
+static void order_reports(const struct common_reports *r, enum job_together together,
+                          struct drawn *d)
 {
-    struct job j = { 0 };
-    job_build(&j, r->v, r->n);
-    const struct model_report **order = util_xcalloc(r->n, sizeof *order);
-    for (size_t i = 0; i < r->n; i++)
-        order[i] = j.procs[i].r;
+    size_t n = r->n;
+    size_t *split = util_xcalloc(n ? n : 1, sizeof *split);
+    d->n_runs = together == JOB_RUNS ? job_split(r->v, n, split) : 1;
+    d->copies = util_xcalloc(n ? n : 1, sizeof *d->copies);
+    d->order = util_xcalloc(n ? n : 1, sizeof *d->order);
+    d->run_of = util_xcalloc(n ? n : 1, sizeof *d->run_of);
+    size_t at = 0;
+    for (size_t g = 0; g < d->n_runs; g++) {
+        size_t first = at;
+        for (size_t i = 0; i < n; i++)
+            if (split[i] == g)
+                d->copies[at++] = r->v[i];
+        struct job j = { 0 };
+        job_build(&j, d->copies + first, at - first);
+        for (size_t k = 0; k < j.n; k++) {
+            d->order[first + k] = j.procs[k].r;
+            d->run_of[first + k] = g;
+        }
+        job_free(&j);
+    }
+    free(split);
+}
+
+/* The reports' panels drawn: a job's processes on one time axis, runs at other settings each on
+ * its own. */
+static int draw_reports(const struct common_reports *r, enum job_together together, enum kind kind,
+                        const char *output, enum colour_mode colour)
+{
+    struct drawn d;
+    order_reports(r, together, &d);
     struct view v;
-    timeline_view_build(&v, order, r->n);
+    timeline_view_build(&v, d.order, r->n, d.run_of, d.n_runs);
     int status;
     if (v.n_panels == 0) {
         util_err(
@@ -184,8 +226,9 @@ static int draw_reports(const struct common_reports *r, enum kind kind, const ch
         status = draw(&v, kind, output, colour);
     }
     timeline_view_free(&v);
-    job_free(&j);
-    free(order);
+    free(d.copies);
+    free(d.order);
+    free(d.run_of);
     return status;
 }
 
@@ -216,11 +259,12 @@ int cmd_timeline(int argc, char **argv)
         return status;
     /* Reports, or merged job files whose processes' reports are taken out of them. */
     struct common_reports r;
+    enum job_together together = JOB_RANKS;
     status = common_load_reports(&o, NULL, &r);
     if (status == EXIT_DONE)
-        status = check_reports(&r, o.operands);
+        status = check_reports(&r, o.operands, &together);
     if (status == EXIT_DONE)
-        status = draw_reports(&r, kind, t.output, o.colour);
+        status = draw_reports(&r, together, kind, t.output, o.colour);
     common_free_reports(&r);
     return status;
 }

@@ -824,6 +824,49 @@ bool job_mixed(const struct model_report *reports, size_t n, struct strbuf *why)
     return mixed;
 }
 
+bool job_same_script(const struct model_report *reports, size_t n, struct strbuf *why)
+{
+    const struct model_process *first = n ? &reports[0].process : NULL;
+    for (size_t i = 1; i < n; i++) {
+        const struct model_process *p = &reports[i].process;
+        if (!cmdline_same_job((const char *const *)first->argv, first->argc,
+                              (const char *const *)p->argv, p->argc)) {
+            sb_printf(why,
+                      "%s and %s are not the same job (their command lines differ beyond the batch "
+                      "and image size)",
+                      reports[0].path, reports[i].path);
+            return false;
+        }
+    }
+    /* A run is one process: the same one twice (a report given twice) is not two runs. */
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < i; k++) {
+            const struct model_process *a = &reports[k].process, *b = &reports[i].process;
+            if (a->pid == b->pid && strcmp(a->host, b->host) == 0 &&
+                a->start_unix_ns.known == b->start_unix_ns.known &&
+                (!a->start_unix_ns.known || a->start_unix_ns.v == b->start_unix_ns.v)) {
+                add_who(why, &reports[k]);
+                sb_add(why, " and ");
+                add_who(why, &reports[i]);
+                sb_printf(why, ": %s", WHY_TWICE);
+                return false;
+            }
+        }
+    return true;
+}
+
+enum job_together job_together(const struct model_report *reports, size_t n, struct strbuf *why)
+{
+    size_t ranked = 0;
+    for (size_t i = 0; i < n; i++)
+        ranked += reports[i].process.rank.known;
+    if (n < 2)
+        return JOB_RANKS;
+    if (ranked >= 2)
+        return job_mixed(reports, n, why) ? JOB_NEITHER : JOB_RANKS;
+    return job_same_script(reports, n, why) ? JOB_RUNS : JOB_NEITHER;
+}
+
 int64_t job_world_size(const struct job *j)
 {
     return j->world_size.known && j->world_size.v > 0 ? j->world_size.v : (int64_t)j->n;

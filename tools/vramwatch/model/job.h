@@ -86,6 +86,23 @@ cJSON *job_to_json(const struct job *j);
  * that overlap in time. */
 bool job_mixed(const struct model_report *reports, size_t n, struct strbuf *why);
 
+/* Whether the reports are runs of one script at other settings: every command line the same as
+ * the first's, argument by argument, apart from the values of the batch and image-size flags
+ * (cmdline_same_job), and no process twice. False with a one-line reason in why. */
+bool job_same_script(const struct model_report *reports, size_t n, struct strbuf *why);
+
+/* How several reports are read together: the one rule advise (which fits its model to runs and
+ * speaks of a job's ranks) and timeline (which draws each run on its own time axis) share. */
+enum job_together {
+    JOB_NEITHER, /* refused: why says why */
+    JOB_RANKS, /* one job's processes (or a single report): job_mixed finds nothing against them */
+    JOB_RUNS,  /* runs of one script at other settings (job_same_script) */
+};
+
+/* Reports of which two or more say their rank are one job's ranks, by job_mixed's rule; other
+ * reports are runs of one script at other settings, by job_same_script's. */
+enum job_together job_together(const struct model_report *reports, size_t n, struct strbuf *why);
+
 /* The separate runs (jobs, or single processes) among these reports, by job_mixed's rule:
  * run_of[i] (n entries) gets the run of reports[i], runs numbered from 0 in the order they began.
  * Returns how many runs there are. */

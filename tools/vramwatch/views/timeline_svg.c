@@ -1007,7 +1007,9 @@ static void svg_document(struct strbuf *o, const struct view *v, bool inline_htm
             width, height, width, height);
     sb_add(o, "<title>vramwatch timeline: ");
     struct strbuf cmd = { 0 };
-    if (v->n_reports > 1)
+    if (v->n_runs > 1)
+        sb_printf(&cmd, "%zu runs at other settings, each from its own start: ", v->n_runs);
+    else if (v->n_reports > 1)
         sb_printf(&cmd, "a job of %zu processes: ", v->n_reports);
     util_add_argv(&cmd, r->process.argv, r->process.argc);
     add_xml(o, sb_str(&cmd));

@@ -439,11 +439,7 @@ void timeline_term_print(FILE *out, const struct view *v, bool color)
         terminal_panel(&t, v->owner[i], &v->panels[i], cols);
     }
     for (size_t i = 0; i < v->n_reports; i++) {
-        const struct model_report *r = v->reports[i];
-        int64_t t0 = v->n_reports > 1 && v->n_panels ? v->panels[0].t0
-                     : r->timeline.n_devices         ? r->timeline.devices[0].start_unix_ns
-                                                     : 0;
         t.notes_open = false;
-        terminal_notes(&t, r, t0, v->who[i]);
+        terminal_notes(&t, v->reports[i], v->origin[i], v->who[i]);
     }
 }

@@ -18,7 +18,12 @@
  * stacks one on the other), each bucket at its most from its start and at the value it ended with
  * from its end, as the picture draws it. Instant events: markers and the peak (process-wide),
  * failures (on the caller's thread), cache flushes, growth steps and PyTorch's own out-of-memory
- * verdict, each with its figures and, where it has one, its whole call chain in args. */
+ * verdict, each with its figures and, where it has one, its whole call chain in args.
+ *
+ * Runs of one script at other settings are each on a time axis of their own: a process track per
+ * run's process, named "--batch 64 (out of memory): python3 train.py ...", whose "ts" are from its
+ * run's start, and otherData.runs lists them: [{"pid":P,"label":"--batch 64","base_time_ns":B}],
+ * B the Unix time in ns that process's "ts" count from (baseTimeNanoseconds is the first run's). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +317,62 @@ static void process_title(struct strbuf *b, const struct model_report *r, const 
     sb_free(&cmd);
 }
 
+/* Each process's track: its name, its place in the list, and its threads that failed. */
+static void process_tracks(struct trace *t, const struct view *v, const int64_t *pids)
+{
+    for (size_t i = 0; i < v->n_reports; i++) {
+        const struct model_report *r = v->reports[i];
+        struct strbuf title = { 0 };
+        process_title(&title, r, v->who[i]);
+        begin_event(t, &(struct event){ "process_name", NULL, "M", NULL, NULL, pids[i], pids[i] });
+        bool first = true;
+        arg_str(t, &first, "name", sb_str(&title));
+        end_event(t);
+        sb_free(&title);
+        begin_event(t, &(struct event){ "process_sort_index", NULL, "M", NULL, NULL, pids[i],
+                                        pids[i] });
+        first = true;
+        arg_int(t, &first, "sort_index",
+                r->process.rank.known && v->n_runs < 2 ? r->process.rank.v : (int64_t)i);
+        end_event(t);
+        /* the threads that failed, named so their instants read in the viewer's thread list */
+        for (size_t k = 0; k < r->n_failures; k++) {
+            model_int th = r->failures[k].thread;
+            bool seen = !th.known || th.v == pids[i];
+            for (size_t j = 0; j < k && !seen; j++)
+                seen = r->failures[j].thread.known && r->failures[j].thread.v == th.v;
+            if (seen)
+                continue;
+            struct strbuf tn = { 0 };
+            sb_printf(&tn, "thread %" PRId64, th.v);
+            begin_event(t, &(struct event){ "thread_name", NULL, "M", NULL, NULL, pids[i], th.v });
+            first = true;
+            arg_str(t, &first, "name", sb_str(&tn));
+            end_event(t);
+            sb_free(&tn);
+        }
+        begin_event(t, &(struct event){ "thread_name", NULL, "M", NULL, NULL, pids[i], pids[i] });
+        first = true;
+        arg_str(t, &first, "name", "main thread");
+        end_event(t);
+    }
+}
+
+/* otherData.runs, for runs of one script at other settings: per process, its run's name and the
+ * Unix time its events are relative to. */
+static void runs_data(struct strbuf *o, const struct view *v, const int64_t *pids)
+{
+    if (v->n_runs < 2)
+        return;
+    sb_add(o, ",\"runs\":[");
+    for (size_t i = 0; i < v->n_reports; i++) {
+        sb_printf(o, "%s{\"pid\":%" PRId64 ",\"label\":", i ? "," : "", pids[i]);
+        add_str(o, v->run_label[v->run_of[i]]);
+        sb_printf(o, ",\"base_time_ns\":%" PRId64 "}", v->origin[i]);
+    }
+    sb_addc(o, ']');
+}
+
 void timeline_trace_write(struct strbuf *o, const struct view *v)
 {
     struct trace t = { .o = o, .base = INT64_MAX, .first = true };
@@ -320,6 +381,8 @@ void timeline_trace_write(struct strbuf *o, const struct view *v)
             t.base = v->panels[i].t0;
     if (t.base == INT64_MAX)
         t.base = 0;
+    if (v->n_runs > 1 && v->n_reports)
+        t.base = v->origin[0]; /* each run's events are from its own start: the first run's */
     /* The trace's pids: each process's own, unless two reports (of two hosts) share one. */
     int64_t *pids = util_xcalloc(v->n_reports ? v->n_reports : 1, sizeof *pids);
     for (size_t i = 0; i < v->n_reports; i++) {
@@ -338,7 +401,9 @@ void timeline_trace_write(struct strbuf *o, const struct view *v)
     sb_add(o, ",\"command\":");
     add_str(o, sb_str(&cmd));
     sb_free(&cmd);
-    sb_printf(o, ",\"processes\":%zu,\"leaks\":[", v->n_reports);
+    sb_printf(o, ",\"processes\":%zu", v->n_reports);
+    runs_data(o, v, pids);
+    sb_add(o, ",\"leaks\":[");
     bool any = false;
     for (size_t i = 0; i < v->n_reports; i++) {
         struct leak_finding leaks[4];
@@ -355,50 +420,20 @@ void timeline_trace_write(struct strbuf *o, const struct view *v)
         }
     }
     sb_add(o, "]},\"traceEvents\":[");
-    for (size_t i = 0; i < v->n_reports; i++) {
-        const struct model_report *r = v->reports[i];
-        struct strbuf title = { 0 };
-        process_title(&title, r, v->who[i]);
-        begin_event(&t, &(struct event){ "process_name", NULL, "M", NULL, NULL, pids[i], pids[i] });
-        bool first = true;
-        arg_str(&t, &first, "name", sb_str(&title));
-        end_event(&t);
-        sb_free(&title);
-        begin_event(&t, &(struct event){ "process_sort_index", NULL, "M", NULL, NULL, pids[i],
-                                         pids[i] });
-        first = true;
-        arg_int(&t, &first, "sort_index", r->process.rank.known ? r->process.rank.v : (int64_t)i);
-        end_event(&t);
-        /* the threads that failed, named so their instants read in the viewer's thread list */
-        for (size_t k = 0; k < r->n_failures; k++) {
-            model_int th = r->failures[k].thread;
-            bool seen = !th.known || th.v == pids[i];
-            for (size_t j = 0; j < k && !seen; j++)
-                seen = r->failures[j].thread.known && r->failures[j].thread.v == th.v;
-            if (seen)
-                continue;
-            struct strbuf tn = { 0 };
-            sb_printf(&tn, "thread %" PRId64, th.v);
-            begin_event(&t, &(struct event){ "thread_name", NULL, "M", NULL, NULL, pids[i], th.v });
-            first = true;
-            arg_str(&t, &first, "name", sb_str(&tn));
-            end_event(&t);
-            sb_free(&tn);
-        }
-        begin_event(&t, &(struct event){ "thread_name", NULL, "M", NULL, NULL, pids[i], pids[i] });
-        first = true;
-        arg_str(&t, &first, "name", "main thread");
-        end_event(&t);
-    }
+    process_tracks(&t, v, pids);
+    int64_t base = t.base;
     for (size_t i = 0; i < v->n_panels; i++) {
         size_t k = 0;
         while (k + 1 < v->n_reports && v->reports[k] != v->owner[i])
             k++;
+        t.base = v->n_runs > 1 ? v->origin[k] : base;
         panel_counters(&t, &v->panels[i], pids[k]);
         panel_events(&t, v->owner[i], &v->panels[i], pids[k]);
     }
-    for (size_t i = 0; i < v->n_reports; i++)
+    for (size_t i = 0; i < v->n_reports; i++) {
+        t.base = v->n_runs > 1 ? v->origin[i] : base;
         report_events(&t, v->reports[i], pids[i]);
+    }
     sb_add(o, "\n]}\n");
     free(pids);
 }

@@ -1,11 +1,12 @@
 /* timeline_view.c: what `vramwatch timeline` draws, whatever it draws with: a panel per device of
- * each report (its time span, scale and capacity line), a job's panels on one time axis, and the
- * labels every drawing shares. */
+ * each report (its time span, scale and capacity line), a job's panels on one time axis, runs of
+ * one script at other settings each on its own, and the labels every drawing shares. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdline.h"
 #include "timeline_view.h"
 
 void timeline_view_add_reltime(struct strbuf *b, int64_t ns)
@@ -75,52 +76,167 @@ static void panel_setup(const struct model_report *r, const struct model_tl_devi
     p->ymax = top > 0 ? top * 1.08 : GiB;
 }
 
-void timeline_view_build(struct view *v, const struct model_report **reports, size_t n)
+/* "rank 3 (node-a, pid 8104)", or "node-a, pid 8104" without a rank. */
+static void add_process(struct strbuf *w, const struct model_report *r)
 {
-    *v = (struct view){ .reports = reports, .n_reports = n };
+    if (r->process.rank.known)
+        sb_printf(w, "rank %" PRId64 " (", r->process.rank.v);
+    sb_printf(w, "%s, pid %" PRId64, r->process.host ? r->process.host : "?", r->process.pid);
+    if (r->process.rank.known)
+        sb_add(w, ")");
+}
+
+/* "--batch 64", "batch=64": a flag as the command line spells it. */
+static void add_flag(struct strbuf *b, const struct cmdline_flag *f)
+{
+    sb_printf(b, "%s%s%s%" PRId64, b->len ? " " : "", f->name,
+              f->form == CMDLINE_SEPARATE ? " " : "", f->value);
+}
+
+/* Whether two runs' batch and image-size flags (two each) agree in those that differ somewhere. */
+static bool same_settings(const struct cmdline_flag *a, const struct cmdline_flag *b,
+                          const bool differs[2])
+{
+    for (size_t k = 0; k < 2; k++)
+        if (differs[k] && (a[k].found != b[k].found || a[k].value != b[k].value))
+            return false;
+    return true;
+}
+
+/* Each run's name: the batch and image-size flags whose values differ between the runs, as the
+ * first report of the run spells them ("run N" when none does, ", run N" added when another run
+ * has the same values), and whether it ran out of memory.
+ * first[g] is the first report of run g. */
+static void name_runs(struct view *v, const size_t *first)
+{
+    static const enum cmdline_kind kinds[] = { CMDLINE_BATCH, CMDLINE_IMAGE };
+    struct cmdline_flag *flags = util_xcalloc(v->n_runs * 2, sizeof *flags);
+    bool differs[2] = { false, false };
+    for (size_t g = 0; g < v->n_runs; g++) {
+        const struct model_process *p = &v->reports[first[g]]->process;
+        for (size_t k = 0; k < 2; k++) {
+            struct cmdline_flag *f = &flags[g * 2 + k];
+            cmdline_find((const char *const *)p->argv, p->argc, kinds[k], f);
+            const struct cmdline_flag *f0 = &flags[k];
+            if (f->found != f0->found || (f->found && f->value != f0->value))
+                differs[k] = true;
+        }
+    }
+    v->run_label = util_xcalloc(v->n_runs, sizeof *v->run_label);
+    for (size_t g = 0; g < v->n_runs; g++) {
+        struct strbuf b = { 0 };
+        for (size_t k = 0; k < 2; k++)
+            if (differs[k] && flags[g * 2 + k].found)
+                add_flag(&b, &flags[g * 2 + k]);
+        /* runs at the same settings as another are told apart by their number */
+        bool twin = false;
+        for (size_t h = 0; h < v->n_runs && !twin; h++)
+            twin = h != g && same_settings(&flags[g * 2], &flags[h * 2], differs);
+        if (!b.len)
+            sb_printf(&b, "run %zu", g + 1);
+        else if (twin)
+            sb_printf(&b, ", run %zu", g + 1);
+        bool oom = false;
+        for (size_t i = first[g]; i < v->n_reports && v->run_of[i] == g; i++)
+            oom |= model_real_oom(v->reports[i]) != NULL;
+        if (oom)
+            sb_add(&b, " (out of memory)");
+        v->run_label[g] = util_xstrdup(sb_str(&b));
+        sb_free(&b);
+    }
+    free(flags);
+}
+
+/* Who each report is, in the panels' titles: its rank or process in a job of several; its run's
+ * name among runs, with the process where the run has several. */
+static void name_reports(struct view *v, const size_t *first)
+{
+    for (size_t i = 0; i < v->n_reports; i++) {
+        size_t g = v->run_of[i];
+        bool alone = (i == first[g]) && (i + 1 == v->n_reports || v->run_of[i + 1] != g);
+        if (v->n_reports == 1 || (v->n_runs > 1 && alone)) {
+            v->who[i] = v->n_runs > 1 ? util_xstrdup(v->run_label[g]) : NULL;
+            continue;
+        }
+        struct strbuf w = { 0 };
+        if (v->n_runs > 1)
+            sb_printf(&w, "%s, ", v->run_label[g]);
+        add_process(&w, v->reports[i]);
+        v->who[i] = util_xstrdup(sb_str(&w));
+        sb_free(&w);
+    }
+}
+
+void timeline_view_build(struct view *v, const struct model_report **reports, size_t n,
+                         const size_t *run_of, size_t n_runs)
+{
+    *v = (struct view){ .reports = reports, .n_reports = n, .n_runs = n_runs > 1 ? n_runs : 1 };
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += reports[i]->timeline.n_devices;
     v->panels = util_xcalloc(total ? total : 1, sizeof *v->panels);
     v->owner = util_xcalloc(total ? total : 1, sizeof *v->owner);
-    v->who = util_xcalloc(n, sizeof *v->who);
-    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    v->who = util_xcalloc(n ? n : 1, sizeof *v->who);
+    v->origin = util_xcalloc(n ? n : 1, sizeof *v->origin);
+    v->run_of = util_xcalloc(n ? n : 1, sizeof *v->run_of);
+    size_t *first = util_xcalloc(v->n_runs, sizeof *first);
+    for (size_t i = n; i-- > 0;) {
+        v->run_of[i] = v->n_runs > 1 ? run_of[i] : 0;
+        first[v->run_of[i]] = i;
+    }
+    if (v->n_runs > 1)
+        name_runs(v, first);
+    name_reports(v, first);
+    /* Per run, the span of its panels: one time axis for a job's processes, so the ranks line up,
+     * and one of its own for each run at other settings. */
+    int64_t *t0 = util_xcalloc(v->n_runs, sizeof *t0), *t1 = util_xcalloc(v->n_runs, sizeof *t1);
+    for (size_t g = 0; g < v->n_runs; g++) {
+        t0[g] = INT64_MAX;
+        t1[g] = INT64_MIN;
+    }
     for (size_t i = 0; i < n; i++) {
         const struct model_report *r = reports[i];
-        if (n > 1) {
-            struct strbuf w = { 0 };
-            if (r->process.rank.known)
-                sb_printf(&w, "rank %" PRId64 " (", r->process.rank.v);
-            sb_printf(&w, "%s, pid %" PRId64, r->process.host ? r->process.host : "?",
-                      r->process.pid);
-            if (r->process.rank.known)
-                sb_add(&w, ")");
-            v->who[i] = util_xstrdup(sb_str(&w));
-            sb_free(&w);
-        }
+        size_t g = v->run_of[i];
         for (size_t k = 0; k < r->timeline.n_devices; k++) {
             struct panel *p = &v->panels[v->n_panels];
             panel_setup(r, &r->timeline.devices[k], p);
             p->who = v->who[i];
             v->owner[v->n_panels++] = r;
-            if (p->t0 < t0)
-                t0 = p->t0;
-            if (p->t1 > t1)
-                t1 = p->t1;
+            if (p->t0 < t0[g])
+                t0[g] = p->t0;
+            if (p->t1 > t1[g])
+                t1[g] = p->t1;
         }
     }
-    if (n > 1)
-        for (size_t i = 0; i < v->n_panels; i++) {
-            v->panels[i].t0 = t0;
-            v->panels[i].t1 = t1;
-        }
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct model_report *r = reports[i];
+        size_t g = v->run_of[i];
+        bool shared = n > 1; /* a single report's devices keep their own spans, as ever */
+        v->origin[i] = shared && t0[g] != INT64_MAX ? t0[g]
+                       : r->timeline.n_devices      ? r->timeline.devices[0].start_unix_ns
+                                                    : 0;
+        for (size_t k = 0; k < r->timeline.n_devices; k++, at++)
+            if (shared) {
+                v->panels[at].t0 = t0[g];
+                v->panels[at].t1 = t1[g];
+            }
+    }
+    free(t0);
+    free(t1);
+    free(first);
 }
 
 void timeline_view_free(struct view *v)
 {
     for (size_t i = 0; i < v->n_reports; i++)
         free(v->who[i]);
+    for (size_t g = 0; v->run_label && g < v->n_runs; g++)
+        free(v->run_label[g]);
+    free(v->run_label);
     free(v->who);
+    free(v->origin);
+    free(v->run_of);
     free(v->panels);
     free(v->owner);
 }

@@ -22,21 +22,32 @@ struct panel {
     double ymax;                    /* bytes at the top of the plot */
     model_int capacity;             /* the line drawn: limit when emulated, else capacity */
     bool emulated;
-    const char *who; /* "rank 3 (node-a, pid 8104)" in a job's picture, else NULL */
+    const char *who; /* "rank 3 (node-a, pid 8104)" in a job's picture, "--batch 64" for a run at
+                        other settings, else NULL */
 };
 
 /* What is drawn: one panel per device of each report; a job's panels share one time axis, so
- * the ranks line up (their clocks are the hosts': on several machines, as good as their sync). */
+ * the ranks line up (their clocks are the hosts': on several machines, as good as their sync).
+ * Runs of one script at other settings (job_together: JOB_RUNS) are each drawn on a time axis of
+ * their own, from the run's start, their panels one under the other, run by run. */
 struct view {
-    const struct model_report **reports; /* in rank order */
+    const struct model_report **reports; /* run by run, each in rank order */
     size_t n_reports;
     struct panel *panels;
     const struct model_report **owner; /* the report of each panel */
     char **who;                        /* per report: NULL for a single report */
+    int64_t *origin;                   /* per report: the start of its time axis */
+    size_t *run_of;                    /* per report: its run, from 0 */
+    char **run_label;                  /* per run: what tells it apart; NULL for one run */
+    size_t n_runs;                     /* 1: one job (or one report) */
     size_t n_panels;
 };
 
-void timeline_view_build(struct view *v, const struct model_report **reports, size_t n);
+/* The view of reports ordered run by run: run_of[i] is the run of reports[i] (NULL, or n_runs
+ * below 2: one job). Each run is named by the settings that differ between the runs ("--batch 64",
+ * "--img 320 --batch 16"; "run 2" when none does), and "(out of memory)" when it ran out. */
+void timeline_view_build(struct view *v, const struct model_report **reports, size_t n,
+                         const size_t *run_of, size_t n_runs);
 void timeline_view_free(struct view *v);
 
 /* The end of bucket i of a panel: the next bucket's start or its own width, whichever is first;
