@@ -364,7 +364,7 @@ def group_terminal(opts):
     check(marks and marks[0].count("x") == 2, "flushes: no x marks under the axis: %r" % marks)
     check("x failure a retry overcame" in out and "f cache flush" not in out,
           "flushes: the key names what is not drawn, or lacks the x")
-    check("2 cache flushes (f, or the x of the failure it rescued):" in out and "freed in 5 frees to fit 2.00 GiB, from train_sim.py:68" in out,
+    check("2 cache flushes (f, or the x of the failure it rescued):" in out and "freed in 5 frees to fit 2.00 GiB, from train_sim.py:178 in main" in out,
           "flushes: the cache flushes are not named with their call sites")
     check("2 failures a retry overcame (x):" in out, "flushes: the retried failures are not named")
     r = run(opts, ["timeline", os.path.join(opts.data, "oom-fragmented.json")])

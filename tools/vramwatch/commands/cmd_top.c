@@ -170,11 +170,9 @@ static void add_size(struct strbuf *b, int64_t v, int width)
     sb_printf(b, " %*s", width, v < 0 ? "-" : util_fmt_size(v, s));
 }
 
-/* A call site's name by the report model's one rule (model.c), from the frames in the file. */
-static void add_site(struct strbuf *b, const struct vw_live_file *f, const struct vw_live_site *s)
+/* One call site of the file in the report model's terms. */
+static void site_frames(struct model_frame *fr, const struct vw_live_site *s)
 {
-    struct model_frame fr[VW_LIVE_FRAMES];
-    memset(fr, 0, sizeof(fr));
     for (uint32_t i = 0; i < s->nframes; i++) {
         const struct vw_live_frame *x = &s->frames[i];
         fr[i].python = x->python != 0;
@@ -190,20 +188,36 @@ static void add_site(struct strbuf *b, const struct vw_live_file *f, const struc
             fr[i].symbol_offset.v = x->symbol_offset;
         }
     }
-    struct model_callsite cs = {
-        .id = (int64_t)s->id,
-        .frames = fr,
-        .n_frames = s->nframes,
-        .live_bytes = (int64_t)s->live_bytes,
-        .live_count = (int64_t)s->live_count,
-        .alloc_calls = (int64_t)s->alloc_calls,
-    };
+}
+
+/* The names of the file's call sites by the report model's one rule (model.c), all of them in
+ * one report: the rule looks at every call site (which lines reach an allocator function). */
+static void name_sites(struct strbuf *names, const struct vw_live_file *f)
+{
+    struct model_frame fr[VW_LIVE_SITES][VW_LIVE_FRAMES];
+    struct model_callsite cs[VW_LIVE_SITES];
+    memset(fr, 0, sizeof(fr));
+    memset(cs, 0, sizeof(cs));
+    for (uint32_t j = 0; j < f->nsites; j++) {
+        const struct vw_live_site *s = &f->sites[j];
+        site_frames(fr[j], s);
+        cs[j] = (struct model_callsite){
+            .id = (int64_t)s->id,
+            .frames = fr[j],
+            .n_frames = s->nframes,
+            .live_bytes = (int64_t)s->live_bytes,
+            .live_count = (int64_t)s->live_count,
+            .alloc_calls = (int64_t)s->alloc_calls,
+        };
+    }
     struct model_report r;
     memset(&r, 0, sizeof(r));
     r.process.cwd = f->cwd[0] ? f->cwd : NULL;
-    r.callsites = &cs;
-    r.n_callsites = 1;
-    model_add_callsite(b, &r, cs.id, MODEL_NAME_SHORT);
+    r.callsites = cs;
+    r.n_callsites = f->nsites;
+    model_find_allocators(&r);
+    for (uint32_t j = 0; j < f->nsites; j++)
+        model_add_callsite(&names[j], &r, cs[j].id, MODEL_NAME_SHORT);
 }
 
 static void add_int(struct strbuf *b, int64_t v, int width)
@@ -268,12 +282,12 @@ static void render(struct strbuf *b, const char *dir, const struct proc *procs, 
         }
         /* Call chains that end in the same line (one line reached along different paths) are
          * one row, as in the report's table; the file lists them largest first. */
-        struct strbuf names[VW_LIVE_SITES] = { { 0 } };
+        struct strbuf names[VW_LIVE_SITES] = { { 0 } }, site[VW_LIVE_SITES] = { { 0 } };
         uint64_t bytes[VW_LIVE_SITES], blocks[VW_LIVE_SITES];
         uint32_t rows_used = 0;
+        name_sites(site, f);
         for (uint32_t j = 0; j < f->nsites; j++) {
-            struct strbuf nm = { 0 };
-            add_site(&nm, f, &f->sites[j]);
+            struct strbuf nm = site[j];
             uint32_t k = 0;
             while (k < rows_used && strcmp(sb_str(&names[k]), sb_str(&nm)) != 0)
                 k++;

@@ -743,6 +743,8 @@ bool model_load_tree(const char *path, cJSON *root, struct model_report *r, stru
     sb_free(&c.path);
     if (!ok)
         model_free(r);
+    else
+        model_find_allocators(r);
     return ok;
 }
 
@@ -1042,6 +1044,182 @@ static size_t innermost_model_line(const struct model_callsite *cs)
     return cs->n_frames;
 }
 
+/* ---- functions that only allocate on behalf of their callers ----
+ *
+ * A caching allocator written in Python (examples/train_sim.py's CachingAllocator) is the
+ * innermost line of every allocation it makes: weights and activations would be one row, named
+ * by its cudaMalloc line. Such a function is told from the report alone, once when it is loaded:
+ *   - it reaches the card directly: in every call site it is on, the frames inside the model's
+ *     line are the foreign-function layer, the interpreter, the C runtime and CUDA only (never
+ *     PyTorch or another framework: a function that calls a framework's operation computes,
+ *     like a model's layer, and is the line to change), and
+ *   - the report shows it called from two or more distinct lines, or only ever from functions
+ *     that are allocators by this rule (the allocator's inner helpers, reached from one line).
+ * A call site whose model line is in such functions is named by the first Python frame outside
+ * them and the machinery. A function reached from one line only is not told from any other, and
+ * keeps its name. Deterministic: the outcome does not depend on the order of equal links. */
+
+/* A native frame between a Python line and the CUDA call it made itself: ctypes or cffi, the
+ * interpreter, the C runtime, CUDA. */
+static const char *const direct_libraries[] = {
+    "libffi", "_ctypes", "_cffi_backend", "libcuda", "libvramwatch",
+};
+
+/* One non-machinery Python frame of a call site, outward from its model line. */
+struct chain_link {
+    const struct model_frame *f, *caller; /* caller: the next such frame outward, or NULL */
+    size_t cs, frame, caller_frame;
+    bool direct; /* the call site's model line called CUDA itself */
+};
+
+/* Whether the call site's model line called CUDA itself (the frames inside it: see above). */
+static bool reaches_card_directly(const struct model_callsite *cs, size_t line)
+{
+    for (size_t i = 0; i < line; i++) {
+        const struct model_frame *f = &cs->frames[i];
+        if (f->python ? is_pytorch_file(f->file)
+                      : !MODULE_IN(f, direct_libraries) && !frame_in_system(f) &&
+                                !frame_in_interpreter(f))
+            return false;
+    }
+    return true;
+}
+
+static int cmp_python_frame(const struct model_frame *a, const struct model_frame *b)
+{
+    if (!a || !b)
+        return (a != NULL) - (b != NULL);
+    int c = strcmp(a->file, b->file);
+    if (c == 0)
+        c = strcmp(a->function, b->function);
+    return c != 0 ? c : (a->line > b->line) - (a->line < b->line);
+}
+
+/* By function (file and name, not line), then by caller line. */
+static int cmp_links(const void *pa, const void *pb)
+{
+    const struct chain_link *a = pa, *b = pb;
+    int c = strcmp(a->f->file, b->f->file);
+    if (c == 0)
+        c = strcmp(a->f->function, b->f->function);
+    return c != 0 ? c : cmp_python_frame(a->caller, b->caller);
+}
+
+/* The links of every call site with a model line, and each call site's first frame's slot in a
+ * table of all frames (offs). */
+static struct chain_link *chain_links(const struct model_report *r, size_t *offs, size_t *n)
+{
+    size_t cap = 0;
+    for (size_t c = 0; c < r->n_callsites; c++) {
+        offs[c] = cap;
+        cap += r->callsites[c].n_frames;
+    }
+    offs[r->n_callsites] = cap;
+    struct chain_link *links = util_xcalloc(cap ? cap : 1, sizeof *links);
+    *n = 0;
+    for (size_t c = 0; c < r->n_callsites; c++) {
+        const struct model_callsite *cs = &r->callsites[c];
+        struct chain_link *prev = NULL;
+        size_t line = innermost_model_line(cs);
+        bool direct = line < cs->n_frames && reaches_card_directly(cs, line);
+        for (size_t i = line; i < cs->n_frames; i++) {
+            const struct model_frame *f = &cs->frames[i];
+            if (!f->python || python_file_is_plumbing(f->file))
+                continue;
+            if (prev) {
+                prev->caller = f;
+                prev->caller_frame = i;
+            }
+            prev = &links[(*n)++];
+            *prev = (struct chain_link){ f, NULL, c, i, SIZE_MAX, direct };
+        }
+    }
+    return links;
+}
+
+/* What the rule knows of one function: the links [first, end) in the sorted table. */
+struct alloc_fn {
+    size_t first, end;
+    bool direct_only, allocator;
+};
+
+/* Groups the sorted links by function, numbering each link's frame in fn_of, and marks the
+ * functions that reach the card directly and are called from two or more lines. */
+static struct alloc_fn *group_functions(const struct chain_link *l, size_t n, const size_t *offs,
+                                        size_t *fn_of, size_t *nfn)
+{
+    struct alloc_fn *fns = util_xcalloc(n ? n : 1, sizeof *fns);
+    *nfn = 0;
+    for (size_t i = 0; i < n;) {
+        struct alloc_fn *fn = &fns[(*nfn)++];
+        *fn = (struct alloc_fn){ .first = i, .direct_only = true };
+        size_t callers = 0;
+        for (; i < n && strcmp(l[i].f->file, l[fn->first].f->file) == 0 &&
+               strcmp(l[i].f->function, l[fn->first].f->function) == 0;
+             i++) {
+            fn_of[offs[l[i].cs] + l[i].frame] = *nfn - 1;
+            fn->direct_only &= l[i].direct;
+            if (l[i].caller && (i == fn->first || cmp_python_frame(l[i - 1].caller, l[i].caller)))
+                callers++;
+        }
+        fn->end = i;
+        fn->allocator = fn->direct_only && callers >= 2;
+    }
+    return fns;
+}
+
+/* Adds the functions reached directly and called only from allocators, until none is left. */
+static void close_allocators(struct alloc_fn *fns, size_t nfn, const struct chain_link *l,
+                             const size_t *offs, const size_t *fn_of)
+{
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (size_t k = 0; k < nfn; k++) {
+            if (fns[k].allocator || !fns[k].direct_only)
+                continue;
+            bool all = true, any = false;
+            for (size_t i = fns[k].first; i < fns[k].end && all; i++) {
+                any |= l[i].caller != NULL;
+                all = l[i].caller && fns[fn_of[offs[l[i].cs] + l[i].caller_frame]].allocator;
+            }
+            if (all && any) {
+                fns[k].allocator = true;
+                grew = true;
+            }
+        }
+    }
+}
+
+void model_find_allocators(struct model_report *r)
+{
+    size_t *offs = util_xcalloc(r->n_callsites + 1, sizeof *offs), n, nfn;
+    struct chain_link *links = chain_links(r, offs, &n);
+    qsort(links, n, sizeof *links, cmp_links);
+    size_t *fn_of = util_xcalloc(offs[r->n_callsites] + 1, sizeof *fn_of);
+    struct alloc_fn *fns = group_functions(links, n, offs, fn_of, &nfn);
+    close_allocators(fns, nfn, links, offs, fn_of);
+    /* Each call site: outward from its model line past the allocator's frames. */
+    for (size_t c = 0; c < r->n_callsites; c++) {
+        struct model_callsite *cs = &r->callsites[c];
+        size_t line = innermost_model_line(cs), past = line;
+        cs->past_allocator = 0;
+        for (size_t i = line; i < cs->n_frames; i++) {
+            const struct model_frame *f = &cs->frames[i];
+            if (!f->python || python_file_is_plumbing(f->file))
+                continue;
+            past = i;
+            if (!fns[fn_of[offs[c] + i]].allocator)
+                break;
+        }
+        if (past > line && !fns[fn_of[offs[c] + past]].allocator)
+            cs->past_allocator = past;
+    }
+    free(fns);
+    free(fn_of);
+    free(links);
+    free(offs);
+}
+
 size_t model_app_frame(const struct model_callsite *cs)
 {
     if (!cs)
@@ -1049,10 +1227,11 @@ size_t model_app_frame(const struct model_callsite *cs)
     /* The line of Python that made the tensor, even below native code of the user's own (an
      * extension module): Python is where the job is written. A package's line rather than the
      * user's own when the user's file only calls into the package (YOLO(...).train()): the
-     * user's line is then the same for every allocation and says nothing. */
+     * user's line is then the same for every allocation and says nothing. Below a function
+     * that only allocates for its callers (model_find_allocators), the line that called it. */
     size_t i = innermost_model_line(cs);
     if (i < cs->n_frames)
-        return i;
+        return cs->past_allocator > i ? cs->past_allocator : i;
     for (i = 0; i < cs->n_frames; i++)
         if (!model_frame_is_library(&cs->frames[i]))
             return i;
@@ -1081,6 +1260,17 @@ bool model_add_site_rule(struct strbuf *b, const struct model_report *r,
         return false;
     size_t app = model_app_frame(cs);
     const struct model_frame *f = &cs->frames[app];
+    if (cs->past_allocator && app == cs->past_allocator) {
+        /* the allocator's outermost frame: the last line of the model's code inside the name */
+        const struct model_frame *outer = NULL;
+        for (size_t i = 0; i < app; i++)
+            if (cs->frames[i].python && !python_file_is_plumbing(cs->frames[i].file))
+                outer = &cs->frames[i];
+        sb_add(b, "the line that calls ");
+        model_add_frame(b, r, outer, MODEL_NAME_SHORT);
+        sb_add(b, ", which only allocates for the lines that call it");
+        return true;
+    }
     if (!f->python || !python_package_of(f->file, NULL))
         return false;
     sb_add(b, "the innermost line outside PyTorch, in ");

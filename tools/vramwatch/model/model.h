@@ -44,6 +44,10 @@ struct model_callsite {
      * finds phases from. Read as they are, unchecked (any integer; unknown when absent, null or
      * not an integer): the phase finder leaves out a site that lacks one. */
     model_int first_alloc_unix_ns, live_bytes_before_first, peak_live_bytes_before_first;
+    /* Found when the report is loaded (model_app_frame reads it): the index of the frame just
+     * outside the allocator functions the model's line is in, when it is one (a function that
+     * only allocates on behalf of the lines that call it); 0 when it is not. */
+    size_t past_allocator;
 };
 
 /* Another process holding memory on the device when the card ran out (NVML). */
@@ -286,10 +290,16 @@ size_t model_app_frame(const struct model_callsite *cs);
 /* The application frame when it is a line of the user's Python code, else NULL: call sites that
  * end in one line are one row of the report's table. */
 const struct model_frame *model_user_line(const struct model_callsite *cs);
+/* Finds the call sites whose model line is in a function that only allocates on behalf of the
+ * lines that call it, and sets their past_allocator (model_app_frame's rule, model.c). The
+ * loaders call it; a report made otherwise (vramwatch top's, from its live files) calls it once
+ * its call sites are in place. */
+void model_find_allocators(struct model_report *r);
 /* Which rule named the call site, when it is an installed package's line: "the innermost line
  * outside PyTorch, in ultralytics: your train.py:5 in <module> only calls into it" (or "no line of
- * your own code is on the stack"). False, with nothing written, for the user's own line and
- * native frames, which need no saying. */
+ * your own code is on the stack"); when it is the line that called an allocator: "the line that
+ * calls train.py:194 in Pool.malloc, which only allocates for the lines that call it". False, with
+ * nothing written, for the user's own line and native frames, which need no saying. */
 bool model_add_site_rule(struct strbuf *b, const struct model_report *r,
                          const struct model_callsite *cs);
 
