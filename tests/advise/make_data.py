@@ -63,6 +63,9 @@ REPORTS = {
     # one process whose weights and optimizer state (9 GiB) are most of a 16 GiB card, at batch 24
     "static-heavy-oom": (["--batch", "24", "--static-gib", "9", "--sample-mib", "300"], ["--limit", "16GiB"],
                          ["python3", "train.py", "--batch-size", "24", "--model", "vit_large"], False),
+    # the quick start of the README (vramwatch run --sim 16GiB -- python3 examples/train_sim.py ...)
+    "quickstart-oom-b64": (["--batch", "64", "--img", "640"], ["--sim", "16GiB"],
+                           ["python3", "examples/train_sim.py", "--batch", "64", "--img", "640"], False),
 }
 
 # The two ranks of one job whose weights and optimizer state take most of a 16 GiB card.
@@ -107,7 +110,7 @@ def main():
             r = json.load(open(found[0]))
         r["process"]["argv"] = argv
         r["process"]["cwd"] = "/home/user/job"
-        r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k != "VRAMWATCH_DIR"}
+        r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k not in ("VRAMWATCH_DIR", "VRAMWATCH_STATUS")}
         r = neutral(r, os.path.dirname(os.path.dirname(os.path.abspath(o.train_sim))))
         if drop_markers:
             r["markers"] = []
@@ -132,7 +135,7 @@ def main():
         r = neutral(r, os.path.dirname(os.path.dirname(os.path.abspath(o.train_sim))))
         r["process"]["argv"] = argv
         r["process"]["cwd"] = "/home/user/job"
-        r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k != "VRAMWATCH_DIR"}
+        r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k not in ("VRAMWATCH_DIR", "VRAMWATCH_STATUS")}
         with open(os.path.join(o.out, f"zero-rank{rank}.json"), "w") as f:
             json.dump(r, f, indent=1)
             f.write("\n")

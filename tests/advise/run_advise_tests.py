@@ -61,6 +61,8 @@ GOLDEN = {
     "ultralytics-autobatch": ["ultralytics-autobatch-observe.json"],
     # the YOLOv9 job at batch 44 on 6 GiB cards: DDP on 8 GPUs with --batch 40, a multiple of 8
     "yolov9-ddp-round": ["--target", "6GiB", "val-oom-b44.json"],
+    # the README's quick start: a generic script, its own name in the snippets' notes
+    "quickstart": ["quickstart-oom-b64.json"],
 }
 
 # (arguments, what stderr must contain)
@@ -85,7 +87,9 @@ PRINTED = (0, 1)
 
 
 def run(exe, args, cwd):
-    p = vwtest.run([exe, "advise"] + args, env=vwtest.clean_env(keep_preload=True), cwd=cwd, text=True)
+    # the width the text is wrapped to, pinned (docs/advice.md: $COLUMNS, else 80)
+    p = vwtest.run([exe, "advise"] + args, env=vwtest.clean_env({"COLUMNS": "80"}, keep_preload=True),
+                   cwd=cwd, text=True)
     return p.returncode, p.stdout, p.stderr
 
 

@@ -8,6 +8,7 @@
 
 #include "colour.h"
 #include "findings.h"
+#include "wrap.h"
 
 #define TOP_CALLSITES 10
 /* Application frames shown for the failure without --full. */
@@ -111,12 +112,12 @@ static void print_header(FILE *out, const struct model_report *r, const struct c
             sb_printf(&b, " (local rank %" PRId64 ")", p->local_rank.v);
     }
     put_line(out, "  ", &b);
-    if (p->start_unix_ns.known)
-        fprintf(out, "  report written at %s (times count from the process start): %s\n",
-                when(r, r->time_unix_ns, t), reason_text(r->reason));
-    else
-        fprintf(out, "  report written at %s (the process start is unknown): %s\n",
-                when(r, r->time_unix_ns, t), reason_text(r->reason));
+    sb_truncate(&b, 0);
+    sb_printf(&b, "report written at %s (%s): %s", when(r, r->time_unix_ns, t),
+              p->start_unix_ns.known ? "times count from the process start"
+                                     : "the process start is unknown",
+              reason_text(r->reason));
+    wrap_put(out, "  ", "  ", sb_str(&b), wrap_width(out));
     sb_free(&b);
 }
 
