@@ -3,7 +3,8 @@
 the answer first (what to change, the command to run next and the fit command, each command on a
 line of its own, within the first 10 lines of advise and of run), prose wrapped to $COLUMNS and
 never inside a word, commands and code never wrapped, --brief printing the answer alone, code
-snippets of the current API on lines of their own naming the job's own script.
+snippets of the current API on lines of their own naming the job's own script, and one figure
+called "peak" in report and advise.
 
     layout.py --vramwatch BUILD/tools/vramwatch/vramwatch --data tests/advise/data
               [--train-sim examples/train_sim.py --python PYTHON] {advise,run}
@@ -119,6 +120,15 @@ def advise_group(o):
           f"the float16 snippet is multi-line:\n{v100}")
     check("torch.cuda.amp" not in v100 and "torch.cuda.amp" not in v100_json, "no torch.cuda.amp")
     check_width(v100, "advise (float16 card) with COLUMNS=80")
+    # the peak: the report's figure, the context apart
+    rc, rep, _ = vw(o, ["report", QUICK])
+    peak = re.search(r"^  peak +(\d+\.\d\d [KMGT]?i?B)", rep, re.M)
+    check(peak is not None, f"report prints a peak row:\n{rep}")
+    obs = re.search(r"peak (\d+\.\d\d [KMGT]?i?B) \(\+ ([^)]*) CUDA context", " ".join(out.split()))
+    check(obs is not None and obs.group(1) == peak.group(1),
+          f"advise's peak is the report's {peak.group(1)}, the context apart: {obs and obs.group(0)}")
+    check(f"peak {peak.group(1)} (+ {obs.group(2)} CUDA context and libraries)" in " ".join(rep.split()),
+          "report names the context apart from the peak as advise does")
 
 
 def run_group(o):

@@ -54,6 +54,17 @@ static void print_setting(FILE *out, const struct advice *a, int width)
     sb_free(&s);
 }
 
+/* "peak 15.09 GiB (+ 300.00 MiB CUDA context and libraries)": the peak as `vramwatch report`
+ * shows it (what the job's allocations held at most), the memory outside them apart. The JSON's
+ * observed.peak_bytes is the sum of the two (docs/advice.md). */
+void advice_add_peak(struct strbuf *b, int64_t peak_reserved, int64_t untracked)
+{
+    char b1[UTIL_SIZE_LEN], b2[UTIL_SIZE_LEN];
+    sb_printf(b, "peak %s", util_fmt_size(peak_reserved, b1));
+    if (untracked > 0)
+        sb_printf(b, " (+ %s CUDA context and libraries)", util_fmt_size(untracked, b2));
+}
+
 /* What the run showed: its batch and image, its peak, how it ended, its phases. */
 static void print_observed(FILE *out, const struct advice *a, int width)
 {
@@ -69,7 +80,7 @@ static void print_observed(FILE *out, const struct advice *a, int width)
         sb_add(&s, "no batch flag found, ");
     if (o->image.found)
         sb_printf(&s, "image %" PRId64 " (%s), ", o->image.value, o->image.name);
-    sb_printf(&s, "peak %s", util_fmt_size(o->peak, b1));
+    advice_add_peak(&s, o->peak - o->untracked, o->untracked);
     if (o->oom)
         sb_printf(&s, "; ran out of memory: needs at least %s", util_fmt_size(o->need, b1));
     else if (o->observe && o->exact)

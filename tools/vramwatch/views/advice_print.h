@@ -19,6 +19,9 @@ void advice_print_brief(FILE *out, const struct advice *a);
 void advice_print_answer(FILE *out, const struct advice *a);
 /* The details alone, what advice_print_text prints after the answer. */
 void advice_print_details(FILE *out, const struct advice *a);
+/* "peak 15.09 GiB (+ 300.00 MiB CUDA context and libraries)": every view's peak, and the memory
+ * outside the job's allocations apart (none when untracked is 0). */
+void advice_add_peak(struct strbuf *b, int64_t peak_reserved, int64_t untracked);
 /* vramwatch.advice/1 (docs/advice.md, advice.schema.json). */
 void advice_print_json(FILE *out, const struct advice *a);
 

@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "advice_print.h"
 #include "colour.h"
 #include "findings.h"
+#include "memmodel.h"
 #include "wrap.h"
 
 #define TOP_CALLSITES 10
@@ -133,10 +135,31 @@ static void print_row(FILE *out, const char *label, const char *value, struct st
     sb_truncate(note, 0);
 }
 
-static void print_device(FILE *out, const struct model_report *r, const struct model_device *d,
-                         const struct colour_style *st)
+/* The peak row: what the job's allocations held at most (the reserved peak, the pools' cache
+ * included: the figure advise and run call peak), with the memory outside them apart on the
+ * device the advice reads (o, NULL when it cannot read the report). */
+static void print_peak_row(FILE *out, const struct model_report *r, const struct model_device *d,
+                           const struct memmodel_obs *o)
 {
     char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
+    struct strbuf b = { 0 };
+    int64_t peak = d->peak_reserved_bytes > d->peak_live_bytes ? d->peak_reserved_bytes
+                                                                : d->peak_live_bytes;
+    if (o && o->device == d && o->untracked > 0)
+        sb_printf(&b, "(+ %s CUDA context and libraries) ", util_fmt_size(o->untracked, s2));
+    if (d->peak_time_unix_ns.known)
+        sb_printf(&b, "at %s", when(r, d->peak_time_unix_ns.v, t));
+    if (peak > d->peak_live_bytes)
+        sb_printf(&b, "%slive at most %s", d->peak_time_unix_ns.known ? ", " : "",
+                  util_fmt_size(d->peak_live_bytes, s2));
+    print_row(out, "peak", util_fmt_size(peak, s1), &b);
+    sb_free(&b);
+}
+
+static void print_device(FILE *out, const struct model_report *r, const struct model_device *d,
+                         const struct memmodel_obs *o, const struct colour_style *st)
+{
+    char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN];
     struct strbuf b = { 0 };
     if (d->ordinal.known)
         fprintf(out, "%sDevice %" PRId64 ": ", st->bold, d->ordinal.v);
@@ -165,10 +188,7 @@ static void print_device(FILE *out, const struct model_report *r, const struct m
         sb_printf(&b, "in %" PRId64 " allocation%s", d->live_count.v,
                   d->live_count.v == 1 ? "" : "s");
     print_row(out, "live", util_fmt_size(d->live_bytes, s1), &b);
-    if (d->peak_time_unix_ns.known)
-        sb_printf(&b, "at %s", when(r, d->peak_time_unix_ns.v, t));
-    print_row(out, "peak", util_fmt_size(d->peak_live_bytes, s1), &b);
-    sb_printf(&b, "peak %s", util_fmt_size(d->peak_reserved_bytes, s2));
+    print_peak_row(out, r, d, o);
     print_row(out, "reserved", util_fmt_size(d->reserved_bytes, s1), &b);
     sb_add(&b, "reserved - live: held by pools, not handed out");
     print_row(out, "fragmentation", util_fmt_size(d->reserved_bytes - d->live_bytes, s1), &b);
@@ -816,11 +836,17 @@ static void print_leaks(FILE *out, const struct model_report *r, const struct co
 void postmortem_print(FILE *out, const struct model_report *r, const struct report_opts *o)
 {
     const struct colour_style *st = colour_style(o->color);
+    /* what the advice reads of the report: the memory outside the job's allocations; NULL when
+     * it cannot read it */
+    struct memmodel_obs obs;
+    struct strbuf err = { 0 };
+    const struct memmodel_obs *ob = memmodel_observe(r, 1, &obs, &err) ? &obs : NULL;
+    sb_free(&err);
     print_header(out, r, st);
     print_lead(out, r, st);
     for (size_t i = 0; i < r->n_devices; i++) {
         fputc('\n', out);
-        print_device(out, r, &r->devices[i], st);
+        print_device(out, r, &r->devices[i], ob, st);
     }
     if (r->n_devices == 0)
         fputs("\nNo device was used.\n", out);
