@@ -3,14 +3,14 @@
 the answer first (what to change, the command to run next and the fit command, each command on a
 line of its own, within the first 10 lines of advise and of run), prose wrapped to $COLUMNS and
 never inside a word, commands and code never wrapped, --brief printing the answer alone, code
-snippets of the current API on lines of their own naming the job's own script, and one figure
-called "peak" in report and advise.
+snippets of the current API on lines of their own naming the job's own script, the phase of a
+failure in the report's first lines, and one figure called "peak" in report and advise.
 
     layout.py --vramwatch BUILD/tools/vramwatch/vramwatch --data tests/advise/data
-              [--train-sim examples/train_sim.py --python PYTHON] {advise,run}
+              [--train-sim examples/train_sim.py --python PYTHON] {advise,report,run}
 
-advise reads recorded reports (tests/advise/data); run runs the README's quick start on the
-simulated GPU (vramwatch run --sim 16GiB).
+advise and report read recorded reports (tests/advise/data); run runs the README's quick start on
+the simulated GPU (vramwatch run --sim 16GiB).
 """
 import argparse
 import json
@@ -131,6 +131,19 @@ def advise_group(o):
           "report names the context apart from the peak as advise does")
 
 
+def report_group(o):
+    for name in ("val-oom-b44.json", "val-oom-b44-nomarkers.json"):
+        rc, out, err = vw(o, ["report", name])
+        check(rc == 1 and not err, f"report {name}: exit {rc}, stderr {err!r}")
+        first = "\n".join(out.splitlines()[:8])
+        check('"epoch 0 val"' in first and "validation" in first,
+              f"report {name}: the first lines name the phase of the failure (validation):\n{first}")
+        check_width(first, f"report {name}: its first lines")
+    rc, out, _ = vw(o, ["report", QUICK])
+    first = "\n".join(out.splitlines()[:8])
+    check('"epoch 0 train"' in first, f"report {QUICK}: names the training phase:\n{first}")
+
+
 def run_group(o):
     if not o.train_sim:
         raise vwtest.Skipped("no --train-sim given")
@@ -159,10 +172,10 @@ def main():
     ap.add_argument("--data", required=True)
     ap.add_argument("--train-sim")
     ap.add_argument("--python", default=sys.executable)
-    ap.add_argument("group", choices=["advise", "run"])
+    ap.add_argument("group", choices=["advise", "report", "run"])
     o = ap.parse_args()
     o.vramwatch = os.path.abspath(o.vramwatch)  # the commands run in other folders
-    return vwtest.run_group({"advise": advise_group, "run": run_group}, o)
+    return vwtest.run_group({"advise": advise_group, "report": report_group, "run": run_group}, o)
 
 
 if __name__ == "__main__":

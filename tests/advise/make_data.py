@@ -66,6 +66,9 @@ REPORTS = {
     # the quick start of the README (vramwatch run --sim 16GiB -- python3 examples/train_sim.py ...)
     "quickstart-oom-b64": (["--batch", "64", "--img", "640"], ["--sim", "16GiB"],
                            ["python3", "examples/train_sim.py", "--batch", "64", "--img", "640"], False),
+    # val-oom-b44 without markers: the phases are found from the call sites
+    "val-oom-b44-nomarkers": (["--batch", "44", "--val-mem", "1.6", "--no-markers", "--step-ms", "25"],
+                              ["--limit", "16GiB"], YOLO[:7] + ["44"] + YOLO[8:], False),
 }
 
 # The two ranks of one job whose weights and optimizer state take most of a 16 GiB card.

@@ -63,6 +63,8 @@ GOLDEN = {
     "yolov9-ddp-round": ["--target", "6GiB", "val-oom-b44.json"],
     # the README's quick start: a generic script, its own name in the snippets' notes
     "quickstart": ["quickstart-oom-b64.json"],
+    # val-oom-b44 without markers: validation found from the call sites
+    "validation-oom-nomarkers": ["val-oom-b44-nomarkers.json"],
 }
 
 # (arguments, what stderr must contain)

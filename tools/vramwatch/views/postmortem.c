@@ -376,7 +376,23 @@ static void print_framework(FILE *out, const struct model_report *r, const struc
 /* The first line after the header: where the program ran out of memory, as the line of the
  * user's own Python code when there is one, else the call site's application frame (model.h):
  * the name every view gives it. Nothing when no location is known. */
-static void print_lead(FILE *out, const struct model_report *r, const struct colour_style *st)
+/* '  in phase "epoch 0 val": validation (from the markers)', under the headline: the phase the
+ * advice finds the failure in (memmodel_observe: the job's markers or the companion's
+ * model.train()/eval() phases, else phases found from the call sites), or nothing. */
+static void print_failure_phase(FILE *out, const struct memmodel_obs *o)
+{
+    if (!o || !o->oom || !o->phase)
+        return;
+    struct strbuf b = { 0 };
+    sb_printf(&b, "in phase \"%s\": %s (%s)", o->phase,
+              memmodel_is_validation(o->phase) ? "validation" : "training",
+              o->auto_phases ? "found from the call sites, no markers" : "from the markers");
+    wrap_put(out, "  ", "  ", sb_str(&b), wrap_width(out));
+    sb_free(&b);
+}
+
+static void print_lead(FILE *out, const struct model_report *r, const struct memmodel_obs *o,
+                       const struct colour_style *st)
 {
     const struct model_failure *f = model_real_oom(r);
     struct strbuf b = { 0 };
@@ -386,7 +402,9 @@ static void print_lead(FILE *out, const struct model_report *r, const struct col
         if (cs && cs->n_frames)
             add_callsite(&b, r, f->callsite);
         if (b.len) {
+            /* the location whole on its line: every view names it so (run_one_rule.py) */
             fprintf(out, "\n%sOut of memory at%s %s\n", st->red, st->reset, sb_str(&b));
+            print_failure_phase(out, o);
             sb_truncate(&b, 0);
             if (model_add_site_rule(&b, r, cs))
                 fprintf(out, "  named by %s\n", sb_str(&b));
@@ -398,6 +416,7 @@ static void print_lead(FILE *out, const struct model_report *r, const struct col
         if (fw->device.known)
             sb_printf(&b, " on GPU %" PRId64, fw->device.v);
         fprintf(out, "\n%sOut of memory in PyTorch%s%s\n", st->red, st->reset, sb_str(&b));
+        print_failure_phase(out, o);
     } else if (model_under_pressure(r)) {
         /* A caching allocator that flushed and retried with success got its memory: the run
          * fitted, however tight, and saying "out of memory" would send people to shrink a job
@@ -836,14 +855,14 @@ static void print_leaks(FILE *out, const struct model_report *r, const struct co
 void postmortem_print(FILE *out, const struct model_report *r, const struct report_opts *o)
 {
     const struct colour_style *st = colour_style(o->color);
-    /* what the advice reads of the report: the memory outside the job's allocations; NULL when
-     * it cannot read it */
+    /* what the advice reads of the report: the phase of a failure, the memory outside the job's
+     * allocations; NULL when it cannot read it */
     struct memmodel_obs obs;
     struct strbuf err = { 0 };
     const struct memmodel_obs *ob = memmodel_observe(r, 1, &obs, &err) ? &obs : NULL;
     sb_free(&err);
     print_header(out, r, st);
-    print_lead(out, r, st);
+    print_lead(out, r, ob, st);
     for (size_t i = 0; i < r->n_devices; i++) {
         fputc('\n', out);
         print_device(out, r, &r->devices[i], ob, st);
