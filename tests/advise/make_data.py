@@ -72,6 +72,12 @@ REPORTS = {
                             YOLO[:7] + ["32"] + YOLO[8:], False),
     # a run that fitted because validation made the allocator flush training's cache
     "flush-val-b44": (["--batch", "44", "--val-mem", "1.3"], ["--limit", "16GiB"], YOLO[:7] + ["44"] + YOLO[8:], False),
+    # the quick start of the README (vramwatch run --sim 16GiB -- python3 examples/train_sim.py ...)
+    "quickstart-oom-b64": (["--batch", "64", "--img", "640"], ["--sim", "16GiB"],
+                           ["python3", "examples/train_sim.py", "--batch", "64", "--img", "640"], False),
+    # val-oom-b44 without markers: the phases are found from the call sites
+    "val-oom-b44-nomarkers": (["--batch", "44", "--val-mem", "1.6", "--no-markers", "--step-ms", "25"],
+                              ["--limit", "16GiB"], YOLO[:7] + ["44"] + YOLO[8:], False),
 }
 
 # The two ranks of one job whose weights and optimizer state take most of a 16 GiB card.
@@ -119,7 +125,7 @@ def main():
             r = json.load(open(found[0]))
         r["process"]["argv"] = argv
         r["process"]["cwd"] = "/home/user/job"
-        r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k != "VRAMWATCH_DIR"}
+        r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k not in ("VRAMWATCH_DIR", "VRAMWATCH_STATUS")}
         r = neutral(r, os.path.dirname(os.path.dirname(os.path.abspath(o.train_sim))))
         if drop_markers:
             r["markers"] = []
@@ -150,7 +156,7 @@ def ranks(o, env, stem, flags, argv, cards):
         r = neutral(r, os.path.dirname(os.path.dirname(os.path.abspath(o.train_sim))))
         r["process"]["argv"] = argv
         r["process"]["cwd"] = "/home/user/job"
-        r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k != "VRAMWATCH_DIR"}
+        r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k not in ("VRAMWATCH_DIR", "VRAMWATCH_STATUS")}
         with open(os.path.join(o.out, f"{stem}{rank}.json"), "w") as f:
             json.dump(r, f, indent=1)
             f.write("\n")

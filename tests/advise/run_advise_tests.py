@@ -73,6 +73,10 @@ GOLDEN = {
     # headroom (a prediction above the usable memory never "may fit")
     "target-larger": ["--target", "24GiB", "yolov9-oom-b64-nomarkers.json"],
     "target-smaller": ["--target", "8GiB", "--headroom", "5", "yolov9-oom-b64.json"],
+    # the README's quick start: a generic script, its own name in the snippets' notes
+    "quickstart": ["quickstart-oom-b64.json"],
+    # val-oom-b44 without markers: validation found from the call sites
+    "validation-oom-nomarkers": ["val-oom-b44-nomarkers.json"],
 }
 
 # What a case's advice must say, beyond its golden text: the figures the issue that added it
@@ -139,7 +143,9 @@ PRINTED = (0, 1)
 
 
 def run(exe, args, cwd):
-    p = vwtest.run([exe, "advise"] + args, env=vwtest.clean_env(keep_preload=True), cwd=cwd, text=True)
+    # the width the text is wrapped to, pinned (docs/advice.md: $COLUMNS, else 80)
+    p = vwtest.run([exe, "advise"] + args, env=vwtest.clean_env({"COLUMNS": "80"}, keep_preload=True),
+                   cwd=cwd, text=True)
     return p.returncode, p.stdout, p.stderr
 
 

@@ -63,7 +63,8 @@ LATER = []  # every command of the contract is available
 
 def base_env(extra=None):
     env = clean_env(drop=("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"))
-    env.update(LC_ALL="C", TERM="dumb", NO_COLOR="1")
+    # COLUMNS: the width the post-mortem and the advice wrap their prose to, pinned
+    env.update(LC_ALL="C", TERM="dumb", NO_COLOR="1", COLUMNS="80")
     # A preloaded library comes before the sanitizer runtime in a sanitized build; that is fine here.
     env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
     if extra:
@@ -271,8 +272,10 @@ def group_golden_pressure(opts):
           "an exit report with an unrescued failure:\n" + out)
     # The reason reads as what it is in the header.
     code, out, err = report_of(opts, pressure)
-    check(out.splitlines()[2].endswith(": an allocation failed and its retry succeeded (memory pressure)"),
-          "the header's reason: %r" % out.splitlines()[2])
+    # (its prose wrapped to the width: the header's paragraph with its lines joined)
+    header = " ".join(out.split("\n\n")[0].split())
+    check(header.endswith(": an allocation failed and its retry succeeded (memory pressure)"),
+          "the header's reason: %r" % header)
 
 
 def group_golden_capacity(opts):
@@ -632,7 +635,9 @@ def group_run(opts):
         rdir = os.path.join(work, "r1")
         r = vw(["run", "--dir", rdir, "--", opts.child, "report"])
         check(r.returncode == 0, "run report: exit %d %s" % (r.returncode, r.stderr))
-        check(r.stdout.startswith(b"vramwatch report: cli-child report\n"), "post-mortem: %r" % r.stdout[:200])
+        # the run did not fit: the advice's answer first, then the post-mortem
+        check(r.stdout.startswith(b"Answer: ") and b"\n\nvramwatch report: cli-child report\n" in r.stdout,
+              "the answer, then the post-mortem: %r" % r.stdout[:300])
         check(b"What failed: cudaMalloc of 1.00 MiB on device 0" in r.stdout, "post-mortem failure: %r" % r.stdout)
         rdir2 = os.path.join(work, "r2")
         os.mkdir(rdir2)

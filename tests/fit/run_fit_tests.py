@@ -156,7 +156,7 @@ def group_search(o, env, tmp, vw, need_of, job):
         # A trial that ran out of memory stopped short of its need: its line says the peak is what
         # it held when it failed, so it is not read as smaller than the peaks of trials that fit.
         failed = [l for l in p.stderr.splitlines() if ": oom," in l and l.endswith(": out of memory")]
-        check(failed and all(re.search(r": oom, peak [0-9.]+ [KMG]?i?B when it failed \(it needed more\), ", l)
+        check(failed and all(re.search(r": oom, peak [0-9.]+ [KMG]?i?B( \(\+ [^)]*\))? when it failed \(it needed more\), ", l)
                              for l in failed),
               "out-of-memory trial lines say the peak is what was in use when it failed: %r" % failed)
         by_value = {t["value"]: t for t in trials}

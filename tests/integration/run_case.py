@@ -762,13 +762,16 @@ def case_cli_run(run):
     p = run.run([run.args.vramwatch, "run", "--dir", run.dir, "--", run.args.paths, "oom"], sim,
                 preload=False)
     check("What failed: cudaMalloc of 300.00 MiB" in p.stdout, f"post-mortem printed:\n{p.stdout}")
-    check("vramwatch advise:" in p.stdout and "Recommendations" in p.stdout,
-           f"advice printed after the out-of-memory:\n{p.stdout}")
+    # the advice's answer before the post-mortem, its reasons after
+    check(p.stdout.startswith("Answer: ") and "Recommendations" in p.stdout
+          and p.stdout.index("What failed:") < p.stdout.index("Recommendations"),
+          f"advice printed after the out-of-memory, its answer first:\n{p.stdout}")
     eq(dev0(run.report())["failed_calls"], 3, "the report is the library's")
     os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
     run.run([run.args.vramwatch, "run", "--dir", run.dir, "--", "/bin/sh", "-c",
              f"{run.args.paths} rt_malloc; exit 5"], sim, preload=False, expect_rc=5)
-    check("vramwatch advise:" not in run.stdout, "no advice for a run that did not run out of memory")
+    check("Answer:" not in run.stdout and "Recommendations" not in run.stdout,
+          "no advice for a run that did not run out of memory")
     eq(dev0(run.report())["live_bytes"], 6 * MiB, "report of the shell's child")
 
 

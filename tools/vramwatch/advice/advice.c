@@ -128,42 +128,75 @@ static const char *sim_card(const struct advice *a)
     return v && *v && strcspn(v, " \t\n'\"\\$`;&|<>") == strlen(v) ? v : NULL;
 }
 
+/* A command or code the note points to, printed apart from its prose (advice.h). */
+static struct strbuf *add_block(struct advice_rec *x, const char *intro, bool code)
+{
+    if (x->n_blocks == ADVICE_MAX_BLOCKS)
+        util_out_of_memory(); /* a programming error, as fatal: more blocks than a note has */
+    struct advice_block *k = &x->blocks[x->n_blocks++];
+    k->intro = intro;
+    k->code = code;
+    return &k->body;
+}
+
 static void add_measure_note(struct advice *a, struct advice_rec *x, char **cmd, size_t n)
 {
-    sb_add(&x->note, "; measure it exactly with: vramwatch run");
+    struct strbuf *b = add_block(x, "measure it exactly with", false);
+    sb_add(b, "vramwatch run");
     /* Observe mode needs a card with room beyond the limit: on the simulator, twice the card. */
     if (sim_card(a)) {
-        sb_add(&x->note, " --sim ");
-        util_add_size_arg(&x->note, (uint64_t)(2 * a->capacity));
+        sb_add(b, " --sim ");
+        util_add_size_arg(b, (uint64_t)(2 * a->capacity));
     }
-    sb_add(&x->note, " --limit ");
-    util_add_size_arg(&x->note, (uint64_t)a->capacity);
-    sb_add(&x->note, " --observe -- ");
-    add_argv_note(&x->note, cmd, n);
+    sb_add(b, " --limit ");
+    util_add_size_arg(b, (uint64_t)a->capacity);
+    sb_add(b, " --observe -- ");
+    add_argv_note(b, cmd, n);
 }
 
 /* `vramwatch fit`: the measured search, started from cmd (the command as it ran, or the one
  * proposed when that one cannot be started from: AutoBatch's). */
-static void add_fit_note_from(struct advice *a, struct advice_rec *x, const char *const *cmd,
-                              size_t n)
+static void add_fit_command(const struct advice *a, struct strbuf *b, const char *const *cmd,
+                            size_t n)
 {
-    sb_add(&x->note, "; find the largest batch that fits by measuring: vramwatch fit");
+    sb_add(b, "vramwatch fit");
     if (sim_card(a) && a->capacity > a->run_capacity) {
         /* a larger card than the run's: the simulated one of that size, not a limit above it */
-        sb_add(&x->note, " --sim ");
-        util_add_size_arg(&x->note, (uint64_t)a->capacity);
+        sb_add(b, " --sim ");
+        util_add_size_arg(b, (uint64_t)a->capacity);
     } else if (sim_card(a)) {
-        sb_printf(&x->note, " --sim %s", sim_card(a));
+        sb_printf(b, " --sim %s", sim_card(a));
     }
     if (a->capacity_from && strcmp(a->capacity_from, "the card's total") != 0 &&
         a->capacity <= a->run_capacity) {
-        sb_add(&x->note, " --limit ");
-        util_add_size_arg(&x->note, (uint64_t)a->capacity);
+        sb_add(b, " --limit ");
+        util_add_size_arg(b, (uint64_t)a->capacity);
     }
     if (a->headroom != 10)
-        sb_printf(&x->note, " --headroom %g", a->headroom);
-    sb_printf(&x->note, " --flag %s -- ", a->o->batch.name);
-    util_add_argv(&x->note, cmd, n);
+        sb_printf(b, " --headroom %g", a->headroom);
+    sb_printf(b, " --flag %s -- ", a->o->batch.name);
+    util_add_argv(b, cmd, n);
+}
+
+static void add_fit_note_from(struct advice *a, struct advice_rec *x, const char *const *cmd,
+                              size_t n)
+{
+    add_fit_command(a, add_block(x, "find the largest batch that fits by measuring", false), cmd, n);
+}
+
+/* The fit command the answer names: the one a recommendation gives, else the search from the
+ * command as it ran, where the batch flag is known. */
+static void find_fit_command(struct advice *a)
+{
+    for (size_t i = 0; i < a->n_recs; i++)
+        for (size_t k = 0; k < a->recs[i].n_blocks; k++)
+            if (strncmp(sb_str(&a->recs[i].blocks[k].body), "vramwatch fit ", 14) == 0) {
+                sb_add(&a->fit_command, sb_str(&a->recs[i].blocks[k].body));
+                return;
+            }
+    /* no search where no batch fits: the static part alone fills the card, or a leak will */
+    if (a->o->batch.found && !a->job && !a->static_large && !a->no_batch_fits && !a->leak_fills)
+        add_fit_command(a, &a->fit_command, a->r->process.argv, a->r->process.argc);
 }
 
 static void add_fit_note(struct advice *a, struct advice_rec *x)
@@ -345,11 +378,12 @@ static int64_t advise_largest_batch(struct advice *a)
                "; the need lies between this prediction (from the level at which the run crossed the "
                "limit) and ");
         add_size(&x->note, memmodel_predict_upper(m, best_b, cur_img));
-        sb_add(&x->note,
-               " (from its peak, the allocator's cache included): confirm with vramwatch run --limit ");
-        util_add_size_arg(&x->note, (uint64_t)a->capacity);
-        sb_add(&x->note, " -- ");
-        add_argv_note(&x->note, x->command, x->command_n);
+        sb_add(&x->note, " (from its peak, the allocator's cache included)");
+        struct strbuf *b = add_block(x, "confirm with", false);
+        sb_add(b, "vramwatch run --limit ");
+        util_add_size_arg(b, (uint64_t)a->capacity);
+        sb_add(b, " -- ");
+        add_argv_note(b, x->command, x->command_n);
     } else if (m->lower_bound) {
         sb_add(&x->note, " (the model rests on a failure, so the prediction is a lower bound)");
     }
@@ -897,6 +931,31 @@ static void advise_ultralytics_amp(struct advice *a)
     }
 }
 
+/* How to add autocast to a script with no AMP switch: the note, and the code as a block. */
+static void add_amp_snippet(struct advice *a, struct advice_rec *x, bool bf16)
+{
+    const char *script = script_name(a->r);
+    sb_printf(&x->note,
+              "if %s runs in fp32 (no AMP switch on this command line), run the forward pass and "
+              "the loss under autocast%s",
+              script ? script : "the script",
+              bf16 ? " in bfloat16 (this card supports it, no loss scaling needed)"
+                   : " in float16, with a gradient scaler for the loss");
+    struct strbuf *b = add_block(x, "in the training step", true);
+    if (bf16) {
+        sb_add(b, "with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n"
+                  "    loss = criterion(model(x), y)\n"
+                  "loss.backward()");
+        return;
+    }
+    sb_add(b, "scaler = torch.amp.GradScaler(\"cuda\")  # once, before the loop\n"
+              "with torch.autocast(\"cuda\", dtype=torch.float16):\n"
+              "    loss = criterion(model(x), y)\n"
+              "scaler.scale(loss).backward()\n"
+              "scaler.step(optimizer)\n"
+              "scaler.update()");
+}
+
 /* A generic script: its AMP switch, one its source defines, or how to add autocast. */
 static void advise_generic_amp(struct advice *a, bool bf16)
 {
@@ -933,19 +992,46 @@ static void advise_generic_amp(struct advice *a, bool bf16)
                     "mixed precision with it",
                     x->flag);
         } else {
-            sb_printf(
-                    &x->note,
-                    "if the script runs in fp32 (no AMP switch on this command line), wrap the "
-                    "forward pass and the loss: with torch.autocast(\"cuda\", dtype=torch.%s): "
-                    "loss = criterion(model(x), y)%s",
-                    bf16 ? "bfloat16" : "float16",
-                    bf16 ? " (bfloat16: this card supports it, no loss scaling needed)"
-                         : "; then scaler = torch.cuda.amp.GradScaler(); scaler.scale(loss).backward(); "
-                           "scaler.step(optimizer); scaler.update()");
+            add_amp_snippet(a, x, bf16);
         }
         typical_note(a, x, AMP_ACTIVATIONS_KEPT);
         sb_add(&x->note, AMP_COST);
     }
+}
+
+/* Where a script has no switch for checkpointing: the note, and the code as a block. */
+static void add_ckpt_snippet(struct advice *a, struct advice_rec *x, enum cmdline_family fam)
+{
+    const char *script = script_name(a->r);
+    if (fam == CMDLINE_YOLO) {
+        sb_add(&x->note, "YOLOv5/v7/v9 have no switch for it: in models/common.py, checkpoint the "
+                         "deep backbone blocks while training");
+        sb_add(add_block(x, "in their forward", true),
+               "if self.training:\n"
+               "    return torch.utils.checkpoint.checkpoint(self.forward_impl, x, use_reentrant=False)\n"
+               "return self.forward_impl(x)");
+        return;
+    }
+    if (fam == CMDLINE_ULTRALYTICS) {
+        sb_add(&x->note, "Ultralytics has no setting for it: checkpoint the backbone modules while "
+                         "training (a patched or subclassed model)");
+        sb_add(add_block(x, "in the model's forward", true),
+               "if self.training:\n"
+               "    x = torch.utils.checkpoint.checkpoint(module, x, use_reentrant=False)\n"
+               "else:\n"
+               "    x = module(x)");
+        return;
+    }
+    sb_printf(&x->note,
+              "if %s has a switch for it (--checkpoint, --gradient-checkpointing), add it; else "
+              "checkpoint the deep blocks while training",
+              script ? script : "the script");
+    sb_add(add_block(x, "in the model's forward", true),
+           "for block in self.blocks:\n"
+           "    if self.training:\n"
+           "        x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)\n"
+           "    else:\n"
+           "        x = block(x)");
 }
 
 static void advise_checkpointing(struct advice *a, enum cmdline_family fam)
@@ -967,27 +1053,15 @@ static void advise_checkpointing(struct advice *a, enum cmdline_family fam)
         return;
     struct advice_rec *x = add_rec(a, "checkpointing");
     typical_prediction(a, x, CKPT_ACTIVATIONS_KEPT);
-    if (fam == CMDLINE_YOLO)
-        sb_add(&x->note,
-               "YOLOv5/v7/v9 have no switch for it: in models/common.py, make the deep backbone blocks' "
-               "forward return torch.utils.checkpoint.checkpoint(self.forward_impl, x, use_reentrant=False) "
-               "while self.training");
-    else if (fam == CMDLINE_ULTRALYTICS)
-        sb_add(&x->note,
-               "Ultralytics has no setting for it: wrap the backbone modules' forward in "
-               "torch.utils.checkpoint.checkpoint(module, x, use_reentrant=False) while training "
-               "(a patched or subclassed model)");
-    else if ((x->flag = script_option(&a->script, a->r, ckpt_options,
-                                      sizeof ckpt_options / sizeof ckpt_options[0])) != NULL) {
+    if (fam != CMDLINE_YOLO && fam != CMDLINE_ULTRALYTICS &&
+        (x->flag = script_option(&a->script, a->r, ckpt_options,
+                                 sizeof ckpt_options / sizeof ckpt_options[0])) != NULL) {
         struct cmdline_edit e = { NULL, x->flag, 0 };
         x->command = cmdline_with_edits(argv, argc, &e, 1, &x->command_n);
         sb_printf(&x->note, "the script defines %s, though this command line does not give it",
                   x->flag);
     } else
-        sb_add(&x->note,
-               "if the script has a switch for it (examples/train_torch.py: --checkpoint), add it; else "
-               "call the deep blocks as x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False) "
-               "in the model's forward while training");
+        add_ckpt_snippet(a, x, fam);
     typical_note(a, x, CKPT_ACTIVATIONS_KEPT);
     sb_add(&x->note, CKPT_COST);
 }
@@ -1117,9 +1191,15 @@ static void advise_smaller_model(struct advice *a, enum cmdline_family fam)
            "is not predicted (another model): measure it with vramwatch run");
 }
 
-#define DS_OFFLOAD                                                                                                 \
-    "{\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true}}, " \
-    "\"bf16\": {\"enabled\": \"auto\"}, \"train_micro_batch_size_per_gpu\": \"auto\"}"
+#define DS_OFFLOAD                                                                   \
+    "{\n"                                                                           \
+    "  \"zero_optimization\": {\n"                                                  \
+    "    \"stage\": 2,\n"                                                            \
+    "    \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true}\n"          \
+    "  },\n"                                                                         \
+    "  \"bf16\": {\"enabled\": \"auto\"},\n"                                           \
+    "  \"train_micro_batch_size_per_gpu\": \"auto\"\n"                                \
+    "}"
 
 /* ZeRO-Offload: the optimizer state (and optionally the parameters) in host memory. */
 static void advise_offload(struct advice *a, enum cmdline_family fam)
@@ -1142,8 +1222,8 @@ static void advise_offload(struct advice *a, enum cmdline_family fam)
         cmdline_free(c, n);
     }
     add_static_share(a, &x->note);
-    sb_add(&x->note,
-           ": keep the optimizer state in host memory (DeepSpeed ZeRO-Offload); ds_offload.json: " DS_OFFLOAD);
+    sb_add(&x->note, ": keep the optimizer state in host memory (DeepSpeed ZeRO-Offload)");
+    sb_add(add_block(x, "ds_offload.json", true), DS_OFFLOAD);
     sb_add(&x->note,
            "; with \"offload_param\": {\"device\": \"cpu\"} and stage 3 the weights go to the host too");
     if (fam != CMDLINE_HF)
@@ -1160,6 +1240,24 @@ static void advise_offload(struct advice *a, enum cmdline_family fam)
            " (Adam in mixed precision: 12 of 16 bytes per parameter on the CPU; Ren et al., ZeRO-Offload, 2021), "
            "not measured; the cost is speed (the optimizer step runs on the CPU and every step moves gradients "
            "over PCIe) and host memory, not accuracy");
+}
+
+/* "accelerate launch --use_fsdp ... --num_processes N train.py ARGS": the script and its
+ * arguments as they ran, where the command line runs a script without a launcher. */
+static void add_fsdp_command(const struct advice *a, struct strbuf *b, int64_t gpus)
+{
+    const char *const *argv = a->r->process.argv;
+    size_t argc = a->r->process.argc;
+    struct cmdline_job job;
+    cmdline_job_parse(argv, argc, &job);
+    sb_printf(b, "accelerate launch --use_fsdp --fsdp_sharding_strategy FULL_SHARD --num_processes %" PRId64,
+              gpus);
+    if (job.launcher == CMDLINE_LAUNCH_NONE && !job.module && job.script < argc) {
+        sb_add(b, " ");
+        util_add_argv(b, argv + job.script, argc - job.script);
+    } else {
+        sb_add(b, " SCRIPT ARGS...");
+    }
 }
 
 /* Sharding over more GPUs of this size when the static part dominates: ZeRO stage 2 shards the
@@ -1188,17 +1286,15 @@ static void advise_sharding(struct advice *a, enum cmdline_family fam)
     x->has_predicted = true;
     x->fits = per_gpu > (double)a->usable ? ADVICE_TRI_FALSE : ADVICE_TRI_NULL;
     add_static_share(a, &x->note);
-    sb_printf(
-            &x->note,
-            ": shard it over %" PRId64
-            " GPUs of this size: DeepSpeed ZeRO stage 3 ({\"zero_optimization\": "
-            "{\"stage\": 3}}; stage 2, {\"stage\": 2}, shards only gradients and optimizer state), or FSDP "
-            "(accelerate launch --use_fsdp --fsdp_sharding_strategy FULL_SHARD --num_processes %" PRId64,
-            gpus, gpus);
-    sb_add(&x->note,
-           fam == CMDLINE_HF
-                   ? "; Hugging Face: --deepspeed ds_config.json or --fsdp \"full_shard auto_wrap\")"
-                   : ")");
+    sb_printf(&x->note,
+              ": shard it over %" PRId64
+              " GPUs of this size: DeepSpeed ZeRO stage 3 ({\"zero_optimization\": "
+              "{\"stage\": 3}}; stage 2, {\"stage\": 2}, shards only gradients and optimizer "
+              "state), or FSDP (the accelerate command below%s)",
+              gpus,
+              fam == CMDLINE_HF
+                      ? "; Hugging Face: --deepspeed ds_config.json or --fsdp \"full_shard auto_wrap\""
+                      : "");
     sb_printf(&x->note,
               "; typically the static part falls to about 1/%" PRId64
               " per GPU (Rajbhandari et al., ZeRO, "
@@ -1206,6 +1302,7 @@ static void advise_sharding(struct advice *a, enum cmdline_family fam)
               " per GPU; the cost is "
               "communication time, not accuracy",
               gpus, b);
+    add_fsdp_command(a, add_block(x, "FSDP through accelerate", false), gpus);
 }
 
 /* When the static part is what does not fit, or large enough that sharing it out pays: offload,
@@ -1346,6 +1443,7 @@ static void advise_leak(struct advice *a)
     /* A leak that ran the card out, or will at its rate: no batch, no smaller step fits for long.
      * Said once, with what stops the growth, and nothing offered as "may fit". */
     bool fills = a->o->oom || a->leak.time_to_capacity_ns.known;
+    a->leak_fills = fills;
     for (size_t i = a->n_recs; fills && i-- > 0;)
         if (only_postpones(a->recs[i].kind))
             drop_rec(a, i);
@@ -1863,6 +1961,7 @@ bool advice_build(struct advice *a, const struct model_report *reports, size_t n
         advise_leak(a);
     }
     settle_fits(a);
+    find_fit_command(a);
     return true;
 }
 
@@ -1871,7 +1970,10 @@ void advice_free(struct advice *a)
     for (size_t i = 0; i < a->n_recs; i++) {
         cmdline_free(a->recs[i].command, a->recs[i].command_n);
         sb_free(&a->recs[i].note);
+        for (size_t k = 0; k < a->recs[i].n_blocks; k++)
+            sb_free(&a->recs[i].blocks[k].body);
     }
+    sb_free(&a->fit_command);
     script_free(&a->script);
     if (a->has_job)
         job_free(&a->job_owned);

@@ -20,6 +20,16 @@
 /* Whether a recommendation fits: not known (null in JSON), no, yes. */
 enum advice_tri { ADVICE_TRI_NULL = -1, ADVICE_TRI_FALSE = 0, ADVICE_TRI_TRUE = 1 };
 
+/* A command to run or code to write that a note points to. The text view prints the intro as
+ * prose and the body on lines of its own, never wrapped; the JSON note has it inline, after the
+ * note's prose: "; INTRO: BODY". */
+struct advice_block {
+    const char *intro;  /* "find the largest batch that fits by measuring" */
+    struct strbuf body; /* one command line, or lines of code separated by '\n' */
+    bool code;          /* code to put in the script, not a command */
+};
+#define ADVICE_MAX_BLOCKS 3
+
 /* One recommendation: a `recommendations[]` entry of vramwatch.advice/1. */
 struct advice_rec {
     const char *kind;
@@ -31,7 +41,9 @@ struct advice_rec {
     double predicted;
     bool has_predicted;
     enum advice_tri fits;
-    struct strbuf note;
+    struct strbuf note; /* the prose; the blocks follow it */
+    struct advice_block blocks[ADVICE_MAX_BLOCKS];
+    size_t n_blocks;
 };
 
 /* What advise asks for. */
@@ -58,12 +70,16 @@ struct advice {
     char acc_name[40];        /* the accumulation flag as spelled, for its recommendation */
     struct leak_finding leak; /* the largest leak in the report, when has_leak */
     bool has_leak;
+    bool leak_fills; /* ...that ran the card out or will: no batch is proposed */
     const struct job *job; /* the ranks of one job, or NULL for one process's reports */
     size_t decides;        /* job: the process whose report the model is built on */
     const char *decides_why;
     char decides_why_buf[160];
     bool static_large;  /* the static part alone leaves no room for one sample */
     bool no_batch_fits; /* not even batch 1 fits (static_large, or activations of one sample) */
+    /* `vramwatch fit` for this job's batch flag, the measured search the answer names; "" when
+     * there is no batch flag to search */
+    struct strbuf fit_command;
     /* owned by the advice, freed by advice_free */
     struct memmodel_obs *obs_owned;
     struct job job_owned;

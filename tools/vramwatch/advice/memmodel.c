@@ -460,10 +460,12 @@ static int64_t failure_bound(const struct model_report *r, const struct model_de
     return bound;
 }
 
-static void phase_working_set(const struct model_report *r, const struct model_device *d,
-                              const struct marker *mk, size_t n, ptrdiff_t start,
-                              const struct model_failure *f, struct working_set *ws)
+static void phase_working_set(const struct memmodel_obs *o, const struct marker *mk, size_t n,
+                              ptrdiff_t start, const struct model_failure *f,
+                              struct working_set *ws)
 {
+    const struct model_report *r = o->report;
+    const struct model_device *d = o->device;
     int64_t static_live = mk[start].live;
     *ws = (struct working_set){ .best = -1, .training_best = -1 };
     for (size_t i = (size_t)start + 1; i < n; i++) {
@@ -579,7 +581,7 @@ static void observe_phases(struct memmodel_obs *o, const struct model_report *r,
         return;
     }
     struct working_set ws;
-    phase_working_set(r, d, mk, nmk, start, o->oom ? f : NULL, &ws);
+    phase_working_set(o, mk, nmk, start, o->oom ? f : NULL, &ws);
     o->phase = ws.phase;
     o->training_need =
             ws.training_best > 0 ? util_sat_add(o->static_level, ws.training_best) : -1;

@@ -96,3 +96,13 @@ void script_free(struct script *s)
     free(s->text);
     *s = (struct script){ 0 };
 }
+
+const char *script_name(const struct model_report *r)
+{
+    const char *const *argv = r->process.argv;
+    struct cmdline_job job;
+    cmdline_job_parse(argv, r->process.argc, &job);
+    if (job.script >= r->process.argc || !argv[job.script] || !*argv[job.script])
+        return NULL;
+    return argv[job.script];
+}

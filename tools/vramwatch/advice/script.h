@@ -20,5 +20,8 @@ struct script {
 const char *script_option(struct script *s, const struct model_report *r, const char *const *names,
                           size_t n);
 void script_free(struct script *s);
+/* The training script as the report's command line names it ("examples/train_sim.py", or the
+ * module of "python -m pkg.train"), or NULL when the command line names none. */
+const char *script_name(const struct model_report *r);
 
 #endif

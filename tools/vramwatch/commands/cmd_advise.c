@@ -11,7 +11,7 @@
 #include "sb.h"
 
 static const char usage[] =
-        "usage: vramwatch advise [--json] [--target SIZE] [--headroom PCT] REPORT...\n"
+        "usage: vramwatch advise [--json | --brief] [--target SIZE] [--headroom PCT] REPORT...\n"
         "\n"
         "Concrete changes to the command line so the next run fits, best first, each with the\n"
         "command to run next and its predicted peak: the batch (and the accumulation that keeps the\n"
@@ -21,8 +21,12 @@ static const char usage[] =
         "command apart from those values); reports of one job's ranks, or a file written by\n"
         "vramwatch merge, are advised as one job. A report of a failure in the first step only\n"
         "bounds the need: the advice says so, and gives the vramwatch fit command that measures.\n"
+        "The answer comes first: what to change, the command to run next and the vramwatch fit\n"
+        "command, each command on a line of its own; the reasons, figures and sources follow,\n"
+        "wrapped to the terminal's width ($COLUMNS, else 80; commands and code are never wrapped).\n"
         "\n"
         "  --json           print vramwatch.advice/1\n"
+        "  --brief          print the answer only\n"
         "  --target SIZE    the card to fit (16GiB, 24GB, bytes); default: the report's emulated\n"
         "                   limit, else the card's total memory\n"
         "  --headroom PCT   share of the capacity kept free: 10, 12.5 or 5% (default 10)\n"
@@ -38,6 +42,7 @@ static const char usage[] =
 struct advise_args {
     uint64_t target_bytes;
     double headroom;
+    bool brief;
 };
 
 static int advise_option(struct util_args *a, int c, void *opts)
@@ -54,6 +59,9 @@ static int advise_option(struct util_args *a, int c, void *opts)
         return -1;
     case 'r':
         return util_args_percent(a, &o->headroom) ? -1 : EXIT_USAGE;
+    case 'b':
+        o->brief = true;
+        return -1;
     default:
         return EXIT_USAGE;
     }
@@ -73,6 +81,8 @@ static int advise(const struct common_reports *r, const struct advise_args *o, b
     } else {
         if (json)
             advice_print_json(stdout, &a);
+        else if (o->brief)
+            advice_print_brief(stdout, &a);
         else
             advice_print_text(stdout, &a);
         /* The problem advice is for: a run that did not fit (README, exit status). */
@@ -90,6 +100,7 @@ int cmd_advise(int argc, char **argv)
         { "json", no_argument, NULL, COMMON_OPT_JSON },
         { "target", required_argument, NULL, 't' },
         { "headroom", required_argument, NULL, 'r' },
+        { "brief", no_argument, NULL, 'b' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -105,6 +116,8 @@ int cmd_advise(int argc, char **argv)
     int status = common_options(&cmd, argc, argv, &o);
     if (status >= 0)
         return status;
+    if (o.json && ao.brief)
+        return util_usage_error(&o.args, "--json and --brief do not go together");
     /* reports, or merged job files whose processes' reports are taken out of them */
     struct common_reports r;
     status = common_load_reports(&o, NULL, &r);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "advice_print.h"
 #include "cmdline.h"
 #include "commands.h"
 #include "common.h"
@@ -94,6 +95,7 @@ struct trial {
     enum outcome outcome;
     int64_t peak;   /* the need the verdict was made on, 0 when unknown */
     bool cut_short; /* ran out of memory: peak is what it held when it failed, below its need */
+    int64_t context; /* of peak, the memory outside the job's allocations (untracked) */
     double elapsed; /* seconds from its start to its verdict */
     bool settled;   /* stopped after settling rather than run to its end */
     char *why;      /* the reason its progress line gives */
@@ -424,6 +426,7 @@ struct trial_run {
 /* What the reports and the status file of a trial say, for its verdict. */
 struct evidence {
     int64_t need, capacity, flushes;
+    int64_t context; /* of need, the memory outside the job's allocations (untracked) */
     bool real_oom, any_report;
     bool reduced; /* the limit that took effect was ours: the card less the headroom */
 };
@@ -452,6 +455,7 @@ static void read_reports(const struct fit_ctx *c, const char *dir, struct eviden
                 int64_t cap = card_of(c, dev);
                 if (dneed > ev->need || (dneed == ev->need && cap > 0)) {
                     ev->need = dneed;
+                    ev->context = dneed - dev->peak_reserved_bytes;
                     ev->capacity = cap;
                     /* The library reports the limit it enforced: ours, the card less
                      * the headroom. */
@@ -471,8 +475,10 @@ static void add_status(const struct fit_ctx *c, const struct trial_run *r, struc
 {
     const struct live_status *st = &r->st;
     if (r->settled || (!ev->any_report && st->seen)) {
-        if (st->peak > ev->need)
+        if (st->peak > ev->need) {
             ev->need = st->peak;
+            ev->context = 0; /* the status file's peak is the job's allocations alone */
+        }
         if (!ev->capacity)
             ev->capacity = c->limit_bytes ? (int64_t)c->limit_bytes : 0;
         /* No report to say which limit took effect: a size or a list of sizes every library
@@ -507,18 +513,17 @@ static void judge_ran(struct fit_ctx *c, const struct evidence *ev, bool settled
                       struct strbuf *why)
 {
     double keep = 1.0 - c->headroom / 100.0;
-    char a[UTIL_SIZE_LEN], b[UTIL_SIZE_LEN], p[UTIL_SIZE_LEN];
+    char a[UTIL_SIZE_LEN], b[UTIL_SIZE_LEN];
     if (ev->reduced && (!settled || ev->capacity <= 0)) {
         /* It completed (or ran until stopped) on the card reduced by the headroom. */
         t->outcome = OUT_FITS;
         if (ev->capacity > 0) {
             c->capacity_seen = ev->capacity;
-            sb_printf(why, "ran on a %s card (%s less %g%% headroom), peak %s",
+            sb_printf(why, "ran on a %s card (%s less %g%% headroom)",
                       util_fmt_size(util_clamp_i64((double)ev->capacity * keep), b),
-                      util_fmt_size(ev->capacity, a), c->headroom, util_fmt_size(ev->need, p));
+                      util_fmt_size(ev->capacity, a), c->headroom);
         } else {
-            sb_printf(why, "ran on the card less %g%% headroom, peak %s", c->headroom,
-                      util_fmt_size(ev->need, p));
+            sb_printf(why, "ran on the card less %g%% headroom", c->headroom);
         }
         return;
     }
@@ -556,6 +561,7 @@ static void judge(struct fit_ctx *c, const struct trial_run *r, struct trial *t,
     read_reports(c, r->dir, &ev);
     add_status(c, r, &ev);
     t->peak = ev.need;
+    t->context = ev.context;
     bool failed = !r->settled && !(WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0);
     /* oom=1 on a line that counts flushes is a final failure; on an older line it may have been
      * one a retry rescued, so it counts only when the program then failed. */
@@ -735,13 +741,16 @@ static bool finish_trial(struct fit_ctx *c, struct trial_run *r, struct trial *t
     t->elapsed = secs;
     t->settled = r->settled;
     judge(c, r, t, &why);
-    char pk[UTIL_SIZE_LEN];
-    /* A trial that failed never reached its need: its peak, lower than that of a larger trial
-     * that fits perhaps, is said to be what it held when it failed. */
-    fprintf(stderr, "fit: %s%s%lld: %s, peak %s%s, %.1f s: %s\n", c->flag.name,
+    /* the peak as report and advise show it, the context apart; a trial that failed never
+     * reached its need: its peak, lower than that of a larger trial that fits perhaps, is said
+     * to be what it held when it failed */
+    struct strbuf pk = { 0 };
+    advice_add_peak(&pk, t->peak - t->context, t->context);
+    fprintf(stderr, "fit: %s%s%lld: %s, %s%s, %.1f s: %s\n", c->flag.name,
             c->flag.form == CMDLINE_SEPARATE ? " " : "", (long long)r->value,
-            outcome_names[t->outcome], util_fmt_size(t->peak, pk),
+            outcome_names[t->outcome], sb_str(&pk),
             t->cut_short ? " when it failed (it needed more)" : "", secs, sb_str(&why));
+    sb_free(&pk);
     fflush(stderr);
     t->why = util_xstrdup(sb_str(&why));
     sb_free(&why);
@@ -827,10 +836,10 @@ static bool search(struct fit_ctx *c, int64_t *best, struct strbuf *why)
         hi = start;
         while (!lo) {
             if (hi == 1) {
-                char pk[UTIL_SIZE_LEN];
-                sb_printf(why, "nothing fits: even %s%s1 does not (%s, peak %s%s)", c->flag.name,
-                          c->flag.form == CMDLINE_SEPARATE ? " " : "", outcome_names[t->outcome],
-                          util_fmt_size(t->peak, pk), t->cut_short ? " when it failed" : "");
+                sb_printf(why, "nothing fits: even %s%s1 does not (%s, ", c->flag.name,
+                          c->flag.form == CMDLINE_SEPARATE ? " " : "", outcome_names[t->outcome]);
+                advice_add_peak(why, t->peak - t->context, t->context);
+                sb_add(why, t->cut_short ? " when it failed)" : ")");
                 *best = 0;
                 return true;
             }
@@ -1100,10 +1109,12 @@ static void print_json(const struct fit_ctx *c, int64_t best, int sig)
 static void print_text(const struct fit_ctx *c, int64_t best, bool so_far)
 {
     const struct trial *t = find_trial(c, best);
-    char pk[UTIL_SIZE_LEN], cap[UTIL_SIZE_LEN];
-    printf("%s: %s%s%lld (peak %s", so_far ? "best so far" : "best", c->flag.name,
-           c->flag.form == CMDLINE_SEPARATE ? " " : "", (long long)best,
-           util_fmt_size(t ? t->peak : 0, pk));
+    char cap[UTIL_SIZE_LEN];
+    struct strbuf pk = { 0 };
+    advice_add_peak(&pk, t ? t->peak - t->context : 0, t ? t->context : 0);
+    printf("%s: %s%s%lld (%s", so_far ? "best so far" : "best", c->flag.name,
+           c->flag.form == CMDLINE_SEPARATE ? " " : "", (long long)best, sb_str(&pk));
+    sb_free(&pk);
     if (c->capacity_seen > 0)
         printf(" of a %s card with %g%% headroom", util_fmt_size(c->capacity_seen, cap),
                c->headroom);

@@ -41,7 +41,9 @@ static const char usage[] =
         "                     [--no-companion] [--color=WHEN] [--] CMD...\n"
         "\n"
         "Runs CMD with libvramwatch.so preloaded. When it ends, prints the post-mortem of the\n"
-        "report(s) it left (as `vramwatch report` does) and exits with CMD's own status\n"
+        "report(s) it left (as `vramwatch report` does), and for a run that did not fit the\n"
+        "advice (as `vramwatch advise` does), whose answer (what to change, the command to run\n"
+        "next, the fit command) comes first for one report; then exits with CMD's own status\n"
         "(128+N when a signal N killed it).\n"
         "\n"
         "  --dir D        write reports into folder D (VRAMWATCH_DIR; default: $VRAMWATCH_DIR, else\n"
@@ -591,16 +593,27 @@ static bool prepare_env(const struct run_opts *o, const char *lib, const char *d
     return ok;
 }
 
-/* What vramwatch advise would print for this report, from the report already loaded. */
-static void print_advice(const struct model_report *r)
+/* What vramwatch advise would print for this report, from the report already loaded: all of it
+ * (ADVICE_ALL), the answer alone (ADVICE_ANSWER) or what follows the answer (ADVICE_DETAILS). */
+enum advice_part { ADVICE_ALL, ADVICE_ANSWER, ADVICE_DETAILS };
+static void print_advice(const struct model_report *r, enum advice_part part)
 {
     struct advice a;
     struct advice_opts ao = { .target = 0, .headroom = ADVICE_DEFAULT_HEADROOM };
     struct strbuf err = { 0 };
-    if (advice_build(&a, r, 1, &ao, &err))
-        advice_print_text(stdout, &a);
-    else
-        util_err("advise: %s", sb_str(&err));
+    if (advice_build(&a, r, 1, &ao, &err)) {
+        if (part == ADVICE_ANSWER) {
+            advice_print_answer(stdout, &a); /* the command line is the one just run */
+        } else {
+            fputc('\n', stdout);
+            if (part == ADVICE_ALL)
+                advice_print_text(stdout, &a);
+            else
+                advice_print_details(stdout, &a);
+        }
+    } else if (part != ADVICE_DETAILS) {
+        util_err("advise: %s", sb_str(&err)); /* once, not for the answer and again for the rest */
+    }
     sb_free(&err);
     advice_free(&a);
 }
@@ -764,22 +777,29 @@ static void say_no_report(const char *dir, int64_t peak, int status)
     sb_free(&fwhy);
 }
 
-/* The post-mortem of each report the run left, and the advice after one that did not fit. */
+/* The post-mortem of each report the run left, and the advice for one that did not fit. One
+ * report: the answer first (what to change, the command to run next), then the post-mortem, then
+ * the advice's reasons and figures; several: their view, then the advice for each. */
 static void show_reports(struct found *f, pid_t child, enum colour_mode colour)
 {
     prefer_child(f, child);
     struct report_opts ro = { .color = colour_wanted(colour) };
     for (size_t i = 0; i < f->n; i++)
         util_err("report: %s", f->v[i].path);
-    report_view_show(stdout, f->v, f->n, &ro);
-    fflush(stdout);
+    fflush(stderr);
     /* After an out-of-memory, or an observe-mode run that went over the limit: what to
      * change, from the same report. */
+    bool answer_first = f->n == 1 && model_did_not_fit(&f->v[0]);
+    if (answer_first) {
+        print_advice(&f->v[0], ADVICE_ANSWER);
+        fputc('\n', stdout);
+    }
+    report_view_show(stdout, f->v, f->n, &ro);
+    fflush(stdout);
     for (size_t i = 0; i < f->n; i++) {
         if (!model_did_not_fit(&f->v[i]))
             continue;
-        fputs("\n", stdout);
-        print_advice(&f->v[i]);
+        print_advice(&f->v[i], answer_first ? ADVICE_DETAILS : ADVICE_ALL);
         fflush(stdout);
     }
 }

@@ -10,7 +10,7 @@ _vramwatch_options() {
     case "$1" in
     run) echo "--dir= --limit= --observe --sim= --tensors --no-companion --color= --help" ;;
     report) echo "--json --full --color= --help" ;;
-    advise) echo "--json --target= --headroom= --help" ;;
+    advise) echo "--json --brief --target= --headroom= --help" ;;
     timeline) echo "-o --output= --format= --color= --help" ;;
     fit) echo "--limit= --headroom= --flag= --settle= --sim= --json -h --help" ;;
     top) echo "--once --interval= --help" ;;

@@ -6,8 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "advice_print.h"
 #include "colour.h"
 #include "findings.h"
+#include "memmodel.h"
+#include "wrap.h"
 
 #define TOP_CALLSITES 10
 /* Application frames shown for the failure without --full. */
@@ -111,12 +114,12 @@ static void print_header(FILE *out, const struct model_report *r, const struct c
             sb_printf(&b, " (local rank %" PRId64 ")", p->local_rank.v);
     }
     put_line(out, "  ", &b);
-    if (p->start_unix_ns.known)
-        fprintf(out, "  report written at %s (times count from the process start): %s\n",
-                when(r, r->time_unix_ns, t), reason_text(r->reason));
-    else
-        fprintf(out, "  report written at %s (the process start is unknown): %s\n",
-                when(r, r->time_unix_ns, t), reason_text(r->reason));
+    sb_truncate(&b, 0);
+    sb_printf(&b, "report written at %s (%s): %s", when(r, r->time_unix_ns, t),
+              p->start_unix_ns.known ? "times count from the process start"
+                                     : "the process start is unknown",
+              reason_text(r->reason));
+    wrap_put(out, "  ", "  ", sb_str(&b), wrap_width(out));
     sb_free(&b);
 }
 
@@ -132,10 +135,31 @@ static void print_row(FILE *out, const char *label, const char *value, struct st
     sb_truncate(note, 0);
 }
 
-static void print_device(FILE *out, const struct model_report *r, const struct model_device *d,
-                         const struct colour_style *st)
+/* The peak row: what the job's allocations held at most (the reserved peak, the pools' cache
+ * included: the figure advise and run call peak), with the memory outside them apart on the
+ * device the advice reads (o, NULL when it cannot read the report). */
+static void print_peak_row(FILE *out, const struct model_report *r, const struct model_device *d,
+                           const struct memmodel_obs *o)
 {
     char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN], t[UTIL_TIME_LEN];
+    struct strbuf b = { 0 };
+    int64_t peak = d->peak_reserved_bytes > d->peak_live_bytes ? d->peak_reserved_bytes
+                                                                : d->peak_live_bytes;
+    if (o && o->device == d && o->untracked > 0)
+        sb_printf(&b, "(+ %s CUDA context and libraries) ", util_fmt_size(o->untracked, s2));
+    if (d->peak_time_unix_ns.known)
+        sb_printf(&b, "at %s", when(r, d->peak_time_unix_ns.v, t));
+    if (peak > d->peak_live_bytes)
+        sb_printf(&b, "%slive at most %s", d->peak_time_unix_ns.known ? ", " : "",
+                  util_fmt_size(d->peak_live_bytes, s2));
+    print_row(out, "peak", util_fmt_size(peak, s1), &b);
+    sb_free(&b);
+}
+
+static void print_device(FILE *out, const struct model_report *r, const struct model_device *d,
+                         const struct memmodel_obs *o, const struct colour_style *st)
+{
+    char s1[UTIL_SIZE_LEN], s2[UTIL_SIZE_LEN];
     struct strbuf b = { 0 };
     if (d->ordinal.known)
         fprintf(out, "%sDevice %" PRId64 ": ", st->bold, d->ordinal.v);
@@ -164,10 +188,7 @@ static void print_device(FILE *out, const struct model_report *r, const struct m
         sb_printf(&b, "in %" PRId64 " allocation%s", d->live_count.v,
                   d->live_count.v == 1 ? "" : "s");
     print_row(out, "live", util_fmt_size(d->live_bytes, s1), &b);
-    if (d->peak_time_unix_ns.known)
-        sb_printf(&b, "at %s", when(r, d->peak_time_unix_ns.v, t));
-    print_row(out, "peak", util_fmt_size(d->peak_live_bytes, s1), &b);
-    sb_printf(&b, "peak %s", util_fmt_size(d->peak_reserved_bytes, s2));
+    print_peak_row(out, r, d, o);
     print_row(out, "reserved", util_fmt_size(d->reserved_bytes, s1), &b);
     sb_add(&b, "reserved - live: held by pools, not handed out");
     print_row(out, "fragmentation", util_fmt_size(d->reserved_bytes - d->live_bytes, s1), &b);
@@ -355,7 +376,23 @@ static void print_framework(FILE *out, const struct model_report *r, const struc
 /* The first line after the header: where the program ran out of memory, as the line of the
  * user's own Python code when there is one, else the call site's application frame (model.h):
  * the name every view gives it. Nothing when no location is known. */
-static void print_lead(FILE *out, const struct model_report *r, const struct colour_style *st)
+/* '  in phase "epoch 0 val": validation (from the markers)', under the headline: the phase the
+ * advice finds the failure in (memmodel_observe: the job's markers or the companion's
+ * model.train()/eval() phases, else phases found from the call sites), or nothing. */
+static void print_failure_phase(FILE *out, const struct memmodel_obs *o)
+{
+    if (!o || !o->oom || !o->phase)
+        return;
+    struct strbuf b = { 0 };
+    sb_printf(&b, "in phase \"%s\": %s (%s)", o->phase,
+              memmodel_is_validation(o->phase) ? "validation" : "training",
+              o->auto_phases ? "found from the call sites, no markers" : "from the markers");
+    wrap_put(out, "  ", "  ", sb_str(&b), wrap_width(out));
+    sb_free(&b);
+}
+
+static void print_lead(FILE *out, const struct model_report *r, const struct memmodel_obs *o,
+                       const struct colour_style *st)
 {
     const struct model_failure *f = model_real_oom(r);
     struct strbuf b = { 0 };
@@ -365,10 +402,12 @@ static void print_lead(FILE *out, const struct model_report *r, const struct col
         if (cs && cs->n_frames)
             add_callsite(&b, r, f->callsite);
         if (b.len) {
+            /* the location whole on its line: every view names it so (run_one_rule.py) */
             fprintf(out, "\n%sOut of memory at%s %s\n", st->red, st->reset, sb_str(&b));
+            print_failure_phase(out, o);
             sb_truncate(&b, 0);
             if (model_add_site_rule(&b, r, cs))
-                fprintf(out, "  named by %s\n", sb_str(&b));
+                wrap_put(out, "  named by ", "  ", sb_str(&b), wrap_width(out));
         }
     } else if (r->framework.known) {
         const struct model_framework *fw = &r->framework;
@@ -377,6 +416,7 @@ static void print_lead(FILE *out, const struct model_report *r, const struct col
         if (fw->device.known)
             sb_printf(&b, " on GPU %" PRId64, fw->device.v);
         fprintf(out, "\n%sOut of memory in PyTorch%s%s\n", st->red, st->reset, sb_str(&b));
+        print_failure_phase(out, o);
     } else if (model_under_pressure(r)) {
         /* A caching allocator that flushed and retried with success got its memory: the run
          * fitted, however tight, and saying "out of memory" would send people to shrink a job
@@ -815,11 +855,17 @@ static void print_leaks(FILE *out, const struct model_report *r, const struct co
 void postmortem_print(FILE *out, const struct model_report *r, const struct report_opts *o)
 {
     const struct colour_style *st = colour_style(o->color);
+    /* what the advice reads of the report: the phase of a failure, the memory outside the job's
+     * allocations; NULL when it cannot read it */
+    struct memmodel_obs obs;
+    struct strbuf err = { 0 };
+    const struct memmodel_obs *ob = memmodel_observe(r, 1, &obs, &err) ? &obs : NULL;
+    sb_free(&err);
     print_header(out, r, st);
-    print_lead(out, r, st);
+    print_lead(out, r, ob, st);
     for (size_t i = 0; i < r->n_devices; i++) {
         fputc('\n', out);
-        print_device(out, r, &r->devices[i], st);
+        print_device(out, r, &r->devices[i], ob, st);
     }
     if (r->n_devices == 0)
         fputs("\nNo device was used.\n", out);

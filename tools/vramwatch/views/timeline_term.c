@@ -3,11 +3,10 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
 
 #include "findings.h"
 #include "timeline_view.h"
+#include "wrap.h"
 
 #define ROWS 12
 #define LABEL_COLS 13 /* "  14.00 GiB ┤" before the plot */
@@ -18,20 +17,6 @@ struct term {
     bool notes_open; /* the blank line before the notes is written */
     const char *blue, *orange, *grey, *red, *bold, *reset;
 };
-
-/* The terminal's width: the terminal's own (TIOCGWINSZ) when out is one, else $COLUMNS, else 80. */
-static int terminal_width(FILE *out)
-{
-    struct winsize ws;
-    if (isatty(fileno(out)) && ioctl(fileno(out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-        return ws.ws_col;
-    const char *env = getenv("COLUMNS");
-    char *end;
-    long n = env ? strtol(env, &end, 10) : 0;
-    if (env && *env && *end == '\0' && n > 0 && n <= 10000)
-        return (int)n;
-    return 80;
-}
 
 /* Reserved plus untracked memory per column, as model_tl_columns resamples live and reserved:
  * the most of the buckets that start in a column, else the last values of the one before. */
@@ -420,7 +405,7 @@ static void terminal_notes(struct term *t, const struct model_report *r, int64_t
 
 void timeline_term_print(FILE *out, const struct view *v, bool color)
 {
-    struct term t = { .out = out, .width = terminal_width(out) };
+    struct term t = { .out = out, .width = wrap_width(out) };
     t.blue = color ? "\033[34m" : "";
     t.orange = color ? "\033[33m" : "";
     t.grey = color ? "\033[90m" : "";
