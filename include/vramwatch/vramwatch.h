@@ -15,6 +15,14 @@ extern "C" {
  * library is disabled or the label is NULL. */
 int vramwatch_mark(const char *label);
 
+/* Say that a training step ended (after the optimizer's step): the report keeps, per device, how
+ * many steps ended, the live memory at the last one, and the most live memory from the start of
+ * its phase to it, so that a run that fails in a step after steps that completed tells the
+ * advice what those steps needed. The PyTorch companion calls it after every optimizer step.
+ * Cheap (one lock of the devices' figures, nothing allocated); returns 0, or -1 when the library
+ * is disabled. */
+int vramwatch_step(void);
+
 /* Write a report now. `reason` becomes the report's reason when it is one of the allowed
  * words ("oom", "exit", "request", "signal"), else "request". Returns 0 when the report was
  * written, -1 otherwise (disabled, or the folder is not writable: a warning says why). */

@@ -1581,6 +1581,29 @@ void core_mark(const char *label, uint64_t now_ns)
     unlock_slots();
 }
 
+void core_step(uint64_t now_ns)
+{
+    if (!state.ready)
+        return;
+    /* Every device at one moment, as a marker takes them; nothing is kept per step beyond the
+     * last one, and the first step's peak, so a job of a million steps costs nothing more. */
+    lock_slots();
+    for (int i = 0; i < VW_MAX_DEVICES; i++) {
+        struct slot *d = &slots[i][0];
+        struct core_device *c = &d->c;
+        if (!c->active)
+            continue;
+        uint64_t live = dev_live(d);
+        c->steps++;
+        c->step_time_ns = now_ns;
+        c->step_live_bytes = live;
+        c->step_peak_bytes = d->phase_peak > live ? d->phase_peak : live;
+        if (c->steps == 1)
+            c->first_step_peak_bytes = c->step_peak_bytes;
+    }
+    unlock_slots();
+}
+
 void core_measure(int device, int64_t used, int64_t pool_extra, uint64_t now_ns)
 {
     if (!state.ready || device < 0)

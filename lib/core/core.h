@@ -58,6 +58,10 @@ struct core_device {
     int npools;
     bool active;    /* any call was recorded for this device */
     bool pool_used; /* an async allocation happened: ask the pools at report time */
+    /* Training steps the program said had ended (vramwatch_step): how many, when the last did,
+     * the live memory then, and the most live from the start of its phase (the previous marker,
+     * else the start) to its end, and to the end of the first step. */
+    uint64_t steps, step_time_ns, step_live_bytes, step_peak_bytes, first_step_peak_bytes;
 };
 
 struct core_host {
@@ -237,6 +241,8 @@ struct core_snapshot {
 };
 /* Copy the counters (not the tables) under the lock. */
 void core_snapshot(struct core_snapshot *s);
+/* A training step ended (vramwatch_step): every active device's level and phase peak now. */
+void core_step(uint64_t now_ns);
 /* Copy call-site records [0, n) into `out` (n <= ncallsites); frames are copied into `frames`
  * (capacity `fcap` entries), `out[i].frames_off` rebased onto it. Returns frames copied. */
 uint32_t core_copy_callsites(struct core_callsite *out, uint32_t n, uint64_t *frames,

@@ -13,6 +13,14 @@ VW_EXPORT int vramwatch_mark(const char *label)
     return 0;
 }
 
+VW_EXPORT int vramwatch_step(void)
+{
+    if (!interpose_active())
+        return -1;
+    core_step(platform_now_ns());
+    return 0;
+}
+
 VW_EXPORT int vramwatch_dump(const char *reason)
 {
     static const char *allowed[] = { "oom", "exit", "request", "signal" };

@@ -545,6 +545,17 @@ static void write_devices(struct jsonw *w, const struct report_devinfo *info)
         jsonw_u64(w, "failed_calls", d->failed_calls);
         jsonw_u64(w, "cache_flushes", d->cache_flushes);
         jsonw_u64(w, "va_reserved_bytes", d->va_reserved_bytes);
+        if (d->steps) {
+            jsonw_obj_begin(w, "steps");
+            jsonw_u64(w, "count", d->steps);
+            jsonw_u64(w, "last_unix_ns", d->step_time_ns);
+            jsonw_u64(w, "live_bytes", d->step_live_bytes);
+            jsonw_u64(w, "peak_bytes", d->step_peak_bytes);
+            jsonw_u64(w, "first_peak_bytes", d->first_step_peak_bytes);
+            jsonw_obj_end(w);
+        } else {
+            jsonw_null(w, "steps");
+        }
         if (in->nprocs >= 0) {
             int n = in->nprocs < REPORT_PROCS_MAX ? in->nprocs : REPORT_PROCS_MAX;
             memcpy(procs_seen[i], in->procs, (size_t)n * sizeof(in->procs[0]));

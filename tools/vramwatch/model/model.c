@@ -294,11 +294,30 @@ static bool load_proc(struct vctx *c, const cJSON *o, void *slot)
            get_int(c, o, "used_bytes", F_NULL, 0, &p->used_bytes);
 }
 
+/* The device's steps: all five figures, or none (count 0). */
+static bool load_steps(struct vctx *c, const cJSON *o, struct model_steps *s)
+{
+    const cJSON *st;
+    if (!get_object(c, o, "steps", F_OPT, &st))
+        return false;
+    if (!st)
+        return true;
+    size_t k = push_key(c, "steps");
+    bool ok = req_int(c, st, "count", 0, &s->count) &&
+              req_int(c, st, "last_unix_ns", 0, &s->last_unix_ns) &&
+              req_int(c, st, "live_bytes", 0, &s->live_bytes) &&
+              req_int(c, st, "peak_bytes", 0, &s->peak_bytes) &&
+              req_int(c, st, "first_peak_bytes", 0, &s->first_peak_bytes);
+    pop(c, k);
+    return ok;
+}
+
 static bool load_device(struct vctx *c, const cJSON *o, void *slot)
 {
     struct model_device *d = slot;
     const cJSON *procs;
-    if (!get_array(c, o, "other_processes", F_OPT, &procs, &d->n_procs))
+    if (!get_array(c, o, "other_processes", F_OPT, &procs, &d->n_procs) ||
+        !load_steps(c, o, &d->steps))
         return false;
     d->procs_known = procs != NULL;
     d->procs = util_xcalloc(d->n_procs ? d->n_procs : 1, sizeof *d->procs);

@@ -67,6 +67,10 @@ struct model_device {
     int64_t alloc_calls, free_calls, failed_calls;
     /* written by the library beyond the contract; unknown when absent */
     model_int used_bytes, untracked_bytes, live_count, cache_flushes, va_reserved_bytes;
+    /* training steps the program said had ended (steps.count 0: none, or an earlier version) */
+    struct model_steps {
+        int64_t count, last_unix_ns, live_bytes, peak_bytes, first_peak_bytes;
+    } steps;
     const char *uuid, *pci_bus_id; /* optional physical names, NULL when absent */
     bool procs_known;              /* other_processes was listed (possibly empty) */
     struct model_proc *procs;
