@@ -110,6 +110,15 @@ def case_markers(case):
     check(not facts["finder_waiting"], "the import hook left sys.meta_path once torch was imported")
 
 
+
+def case_torch_first(case):
+    """A job whose first import is torch: the companion still patches it (in an interpreter
+    without a sitecustomize of its own, such as a virtual environment's, the finder that cleans
+    up after the missing one used to make that import skip the companion's)."""
+    report, facts, _ = case.start([case.args.python, script("torch_first.py")])
+    check(facts["companion_loaded"] and facts["train_wrapped"], "the companion patched torch")
+
+
 def case_no_torch(case):
     """A job that never imports torch: the companion waits for it (so it was started), imports
     nothing, not even itself, and marks nothing."""
@@ -247,7 +256,7 @@ def case_installed(case):
     eq(labels(report), PHASES, "markers")
 
 
-NEEDS_TORCH = {"markers", "chain", "no_companion", "plain_preload", "shebang", "not_preloaded", "job_marks",
+NEEDS_TORCH = {"markers", "torch_first", "chain", "no_companion", "plain_preload", "shebang", "not_preloaded", "job_marks",
                "installed"}
 
 

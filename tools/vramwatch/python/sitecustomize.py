@@ -79,10 +79,10 @@ class Forget(object):
         self.module = module
 
     def find_spec(self, name, path=None, target=None):
-        try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
+        # A new list rather than list.remove(): the import under way walks the list it started
+        # with, and removing the first entry from that list would make it skip the next finder
+        # (the TorchFinder, when the first import after start-up is torch's).
+        sys.meta_path = [f for f in sys.meta_path if f is not self]
         if sys.modules.get(__name__) is self.module:
             del sys.modules[__name__]
         return None
