@@ -108,7 +108,8 @@ def case_markers(case):
     eq(labels(report), PHASES, "markers")
     check(facts["companion_loaded"] and facts["train_wrapped"], "the companion patched torch")
     check(not facts["finder_waiting"], "the import hook left sys.meta_path once torch was imported")
-
+    # one vramwatch_step per optimizer step, where torch has the global hook (2.0 on)
+    eq(steps_of(report), 9 if facts["step_hook"] else 0, "steps")
 
 
 def case_torch_first(case):
@@ -117,6 +118,11 @@ def case_torch_first(case):
     up after the missing one used to make that import skip the companion's)."""
     report, facts, _ = case.start([case.args.python, script("torch_first.py")])
     check(facts["companion_loaded"] and facts["train_wrapped"], "the companion patched torch")
+
+
+def steps_of(report):
+    """The steps the report's devices say ended (vramwatch_step), summed."""
+    return sum((d.get("steps") or {}).get("count", 0) for d in report["devices"])
 
 
 def case_no_torch(case):
@@ -232,6 +238,8 @@ def case_job_marks(case):
     report, facts, _ = case.start([case.args.python, script("torch_phases.py"), "--job-marks"])
     check(facts["companion_loaded"] and facts["train_wrapped"], "the companion patched torch")
     eq(labels(report), JOB_MARKS, "markers")
+    # a job that marks its phases still gets its steps (it does not call vramwatch_step itself)
+    eq(steps_of(report), 9 if facts["step_hook"] else 0, "steps")
 
 
 def case_installed(case):

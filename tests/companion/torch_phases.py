@@ -23,7 +23,8 @@ import facts  # noqa: E402
 
 MiB = 1 << 20
 job_marks = "--job-marks" in sys.argv[1:]
-facts.record()
+facts.record({"step_hook": hasattr(sys.modules.get("torch.optim.optimizer"),
+                                   "register_optimizer_step_post_hook")})
 
 # The simulated runtime by path (the test gives it): with PyTorch's CUDA wheel imported, the
 # wheel's own libcudart.so.13 is already loaded under that soname and would answer instead.

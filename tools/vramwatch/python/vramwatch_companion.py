@@ -31,8 +31,9 @@ class Phases:
         self.training = None
         self.epoch = 0
         # True once the job looked vramwatch_mark up itself: it places its own markers then, and
-        # ours would only duplicate them.
+        # ours would only duplicate them. The same for vramwatch_step and its steps.
         self.job_marks = False
+        self.job_steps = False
 
     def switch(self, training):
         """Called when train(training) may be a switch: the wrappers have already seen that
@@ -131,6 +132,35 @@ def find_mark():
     return fn
 
 
+def watch_steps(torch, phases):
+    """vramwatch_step after every optimizer step: the report then tells what the completed steps
+    of a phase needed when a later step fails (a larger side of multi-scale training). PyTorch's
+    global hook (torch 2.0 on) sees every optimizer's step, also through GradScaler, Hugging
+    Face's Accelerate and Ultralytics' trainer, which all end in optimizer.step()."""
+    import ctypes
+
+    try:
+        step = ctypes.CDLL(None).vramwatch_step
+    except (AttributeError, OSError):
+        return  # an older library: no steps
+    step.argtypes = []
+    step.restype = ctypes.c_int
+    # torch.optim removes the name of its optimizer module, which torch's import loaded already
+    module = sys.modules.get("torch.optim.optimizer")
+    register = getattr(module, "register_optimizer_step_post_hook", None)
+    if register is None:
+        return
+
+    def after_step(optimizer, args, kwargs):
+        try:
+            if not phases.job_steps:
+                step()
+        except Exception:
+            pass
+
+    register(after_step)
+
+
 def watch_job_lookups(phases):
     """Notes when the job itself looks vramwatch_mark up through ctypes (as the project's
     examples do): such a job marks its own phases."""
@@ -143,6 +173,8 @@ def watch_job_lookups(phases):
     def getitem(self, name_or_ordinal):
         if name_or_ordinal == "vramwatch_mark":
             phases.job_marks = True
+        elif name_or_ordinal == "vramwatch_step":
+            phases.job_steps = True
         return lookup(self, name_or_ordinal)
 
     getitem.__wrapped__ = lookup
@@ -198,6 +230,10 @@ def patch(torch):
 
         setattr(init_subclass, WRAPPED, True)
         Module.__init_subclass__ = classmethod(init_subclass)
+    try:
+        watch_steps(torch, phases)  # before the lookups are watched: its own is not the job's
+    except Exception:
+        pass
     watch_job_lookups(phases)
 
 
