@@ -294,6 +294,16 @@ def load_runtime():
              "the simulated GPU in build/tools/simgpu)")
 
 
+def stepper():
+    """vramwatch_step when the library is preloaded (and has it), else a no-op."""
+    try:
+        fn = ctypes.CDLL(None).vramwatch_step
+        fn.argtypes = []
+        return fn
+    except AttributeError:
+        return lambda: None
+
+
 def marker():
     """vramwatch_mark when the library is preloaded, else a no-op."""
     try:
@@ -369,7 +379,8 @@ def main():
     ap.add_argument("--step-ms", type=float, default=0.0, metavar="MS",
                     help="time each training step takes (default 0: as fast as it goes)")
     ap.add_argument("--no-markers", action="store_true",
-                    help="do not call vramwatch_mark (phases must then be found from the run)")
+                    help="do not call vramwatch_mark nor vramwatch_step (phases and steps must then "
+                         "be found from the run)")
     ap.add_argument("--no-cache", action="store_true",
                     help="no caching allocator: every tensor is its own cudaMalloc and cudaFree")
     ap.add_argument("--multi-scale", "--multi_scale", dest="multi_scale", action="store_true",
@@ -387,6 +398,8 @@ def main():
 
     rt = load_runtime()
     mark = marker() if not args.no_markers else (lambda label: None)
+    # the end of each training step, where a real job's companion says it (optimizer.step)
+    step_done = stepper() if not args.no_markers else (lambda: None)
     if rt.cudaSetDevice(args.device) != 0:
         sys.exit(f"train_sim: cannot use device {args.device}")
     free, total = ctypes.c_size_t(), ctypes.c_size_t()
@@ -432,6 +445,7 @@ def main():
                     alloc.free(a)
                     alloc.free(g)
                 steps += 1
+                step_done()
                 if args.step_ms > 0:
                     time.sleep(args.step_ms / 1000)
             if args.leak_mib_per_epoch > 0:

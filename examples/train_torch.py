@@ -35,6 +35,10 @@ except ImportError:  # very old PyTorch
 # width of the first stage, blocks per stage: 6.6 M, 18.1 M and 24.7 M parameters, close to
 # YOLOv9-s, -m and -c (7.1 M, 20.0 M, 25.3 M)
 CONFIGS = {"s": (24, 1), "m": (40, 1), "c": (40, 2)}
+# --multi-scale: each training step's image side as a share of --img, in turn. YOLOv5/v7/v9 draw
+# it at random from [0.5, 1.5] x imgsz, rounded down to the stride; a fixed cycle reaches the
+# largest side at the third step, whatever the seed.
+MULTI_SCALE = (1.0, 0.75, 1.5, 0.5, 1.25)
 NUM_CLASSES = 80
 
 
@@ -225,6 +229,9 @@ def parse_args(argv=None):
     ap.add_argument("--amp", dest="amp", action="store_true", default=True)
     ap.add_argument("--no-amp", dest="amp", action="store_false")
     ap.add_argument("--checkpoint", action="store_true", help="gradient checkpointing of backbone stages")
+    ap.add_argument("--multi-scale", action="store_true",
+                    help="train each step at another image side, up to 1.5 times --img, as YOLOv5/v7/v9's "
+                         "--multi-scale (here in a fixed cycle, not at random); validation stays at --img")
     ap.add_argument("--accumulate", type=int, default=1, help="optimizer step every N batches")
     ap.add_argument("--val-every", type=int, default=1, help="validate every N epochs (0: never), at twice the batch")
     ap.add_argument("--val-steps", type=int, default=2)
@@ -288,7 +295,10 @@ def main(argv=None):
         model.train()
         opt.zero_grad(set_to_none=True)
         for i in range(args.steps):
-            images, targets = synthetic_batch(args.batch, args.img, device, gen)
+            side = args.img
+            if args.multi_scale:
+                side = max(64, int(args.img * MULTI_SCALE[steps % len(MULTI_SCALE)]) // 32 * 32)
+            images, targets = synthetic_batch(args.batch, side, device, gen)
             t0 = time.time()
             with torch.autocast(device_type=device.type, enabled=amp):
                 preds = model(images)
