@@ -716,6 +716,40 @@ static int64_t largest_climb(const struct model_tl_device *t, int64_t since, int
 /* What completed steps measured: before a failure, the steps before the failing one; in a
  * multi-scale run that fit, its first step (a later step's peak holds the cache of steps at other
  * sides, which it could not reuse and a full card would have flushed). */
+/* What the completed steps needed (level: the most live they reached) and where the step after
+ * them began (base: the level then, from: when): from the steps the program said had ended
+ * (vramwatch_step) when the last of them falls in the phase, else from the timeline's quiet
+ * spells. False when neither tells. */
+struct steps_seen {
+    int64_t level, base, from, climb;
+};
+
+static bool steps_seen(const struct memmodel_obs *o, const struct model_failure *f, int64_t since,
+                       struct steps_seen *s)
+{
+    const struct model_steps *st = &o->device->steps;
+    int64_t until = f ? f->time_unix_ns : INT64_MAX;
+    const struct model_tl_device *t = timeline_of(o->report, o->device);
+    int64_t quiet = 0;
+    if (t && t->bucket_ns > 0)
+        quiet = 4 * t->bucket_ns > AUTO_MIN_QUIET_NS ? 4 * t->bucket_ns : AUTO_MIN_QUIET_NS;
+    *s = (struct steps_seen){ .level = -1 };
+    if (st->count >= 1 && st->last_unix_ns >= since && st->last_unix_ns <= until) {
+        /* the phase peak resets at markers: the last step's is the most the phase's completed
+         * steps reached; the first step's, that step's own */
+        s->level = f ? st->peak_bytes : st->first_peak_bytes;
+        s->base = st->live_bytes;
+        s->from = st->last_unix_ns;
+    } else if (quiet) {
+        s->level = f ? level_before_last_climb(t, since, until, quiet, &s->from)
+                     : level_before_first_quiet(t, since, quiet);
+        s->base = s->level;
+    }
+    if (!f && quiet)
+        s->climb = largest_climb(t, since, quiet);
+    return s->level >= 0;
+}
+
 static void observe_steps(struct memmodel_obs *o, const struct model_report *r,
                           const struct model_failure *f)
 {
@@ -723,23 +757,20 @@ static void observe_steps(struct memmodel_obs *o, const struct model_report *r,
     if ((o->oom && (!f || (o->phases && o->phase_complete))) ||
         (!o->oom && (o->side_max <= 1 || !o->exact)))
         return;
-    const struct model_tl_device *t = timeline_of(r, o->device);
-    int64_t since, start_level, until = f ? f->time_unix_ns : INT64_MAX;
-    if (!t || t->bucket_ns <= 0 || !failing_phase_start(r, until, &since, &start_level))
+    int64_t since, start_level;
+    struct steps_seen s;
+    if (!failing_phase_start(r, f ? f->time_unix_ns : INT64_MAX, &since, &start_level) ||
+        !steps_seen(o, f, since, &s))
         return;
-    int64_t quiet = 4 * t->bucket_ns > AUTO_MIN_QUIET_NS ? 4 * t->bucket_ns : AUTO_MIN_QUIET_NS;
-    int64_t climb = 0;
-    int64_t level = f ? level_before_last_climb(t, since, until, quiet, &climb)
-                      : level_before_first_quiet(t, since, quiet);
     int64_t static_live = o->static_level >= 0 ? o->static_level - o->untracked : start_level;
-    if (level < static_live + AUTO_MIN_DROP)
+    if (s.level < static_live + AUTO_MIN_DROP)
         return;
-    o->steps_need = util_sat_add(level, o->untracked);
-    o->steps_climb = f ? 0 : largest_climb(t, since, quiet);
+    o->steps_need = util_sat_add(s.level, o->untracked);
+    o->steps_climb = s.climb;
     /* The failing climb had added less than its request (flushes in it taken off): the first large
      * tensor of what came after the completed steps, counted twice, as failure_bound does. */
     if (f && !o->phases && f->size > 0) {
-        int64_t base = level - flushed_between(r, o->device, climb, f->time_unix_ns + 1);
+        int64_t base = s.base - flushed_between(r, o->device, s.from, f->time_unix_ns + 1);
         if (failure_held(f) - (base > static_live ? base : static_live) < f->size)
             o->need = util_sat_add(o->need, f->size);
     }
