@@ -68,6 +68,10 @@ REPORTS = {
     # without a retry meets with training's cache still held
     "multiscale-oom-b32": (["--batch", "32", "--multi-scale", "--step-ms", "25"], ["--limit", "16GiB"],
                            YOLO[:7] + ["32"] + YOLO[8:] + ["--multi-scale"], False),
+    # the same step at 1.5 x --img with steps that take no time: only the steps the job said had
+    # ended (vramwatch_step) tell the completed ones apart
+    "multiscale-steps-oom-b32": (["--batch", "32", "--multi-scale"], ["--limit", "16GiB"],
+                                 YOLO[:7] + ["32"] + YOLO[8:] + ["--multi-scale"], False),
     "noretry-val-oom-b32": (["--batch", "32", "--val-mem", "2", "--no-retry"], ["--limit", "16GiB"],
                             YOLO[:7] + ["32"] + YOLO[8:], False),
     # a run that fitted because validation made the allocator flush training's cache

@@ -64,6 +64,7 @@ GOLDEN = {
     # failures after completed steps: a --multi-scale step at 1.5 x --img ran out after two steps
     # at smaller sides; validation met training's cache in an allocator that does not retry
     "multiscale-oom": ["multiscale-oom-b32.json"],
+    "multiscale-steps-oom": ["multiscale-steps-oom-b32.json"],
     "noretry-val-oom": ["noretry-val-oom-b32.json"],
     # a run that fitted because validation made the allocator flush training's cache
     "flush-val-fitted": ["flush-val-b44.json"],
@@ -91,6 +92,8 @@ def first_batch(doc):
 EXPECT = {
     # the largest batch within 10% headroom is 22, on the card 25
     "multiscale-oom": [("the batch is planned for the 960 side: 19..25", lambda d: 19 <= (first_batch(d) or 0) <= 25)],
+    "multiscale-steps-oom": [("the batch is planned for the 960 side: 19..25",
+                              lambda d: 19 <= (first_batch(d) or 0) <= 25)],
     # 17 and 20; before, the first request of validation was counted once: 26
     "noretry-val-oom": [("validation's request counted twice: 15..20", lambda d: 15 <= (first_batch(d) or 0) <= 20)],
     # 41 and 47; before, validation's rise was measured from training's flushed cache: 51
