@@ -29,9 +29,11 @@ allocator and that style. Then the scenarios of docs/advice-accuracy.md:
             fit's trials are stopped after settling, as a real job's are
 
 Real rows: the same scenarios on unchanged PyTorch jobs on the simulated card (tests/torch), a
-workload each: examples/train_torch.py (YOLO-like, PyTorch alone), Ultralytics' `yolo train
+workload each: examples/train_torch.py (YOLO-like, PyTorch alone; and with --multi-scale, its
+third step at 1.5 x --img the one that fails), Ultralytics' `yolo train
 model=yolov9c.yaml` over a dataset made here (tests/torch/yolo_data.py) and Hugging Face's
-Trainer (examples/train_hf.py). Their markers are the companion's (model.train()/eval()); each
+Trainer (examples/train_hf.py). Their markers are the companion's (model.train()/eval()), and
+so are their steps (vramwatch_step after each optimizer step); each
 report comes from `vramwatch run --sim` (observe mode: a card twice the size, `--limit` the
 card); their truth is found with the library off, `vramwatch sim SIZE`, on a card of the size in
 question, and a run completes when it exits 0 and never ran out of memory (Ultralytics catches
@@ -112,7 +114,7 @@ WORKLOADS = {
 
 
 # Unchanged PyTorch jobs (the real rows), each built by real_job() in the style of its own script.
-REAL_WORKLOADS = ("torch", "ultralytics-yolov9c", "hf-gpt2")
+REAL_WORKLOADS = ("torch", "torch-multi-scale", "ultralytics-yolov9c", "hf-gpt2")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tests", "torch"))
 import yolo_job  # noqa: E402  (how a real job runs offline here, and when it completed)
@@ -135,6 +137,10 @@ def real_job(o, workload, batch, img, data):
     if workload == "torch":
         return [o.torch_python, os.path.join(REPO, "examples", "train_torch.py"), "--batch", b, "--img", i,
                 "--cfg", "s", "--steps", "2", "--val-steps", "1", "--workers", "0"]
+    if workload == "torch-multi-scale":
+        # four steps at 640, 480, 960 and 320: the step at 960 is the one that runs out
+        return [o.torch_python, os.path.join(REPO, "examples", "train_torch.py"), "--batch", b, "--img", i,
+                "--cfg", "s", "--steps", "4", "--val-steps", "1", "--workers", "0", "--multi-scale"]
     if workload == "ultralytics-yolov9c":
         yolo = os.path.join(os.path.dirname(o.torch_python), "yolo")
         return [yolo, "train"] + yolo_job.train_args(data, b, os.path.join(os.path.dirname(data), "runs"),
@@ -259,6 +265,7 @@ ROWS = [
     ("torch", N, "caching", "yolo", "two", [16, 32], False),
     ("torch", N, "caching", "yolo", "fitted", [32], False),
     ("torch", N, "caching", "yolo", "first-oom", [128], True),
+    ("torch-multi-scale", N, "caching", "yolo", "late-oom", [64], False),
     ("ultralytics-yolov9c", N, "caching", "ultralytics", "fitted", [16], False),
     ("ultralytics-yolov9c", N, "caching", "ultralytics", "first-oom", [64], False),
     ("hf-gpt2", N, "caching", "hf", "two", [2, 4], False),
