@@ -353,8 +353,12 @@ def yolo_fits_bare(c, argv):
 
 
 def check_ultralytics_site(c, out, launcher=None):
-    m = re.search(r"Out of memory at (\S+):(\d+) in (\S+)\n\s+named by (.*)", out)
-    check(m, "the post-mortem names no line with its rule: " + out[:1200])
+    # the headline's block (the phase, then the rule, which is prose wrapped to the terminal)
+    # as one line of words
+    block = out.split("\nOut of memory at ", 1)[-1].split("\n\n", 1)[0]
+    m = re.match(r"(\S+):(\d+) in (\S+)(?: in phase \"[^\"]*\": [^)]*\))? named by (.*)",
+                 " ".join(block.split()))
+    check("\nOut of memory at " in out and m, "the post-mortem names no line with its rule: " + out[:1200])
     check(m.group(1).startswith("ultralytics/"), "the failing line is not Ultralytics': " + m.group(0))
     rule = m.group(4)
     check(rule.startswith("the innermost line outside PyTorch, in ultralytics"), "rule: " + rule)
