@@ -1568,6 +1568,7 @@ void core_mark(const char *label, uint64_t now_ns)
         live += l;
         peak += d->phase_peak;
         d->phase_peak = l;
+        d->c.phase_steps = 0;
         share_slack(d, NULL); /* no slack under the new phase's peak yet */
     }
     struct core_marker *m = &rare.markers[ring_slot(rare.markers_total, VW_EVENTS_KEPT)];
@@ -1595,6 +1596,7 @@ void core_step(uint64_t now_ns)
             continue;
         uint64_t live = dev_live(d);
         c->steps++;
+        c->phase_steps++;
         c->step_time_ns = now_ns;
         c->step_live_bytes = live;
         c->step_peak_bytes = d->phase_peak > live ? d->phase_peak : live;

@@ -62,6 +62,7 @@ struct core_device {
      * the live memory then, and the most live from the start of its phase (the previous marker,
      * else the start) to its end, and to the end of the first step. */
     uint64_t steps, step_time_ns, step_live_bytes, step_peak_bytes, first_step_peak_bytes;
+    uint64_t phase_steps; /* of them since the previous marker */
 };
 
 struct core_host {

@@ -552,6 +552,7 @@ static void write_devices(struct jsonw *w, const struct report_devinfo *info)
             jsonw_u64(w, "live_bytes", d->step_live_bytes);
             jsonw_u64(w, "peak_bytes", d->step_peak_bytes);
             jsonw_u64(w, "first_peak_bytes", d->first_step_peak_bytes);
+            jsonw_u64(w, "phase_count", d->phase_steps);
             jsonw_obj_end(w);
         } else {
             jsonw_null(w, "steps");

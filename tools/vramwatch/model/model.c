@@ -307,7 +307,8 @@ static bool load_steps(struct vctx *c, const cJSON *o, struct model_steps *s)
               req_int(c, st, "last_unix_ns", 0, &s->last_unix_ns) &&
               req_int(c, st, "live_bytes", 0, &s->live_bytes) &&
               req_int(c, st, "peak_bytes", 0, &s->peak_bytes) &&
-              req_int(c, st, "first_peak_bytes", 0, &s->first_peak_bytes);
+              req_int(c, st, "first_peak_bytes", 0, &s->first_peak_bytes) &&
+              get_int(c, st, "phase_count", F_OPT, 0, &s->phase_count);
     pop(c, k);
     return ok;
 }

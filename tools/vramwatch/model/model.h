@@ -70,6 +70,7 @@ struct model_device {
     /* training steps the program said had ended (steps.count 0: none, or an earlier version) */
     struct model_steps {
         int64_t count, last_unix_ns, live_bytes, peak_bytes, first_peak_bytes;
+        model_int phase_count; /* unknown in the first reports that had steps */
     } steps;
     const char *uuid, *pci_bus_id; /* optional physical names, NULL when absent */
     bool procs_known;              /* other_processes was listed (possibly empty) */
