@@ -619,29 +619,46 @@ static void observe_phases(struct memmodel_obs *o, const struct model_report *r,
  * before that spell is the completed steps' need. A job whose steps leave no quiet spell in the
  * timeline (steps shorter than its buckets) shows none, and the failure stays a bound. */
 
-/* The highest live memory reached in [since, until) before the last quiet spell of at least
- * `quiet` without any call, and when the climb after it began (*climb); -1 when there is none. */
+/* The highest live memory reached in [since, until) before its quiet spell, and when the
+ * climb after it began (*climb); -1 when there is none. The quiet spell is the longest stretch
+ * without any call, of at least `quiet` and at least twice every other one: a step on a slow
+ * card, or whose first convolutions are tuned, pauses within itself too, and such a pause must
+ * not read as the end of a step; where pauses of like length alternate, none is told apart. */
 static int64_t level_before_last_climb(const struct model_tl_device *t, int64_t since,
                                        int64_t until, int64_t quiet, int64_t *climb)
 {
-    int64_t high = -1, level = -1, prev_end = 0;
-    bool seen = false;
+    size_t first = t->n_buckets, last = 0;
     for (size_t k = 0; k < t->n_buckets; k++) {
         const struct model_tl_bucket *b = &t->buckets[k];
-        if (b->t + t->bucket_ns <= since)
+        if (b->t + t->bucket_ns <= since || b->t > until)
             continue;
-        if (b->t > until)
-            break;
-        if (seen && b->t - prev_end >= quiet) {
-            level = high;
-            *climb = b->t;
-        }
-        if (b->live_max > high)
-            high = b->live_max;
-        seen = true;
-        prev_end = b->t + t->bucket_ns;
+        if (first == t->n_buckets)
+            first = k;
+        last = k;
     }
-    return level;
+    if (first >= last)
+        return -1;
+    /* the longest pause, and the longest of the others */
+    size_t at = 0;
+    int64_t longest = -1, second = 0;
+    for (size_t k = first + 1; k <= last; k++) {
+        int64_t gap = t->buckets[k].t - (t->buckets[k - 1].t + t->bucket_ns);
+        if (gap >= longest) {
+            second = longest > second ? longest : second;
+            longest = gap;
+            at = k;
+        } else if (gap > second) {
+            second = gap;
+        }
+    }
+    if (longest < quiet || longest < 2 * second)
+        return -1;
+    int64_t high = -1;
+    for (size_t j = first; j < at; j++)
+        if (t->buckets[j].live_max > high)
+            high = t->buckets[j].live_max;
+    *climb = t->buckets[at].t;
+    return high;
 }
 
 /* Where the failing phase began and the level before it: the last marker before the failure
@@ -734,7 +751,14 @@ static bool steps_seen(const struct memmodel_obs *o, const struct model_failure 
     if (t && t->bucket_ns > 0)
         quiet = 4 * t->bucket_ns > AUTO_MIN_QUIET_NS ? 4 * t->bucket_ns : AUTO_MIN_QUIET_NS;
     *s = (struct steps_seen){ .level = -1 };
-    if (st->count >= 1 && st->last_unix_ns >= since && st->last_unix_ns <= until) {
+    /* Before a failure, two steps of the phase at least: the optimizer makes its state in the
+     * first step's optimizer.step(), after that step's peak, so the second is the first to
+     * hold all a step holds. */
+    int64_t in_phase = st->phase_count.known ? st->phase_count.v : st->count;
+    if (st->count >= 1) {
+        /* a program that says when its steps end: they alone tell */
+        if (st->last_unix_ns < since || st->last_unix_ns > until || (f && in_phase < 2))
+            return false;
         /* the phase peak resets at markers: the last step's is the most the phase's completed
          * steps reached; the first step's, that step's own */
         s->level = f ? st->peak_bytes : st->first_peak_bytes;
