@@ -1428,10 +1428,18 @@ static bool only_postpones(const char *kind)
            strcmp(kind, "other_processes") != 0;
 }
 
+/* What a recommendation owns. */
+static void rec_free(struct advice_rec *x)
+{
+    cmdline_free(x->command, x->command_n);
+    sb_free(&x->note);
+    for (size_t k = 0; k < x->n_blocks; k++)
+        sb_free(&x->blocks[k].body);
+}
+
 static void drop_rec(struct advice *a, size_t i)
 {
-    cmdline_free(a->recs[i].command, a->recs[i].command_n);
-    sb_free(&a->recs[i].note);
+    rec_free(&a->recs[i]);
     memmove(&a->recs[i], &a->recs[i + 1], (a->n_recs - i - 1) * sizeof a->recs[0]);
     a->n_recs--;
 }
@@ -1967,12 +1975,8 @@ bool advice_build(struct advice *a, const struct model_report *reports, size_t n
 
 void advice_free(struct advice *a)
 {
-    for (size_t i = 0; i < a->n_recs; i++) {
-        cmdline_free(a->recs[i].command, a->recs[i].command_n);
-        sb_free(&a->recs[i].note);
-        for (size_t k = 0; k < a->recs[i].n_blocks; k++)
-            sb_free(&a->recs[i].blocks[k].body);
-    }
+    for (size_t i = 0; i < a->n_recs; i++)
+        rec_free(&a->recs[i]);
     sb_free(&a->fit_command);
     script_free(&a->script);
     if (a->has_job)
