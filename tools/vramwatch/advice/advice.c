@@ -72,6 +72,12 @@ static void set_predicted(struct advice_rec *x, const struct advice *a, int64_t 
     x->fits = fits_of(a, batch, image);
 }
 
+const char *advice_flag_gap(const char *name)
+{
+    size_t n = strlen(name);
+    return n && name[n - 1] == '=' ? "" : " ";
+}
+
 static void add_argv_note(struct strbuf *b, char **argv, size_t n)
 {
     util_add_argv(b, (const char *const *)argv, n);
@@ -1723,7 +1729,7 @@ static void advise_allocator(struct advice *a)
            "expandable segments let PyTorch grow segments instead of keeping many of fixed size");
     if (base)
         sb_printf(&x->note, ", together with %s%s%" PRId64, batch->flag,
-                  batch->flag[strlen(batch->flag) - 1] == '=' ? "" : " ", batch->value);
+                  advice_flag_gap(batch->flag), batch->value);
     if (base && batch->has_predicted) {
         x->predicted = batch->predicted;
         x->has_predicted = true;
@@ -1809,7 +1815,7 @@ static void settle_fits(struct advice *a)
             b = job_batch(a, b < o->batch.value ? b : o->batch.value - 1);
             if (b >= 1) {
                 sb_printf(&x->note, ": combine it with %s%s%" PRId64 " (predicted ", o->batch.name,
-                          o->batch.name[strlen(o->batch.name) - 1] == '=' ? "" : " ", b);
+                          advice_flag_gap(o->batch.name), b);
                 add_size(&x->note, a->m.static_bytes + own * (double)b / (double)o->batch.value);
                 sb_add(&x->note, ")");
                 continue;
@@ -1844,10 +1850,17 @@ static bool choose_capacity(struct advice *a, int64_t target)
     return a->capacity > 0;
 }
 
+/* What a run may use of a card: the capacity less the headroom, less other processes' memory. */
+static int64_t usable_of(int64_t capacity, double headroom, int64_t others)
+{
+    return (int64_t)floor((double)capacity * (1.0 - headroom / 100.0)) - others;
+}
+
 /* The largest batch one rank's own report leaves room for on its own card (its limit or total,
- * or the target), its static part and its cache included: the batch its model proposes. -1 when
- * the report cannot be modelled. */
-static int64_t rank_room(const struct model_report *r, const struct advice_opts *opts)
+ * or the target, into *capacity), its static part and its cache included: the batch its model
+ * proposes. -1 when the report cannot be modelled. */
+static int64_t rank_room(const struct model_report *r, const struct advice_opts *opts,
+                         int64_t *capacity)
 {
     struct memmodel_obs o;
     struct strbuf err = { 0 };
@@ -1858,7 +1871,8 @@ static int64_t rank_room(const struct model_report *r, const struct advice_opts 
     struct advice t = { .r = r, .o = &o, .obs = &o, .n_obs = 1, .headroom = opts->headroom };
     if (!choose_capacity(&t, opts->target))
         return -1;
-    t.usable = (int64_t)floor((double)t.capacity * (1.0 - opts->headroom / 100.0)) - o.others;
+    *capacity = t.capacity;
+    t.usable = usable_of(t.capacity, opts->headroom, o.others);
     memmodel_build(&o, 1, &t.m);
     int64_t b = largest_batch(&t, o.image.found ? o.image.value : 0);
     if (t.m.basis == MEMMODEL_BOUND && b > o.batch.value / 2)
@@ -1883,31 +1897,34 @@ static size_t deciding_rank(struct advice *a, const struct job *job,
                 pick = i;
         a->decides_why = "the one that peaked highest";
     }
-    int64_t least = rank_room(job->procs[pick].r, opts), most = least;
+    /* each rank modelled once */
+    int64_t *room = util_xcalloc(job->n ? job->n : 1, sizeof *room);
+    int64_t *cap = util_xcalloc(job->n ? job->n : 1, sizeof *cap);
+    for (size_t i = 0; i < job->n; i++)
+        room[i] = rank_room(job->procs[i].r, opts, &cap[i]);
+    int64_t least = room[pick], most = least;
     bool moved = false;
     for (size_t i = 0; i < job->n; i++) {
-        int64_t room = rank_room(job->procs[i].r, opts);
-        if (room > most)
-            most = room;
-        if (room >= 0 && (least < 0 || room < least)) {
-            least = room;
+        if (room[i] > most)
+            most = room[i];
+        if (room[i] >= 0 && (least < 0 || room[i] < least)) {
+            least = room[i];
             pick = i;
             moved = true;
         }
     }
     if (moved) {
-        const struct model_device *d = model_main_device(job->procs[pick].r);
-        model_int cap = d ? (d->limit_bytes.known && d->limit_bytes.v > 0 ? d->limit_bytes : d->total_bytes)
-                          : (model_int){ 0 };
         char size[UTIL_SIZE_LEN] = "";
-        if (opts->target <= 0 && cap.known)
-            util_fmt_size(cap.v, size);
+        if (opts->target <= 0)
+            util_fmt_size(cap[pick], size);
         snprintf(a->decides_why_buf, sizeof a->decides_why_buf,
                  "whose %s%scard leaves room for the smallest batch of the ranks (%" PRId64
                  ", the others up to %" PRId64 ")",
                  size, *size ? " " : "", least, most);
         a->decides_why = a->decides_why_buf;
     }
+    free(room);
+    free(cap);
     return pick;
 }
 
@@ -1947,7 +1964,7 @@ bool advice_build(struct advice *a, const struct model_report *reports, size_t n
         return false;
     }
     a->others = a->o->others;
-    a->usable = (int64_t)floor((double)a->capacity * (1.0 - opts->headroom / 100.0)) - a->others;
+    a->usable = usable_of(a->capacity, opts->headroom, a->others);
     a->avail = a->capacity - a->others;
     memmodel_build(a->obs, model_n, &a->m);
     a->has_leak = findings_leaks(a->r, &a->leak, 1) > 0;

@@ -94,6 +94,10 @@ bool advice_build(struct advice *a, const struct model_report *reports, size_t n
                   const struct advice_opts *opts, struct strbuf *err);
 void advice_free(struct advice *a);
 
+/* What stands between a flag as spelled and its value: nothing after "batch=" or
+ * "--batch-size=", a space after "--batch". */
+const char *advice_flag_gap(const char *flag);
+
 /* A byte count computed in double, back to an integer without overflow (NaN and below 0: 0). */
 int64_t advice_clamp_bytes(double v);
 

@@ -165,7 +165,7 @@ static void add_rec_title(struct strbuf *b, const struct advice_rec *x)
 {
     sb_add(b, x->kind);
     if (x->has_value && x->flag)
-        sb_printf(b, " %s%s%" PRId64, x->flag, x->flag[strlen(x->flag) - 1] == '=' ? "" : " ",
+        sb_printf(b, " %s%s%" PRId64, x->flag, advice_flag_gap(x->flag),
                   x->value);
     else if (x->has_value)
         sb_printf(b, " %" PRId64, x->value);
