@@ -420,13 +420,13 @@ static int64_t flushed_between(const struct model_report *r, const struct model_
     return sum;
 }
 
-/* The level the phase opened by marker k built on until `to`: the level at its marker, less the
- * cache the allocator flushed within it (that cache was then no longer there to reuse, so what
- * the phase holds above the lower level is its own), never below the static level. */
-static int64_t phase_base(const struct model_report *r, const struct model_device *d,
-                          const struct marker *mk, size_t k, int64_t to, int64_t static_live)
+/* The level a phase or step that began at `level` at `from` built on until `to`: that level less
+ * the cache the allocator flushed since (that cache was then no longer there to reuse, so what is
+ * held above the lower level is its own), never below the static level. */
+static int64_t after_flushes(const struct memmodel_obs *o, int64_t level, int64_t from, int64_t to,
+                             int64_t static_live)
 {
-    int64_t base = mk[k].live - flushed_between(r, d, mk[k].time, to);
+    int64_t base = level - flushed_between(o->report, o->device, from, to);
     return base > static_live ? base : static_live;
 }
 
@@ -440,24 +440,29 @@ static int64_t failure_held(const struct model_failure *f)
     return held;
 }
 
+/* The request once more when the failure came before what it failed in (a phase, or the step
+ * after completed ones) had added as much as the request above `base`, the level that began at:
+ * such a request is the first large tensor there, seldom all it holds (a layer's output is
+ * written while its input is still live). 0 otherwise. */
+static int64_t first_request_again(const struct model_failure *f, int64_t base)
+{
+    int64_t size = f->size > 0 ? f->size : 0;
+    return failure_held(f) - base < size ? size : 0;
+}
+
 /* The failure's bound on the need above the static level: what was held when its retry failed
- * (the caching allocator's flush taken off) plus the request. A request that failed before its
- * phase had added as much as the request itself is the phase's first large tensor, seldom all it
- * holds: a layer's output is written while its input is still live, so it counts twice (without
- * markers the same is told from the last climb of memory: observe_steps). */
-static int64_t failure_bound(const struct model_report *r, const struct model_device *d,
-                             const struct marker *mk, size_t n, ptrdiff_t start,
-                             const struct model_failure *f)
+ * (the caching allocator's flush taken off) plus the request, the request twice when it was the
+ * first of its phase (without markers the same is told from the last climb: observe_steps). */
+static int64_t failure_bound(const struct memmodel_obs *o, const struct marker *mk, size_t n,
+                             ptrdiff_t start, const struct model_failure *f)
 {
     int64_t static_live = mk[start].live, size = f->size > 0 ? f->size : 0;
-    int64_t held = failure_held(f);
     size_t k = (size_t)start;
     while (k + 1 < n && mk[k + 1].time <= f->time_unix_ns)
         k++;
-    int64_t bound = util_sat_add(held, size) - static_live;
-    if (held - phase_base(r, d, mk, k, f->time_unix_ns + 1, static_live) < size)
-        bound = util_sat_add(bound, size);
-    return bound;
+    int64_t base = after_flushes(o, mk[k].live, mk[k].time, f->time_unix_ns + 1, static_live);
+    return util_sat_add(util_sat_add(failure_held(f), size), first_request_again(f, base)) -
+           static_live;
 }
 
 static void phase_working_set(const struct memmodel_obs *o, const struct marker *mk, size_t n,
@@ -465,12 +470,11 @@ static void phase_working_set(const struct memmodel_obs *o, const struct marker 
                               struct working_set *ws)
 {
     const struct model_report *r = o->report;
-    const struct model_device *d = o->device;
     int64_t static_live = mk[start].live;
     *ws = (struct working_set){ .best = -1, .training_best = -1 };
     for (size_t i = (size_t)start + 1; i < n; i++) {
-        int64_t added =
-                mk[i].phase_peak - phase_base(r, d, mk, i - 1, mk[i].time, static_live);
+        int64_t added = mk[i].phase_peak -
+                        after_flushes(o, mk[i - 1].live, mk[i - 1].time, mk[i].time, static_live);
         ws->completed = true;
         if (!memmodel_is_validation(mk[i - 1].label) && added > ws->training_best)
             ws->training_best = added;
@@ -489,14 +493,14 @@ static void phase_working_set(const struct memmodel_obs *o, const struct marker 
             tail_peak = dev->peak_live_bytes;
     }
     int64_t tail_added =
-            tail_peak - phase_base(r, d, mk, n - 1, INT64_MAX, static_live);
+            tail_peak - after_flushes(o, last->live, last->time, INT64_MAX, static_live);
     if (tail_peak >= 0 && f == NULL && (ptrdiff_t)n - 1 >= start && tail_added > ws->best) {
         ws->completed = true;
         ws->best = tail_added;
         ws->phase = last->label;
     }
     if (f && f->time_unix_ns >= mk[start].time) {
-        int64_t bound = failure_bound(r, d, mk, n, start, f);
+        int64_t bound = failure_bound(o, mk, n, start, f);
         if (bound > ws->best) {
             ws->best = bound;
             ws->phase = NULL;
@@ -613,11 +617,14 @@ static void observe_phases(struct memmodel_obs *o, const struct model_report *r,
  *
  * A run that fails in its first phase of training, after steps of it completed (a multi-scale
  * job whose step at a larger side ran out, a step that met a fragmented cache), has measured
- * what those steps need: memory climbs in a step, then rests (a caching allocator keeps the
+ * what those steps need. The program may say where its steps end (vramwatch_step, which the
+ * PyTorch companion calls after each optimizer step): the phase's peak at the last one is it.
+ * Else the timeline tells: memory climbs in a step, then rests (a caching allocator keeps the
  * step's blocks, an allocator without a cache gives them back) until the next step asks for
- * more. The failing climb is the last one, after the last quiet spell; what memory reached
- * before that spell is the completed steps' need. A job whose steps leave no quiet spell in the
- * timeline (steps shorter than its buckets) shows none, and the failure stays a bound. */
+ * more, and the pause before the failing climb stands out from every other. A multi-scale run
+ * that fit is measured by its first step (a later step's peak holds the cache of steps at other
+ * sides, which it could not reuse and a full card would have flushed). Where neither tells, the
+ * failure stays a bound. */
 
 /* The highest live memory reached in [since, until) before its quiet spell, and when the
  * climb after it began (*climb); -1 when there is none. The quiet spell is the longest stretch
@@ -662,8 +669,9 @@ static int64_t level_before_last_climb(const struct model_tl_device *t, int64_t 
 }
 
 /* Where the failing phase began and the level before it: the last marker before the failure
- * (without a failure: the first of training, "epoch ..."), else (no markers) the first call chain after the model's own, where training began: its
- * level is at most the static part (optimizer state may come later), a floor. */
+ * (without a failure: the first of training, "epoch ..."), else (no markers) the first call
+ * chain after the model's own, where training began: its level is at most the static part
+ * (optimizer state may come later), a floor. */
 static bool failing_phase_start(const struct model_report *r, int64_t until, int64_t *since,
                                 int64_t *level)
 {
@@ -730,9 +738,6 @@ static int64_t largest_climb(const struct model_tl_device *t, int64_t since, int
     return best;
 }
 
-/* What completed steps measured: before a failure, the steps before the failing one; in a
- * multi-scale run that fit, its first step (a later step's peak holds the cache of steps at other
- * sides, which it could not reuse and a full card would have flushed). */
 /* What the completed steps needed (level: the most live they reached) and where the step after
  * them began (base: the level then, from: when): from the steps the program said had ended
  * (vramwatch_step) when the last of them falls in the phase, else from the timeline's quiet
@@ -791,13 +796,11 @@ static void observe_steps(struct memmodel_obs *o, const struct model_report *r,
         return;
     o->steps_need = util_sat_add(s.level, o->untracked);
     o->steps_climb = s.climb;
-    /* The failing climb had added less than its request (flushes in it taken off): the first large
-     * tensor of what came after the completed steps, counted twice, as failure_bound does. */
-    if (f && !o->phases && f->size > 0) {
-        int64_t base = s.base - flushed_between(r, o->device, s.from, f->time_unix_ns + 1);
-        if (failure_held(f) - (base > static_live ? base : static_live) < f->size)
-            o->need = util_sat_add(o->need, f->size);
-    }
+    /* the request twice when the failing climb had not added as much, as failure_bound */
+    if (f && !o->phases)
+        o->need = util_sat_add(o->need, first_request_again(f, after_flushes(o, s.base, s.from,
+                                                                             f->time_unix_ns + 1,
+                                                                             static_live)));
     if (o->static_level < 0) {
         o->static_level = util_sat_add(start_level, o->untracked);
         o->static_floor = true;
