@@ -24,8 +24,10 @@ int vramwatch_mark(const char *label);
 int vramwatch_step(void);
 
 /* Write a report now. `reason` becomes the report's reason when it is one of the allowed
- * words ("oom", "exit", "request", "signal"), else "request". Returns 0 when the report was
- * written, -1 otherwise (disabled, or the folder is not writable: a warning says why). */
+ * words ("oom", "exit", "request", "signal"), else "request". A "request" dump is also kept in a
+ * file of its own, vramwatch-HOST-PID-request-N.json (N from 1, one per dump), which later
+ * reports never replace (docs/report-format.md). Returns 0 when the report was written, -1
+ * otherwise (disabled, or the folder is not writable: a warning says why). */
 int vramwatch_dump(const char *reason);
 
 /* Say whether this process's device allocator releases what it caches and retries once when an

@@ -59,6 +59,9 @@ static bool previous_checked; /* a report of an earlier process at our name was 
 /* 0: the report's name is the contract's vramwatch-HOST-PID.json; N: that name is another
  * user's (planted in a shared sticky folder before we ran), and ours is vramwatch-HOST-PID.N.json */
 static int name_n;
+/* The number of the latest dump on request: each is a file of its own,
+ * vramwatch-HOST-PID-request-N.json, never replaced (report_write). */
+static int request_n;
 /* The other processes seen at the last out-of-memory report, per device, so the report at exit
  * still says whose the rest of the card was; nprocs_seen 0 means never asked (stored + 1). */
 static struct report_proc procs_seen[VW_MAX_DEVICES + 1][REPORT_PROCS_MAX];
@@ -73,6 +76,7 @@ void report_after_fork_child(void)
     memset(nprocs_seen, 0, sizeof(nprocs_seen));
     previous_checked = false;
     name_n = 0;
+    request_n = 0;
     launcher_after_fork_child();
 }
 
@@ -1081,6 +1085,66 @@ static const char *free_name(int dirfd)
     return report_path();
 }
 
+/* vramwatch-HOST-PID-request-N.json in the report folder, into buf. */
+static const char *request_path(char *buf, size_t size, int n)
+{
+    char host[256];
+    host_name(host, sizeof(host));
+    file_safe(host);
+    snprintf(buf, size, "%s/vramwatch-%s-%d-request-%d.json", options_current.dir, host,
+             (int)getpid(), n);
+    return buf;
+}
+
+/* A dump on request kept under a name of its own: the first free
+ * vramwatch-HOST-PID-request-N.json from the next number on, given to the finished temporary
+ * file tmp as a second name. A dump is what the program asked to keep, so it is never replaced:
+ * not by the process's later reports (which replace the report's own name, not this one), not
+ * by a later dump, not by a process that had our pid before. A hard link fails when the name
+ * exists, where a rename would replace it; on a file system without hard links, renameat2's
+ * RENAME_NOREPLACE does the same but takes the file, so the report's own name is not updated by
+ * this dump. Returns 1 (linked: tmp still there), 2 (tmp renamed) or 0 (failed, errno says
+ * why); the path into buf. */
+static int keep_request(int dirfd, const char *tmp, char *buf, size_t size)
+{
+    for (int tries = 0; tries < 1000; tries++) {
+        const char *name = strrchr(request_path(buf, size, ++request_n), '/') + 1;
+        if (linkat(dirfd, tmp, dirfd, name, 0) == 0)
+            return 1;
+        if (errno != EEXIST &&
+            syscall(SYS_renameat2, dirfd, tmp, dirfd, name, 1 /* RENAME_NOREPLACE */) == 0)
+            return 2;
+        if (errno != EEXIST)
+            return 0;
+    }
+    return 0;
+}
+
+/* Gives the finished temporary file tmp the report's name, replacing the previous report (the
+ * file always holds the latest state); a dump on request is kept under a name of its own first
+ * (keep_request). The final path into buf (the dump's, for a dump), or NULL (errno says why). */
+static const char *publish(int dirfd, const char *tmp, bool request, char *buf, size_t size)
+{
+    int kept = request ? keep_request(dirfd, tmp, buf, size) : 0;
+    if (request && kept != 1)
+        return kept ? buf : NULL;
+    const char *name = strrchr(report_path(), '/') + 1;
+    if (renameat(dirfd, tmp, dirfd, name) != 0) {
+        int e = errno;
+        if (!((e == EPERM || e == EACCES) && name_taken(dirfd, name))) {
+            errno = e;
+            return NULL;
+        }
+        /* taken by another user since we looked: the next free name */
+        name = strrchr(free_name(dirfd), '/') + 1;
+        if (renameat(dirfd, tmp, dirfd, name) != 0)
+            return NULL;
+    }
+    if (!request)
+        snprintf(buf, size, "%s", report_path());
+    return buf;
+}
+
 int report_write(const char *reason, const struct report_devinfo *info)
 {
     int rc = -1;
@@ -1092,8 +1156,10 @@ int report_write(const char *reason, const struct report_devinfo *info)
     uint64_t live_total = 0;
     int nlive = core_largest_live(live, LIVE_MAX, &live_total);
 
-    const char *final = report_path();
-    const char *name = strrchr(final, '/') + 1; /* report_path() always puts the folder first */
+    /* A dump on request is also kept in a file of its own (publish); its temporary file is
+     * named as the report's, so the rule for killed writers' leftovers covers it. */
+    bool request = strcmp(reason, "request") == 0;
+    const char *name = strrchr(report_path(), '/') + 1; /* report_path() puts the folder first */
     char tmp[PATH_MAX];
     char why[1024];
     int dirfd = safefile_open_dir(options_current.dir, true, why, sizeof(why));
@@ -1104,10 +1170,8 @@ int report_write(const char *reason, const struct report_devinfo *info)
     bool first = !previous_checked;
     if (first) {
         previous_checked = true;
-        if (name_taken(dirfd, name)) {
-            final = free_name(dirfd);
-            name = strrchr(final, '/') + 1;
-        }
+        if (name_taken(dirfd, name))
+            name = strrchr(free_name(dirfd), '/') + 1;
         keep_previous(dirfd, name);
     }
     /* O_EXCL | O_NOFOLLOW: a name planted in advance (a link to a file of ours) is never
@@ -1135,21 +1199,14 @@ int report_write(const char *reason, const struct report_devinfo *info)
     bool ok = write_body(fd, reason, info, nlive, live_total);
     if (close(fd) != 0)
         ok = false;
-    if (ok && renameat(dirfd, tmp, dirfd, name) != 0 && (errno == EPERM || errno == EACCES) &&
-        name_taken(dirfd, name)) {
-        /* taken by another user since we looked: the next free name */
-        final = free_name(dirfd);
-        name = strrchr(final, '/') + 1;
-    } else if (ok) {
-        goto renamed;
-    }
-    if (!ok || renameat(dirfd, tmp, dirfd, name) != 0) {
+    char done_path[PATH_MAX + 512];
+    const char *final = ok ? publish(dirfd, tmp, request, done_path, sizeof(done_path)) : NULL;
+    if (!final) {
         int e = errno;
         unlinkat(dirfd, tmp, 0);
-        log_warn_once(warned_write, "writing the report %s failed: %s", final, strerror(e));
+        log_warn_once(warned_write, "writing the report %s failed: %s", name, strerror(e));
         goto done;
     }
-renamed:
     log_msg(VW_LOG_INFO, "report written: %s (%s)", final, reason);
     rc = 0;
 done:

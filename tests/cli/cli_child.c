@@ -38,8 +38,9 @@ static int write_env(const char *path)
     return fclose(f) == 0 ? 0 : 1;
 }
 
-/* A small but complete report of this process, as the library would leave it. */
-static int write_report(void)
+/* A small but complete report of this process, as the library would leave it: its own report
+ * (suffix ""), or a dump on request (suffix "-request-1", reason "request"). */
+static int write_report(const char *suffix, const char *reason)
 {
     const char *dir = getenv("VRAMWATCH_DIR");
     char host[HOST_NAME_MAX + 1] = "";
@@ -48,7 +49,8 @@ static int write_report(void)
     mkdir(dir, 0700); /* as the library does when the folder is missing */
     host[HOST_NAME_MAX] = '\0';
     char path[PATH_MAX], tmp[PATH_MAX];
-    int n = snprintf(path, sizeof path, "%s/vramwatch-%s-%d.json", dir, host, (int)getpid());
+    int n = snprintf(path, sizeof path, "%s/vramwatch-%s-%d%s.json", dir, host, (int)getpid(),
+                     suffix);
     if (n < 0 || (size_t)n >= sizeof path)
         return 1;
     /* Written beside the final name, then renamed, as the library does. */
@@ -58,11 +60,14 @@ static int write_report(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     long long now = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    static long long start; /* the process's start: one, however many reports it writes */
+    if (!start)
+        start = now;
     FILE *f = fopen(tmp, "w");
     if (!f)
         return 1;
     fprintf(f,
-            "{\"schema\":\"vramwatch.report/1\",\"reason\":\"oom\",\"time_unix_ns\":%lld,\n"
+            "{\"schema\":\"vramwatch.report/1\",\"reason\":\"%s\",\"time_unix_ns\":%lld,\n"
             "\"vramwatch\":{\"version\":\"0.1.0\",\"stack_depth\":32,\"python\":false},\n"
             "\"process\":{\"pid\":%d,\"ppid\":%d,\"host\":\"%s\",\"argv\":[\"cli-child\",\"report\"],\"exe\":null,\n"
             "  \"cwd\":null,\"start_unix_ns\":%lld,\"rank\":null,\"local_rank\":null,\"world_size\":null,\"env\":{}},\n"
@@ -80,7 +85,7 @@ static int write_report(void)
             "  \"alloc_bytes_total\":1073741824}],\n"
             "\"callsites_dropped\":0,\"live\":[],\"live_truncated\":1,\"limit_crossings\":[],\n"
             "\"host_pinned\":{\"live_bytes\":0,\"peak_live_bytes\":0,\"alloc_calls\":0,\"free_calls\":0,\"failed_calls\":0}}\n",
-            now, (int)getpid(), (int)getppid(), host, now, now, now, (int)getpid());
+            reason, now, (int)getpid(), (int)getppid(), host, start, now, now, (int)getpid());
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         return 1;
     return 0;
@@ -99,7 +104,9 @@ int main(int argc, char **argv)
         return 99; /* the signal did not end us */
     }
     if (argc >= 2 && strcmp(argv[1], "report") == 0)
-        return write_report() != 0 ? 1 : argc >= 3 ? atoi(argv[2]) : 0;
+        return write_report("", "oom") != 0 ? 1 : argc >= 3 ? atoi(argv[2]) : 0;
+    if (argc >= 2 && strcmp(argv[1], "dump-report") == 0) /* a dump on request, then the report */
+        return write_report("-request-1", "request") != 0 || write_report("", "oom") != 0;
     if (argc >= 3 && strcmp(argv[1], "wait") == 0) {
         /* Says it is ready, then waits for a signal forwarded by vramwatch. */
         signal(SIGTERM, SIG_DFL);
@@ -111,6 +118,7 @@ int main(int argc, char **argv)
         return 98;
     }
     fprintf(stderr,
-            "usage: cli-child env FILE | exit N | signal N | report [EXIT] | wait READYFILE\n");
+            "usage: cli-child env FILE | exit N | signal N | report [EXIT] | dump-report | wait "
+            "READYFILE\n");
     return 2;
 }

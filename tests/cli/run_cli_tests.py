@@ -659,6 +659,18 @@ def group_run(opts):
         # Two runs of the child one after the other, from one shell: two runs, not one job.
         check(r.stdout.startswith(b"vramwatch: 2 separate runs in 2 reports"),
               "two reports, one after the other: two runs: %r" % r.stdout[:200])
+        # A dump on request beside the process's own report: one process, its latest report.
+        rdir3 = os.path.join(work, "r3")
+        r = vw(["run", "--dir", rdir3, "--", opts.child, "dump-report"])
+        dumps = glob.glob(os.path.join(rdir3, "vramwatch-*-request-1.json"))
+        check(len(dumps) == 1 and b"separate runs" not in r.stdout and b"What failed: cudaMalloc" in r.stdout,
+              "a dump and the report of one process: one process: %r" % r.stdout[:300])
+        check(r.stderr.count(b"earlier reports of the same process") == 1 and
+              os.path.basename(dumps[0]).encode() in r.stderr,
+              "the dump left out, said once: %r" % r.stderr)
+        r = vw(["report", dumps[0]])
+        check(r.returncode != 2 and b"Out of memory at write_report" in r.stdout,
+              "report reads a dump like any other: %r" % r.stdout[:300])
 
         # Signals sent to vramwatch reach the command.
         ready = os.path.join(work, "ready")
@@ -1158,8 +1170,6 @@ def group_merge(opts):
             ["merge", "job4-rank0.json", "oom-pytorch.json", "-o", "out.json"],
             ["merge", "job4-rank2.json", "rank2-again.json", "-o", "out.json"],
             ["merge", "job4-rank1.json", "rank2-world8.json", "-o", "out.json"],
-            ["merge", "job4-rank0.json", "job4-rank0.json", "-o", "out.json"],
-            ["merge", "all.json", "job4-rank3.json", "-o", "out.json"],
             ["merge", "job-empty.json", "-o", "out.json"],
             ["merge", "job-no-report.json", "-o", "out.json"],
             ["merge", "job-bad-report.json", "-o", "out.json"],
@@ -1172,6 +1182,15 @@ def group_merge(opts):
             ["merge", "job4-rank0.json", "-o", "no-such-folder/out.json"],
             ["report", "job-wrong-pid.json"],
         ]
+        # One process's reports twice (a dump on request beside the report, or one file given
+        # twice) are one process: its latest report, the others left out in one line.
+        for args, procs in ((["job4-rank0.json", "job4-rank0.json"], 1), (["all.json", "job4-rank3.json"], 4)):
+            r = run(opts, ["merge"] + args + ["-o", "out.json"], cwd=tmp)
+            check(r.returncode == 0 and r.stderr.count(b"earlier reports of the same process") == 1,
+                  "merge %s: %d %r" % (args, r.returncode, r.stderr))
+            with open(os.path.join(tmp, "out.json")) as f:
+                check(len(json.load(f)["processes"]) == procs, "merge %s: %d processes" % (args, procs))
+            os.remove(os.path.join(tmp, "out.json"))
         lines = []
         for args in refusals:
             line = one_line_error(run(opts, args, cwd=tmp), " ".join(args))

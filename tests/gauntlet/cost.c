@@ -63,7 +63,7 @@ static double now_ms(void)
 static long long dump_tables(double *ms)
 {
     double t0 = now_ms();
-    CHECK(vw_dump("request") == 0, 20);
+    CHECK(vw_dump("exit") == 0, 20); /* the process's own report, read back below */
     if (ms)
         *ms = now_ms() - t0;
     static char buf[1 << 16];

@@ -80,6 +80,8 @@ class Case:
     def reports(self, folder=None):
         out = {}
         for f in sorted(glob.glob(os.path.join(folder or self.dir, "vramwatch-*.json"))):
+            if "-request-" in os.path.basename(f):
+                continue  # a dump on request, a file of its own beside the process's report
             with open(f, encoding="utf-8") as fh:
                 doc = json.load(fh)
             run_case.validate(self.opts.schema, f, doc)

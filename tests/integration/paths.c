@@ -538,7 +538,10 @@ static int limit_observe(void)
     return limit_mode(true);
 }
 
-/* vramwatch_dump through the public API, found the way Python's ctypes.CDLL(None) finds it. */
+/* vramwatch_dump through the public API, found the way Python's ctypes.CDLL(None) finds it. A
+ * dump on request is kept in a file of its own, numbered, never replaced (and written as the
+ * process's report too): a file planted at the first number (an earlier process that had our
+ * pid) stays as it was, and the dump takes the next. */
 static int dump(void)
 {
     void *p;
@@ -547,12 +550,22 @@ static int dump(void)
     int (*mark)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "vramwatch_mark");
     CHECK(dumpf && mark, 171);
     CHECK(mark("epoch 1") == 0, 172);
-    CHECK(dumpf("no such reason") == 0, 173);
-    char path[4096];
+    char path[4096], planted[4200], second[4200];
     report_path(path, sizeof(path));
-    CHECK(file_has(path, "\"reason\":\"request\""), 174);
+    size_t n = strlen(path) - 5; /* less ".json" */
+    snprintf(planted, sizeof(planted), "%.*s-request-1.json", (int)n, path);
+    snprintf(second, sizeof(second), "%.*s-request-2.json", (int)n, path);
+    FILE *f = fopen(planted, "w");
+    CHECK(f && fputs("planted\n", f) >= 0 && fclose(f) == 0, 176);
+    CHECK(dumpf("no such reason") == 0, 173);
+    CHECK(file_has(planted, "planted") && !file_has(planted, "\"reason\""), 177);
+    CHECK(file_has(second, "\"reason\":\"request\""), 174);
     struct stat sb;
-    CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0600, 175);
+    CHECK(stat(second, &sb) == 0 && (sb.st_mode & 0777) == 0600, 175);
+    CHECK(file_has(path, "\"reason\":\"request\""), 178); /* the process's report as well */
+    CHECK(cudaMalloc(&p, 1 * MiB) == cudaSuccess, 179);
+    CHECK(dumpf("request") == 0, 169);
+    unlink(planted);
     return 0;
 }
 

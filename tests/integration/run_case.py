@@ -14,6 +14,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -73,8 +74,11 @@ class Run:
     def paths(self, mode, extra=None, **kw):
         return self.run([self.args.paths, mode], extra, **kw)
 
-    def reports(self):
-        files = sorted(glob.glob(os.path.join(self.dir, "vramwatch-*.json")))
+    def reports(self, requests=False):
+        """The processes' reports (requests=False) or the dumps on request, each in a file of
+        its own (vramwatch-HOST-PID-request-N.json), validated and of mode 0600."""
+        files = sorted(f for f in glob.glob(os.path.join(self.dir, "vramwatch-*.json"))
+                       if ("-request-" in os.path.basename(f)) == requests)
         out = []
         for f in files:
             with open(f, encoding="utf-8") as fh:
@@ -325,7 +329,8 @@ def case_first_threads(run):
         r = run.report()
         eq([d["ordinal"] for d in r["devices"]], [0], f"run {attempt}: every allocation on device 0")
         eq(dev0(r)["alloc_calls"], 16, f"run {attempt}: allocations")
-        os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+        for f in glob.glob(os.path.join(run.dir, "vramwatch-*.json")):
+            os.remove(f)  # the report, and the dump asked for before any CUDA call
 
 
 def case_fork(run):
@@ -500,7 +505,8 @@ def case_stop_signal(run):
         r = run.report()
         eq(r["reason"], "signal", f"{sig.name}: the report's reason")
         eq(dev0(r)["live_bytes"], 100 * MiB, f"{sig.name}: live")
-        os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+        for f in glob.glob(os.path.join(run.dir, "vramwatch-*.json")):
+            os.remove(f)  # the report, and the dump asked for before any CUDA call
     # A forked worker has no thread of ours to write a report: its stop signals act as they
     # would without the library from the start (Python leaves SIGTERM at its default and catches
     # SIGINT itself), not through our handler, which a sanitizer's runtime may defer past a
@@ -553,7 +559,8 @@ def case_observe_torch(run):
     for var in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
         conf = dict(observe, **{var: "expandable_segments:False,backend:cudaMallocAsync"})
         eq(pressure(run, ["observe", "--torch", run.args.c10_stub], conf), 0, f"the async backend ({var}) is not")
-        os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+        for f in glob.glob(os.path.join(run.dir, "vramwatch-*.json")):
+            os.remove(f)  # the report, and the dump asked for before any CUDA call
 
 
 def case_observe_plain(run):
@@ -572,7 +579,8 @@ def case_limit_first(run):
         r = run.report()
         eq([d["ordinal"] for d in r["devices"]], [0], f"{args}: every allocation on device 0")
         eq(dev0(r)["live_bytes"], 900 * MiB, f"{args}: live")
-        os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+        for f in glob.glob(os.path.join(run.dir, "vramwatch-*.json")):
+            os.remove(f)  # the report, and the dump asked for before any CUDA call
 
 
 def case_limit_share(run):
@@ -597,8 +605,18 @@ def case_status_burst(run):
 
 
 def case_dump(run):
+    """Each dump on request is a file of its own, kept whatever the process writes after it:
+    the first number was taken (planted by the program), so the dumps are 2 and 3, each with
+    the memory of its moment, and the exit report is the process's own file."""
     run.paths("dump")
+    dumps = sorted(glob.glob(os.path.join(run.dir, "vramwatch-*-request-*.json")))
+    eq([re.sub(r".*-(request-\d+)\.json$", r"\1", f) for f in dumps], ["request-2", "request-3"],
+       "one file per dump, the planted first number skipped")
+    got = run.reports(requests=True)
+    eq([(r["reason"], dev0(r)["live_bytes"]) for r in got], [("request", 1 * MiB), ("request", 2 * MiB)],
+       "each dump as it was when asked, not overwritten by the next or by the exit report")
     r = run.report()
+    eq(r["reason"], "exit", "the process's own report")
     eq([(m["label"], m["live_bytes"], m["phase_peak_bytes"]) for m in r["markers"]],
        [("epoch 1", 1 * MiB, 1 * MiB)], "markers, with the memory of the phase they close")
 
@@ -907,7 +925,8 @@ def case_real_cudart(run):
         eq(r["devices"], [], f"no device (LD_LIBRARY_PATH={libpath!r})")
         check(r["unattributed"] and r["unattributed"]["failed_calls"] >= 3,
                f"the failed calls counted, on no device: {r['unattributed']}")
-        os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+        for f in glob.glob(os.path.join(run.dir, "vramwatch-*.json")):
+            os.remove(f)  # the report, and the dump asked for before any CUDA call
 
 
 
@@ -1073,7 +1092,8 @@ def case_redaction(run):
     url = "https://user:hunter2hunter2@example.com/x"
     prefix = len(os.fsencode(run.args.probe)) + 1 + len(os.fsencode(run.args.lib)) + 1
     for inside in (13, 15, 20, 27):  # bytes of the URL before the cut: in "user:", in the password
-        os.remove(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0])
+        for f in glob.glob(os.path.join(run.dir, "vramwatch-*.json")):
+            os.remove(f)  # the report, and the dump asked for before any CUDA call
         pad = 65536 - prefix - 1 - inside
         probe(run, run.dir, "x" * pad, url)
         with open(glob.glob(os.path.join(run.dir, "vramwatch-*.json"))[0]) as f:
@@ -1422,7 +1442,8 @@ def case_stale_tmp(run):
     eq(left, sorted(kept), "the stale temporaries removed, every other one kept")
     with open(victim) as f:
         eq(f.read(), "keep me\n", "a link's target untouched")
-    eq(len(glob.glob(os.path.join(folder, "vramwatch-*.json"))), 1, "our report written")
+    eq(len([f for f in glob.glob(os.path.join(folder, "vramwatch-*.json")) if "-request-" not in f]), 1,
+       "our report written")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

@@ -51,7 +51,7 @@ assert after == before, (before, after)
 
 # No device allocation was made, so nothing is written unless asked.
 assert ctypes.CDLL(None).vramwatch_dump(b"request") == 0, "vramwatch_dump failed"
-reports = glob.glob(os.path.join(os.environ["VRAMWATCH_DIR"], "vramwatch-*-%d.json" % os.getpid()))
+reports = glob.glob(os.path.join(os.environ["VRAMWATCH_DIR"], "vramwatch-*-%d-request-*.json" % os.getpid()))
 assert len(reports) == 1, reports
 with open(reports[0], encoding="utf-8") as fh:
     report = json.load(fh)

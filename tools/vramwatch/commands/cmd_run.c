@@ -17,6 +17,7 @@
 #include "colour.h"
 #include "commands.h"
 #include "common.h"
+#include "job.h"
 #include "preload.h"
 #include "report_view.h"
 #include "safefile.h"
@@ -831,6 +832,7 @@ static int run_and_show(const struct run_opts *o, const char *dir)
     }
     struct found f = { 0 };
     collect(dir, &before, start, &f);
+    f.n = job_keep_latest("run", f.v, f.n); /* a process's dumps on request beside its report */
     free_snapshot(&before);
     int64_t peak = status_peak(&rs);
     status_cleanup(&rs);

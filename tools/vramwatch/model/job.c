@@ -972,6 +972,59 @@ bool job_load_file(const char *path, struct model_report **reports, size_t *n_re
     return true;
 }
 
+/* One process's reports: the same host and pid, and the same start where both know it. */
+static bool same_process(const struct model_report *a, const struct model_report *b)
+{
+    const struct model_process *p = &a->process, *q = &b->process;
+    if (p->pid != q->pid || strcmp(p->host, q->host) != 0)
+        return false;
+    if (p->loaded_unix_ns.known && q->loaded_unix_ns.known)
+        return p->loaded_unix_ns.v == q->loaded_unix_ns.v;
+    return !p->start_unix_ns.known || !q->start_unix_ns.known ||
+           p->start_unix_ns.v == q->start_unix_ns.v;
+}
+
+static const char *path_of(const struct model_report *r)
+{
+    return r->path ? r->path : r->path_owned ? r->path_owned : "a report";
+}
+
+size_t job_keep_latest(const char *prefix, struct model_report *reports, size_t n)
+{
+    bool *drop = util_xcalloc(n ? n : 1, sizeof *drop);
+    for (size_t i = 0; i < n; i++) {
+        if (drop[i])
+            continue;
+        size_t latest = i;
+        for (size_t k = i + 1; k < n; k++)
+            if (!drop[k] && same_process(&reports[i], &reports[k]) &&
+                reports[k].time_unix_ns > reports[latest].time_unix_ns)
+                latest = k;
+        struct strbuf left = { 0 };
+        for (size_t k = i; k < n; k++) {
+            if (k == latest || drop[k] || !same_process(&reports[i], &reports[k]))
+                continue;
+            drop[k] = true;
+            sb_printf(&left, "%s%s", left.len ? ", " : "", path_of(&reports[k]));
+        }
+        if (left.len)
+            util_err("%s%s%s: earlier reports of the same process (pid %" PRId64
+                     " on %s) left out, the latest read; give one alone to see it",
+                     prefix ? prefix : "", prefix ? ": " : "", sb_str(&left),
+                     reports[latest].process.pid, reports[latest].process.host);
+        sb_free(&left);
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (drop[i])
+            model_free(&reports[i]);
+        else
+            reports[kept++] = reports[i];
+    }
+    free(drop);
+    return kept;
+}
+
 bool job_load_files(const char *prefix, char *const *paths, size_t n, struct model_report **reports,
                     size_t *n_reports)
 {
@@ -986,6 +1039,7 @@ bool job_load_files(const char *prefix, char *const *paths, size_t n, struct mod
         if (!ok)
             return false;
     }
+    *n_reports = job_keep_latest(prefix, *reports, *n_reports);
     return true;
 }
 

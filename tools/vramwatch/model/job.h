@@ -131,6 +131,13 @@ bool job_load_file(const char *path, struct model_report **reports, size_t *n_re
  * until then is in *reports either way. */
 bool job_load_files(const char *prefix, char *const *paths, size_t n, struct model_report **reports,
                     size_t *n_reports);
+/* Several reports of one process (its dumps on request, vramwatch-HOST-PID-request-N.json,
+ * beside its own report) are moments of one process, not processes of a job: of each such set
+ * only the latest written is kept, the others freed, and one line on stderr per set says which
+ * were left out ("PREFIX: ..."). The same host, pid and start (the library's load, else the
+ * process's start) make one process. Returns the number kept, in their order. */
+size_t job_keep_latest(const char *prefix, struct model_report *reports, size_t n);
+
 /* Frees the reports job_load_file(s) loaded, and the array. */
 void job_free_reports(struct model_report *reports, size_t n);
 
