@@ -22,6 +22,11 @@ GROUP:
   runs    runs of one script at other settings (runs/: --batch 32 and --batch 64): each drawn on
           its own time axis and named by what differs, in the terminal, SVG, HTML and trace,
           compared with golden/runs.*; reports of different scripts refused in one line.
+  stacks  collapsed stacks and speedscope's JSON (--format=collapsed|speedscope) of what was live at
+          the peak and at the failure: the lines add up to the report's figures, frames above the
+          application's first hidden unless --full (the HTML's flame graphs too), a job's processes
+          named in the root frame, names escaped, speedscope valid by speedscope.schema.json.
+  flamegraph  flamegraph.pl draws the collapsed stacks as an SVG; skipped where it is missing.
   render  the HTML and the SVG opened in headless Chromium (/usr/bin/chromium) at two window
           sizes: each screenshot is a real plot (not blank; axis, live line and capacity colours
           present), kept under --shots; for every recorded report, the job and the runs at other
@@ -239,9 +244,9 @@ def group_usage(opts):
     one_line_error(run(opts, ["timeline", "--frobnicate", src]), "unknown option")
     one_line_error(run(opts, ["timeline", "-o"]), "-o without a value")
     line = one_line_error(run(opts, ["timeline", "-o", "/tmp/x.png", src]), "-o .png")
-    check(".svg, .html or .trace.json" in line, "-o .png: %s" % line)
+    check(".svg, .html, .trace.json" in line, "-o .png: %s" % line)
     line = one_line_error(run(opts, ["timeline", "--format=png", src]), "--format=png")
-    check("svg, html or trace" in line, "--format=png: %s" % line)
+    check("svg, html, trace" in line, "--format=png: %s" % line)
     one_line_error(run(opts, ["timeline", "--format=trace", "-o", "/tmp/x.svg", src]), "--format=trace -o X.svg")
     one_line_error(run(opts, ["timeline", "--format=", src]), "--format= without a value")
     r = run(opts, ["timeline", "--color=always", src])
@@ -771,9 +776,248 @@ def group_render(opts):
         shutil.rmtree(tmp)
 
 
+# ---- flame graphs in standard formats: collapsed stacks and speedscope ----
+
+# Frames above the application's first (the process's entry, the interpreter's) that the
+# recorded reports hold and the default output leaves out.
+HIDDEN = ("_start (", "__libc_start_main (", "Py_RunMain (", "Py_BytesMain (", "PyEval_EvalCode (")
+
+
+def collapsed_lines(text, what):
+    """Collapsed stacks as (frames, count): one line per call chain, the count the last field."""
+    out = []
+    check(text.endswith("\n") or text == "", "%s: the last line is not ended" % what)
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        check(stack and count.isdigit() and int(count) > 0, "%s: not 'frames count': %r" % (what, line))
+        frames = stack.split(";")
+        check(all(frames), "%s: an empty frame in %r" % (what, line))
+        out.append((frames, int(count)))
+    stacks = [";".join(f) for f, _ in out]
+    check(len(set(stacks)) == len(stacks), "%s: a call chain on two lines" % what)
+    return out
+
+
+def collapsed(opts, args, what):
+    r = run(opts, ["timeline", "--format=collapsed"] + args)
+    check(r.returncode == 0 and r.stderr == b"", "%s: exit %d %s" % (what, r.returncode, r.stderr))
+    return collapsed_lines(r.stdout.decode("utf-8"), what)
+
+
+def report_figures(path):
+    """The report's own totals: the devices' peaks added up, and the live memory at the latest
+    out-of-memory failure (None without one)."""
+    with open(path, encoding="utf-8") as f:
+        d = json.load(f)
+    oom = [f for f in d["failures"] if f["oom"]]
+    return sum(x["peak_live_bytes"] for x in d["devices"]), oom[-1]["live_bytes_at_failure"] if oom else None
+
+
+def check_speedscope(opts, path, what):
+    """A speedscope file: valid by our schema of the format (tests/timeline/speedscope.schema.json,
+    through the report validator's --schema), and what a schema cannot say. Its profiles."""
+    schema = os.path.join(os.path.dirname(os.path.abspath(__file__)), "speedscope.schema.json")
+    r = subprocess.run([sys.executable, opts.validator, "--schema", schema, path], capture_output=True)
+    if r.returncode == SKIP:
+        not_checked(opts, "speedscope files against the schema (no python3 jsonschema module)")
+    else:
+        check(r.returncode == 0, "%s: %s%s" % (what, r.stdout.decode(), r.stderr.decode()))
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    frames = doc["shared"]["frames"]
+    for p in doc["profiles"]:
+        check(len(p["samples"]) == len(p["weights"]), "%s: %s: a weight per sample" % (what, p["name"]))
+        check(all(0 <= i < len(frames) for s in p["samples"] for i in s), "%s: a frame index out of range" % what)
+        check(p["endValue"] == sum(p["weights"]), "%s: %s: endValue is not the weights' sum" % (what, p["name"]))
+    check(doc.get("activeProfileIndex", 0) < len(doc["profiles"]), "%s: activeProfileIndex out of range" % what)
+    return doc
+
+
+def group_stacks(opts):
+    """Collapsed stacks and speedscope's JSON of what was live at the peak and at the failure: the
+    lines add up to the report's own figures, frames above the application's first hidden unless
+    --full, a job's processes named in the root frame, names escaped, errors in one line."""
+    tmp = tempfile.mkdtemp(prefix="vramwatch-stacks-")
+    try:
+        for name in ("oom-fragmented.json", "peak-sites.json", "../runs/b32.json", "../runs/b64.json"):
+            src = os.path.join(opts.data, name)
+            peak, failure = report_figures(src)
+            lines = collapsed(opts, ["--at=peak", src], name)
+            check(sum(c for _, c in lines) == peak, "%s: the peak's lines add up to %d, the devices' peaks to %d"
+                  % (name, sum(c for _, c in lines), peak))
+            check(not any(h in fr for f, _ in lines for fr in f for h in HIDDEN),
+                  "%s: frames above the application's first by default: %r" % (name, lines[0][0][:3]))
+            check(all("(" in f[0] and ".py:" in f[0] for f, _ in lines), "%s: a chain not from a Python line: %r"
+                  % (name, [f[0] for f, _ in lines]))
+            full = collapsed(opts, ["--at=peak", "--full", src], name + " --full")
+            check(sum(c for _, c in full) == peak, "%s --full: the lines do not add up" % name)
+            check(all(f[0] == "_start (python3)" and any(fr.startswith("Py_RunMain (") for fr in f) for f, _ in full),
+                  "%s --full: the process's entry is not the root: %r" % (name, full[0][0][:3]))
+            check(all(f[-len(g):] == g for (f, _), (g, _) in zip(sorted(full, key=lambda x: x[0][-1]),
+                                                                   sorted(lines, key=lambda x: x[0][-1]))),
+                  "%s: --full is not the same chains with their outer frames" % name)
+            if failure is not None:
+                at_failure = collapsed(opts, ["--at=failure", src], name + " --at=failure")
+                check(sum(c for _, c in at_failure) == failure, "%s: the failure's lines add up to %d, not %d"
+                      % (name, sum(c for _, c in at_failure), failure))
+                check(collapsed(opts, [src], name) == at_failure, "%s: the default is not the failure" % name)
+            else:
+                check(collapsed(opts, [src], name) == lines, "%s: without a failure the default is not the peak" % name)
+                line = one_line_error(run(opts, ["timeline", "--format=collapsed", "--at=failure", src]),
+                                      name + " --at=failure")
+                check("no out-of-memory failure" in line, "%s --at=failure: %s" % (name, line))
+        src = os.path.join(opts.data, "oom-fragmented.json")
+        want = run(opts, ["timeline", "--format=collapsed", src]).stdout
+        for out in ("x.collapsed", "x.folded"):
+            r = run(opts, ["timeline", "-o", os.path.join(tmp, out), src])
+            check(r.returncode == 0 and r.stdout == b"" and r.stderr == b"", "-o %s: exit %d %s" % (out, r.returncode, r.stderr))
+            with open(os.path.join(tmp, out), "rb") as f:
+                check(f.read() == want, "-o %s differs from --format=collapsed" % out)
+        # speedscope: a profile at the peak and one at the failure, the failure's opened first
+        ss = os.path.join(tmp, "x.speedscope.json")
+        r = run(opts, ["timeline", "-o", ss, src])
+        check(r.returncode == 0 and r.stderr == b"", "-o x.speedscope.json: exit %d %s" % (r.returncode, r.stderr))
+        doc = check_speedscope(opts, ss, "oom-fragmented speedscope")
+        names = [p["name"] for p in doc["profiles"]]
+        check(names == ["live at the peak", "live at the out-of-memory failure (GPU 0)"], "speedscope profiles %r" % names)
+        check(doc["activeProfileIndex"] == 1, "speedscope opens on %r" % doc.get("activeProfileIndex"))
+        peak, failure = report_figures(src)
+        check([p["endValue"] for p in doc["profiles"]] == [peak, failure], "speedscope totals %r"
+              % [p["endValue"] for p in doc["profiles"]])
+        fnames = [f["name"] for f in doc["shared"]["frames"]]
+        check(not any(h in n for n in fnames for h in HIDDEN), "speedscope: hidden frames by default")
+        check(any(n.startswith("CachingAllocator.malloc (examples/train_sim.py:") for n in fnames) and
+              "ffi_call (libffi.so.8)" in fnames, "speedscope: Python and native frames named %r" % fnames[:6])
+        r = run(opts, ["timeline", "--format=speedscope", "--full", "--at=peak", src])
+        check(r.returncode == 0, "speedscope --full --at=peak: exit %d %s" % (r.returncode, r.stderr))
+        with open(ss, "wb") as f:
+            f.write(r.stdout)
+        doc = check_speedscope(opts, ss, "speedscope --full --at=peak")
+        check(len(doc["profiles"]) == 1 and "_start (python3)" in [f["name"] for f in doc["shared"]["frames"]],
+              "speedscope --full --at=peak: %r" % [p["name"] for p in doc["profiles"]])
+        stacks_job(opts, tmp)
+        stacks_names(opts, tmp)
+        stacks_html(opts, tmp)
+        stacks_usage(opts)
+    finally:
+        shutil.rmtree(tmp)
+
+
+def stacks_job(opts, tmp):
+    """A job's reports: each process named in the root frame, its lines adding up to its own."""
+    paths, totals = [], {}
+    for i in (0, 1):
+        with open(os.path.join(opts.data, "..", "job", "rank%d.json" % i), encoding="utf-8") as f:
+            d = json.load(f)
+        # recorded before the figures at the peak were kept: give each site its live bytes
+        for cs in d["callsites"]:
+            cs["live_bytes_at_peak"] = cs["live_bytes"]
+        totals["rank %d" % i] = sum(cs["live_bytes"] for cs in d["callsites"])
+        paths.append(os.path.join(tmp, "rank%d.json" % i))
+        with open(paths[-1], "w", encoding="utf-8") as f:
+            json.dump(d, f)
+    lines = collapsed(opts, paths[::-1], "job")
+    got = {}
+    for frames, count in lines:
+        m = re.match(r"(rank \d) \(", frames[0])
+        check(m and len(frames) > 1, "job: the root frame does not name the rank: %r" % frames[0])
+        got[m.group(1)] = got.get(m.group(1), 0) + count
+    check(got == totals, "job: per rank %r, expected %r" % (got, totals))
+    check([f[0] for f, _ in lines] == sorted(f[0] for f, _ in lines), "job: lines not in order")
+    ss = os.path.join(tmp, "job.speedscope.json")
+    r = run(opts, ["timeline", "-o", ss] + paths)
+    check(r.returncode == 0, "job speedscope: exit %d %s" % (r.returncode, r.stderr))
+    doc = check_speedscope(opts, ss, "job speedscope")
+    names = [p["name"] for p in doc["profiles"]]
+    check(len(names) == 2 and names[0].startswith("rank 0 (") and names[1].startswith("rank 1 (") and
+          all(n.endswith(": live at the peak") for n in names), "job speedscope profiles %r" % names)
+    line = one_line_error(run(opts, ["timeline", "--format=collapsed", "--at=failure"] + paths), "job --at=failure")
+    check("none of these reports" in line, "job --at=failure: %s" % line)
+
+
+def stacks_names(opts, tmp):
+    """Names the collapsed format cannot hold as they are (';' separates frames, a newline ends the
+    line), and a C program's chain from its main, without the C runtime and _start above it."""
+    with open(os.path.join(opts.data, "peak-sites.json"), encoding="utf-8") as f:
+        d = json.load(f)
+    cs = d["callsites"][0]
+    py = [fr for fr in cs["frames"] if fr["kind"] == "python"]
+    py[0]["function"] = "odd;name\nnext line"
+    app = "/opt/app/bin/trainer"
+    native = [{"kind": "native", "module": "/usr/lib/libcudart.so.12", "symbol": "cudaMalloc", "offset": 64, "symbol_offset": 4},
+              {"kind": "native", "module": app, "symbol": "grow_pool(unsigned long)", "offset": 4096, "symbol_offset": 16},
+              {"kind": "native", "module": app, "symbol": "main", "offset": 5000, "symbol_offset": 40},
+              {"kind": "native", "module": "/usr/lib/x86_64-linux-gnu/libc.so.6", "symbol": "__libc_start_main", "offset": 9, "symbol_offset": 1},
+              {"kind": "native", "module": app, "symbol": "_start", "offset": 100, "symbol_offset": 32}]
+    d["callsites"][1]["frames"] = native
+    p = os.path.join(tmp, "names.json")
+    with open(p, "w", encoding="utf-8") as f:
+        json.dump(d, f)
+    r = run(opts, ["timeline", "--format=collapsed", "--at=peak", p])
+    check(r.returncode == 0, "names: exit %d %s" % (r.returncode, r.stderr))
+    text = r.stdout.decode("utf-8")
+    lines = collapsed_lines(text, "names")
+    want = sum(c.get("live_bytes_at_peak", 0) for c in d["callsites"])
+    check(sum(c for _, c in lines) == want, "names: the lines add up to %d, not %d" % (sum(c for _, c in lines), want))
+    check(any(fr.startswith("odd:name\\x0anext line (") for f, _ in lines for fr in f),
+          "names: ';' and the newline not escaped: %r" % text[:300])
+    if d["callsites"][1].get("live_bytes_at_peak"):
+        check(["main (trainer)", "grow_pool (trainer)", "cudaMalloc (libcudart.so.12)"] in [f for f, _ in lines],
+              "names: the C program's chain is not from its main: %r" % [f for f, _ in lines])
+
+
+def stacks_html(opts, tmp):
+    """The HTML's flame graphs take the same default: hidden frames said in the page, --full shows them."""
+    src = os.path.join(opts.data, "oom-fragmented.json")
+    for args, hidden in (([], False), (["--full"], True)):
+        out = os.path.join(tmp, "x.html")
+        r = run(opts, ["timeline", "-o", out] + args + [src])
+        check(r.returncode == 0, "html %r: exit %d %s" % (args, r.returncode, r.stderr))
+        with open(out, encoding="utf-8") as f:
+            page = f.read()
+        flames = page[page.index('<div class="flames">'):]
+        check(("&gt;_start (" in flames or ">_start (" in flames) == hidden, "html %r: _start in the flame graphs: %s"
+              % (args, not hidden))
+        check(("--full" in flames and "hidden" in flames) != hidden, "html %r: the note on hidden frames" % args)
+        check_flames("oom-fragmented.json", page)
+
+
+def stacks_usage(opts):
+    src = os.path.join(opts.data, "oom-fragmented.json")
+    for args, want in ((["--format=collapsed", "--at=sometime"], "peak or failure"),
+                       (["--at=peak"], "--at is for"), (["--format=svg", "--at=peak"], "--at is for"),
+                       (["--format=trace", "--full"], "--full is for"), (["--full"], "--full is for"),
+                       (["-o", "/tmp/x.speedscope"], ".speedscope.json"),
+                       (["--format=collapsed", "-o", "/tmp/x.speedscope.json"], "the name says")):
+        line = one_line_error(run(opts, ["timeline"] + args + [src]), " ".join(args))
+        check(want in line, "%s: %s" % (" ".join(args), line))
+    line = one_line_error(run(opts, ["timeline", "--format=collapsed", os.path.join(opts.data, "oom-b64.json")]),
+                          "a report without the figures")
+    check("earlier version" in line, "oom-b64: %s" % line)
+
+
+def group_flamegraph(opts):
+    """flamegraph.pl (Brendan Gregg's FlameGraph) draws our collapsed stacks as an SVG. Not in
+    Debian bookworm: skipped where it is not on the PATH."""
+    tool = shutil.which("flamegraph.pl")
+    if not tool:
+        return skip_group("flamegraph.pl is not installed (no Debian bookworm package has it)")
+    src = os.path.join(opts.data, "oom-fragmented.json")
+    r = run(opts, ["timeline", "--format=collapsed", src])
+    check(r.returncode == 0, "collapsed: exit %d" % r.returncode)
+    svg = subprocess.run([tool, "--countname=bytes"], input=r.stdout, capture_output=True, timeout=60)
+    check(svg.returncode == 0 and b"<svg" in svg.stdout, "flamegraph.pl: exit %d %s" % (svg.returncode, svg.stderr[:300]))
+    check(b"CachingAllocator.malloc" in svg.stdout, "flamegraph.pl's SVG lacks our frames")
+
+
+def skip_group(reason):
+    print("skipped: " + reason, file=sys.stderr)
+    return SKIP
+
+
 GROUPS = {"golden": group_golden, "usage": group_usage, "long": group_long, "trace": group_trace,
           "terminal": group_terminal, "runs": group_runs,
-          "render": group_render}
+          "render": group_render, "stacks": group_stacks, "flamegraph": group_flamegraph}
 
 
 def main():

@@ -1,6 +1,7 @@
 /* test_callsite_name.c: which frame names a call site (model_app_frame) when the model's line is
  * a function that only allocates on behalf of its callers: a caching allocator written in Python
- * over ctypes, as examples/train_sim.py has. Reports are written here, one per case, because the
+ * over ctypes, as examples/train_sim.py has; and where a chain drawn root first starts
+ * (model_first_user_frame). Reports are written here, one per case, because the
  * rule looks at the whole report (which lines reach a function). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,6 +181,64 @@ static void helper_that_also_computes(void)
     model_free(&r);
 }
 
+/* The frame a call chain drawn root first starts at (model_first_user_frame), in the STACK form. */
+static bool starts_at(const struct model_report *r, int64_t id, const char *want)
+{
+    const struct model_callsite *cs = model_callsite(r, id);
+    struct strbuf b = { 0 };
+    model_add_frame(&b, r, &cs->frames[model_first_user_frame(cs)], MODEL_NAME_STACK);
+    bool ok = strcmp(sb_str(&b), want) == 0;
+    if (!ok)
+        fprintf(stderr, "call site %lld starts at %s, expected %s\n", (long long)id, sb_str(&b),
+                want);
+    sb_free(&b);
+    return ok;
+}
+
+/* clang-format off */
+#define SITE_PY(file, fn, line)                                                                  \
+    "{\"kind\":\"python\",\"file\":\"" file "\",\"function\":\"" fn "\",\"line\":" #line "},"
+/* clang-format on */
+
+/* The outermost frame of the application: the script's <module> across PyTorch's Python between
+ * its lines; an installed package's entry when a launcher runs it; a C program's main, under the
+ * C runtime and its _start. */
+static void first_frames(void)
+{
+    struct model_report r;
+    /* clang-format off: one frame a line */
+    load(&r,
+         (const char *const[]){
+                 SITE(1,
+                      TORCH PY("model.py", "Conv.forward", 87)
+                      SITE_PY("/venv/lib/python3.11/site-packages/torch/nn/modules/module.py",
+                              "Module._call_impl", 1501)
+                      PY("train.py", "main", 40) PY("train.py", "<module>", 90) OUTER,
+                      100),
+                 SITE(2,
+                      TORCH SITE_PY("/venv/lib/python3.11/site-packages/ultralytics/nn/conv.py",
+                                    "Conv.forward", 87)
+                      SITE_PY("/venv/lib/python3.11/site-packages/ultralytics/cfg/__init__.py",
+                              "entrypoint", 900)
+                      SITE_PY("/venv/bin/yolo", "<module>", 8) OUTER,
+                      100),
+                 SITE(3,
+                      NATIVE("/usr/lib/libcudart.so.12", "\"cudaMalloc\"")
+                      NATIVE("/opt/app/trainer", "\"grow_pool(unsigned long)\"")
+                      NATIVE("/opt/app/trainer", "\"main\"")
+                      NATIVE("/lib/x86_64-linux-gnu/libc.so.6", "\"__libc_start_main\"")
+                      "{\"kind\":\"native\",\"module\":\"/opt/app/trainer\",\"symbol\":\"_start\","
+                      "\"offset\":64}",
+                      100),
+                 NULL });
+    /* clang-format on */
+    EXPECT(starts_at(&r, 1, "<module> (train.py:90)"));
+    EXPECT(starts_at(&r, 2, "entrypoint (ultralytics/cfg/__init__.py:900)"));
+    EXPECT(starts_at(&r, 3, "main (trainer)"));
+    EXPECT(named(&r, 3, "grow_pool (trainer+0x1000)"));
+    model_free(&r);
+}
+
 int main(void)
 {
     weights_and_activations();
@@ -188,6 +247,7 @@ int main(void)
     allocator_with_one_caller();
     layer_through_pytorch();
     helper_that_also_computes();
+    first_frames();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
     return failures ? 1 : 0;

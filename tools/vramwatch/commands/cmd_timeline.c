@@ -1,7 +1,8 @@
 /* cmd_timeline.c: `vramwatch timeline`: the report's whole-run timeline as one self-contained SVG
  * or HTML picture (timeline_svg.c; the HTML adds hover details and flame graphs of live memory by
  * call chain, timeline_flame.c), a Chrome trace event file for Perfetto and chrome://tracing
- * (timeline_trace.c), or in the terminal with Unicode blocks (timeline_term.c). What every
+ * (timeline_trace.c), what was live by call chain as collapsed stacks or speedscope's JSON
+ * (timeline_stacks.c), or in the terminal with Unicode blocks (timeline_term.c). What every
  * drawing shows, a panel per device of each report, is built in timeline_view.c. This file reads
  * the options, loads the reports and writes the result. */
 #include <getopt.h>
@@ -13,11 +14,12 @@
 #include "common.h"
 #include "job.h"
 #include "sb.h"
+#include "timeline_stacks.h"
 #include "timeline_view.h"
 
 static const char usage[] =
         "usage: vramwatch timeline [-o FILE.svg|FILE.html|FILE.trace.json] [--format=FORMAT] [--color=WHEN]\n"
-        "                          REPORT...\n"
+        "                          [--at=peak|failure] [--full] REPORT...\n"
         "\n"
         "The report's memory over the whole run, per device: live and reserved memory (the band\n"
         "between them is fragmentation), untracked memory, the card's capacity or emulated limit,\n"
@@ -34,26 +36,38 @@ static const char usage[] =
         "                     or chrome://tracing; without it, the timeline is drawn in the\n"
         "                     terminal, as wide as the terminal (else $COLUMNS, else 80); the\n"
         "                     file is replaced whole, mode 0600: it holds the command line\n"
-        "  --format=FORMAT    svg, html or trace, whatever the output's name (without -o, the\n"
-        "                     file is written on standard output)\n"
+        "                     Live memory by call chain for flame graph tools: FILE.collapsed\n"
+        "                     or FILE.folded, collapsed stacks (flamegraph.pl, speedscope),\n"
+        "                     of what was live at the failure where a report keeps it, else at\n"
+        "                     the peak; FILE.speedscope.json, speedscope's format, a profile of\n"
+        "                     each per report (several reports: each named in the root frame)\n"
+        "  --format=FORMAT    svg, html, trace, collapsed or speedscope, whatever the output's\n"
+        "                     name (without -o, the file is written on standard output)\n"
+        "  --at=MOMENT        collapsed and speedscope: what was live at the peak or at the\n"
+        "                     (latest out-of-memory) failure only\n"
+        "  --full             html, collapsed and speedscope: whole call chains, from the\n"
+        "                     process's entry; by default each starts at its first frame of the\n"
+        "                     application (the process's entry and the interpreter are hidden)\n"
         "  --color=WHEN       the terminal view's colour: auto (the default: on a terminal,\n"
         "                     unless NO_COLOR is set to a non-empty value or TERM is dumb),\n"
         "                     always, or never\n"
         "  --help             this text\n"
         "\n"
-        "Exit status: 0 done; 2 bad usage, an unreadable report, or a report without a timeline\n"
-        "(written by an earlier version).\n";
+        "Exit status: 0 done; 2 bad usage, an unreadable report, a report without a timeline\n"
+        "(written by an earlier version), or --at a moment no report keeps.\n";
 
 /* ---- the command ---- */
 
 /* What is written: the terminal view, or a file whose kind its name or --format says. */
-enum kind { TERMINAL, SVG, HTML, TRACE };
+enum kind { TERMINAL, SVG, HTML, TRACE, COLLAPSED, SPEEDSCOPE };
 
 struct timeline_args {
-    const char *output, *format;
+    const char *output, *format, *at;
+    bool full;
+    enum stacks_moment moment; /* --at, read */
 };
 
-enum { OPT_FORMAT = 256 };
+enum { OPT_FORMAT = 256, OPT_AT, OPT_FULL };
 
 static int timeline_option(struct util_args *a, int c, void *opts)
 {
@@ -62,6 +76,10 @@ static int timeline_option(struct util_args *a, int c, void *opts)
         t->output = a->value;
     else if (c == OPT_FORMAT)
         t->format = a->value;
+    else if (c == OPT_AT)
+        t->at = a->value;
+    else if (c == OPT_FULL)
+        t->full = true;
     else
         return EXIT_USAGE;
     return -1;
@@ -79,14 +97,21 @@ static int output_kind(const struct timeline_args *t, enum kind *kind)
             named = SVG;
         else if (util_has_suffix(t->output, ".trace.json"))
             named = TRACE;
+        else if (util_has_suffix(t->output, ".collapsed") || util_has_suffix(t->output, ".folded"))
+            named = COLLAPSED;
+        else if (util_has_suffix(t->output, ".speedscope.json"))
+            named = SPEEDSCOPE;
     }
     if (t->format) {
-        *kind = strcmp(t->format, "svg") == 0     ? SVG
-                : strcmp(t->format, "html") == 0  ? HTML
-                : strcmp(t->format, "trace") == 0 ? TRACE
-                                                  : TERMINAL;
+        *kind = strcmp(t->format, "svg") == 0          ? SVG
+                : strcmp(t->format, "html") == 0       ? HTML
+                : strcmp(t->format, "trace") == 0      ? TRACE
+                : strcmp(t->format, "collapsed") == 0  ? COLLAPSED
+                : strcmp(t->format, "speedscope") == 0 ? SPEEDSCOPE
+                                                       : TERMINAL;
         if (*kind == TERMINAL) {
-            util_err("timeline: --format=%s: expected svg, html or trace", t->format);
+            util_err("timeline: --format=%s: expected svg, html, trace, collapsed or speedscope",
+                     t->format);
             return EXIT_USAGE;
         }
         if (named != TERMINAL && named != *kind) {
@@ -97,11 +122,36 @@ static int output_kind(const struct timeline_args *t, enum kind *kind)
     } else if (t->output) {
         *kind = named;
         if (*kind == TERMINAL) {
-            util_err("timeline: %s: the output must end in .svg, .html or .trace.json (or give "
-                     "--format)",
+            util_err("timeline: %s: the output must end in .svg, .html, .trace.json, .collapsed, "
+                     ".folded or .speedscope.json (or give --format)",
                      t->output);
             return EXIT_USAGE;
         }
+    }
+    return -1;
+}
+
+/* --at and --full, for the formats that take them: -1 to go on, else EXIT_USAGE once said. */
+static int stacks_options(struct timeline_args *t, enum kind kind)
+{
+    bool stacks = kind == COLLAPSED || kind == SPEEDSCOPE;
+    t->moment = STACKS_AT_DEFAULT;
+    if (t->at) {
+        t->moment = strcmp(t->at, "peak") == 0      ? STACKS_AT_PEAK
+                    : strcmp(t->at, "failure") == 0 ? STACKS_AT_FAILURE
+                                                    : STACKS_AT_DEFAULT;
+        if (t->moment == STACKS_AT_DEFAULT) {
+            util_err("timeline: --at=%s: expected peak or failure", t->at);
+            return EXIT_USAGE;
+        }
+        if (!stacks) {
+            util_err("timeline: --at is for the collapsed and speedscope formats");
+            return EXIT_USAGE;
+        }
+    }
+    if (t->full && !stacks && kind != HTML) {
+        util_err("timeline: --full is for the html, collapsed and speedscope formats");
+        return EXIT_USAGE;
     }
     return -1;
 }
@@ -148,20 +198,39 @@ static void write_doc(FILE *f, const void *doc)
     fwrite(b->s, 1, b->len, f);
 }
 
-/* The picture of v written where it goes: EXIT_DONE, or EXIT_USAGE once said. */
-static int draw(const struct view *v, enum kind kind, const char *output, enum colour_mode colour)
+/* What was live by call chain (collapsed stacks, speedscope) into doc: false once said. */
+static bool write_stacks(struct strbuf *doc, const struct view *v, enum kind kind,
+                         const struct timeline_args *t)
 {
+    struct strbuf err = { 0 };
+    bool ok = kind == COLLAPSED ? timeline_stacks_collapsed(doc, v, t->moment, t->full, &err)
+                                : timeline_stacks_speedscope(doc, v, t->moment, t->full, &err);
+    if (!ok)
+        util_err("timeline: %s", sb_str(&err));
+    sb_free(&err);
+    return ok;
+}
+
+/* The picture of v written where it goes: EXIT_DONE, or EXIT_USAGE once said. */
+static int draw(const struct view *v, enum kind kind, const struct timeline_args *t,
+                enum colour_mode colour)
+{
+    const char *output = t->output;
     if (kind == TERMINAL) {
         timeline_term_print(stdout, v, colour_wanted(colour));
         return common_flush("timeline", EXIT_DONE);
     }
     struct strbuf doc = { 0 };
+    int status = EXIT_DONE;
     if (kind == TRACE)
         timeline_trace_write(&doc, v);
+    else if (kind == COLLAPSED || kind == SPEEDSCOPE)
+        status = write_stacks(&doc, v, kind, t) ? EXIT_DONE : EXIT_USAGE;
     else
         timeline_svg_write(&doc, v, kind == HTML);
-    int status = EXIT_DONE;
-    if (!output) {
+    if (status != EXIT_DONE) {
+        /* nothing written: the reason is said */
+    } else if (!output) {
         write_doc(stdout, &doc);
         status = common_flush("timeline", status);
     } else if (!common_write_file("timeline", output, write_doc, &doc)) {
@@ -211,19 +280,20 @@ static void order_reports(const struct common_reports *r, enum job_together toge
 /* The reports' panels drawn: a job's processes on one time axis, runs at other settings each on
  * its own. */
 static int draw_reports(const struct common_reports *r, enum job_together together, enum kind kind,
-                        const char *output, enum colour_mode colour)
+                        const struct timeline_args *t, enum colour_mode colour)
 {
     struct drawn d;
     order_reports(r, together, &d);
     struct view v;
     timeline_view_build(&v, d.order, r->n, d.run_of, d.n_runs);
+    v.full_frames = t->full;
     int status;
     if (v.n_panels == 0) {
         util_err(
                 "timeline: no device memory over time to show in these reports (no allocation was recorded)");
         status = EXIT_USAGE;
     } else {
-        status = draw(&v, kind, output, colour);
+        status = draw(&v, kind, t, colour);
     }
     timeline_view_free(&v);
     free(d.copies);
@@ -238,6 +308,8 @@ int cmd_timeline(int argc, char **argv)
         { "output", required_argument, NULL, 'o' },
         { "format", required_argument, NULL, OPT_FORMAT },
         { "color", required_argument, NULL, COMMON_OPT_COLOR },
+        { "at", required_argument, NULL, OPT_AT },
+        { "full", no_argument, NULL, OPT_FULL },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -255,6 +327,8 @@ int cmd_timeline(int argc, char **argv)
         return status;
     enum kind kind;
     status = output_kind(&t, &kind);
+    if (status < 0)
+        status = stacks_options(&t, kind);
     if (status >= 0)
         return status;
     /* Reports, or merged job files whose processes' reports are taken out of them. */
@@ -264,7 +338,7 @@ int cmd_timeline(int argc, char **argv)
     if (status == EXIT_DONE)
         status = check_reports(&r, o.operands, &together);
     if (status == EXIT_DONE)
-        status = draw_reports(&r, together, kind, t.output, o.colour);
+        status = draw_reports(&r, together, kind, &t, o.colour);
     common_free_reports(&r);
     return status;
 }

@@ -11,7 +11,7 @@ _vramwatch_options() {
     run) echo "--dir= --limit= --observe --sim= --tensors --no-companion --color= --help" ;;
     report) echo "--json --full --color= --help" ;;
     advise) echo "--json --brief --target= --headroom= --help" ;;
-    timeline) echo "-o --output= --format= --color= --help" ;;
+    timeline) echo "-o --output= --format= --at= --full --color= --help" ;;
     fit) echo "--limit= --headroom= --flag= --settle= --sim= --json -h --help" ;;
     top) echo "--once --interval= --help" ;;
     merge) echo "-o --output= --help" ;;
@@ -38,7 +38,10 @@ _vramwatch_value() {
         COMPREPLY=($(compgen -f -- "$cur"))
         ;;
     --format)
-        COMPREPLY=($(compgen -W "svg html trace" -- "$cur"))
+        COMPREPLY=($(compgen -W "svg html trace collapsed speedscope" -- "$cur"))
+        ;;
+    --at)
+        COMPREPLY=($(compgen -W "peak failure" -- "$cur"))
         ;;
     --color)
         COMPREPLY=($(compgen -W "auto always never" -- "$cur"))

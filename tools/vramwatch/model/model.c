@@ -1265,6 +1265,28 @@ size_t model_app_frame(const struct model_callsite *cs)
     return 0;
 }
 
+size_t model_first_user_frame(const struct model_callsite *cs)
+{
+    if (!cs || cs->n_frames == 0)
+        return 0;
+    /* The application frame's rule decides what is the application's: the Python lines outside
+     * the machinery (the user's and a package's such as Ultralytics', which the job runs) or,
+     * without one, native code outside the known libraries. Python frames are one block of the
+     * chain, so the interpreter's entry and the process's above them are never the user's; a
+     * native chain ends at the first library frame (the C runtime that called main), since the
+     * executable's own _start above that is no code of the user's either. */
+    size_t app = model_app_frame(cs), first = app;
+    if (cs->frames[app].python) {
+        for (size_t i = app + 1; i < cs->n_frames; i++)
+            if (cs->frames[i].python && !python_file_is_plumbing(cs->frames[i].file))
+                first = i;
+        return first;
+    }
+    while (first + 1 < cs->n_frames && !model_frame_is_library(&cs->frames[first + 1]))
+        first++;
+    return first;
+}
+
 const struct model_frame *model_user_line(const struct model_callsite *cs)
 {
     if (!cs || cs->n_frames == 0)
@@ -1360,10 +1382,38 @@ static void add_short_symbol(struct strbuf *b, const char *sym)
     free(cut);
 }
 
+/* The STACK form: what a frame is called in a flame graph, the function first. */
+static void add_stack_frame(struct strbuf *b, const struct model_report *r,
+                            const struct model_frame *f)
+{
+    if (f->python) {
+        util_add_text(b, f->function);
+        sb_add(b, " (");
+        add_python_file(b, f->file, r->process.cwd, MODEL_NAME_SHORT);
+        sb_printf(b, ":%" PRId64 ")", f->line);
+        return;
+    }
+    const char *module = f->module && *f->module ? util_basename(f->module) : "?";
+    if (!f->symbol) {
+        /* without a symbol, the address is all that tells two functions of a module apart */
+        util_add_text(b, module);
+        sb_printf(b, "+0x%" PRIx64, (uint64_t)f->offset);
+        return;
+    }
+    add_short_symbol(b, f->symbol);
+    sb_add(b, " (");
+    util_add_text(b, module);
+    sb_addc(b, ')');
+}
+
 void model_add_frame(struct strbuf *b, const struct model_report *r, const struct model_frame *f,
                      enum model_name_form form)
 {
     bool full = form == MODEL_NAME_FULL;
+    if (form == MODEL_NAME_STACK) {
+        add_stack_frame(b, r, f);
+        return;
+    }
     if (f->python) {
         add_python_file(b, f->file, r->process.cwd, form);
         sb_printf(b, ":%" PRId64 " in ", f->line);

@@ -292,6 +292,13 @@ bool model_frame_is_library(const struct model_frame *f);
 bool model_frame_is_machinery(const struct model_frame *f);
 /* Index in cs->frames of the application frame (above); 0 for NULL or no frames. */
 size_t model_app_frame(const struct model_callsite *cs);
+/* Index in cs->frames of the outermost frame of the application's own, where a call chain drawn
+ * root first starts (the flame graphs; --full draws every frame): from the application frame
+ * outward, the outermost Python frame outside the machinery when that frame is Python, else the
+ * last of the native frames outside the known libraries that run on from it (a C program's main;
+ * the C runtime and the process's entry above it are left out). Never inside the application
+ * frame; 0 for NULL or no frames. */
+size_t model_first_user_frame(const struct model_callsite *cs);
 /* The application frame when it is a line of the user's Python code, else NULL: call sites that
  * end in one line are one row of the report's table. */
 const struct model_frame *model_user_line(const struct model_callsite *cs);
@@ -311,10 +318,12 @@ bool model_add_site_rule(struct strbuf *b, const struct model_report *r,
 /* How long a frame's text is: FULL as recorded (whole paths and symbols, symbol offsets), SHORT
  * for tables (a Python file from the process's folder or from inside site-packages, a C++ name
  * without its parameters, a module's base name), BRIEF for annotations (SHORT with a Python
- * file's base name). All name the same frame. */
-enum model_name_form { MODEL_NAME_SHORT, MODEL_NAME_FULL, MODEL_NAME_BRIEF };
+ * file's base name), STACK for the flame graphs' standard formats (SHORT's parts with the
+ * function first, and a native frame without its offset when its symbol is known, so that one
+ * function is one frame whatever line of it ran). All name the same frame. */
+enum model_name_form { MODEL_NAME_SHORT, MODEL_NAME_FULL, MODEL_NAME_BRIEF, MODEL_NAME_STACK };
 /* "file:line in function" for Python, "symbol (module+0xoffset)" or "module+0xoffset" for
- * native code. */
+ * native code; in the STACK form "function (file:line)" and "symbol (module)". */
 void model_add_frame(struct strbuf *b, const struct model_report *r, const struct model_frame *f,
                      enum model_name_form form);
 /* The one line that names a call site: its application frame, or why it has none. */

@@ -1,7 +1,8 @@
 /* timeline_flame.c: in the timeline's HTML, flame graphs of live memory by call chain (native
  * and Python frames): at the device's peak, at the out-of-memory failure, and when the report was
  * written, as far as the report keeps each (docs/report-format.md: callsites[].live_bytes,
- * live_bytes_at_peak, live_bytes_at_failure).
+ * live_bytes_at_peak, live_bytes_at_failure). Chains start at their first frame of the
+ * application (timeline_stacks_root), whole with --full.
  *
  * Each graph merges the call sites' chains from the outermost frame down (the outermost at the
  * top, the frame that allocated at the bottom of each tower), a frame's width its share of the
@@ -11,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timeline_view.h"
+#include "timeline_stacks.h"
 
 #define FLAME_MAX_DEPTH 64
 #define FLAME_MIN_SHARE 0.002 /* narrower frames are not drawn: under 0.2% of the graph */
@@ -58,23 +59,7 @@ static void tree_free(struct tree *t)
     free(t->n);
 }
 
-/* The call sites' bytes at one moment: which 0 now (the report), 1 at the peak, 2 at the failure.
- * The last two are optional: false when no call site gives them. */
-static bool site_bytes(const struct model_report *r, int which, int64_t *out, size_t n)
-{
-    bool any = which == 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct model_callsite *cs = &r->callsites[i];
-        model_int v = which == 1 ? cs->live_bytes_at_peak : cs->live_bytes_at_failure;
-        if (which == 0)
-            v = (model_int){ cs->live_bytes, true };
-        out[i] = v.known ? v.v : 0;
-        any = any || v.known;
-    }
-    return any;
-}
-
-static void build(struct tree *t, const struct model_report *r, const int64_t *bytes)
+static void build(struct tree *t, const struct model_report *r, const int64_t *bytes, bool full)
 {
     tree_add(t, "all", false);
     for (size_t i = 0; i < r->n_callsites; i++) {
@@ -91,7 +76,8 @@ static void build(struct tree *t, const struct model_report *r, const int64_t *b
             continue;
         }
         int depth = 0;
-        for (size_t k = cs->n_frames; k-- > 0 && depth < FLAME_MAX_DEPTH; depth++) {
+        for (size_t k = timeline_stacks_root(cs, full) + 1; k-- > 0 && depth < FLAME_MAX_DEPTH;
+             depth++) {
             struct strbuf f = { 0 };
             model_add_frame(&f, r, &cs->frames[k], MODEL_NAME_SHORT);
             at = child(t, at, sb_str(&f), cs->frames[k].python);
@@ -179,11 +165,13 @@ static const char *moment_words(const struct model_report *r, int which)
 }
 
 /* One graph, for the moments in `moments` (a bit per which) whose figures are the same. */
-static void one_graph(struct strbuf *o, const struct model_report *r, const char *who,
-                      unsigned moments, const int64_t *bytes)
+static void one_graph(struct strbuf *o, const struct view *v, size_t i, unsigned moments,
+                      const int64_t *bytes)
 {
+    const struct model_report *r = v->reports[i];
+    const char *who = v->who[i];
     struct tree t = { 0 };
-    build(&t, r, bytes);
+    build(&t, r, bytes, v->full_frames);
     if (t.n[0].bytes <= 0) {
         tree_free(&t);
         return;
@@ -223,6 +211,12 @@ static void one_graph(struct strbuf *o, const struct model_report *r, const char
 void timeline_flame_html(struct strbuf *o, const struct view *v)
 {
     sb_add(o, "<div class=\"flames\">\n");
+    if (!v->full_frames)
+        /* the process's entry and the interpreter's frames are the first ten rows of every
+         * tower otherwise, the same in every job */
+        sb_add(o, "<p class=\"flame-note\">Each call chain starts at its first frame of the "
+                  "application: the frames above it (the process's entry, the interpreter's) are "
+                  "hidden; vramwatch timeline --full -o FILE.html shows them.</p>\n");
     /* a job's first four processes: more would be a page of graphs nobody reads */
     for (size_t i = 0; i < v->n_reports && i < 4; i++) {
         const struct model_report *r = v->reports[i];
@@ -231,7 +225,7 @@ void timeline_flame_html(struct strbuf *o, const struct view *v)
         bool have[3];
         for (int w = 0; w < 3; w++) {
             bytes[w] = util_xcalloc(n ? n : 1, sizeof *bytes[w]);
-            have[w] = site_bytes(r, w, bytes[w], n);
+            have[w] = timeline_stacks_site_bytes(r, (enum stacks_moment)w, bytes[w]);
         }
         /* the peak first (what people ask about), then the failure, then the report's moment;
          * moments with the same figures share one graph */
@@ -248,7 +242,7 @@ void timeline_flame_html(struct strbuf *o, const struct view *v)
                     moments |= 1u << u;
             }
             done |= moments;
-            one_graph(o, r, v->who[i], moments, bytes[w]);
+            one_graph(o, v, i, moments, bytes[w]);
         }
         for (int w = 0; w < 3; w++)
             free(bytes[w]);

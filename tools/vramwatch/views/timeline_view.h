@@ -41,6 +41,7 @@ struct view {
     char **run_label;                  /* per run: what tells it apart; NULL for one run */
     size_t n_runs;                     /* 1: one job (or one report) */
     size_t n_panels;
+    bool full_frames; /* the flame graphs' call chains whole (--full), not from the application's */
 };
 
 /* The view of reports ordered run by run: run_of[i] is the run of reports[i] (NULL, or n_runs
