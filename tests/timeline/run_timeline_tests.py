@@ -857,9 +857,16 @@ def group_stacks(opts):
             check(sum(c for _, c in full) == peak, "%s --full: the lines do not add up" % name)
             check(all(f[0] == "_start (python3)" and any(fr.startswith("Py_RunMain (") for fr in f) for f, _ in full),
                   "%s --full: the process's entry is not the root: %r" % (name, full[0][0][:3]))
-            check(all(f[-len(g):] == g for (f, _), (g, _) in zip(sorted(full, key=lambda x: x[0][-1]),
-                                                                   sorted(lines, key=lambda x: x[0][-1]))),
-                  "%s: --full is not the same chains with their outer frames" % name)
+            # By default a chain is the full one from the application's first frame, less the
+            # interpreter's own frames between the Python lines (and never fewer than its leaf).
+            def shown(chain):
+                return [fr for k, fr in enumerate(chain)
+                        if k == len(chain) - 1 or not re.search(r"\((python[0-9.]*|libpython[^)]*)\)$|^(python[0-9.]*|libpython[^+]*)\+0x", fr)]
+            check(all(shown(f)[-len(g):] == g for (f, _), (g, _) in zip(sorted(full, key=lambda x: x[0][-1]),
+                                                                         sorted(lines, key=lambda x: x[0][-1]))),
+                  "%s: --full is not the same chains with their outer and the interpreter's frames" % name)
+            check(not any(re.search(r"\((libpython[^)]*|python3)\)$|^libpython", fr) for f, _ in lines for fr in f[:-1]),
+                  "%s: an interpreter frame between the Python lines by default: %r" % (name, lines[0][0]))
             if failure is not None:
                 at_failure = collapsed(opts, ["--at=failure", src], name + " --at=failure")
                 check(sum(c for _, c in at_failure) == failure, "%s: the failure's lines add up to %d, not %d"

@@ -942,6 +942,11 @@ static bool frame_in_interpreter(const struct model_frame *f)
     return MODULE_IN(f, interpreter_modules);
 }
 
+bool model_frame_in_interpreter(const struct model_frame *f)
+{
+    return !f->python && frame_in_interpreter(f);
+}
+
 /* "DIGITS.DIGITS/" at s: the version folder of a standard library (/usr/lib/python3.11/). */
 static bool python_version_folder(const char *s)
 {

@@ -299,6 +299,9 @@ size_t model_app_frame(const struct model_callsite *cs);
  * the C runtime and the process's entry above it are left out). Never inside the application
  * frame; 0 for NULL or no frames. */
 size_t model_first_user_frame(const struct model_callsite *cs);
+/* A native frame of the Python interpreter (the executable or libpython): its eval loop and call
+ * machinery between two Python lines. */
+bool model_frame_in_interpreter(const struct model_frame *f);
 /* The application frame when it is a line of the user's Python code, else NULL: call sites that
  * end in one line are one row of the report's table. */
 const struct model_frame *model_user_line(const struct model_callsite *cs);

@@ -76,8 +76,10 @@ static void build(struct tree *t, const struct model_report *r, const int64_t *b
             continue;
         }
         int depth = 0;
-        for (size_t k = timeline_stacks_root(cs, full) + 1; k-- > 0 && depth < FLAME_MAX_DEPTH;
-             depth++) {
+        for (size_t k = timeline_stacks_root(cs, full) + 1; k-- > 0 && depth < FLAME_MAX_DEPTH;) {
+            if (!timeline_stacks_shown(cs, k, full))
+                continue;
+            depth++;
             struct strbuf f = { 0 };
             model_add_frame(&f, r, &cs->frames[k], MODEL_NAME_SHORT);
             at = child(t, at, sb_str(&f), cs->frames[k].python);

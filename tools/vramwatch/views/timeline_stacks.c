@@ -44,6 +44,15 @@ size_t timeline_stacks_root(const struct model_callsite *cs, bool full)
     return full ? cs->n_frames - 1 : model_first_user_frame(cs);
 }
 
+/* The eval loop's and the call machinery's frames between two Python lines say nothing of the
+ * user's code and double a chain's length (libpython+0x250a3f between every pair of lines):
+ * py-spy and PyTorch's own snapshots show Python frames without them too. */
+bool timeline_stacks_shown(const struct model_callsite *cs, size_t k, bool full)
+{
+    /* the innermost frame stays, so no chain is ever empty */
+    return full || k == 0 || k >= cs->n_frames || !model_frame_in_interpreter(&cs->frames[k]);
+}
+
 /* The figures of one moment: as recorded, or for the failure in a report written by it (reason
  * "oom", of a version before live_bytes_at_failure) the live bytes it was written with. */
 static bool figures(const struct model_report *r, enum stacks_moment m, int64_t *out)
@@ -139,12 +148,16 @@ static size_t report_lines(struct line *lines, const struct model_report *r, con
             add_collapsed_name(&s, sb_str(&name));
             sb_addc(&s, ';');
         }
+        bool root = true;
         for (size_t k = timeline_stacks_root(cs, full) + 1; k-- > 0;) {
+            if (!timeline_stacks_shown(cs, k, full))
+                continue;
             sb_truncate(&name, 0);
             add_frame_name(&name, r, cs, k);
-            add_collapsed_name(&s, sb_str(&name));
-            if (k > 0)
+            if (!root)
                 sb_addc(&s, ';');
+            add_collapsed_name(&s, sb_str(&name));
+            root = false;
         }
         sb_free(&name);
         lines[n++] = (struct line){ util_xstrdup(sb_str(&s)), bytes[i] };
@@ -251,11 +264,15 @@ static void add_profile(struct strbuf *o, struct frames *f, const struct model_r
         if (bytes[i] <= 0)
             continue;
         sb_add(o, first ? "[" : ",\n[");
+        bool root = true;
         for (size_t k = timeline_stacks_root(cs, full) + 1; k-- > 0;) {
+            if (!timeline_stacks_shown(cs, k, full))
+                continue;
             sb_truncate(&name, 0);
             add_frame_name(&name, r, cs, k);
             size_t at = frame_index(f, sb_str(&name), cs->n_frames ? &cs->frames[k] : NULL);
-            sb_printf(o, "%zu%s", at, k > 0 ? "," : "");
+            sb_printf(o, "%s%zu", root ? "" : ",", at);
+            root = false;
         }
         sb_addc(o, ']');
         sb_printf(&w, "%s%" PRId64, first ? "" : ",", bytes[i]);

@@ -25,6 +25,10 @@ bool timeline_stacks_site_bytes(const struct model_report *r, enum stacks_moment
  * first of the application's own (model_first_user_frame), or with full the outermost there is. */
 size_t timeline_stacks_root(const struct model_callsite *cs, bool full);
 
+/* Whether frame k of a call site is drawn: the interpreter's own native frames between the
+ * Python lines (model_frame_in_interpreter) are left out unless full. */
+bool timeline_stacks_shown(const struct model_callsite *cs, size_t k, bool full);
+
 /* Collapsed stacks ("frame;frame;frame bytes", root first, one line per call chain) of what was
  * live at one moment, every report of the view (a job's or runs' named in a root frame of its
  * own). False, with a one-line reason in err, when no report keeps that moment. */
