@@ -15,6 +15,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,9 +62,31 @@ static size_t stack_room(void)
 
 static demangle_fn demangler; /* looked up by demangle_lookup */
 
+/* libstdc++ found loaded outside the global scope; kept open, so the demangler taken from it
+ * cannot be unloaded under us. */
+static void *local_stdcxx;
+
 void demangle_lookup(void)
 {
     void *p = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (!p) {
+        /* A framework's libraries loaded with RTLD_LOCAL, as Python loads PyTorch's extension
+         * modules, bring libstdc++ into their own scope only: the global one has no demangler
+         * and PyTorch's frames stayed mangled (_ZN2at6native...). RTLD_NOLOAD finds the copy
+         * that is there without ever loading one. */
+        void *h = __atomic_load_n(&local_stdcxx, __ATOMIC_ACQUIRE);
+        if (!h) {
+            h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+            void *none = NULL;
+            if (h && !__atomic_compare_exchange_n(&local_stdcxx, &none, h, false, __ATOMIC_ACQ_REL,
+                                                  __ATOMIC_ACQUIRE)) {
+                dlclose(h); /* another thread's handle is kept */
+                h = none;
+            }
+        }
+        if (h)
+            p = dlsym(h, "__cxa_demangle");
+    }
     demangle_fn f;
     memcpy(&f, &p, sizeof(f));
     __atomic_store_n(&demangler, f, __ATOMIC_RELEASE);

@@ -894,6 +894,16 @@ def case_local_scope(run):
     eq((d["live_bytes"], d["alloc_calls"]), (8 * MiB, 2), "both allocations, tracked")
 
 
+def case_cxx_local_names(run):
+    """A C++ library loaded in a local scope (as Python loads PyTorch): its frames are named
+    demangled, although its libstdc++ is not in the global scope."""
+    run.run([run.args.local_scope, run.args.cxx_site_lib, "alloc_from_cxx"])
+    r = run.report()
+    names = [f.get("symbol") for c in r["callsites"] for f in c["frames"] if f["kind"] == "native"]
+    check("vwtest::Grabber<int>::grab(unsigned long)" in names,
+          f"the C++ frame demangled: {[n for n in names if n and 'rab' in n]}")
+
+
 def case_torch_exceptions(run):
     run.run([run.args.python, os.path.join(HERE, "torch_exceptions.py")], sim=False)
     check("arrived unchanged" in run.stdout, run.stdout + run.stderr)
@@ -1465,6 +1475,7 @@ def main():
     ap.add_argument("--python", help="the interpreter for the python case")
     ap.add_argument("--native-thread-lib", help="libnativethread.so for the python case")
     ap.add_argument("--local-scope", help="the local_scope program")
+    ap.add_argument("--cxx-site-lib", help="libcxxsite.so for the cxx_local_names case")
     ap.add_argument("--preload-first", help="a sanitizer runtime to load before the library")
     ap.add_argument("case", choices=sorted(CASES))
     args = ap.parse_args()
