@@ -369,6 +369,29 @@ def group_terminal(opts):
     check("2 failures a retry overcame (x):" in out, "flushes: the retried failures are not named")
     r = run(opts, ["timeline", os.path.join(opts.data, "oom-fragmented.json")])
     check(b"3.64 GiB reserved but unallocated" in r.stdout, "oom-fragmented: PyTorch's figure not shown")
+    same_times_as_report(opts)
+
+
+def same_times_as_report(opts):
+    """One time origin for every view: the terminal names the out-of-memory at the time `vramwatch
+    report` gives it (since the process start, "+0.83s"), the axis says what its times count from,
+    and the failure and its retry that failed again (one failure, as the application saw it) are
+    one X mark."""
+    for name in ("oom-b64.json", "oom-fragmented.json"):
+        src = os.path.join(opts.data, name)
+        rep = run(opts, ["report", src]).stdout.decode("utf-8")
+        m = re.search(r"^What failed: .* at (\+[0-9.ms]+)$", rep, re.M)
+        check(m, "%s: the report names no failure time" % name)
+        term = run(opts, ["timeline", src]).stdout.decode("utf-8")
+        t = re.search(r"^Out of memory \(X\) at ([^:]+):", term, re.M)
+        check(t and t.group(1) == m.group(1), "%s: the terminal says the out-of-memory was at %r, the report %r"
+              % (name, t and t.group(1), m.group(1)))
+        check("time since the process started" in term, "%s: the terminal's axis does not say what its times count from" % name)
+        marks = [l for l in term.splitlines() if l.startswith(" " * 13) and "X" in l and set(l.strip()) <= set("|fxX ")]
+        check(len(marks) == 1 and marks[0].count("X") == 1, "%s: the out-of-memory is not one X: %r" % (name, marks))
+    job = [os.path.join(opts.data, "..", "job", "rank%d.json" % i) for i in (0, 1)]
+    term = run(opts, ["timeline"] + job).stdout.decode("utf-8")
+    check("time since the job's first process started" in term, "job: the shared axis does not say what it counts from")
 
 
 def group_long(opts):
@@ -508,8 +531,8 @@ def group_runs(opts):
         titles = [l for l in term.splitlines() if ", Device 0" in l]
         check(len(titles) == 2 and all(t.startswith(w + ", Device 0") for t, w in zip(titles, labels)),
               "runs: one panel per run, named by what differs, in the order they began: %r" % titles)
-        # each axis runs from its own run's start: both begin at +0ms, and end at their own length
-        ends = [l.split() for l in term.splitlines() if l.strip().startswith("+0ms ")]
+        # each axis counts from its own run's process start, and ends at its own length
+        ends = [l.split() for l in term.splitlines() if "time since each run's process started" in l]
         check(len(ends) == 2 and ends[0][-1] != ends[1][-1], "runs: two time axes of their own: %r" % ends)
         check(term.lower().count("out of memory (x) at +") == 1 and
               "\n--batch 64 (out of memory): out of memory (X) at +" in term,
@@ -544,9 +567,15 @@ def group_runs(opts):
         meta = doc["otherData"].get("runs")
         check(isinstance(meta, list) and [m.get("label") for m in meta] == labels,
               "runs: trace: otherData.runs names the runs: %r" % meta)
+        starts = {os.path.basename(p): json.load(open(p))["process"]["start_unix_ns"] for p in runs}
+        check(doc["otherData"].get("time_origin") == "time since each run's process started",
+              "runs: trace: otherData.time_origin is %r" % doc["otherData"].get("time_origin"))
         for m in meta:
+            # ts 0 is the run's own process start, the report's own origin
+            check(m["base_time_ns"] in starts.values(), "runs: trace: %s counts from %r, no run's process start"
+                  % (m["label"], m["base_time_ns"]))
             first = min(e["ts"] for e in doc["traceEvents"] if e["ph"] == "C" and e["pid"] == m["pid"])
-            check(0 <= first < 1000, "runs: trace: %s starts at its own start (first counter at %r us)"
+            check(0 <= first < 60e6, "runs: trace: %s starts at %r us, not after its process start"
                   % (m["label"], first))
         compare_golden(opts, "runs.trace.json", text)
 

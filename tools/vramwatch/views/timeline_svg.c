@@ -317,7 +317,7 @@ static void svg_line(struct strbuf *o, const struct panel *p, int which, const c
     sb_add(o, "\"/>\n");
 }
 
-static void svg_axes(struct strbuf *o, const struct panel *p)
+static void svg_axes(struct strbuf *o, const struct panel *p, const char *caption)
 {
     /* Sizes: GiB when the scale reaches one, MiB below. */
     bool gib = p->ymax >= GiB;
@@ -330,23 +330,23 @@ static void svg_axes(struct strbuf *o, const struct panel *p)
         sb_printf(o, "<text class=\"ylabel\" x=\"%.1f\" y=\"%.1f\">%g %s</text>\n", ML - 8, y + 4,
                   v / unit, gib ? "GiB" : "MiB");
     }
-    int64_t span = p->t1 - p->t0, ts = time_step(span, 8);
-    for (int64_t t = 0; t <= span; t += ts) {
-        double x = px(p, p->t0 + t);
+    /* ticks at round times since the origin (the process start), within the span drawn */
+    int64_t span = p->t1 - p->t0, ts = time_step(span, 8), from = p->t0 - p->origin;
+    int64_t first = from > 0 ? (from + ts - 1) / ts * ts : 0;
+    for (int64_t t = first; t <= from + span; t += ts) {
+        double x = px(p, p->origin + t);
         sb_printf(o, "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", x,
                   MT + H, x, MT + H + 6);
         sb_printf(o, "<text class=\"xlabel\" x=\"%.1f\" y=\"%.1f\">", x, MT + H + 20);
-        timeline_view_add_reltime(o, t);
+        timeline_view_add_tick(o, t, ts);
         sb_add(o, "</text>\n");
     }
     sb_printf(o, "<line class=\"frame\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", ML, MT,
               ML, MT + H);
     sb_printf(o, "<line class=\"frame\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", ML,
               MT + H, ML + W, MT + H);
-    sb_printf(
-            o,
-            "<text class=\"xlabel\" x=\"%.1f\" y=\"%.1f\">time since the device's first allocation</text>\n",
-            ML + W / 2, MT + H + 38);
+    sb_printf(o, "<text class=\"xlabel caption\" x=\"%.1f\" y=\"%.1f\">%s</text>\n", ML + W / 2,
+              MT + H + 38, caption);
     sb_add(o, "</g>\n");
 }
 
@@ -361,7 +361,7 @@ static void svg_buckets_hover(struct strbuf *o, const struct panel *p)
                 o,
                 "<rect class=\"bucket\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"><title>",
                 x0, MT, x1 - x0 > 0.5 ? x1 - x0 : 0.5, H);
-        timeline_view_add_reltime(o, b->t - p->t0);
+        timeline_view_add_tick(o, b->t - p->origin, d->bucket_ns);
         sb_add(o, ": live ");
         timeline_view_add_size(o, b->live);
         sb_add(o, " (");
@@ -582,7 +582,7 @@ static void plan_obstacles(struct plan *pl, const struct model_report *r, const 
     int64_t ord = p->d->ordinal.known ? p->d->ordinal.v : -1;
     for (size_t i = 0; i < r->n_failures; i++) {
         const struct model_failure *f = &r->failures[i];
-        if ((f->device.known ? f->device.v : -1) != ord)
+        if ((f->device.known ? f->device.v : -1) != ord || model_failure_is_retry(r, f))
             continue;
         double x = px(p, f->time_unix_ns), y = failure_y(p, f);
         layout_add(l, (struct box){ x - 7, y - 7, x + 7, y + 7, false });
@@ -657,7 +657,7 @@ static void plan_plot_labels(struct plan *pl, const struct model_report *r, cons
         timeline_view_add_size(&t, pl->pk->live_max);
         size_t brief = t.len;
         sb_add(&t, " at ");
-        timeline_view_add_reltime(&t, pl->pk->peak_t - p->t0);
+        timeline_view_add_reltime(&t, pl->pk->peak_t - p->origin);
         place_in_plot(pl, p, &pl->peak, pkx, pky, (struct plot_text){ &t, brief, true });
     }
     if (pl->band.on) {
@@ -754,7 +754,7 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
         sb_add(o, "<title>marker \"");
         add_xml(o, m->label);
         sb_add(o, "\" at ");
-        timeline_view_add_reltime(o, m->time_unix_ns - p->t0);
+        timeline_view_add_reltime(o, m->time_unix_ns - p->origin);
         sb_add(o, ": live ");
         timeline_view_add_size(o, m->live_bytes);
         sb_add(o, " on all devices, phase peak ");
@@ -764,7 +764,7 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
     int64_t ord = p->d->ordinal.known ? p->d->ordinal.v : -1;
     for (size_t i = 0; i < r->n_failures; i++) {
         const struct model_failure *f = &r->failures[i];
-        if ((f->device.known ? f->device.v : -1) != ord)
+        if ((f->device.known ? f->device.v : -1) != ord || model_failure_is_retry(r, f))
             continue;
         double x = px(p, f->time_unix_ns), y = failure_y(p, f);
         bool real = model_failure_is_real_oom(f);
@@ -778,9 +778,11 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
         timeline_view_add_size(o, f->size);
         sb_add(o, real ? " failed (out of memory) at "
                        : " failed, and a retry after a cache flush succeeded, at ");
-        timeline_view_add_reltime(o, f->time_unix_ns - p->t0);
+        timeline_view_add_reltime(o, f->time_unix_ns - p->origin);
         sb_add(o, " from ");
         add_site_xml(o, r, f->callsite);
+        if (f->retried == RETRIED_FAILED) /* its retry is not drawn apart: the same failure */
+            sb_add(o, "; retried, and failed again");
         sb_add(o, "</title></g>\n");
     }
     for (size_t i = 0; i < r->n_pressure; i++) {
@@ -792,7 +794,7 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
                 o,
                 "<g class=\"flush\"><path d=\"M%.1f %.1f l6 10 l-12 0 Z\"/><title>cache flush at ",
                 x, MT + H - 12);
-        timeline_view_add_reltime(o, e->time_unix_ns - p->t0);
+        timeline_view_add_reltime(o, e->time_unix_ns - p->origin);
         sb_add(o, ": ");
         timeline_view_add_size(o, e->freed_bytes);
         sb_printf(o, " freed in %" PRId64 " frees to fit ", e->freed_count);
@@ -810,7 +812,7 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
         sb_add(o, " of ");
         timeline_view_add_size(o, s->size);
         sb_add(o, " at ");
-        timeline_view_add_reltime(o, s->time_unix_ns - p->t0);
+        timeline_view_add_reltime(o, s->time_unix_ns - p->origin);
         sb_add(o, " from ");
         add_site_xml(o, r, s->callsite);
         sb_add(o, "</title></g>\n");
@@ -824,9 +826,11 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
     }
 }
 
-static void svg_panel(struct strbuf *o, const struct model_report *r, const struct panel *p,
-                      size_t index, double top, const struct leaks *lk)
+static void svg_panel(struct strbuf *o, const struct view *v, size_t index, double top,
+                      const struct leaks *lk)
 {
+    const struct model_report *r = v->owner[index];
+    const struct panel *p = &v->panels[index];
     struct plan pl;
     plan_panel(&pl, r, p, lk);
     sb_printf(o, "<g class=\"panel\" data-panel=\"%zu\" transform=\"translate(0 %.1f)\">\n", index,
@@ -853,7 +857,7 @@ static void svg_panel(struct strbuf *o, const struct model_report *r, const stru
     /* the plot's ground: under the pointer anywhere on the plot, so hovering finds the panel */
     sb_printf(o, "<rect class=\"plot\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n",
               ML, MT, W, H);
-    svg_axes(o, p);
+    svg_axes(o, p, timeline_view_origin_text(v));
     svg_area(o, p, 2, "untracked");
     svg_area(o, p, 1, "reserved");
     svg_area(o, p, 0, "live");
@@ -1036,7 +1040,7 @@ static void svg_document(struct strbuf *o, const struct view *v, bool inline_htm
             if (lk.n > 4)
                 lk.n = 4;
         }
-        svg_panel(o, v->owner[i], &v->panels[i], i, first + (double)i * PANEL_H, &lk);
+        svg_panel(o, v, i, first + (double)i * PANEL_H, &lk);
     }
     sb_add(o, "</svg>\n");
 }
@@ -1044,7 +1048,8 @@ static void svg_document(struct strbuf *o, const struct view *v, bool inline_htm
 /* ---- HTML: the picture, what hovering shows, and a few lines of script ---- */
 
 /* The figures behind the hover, per panel, as JSON in the page: the plot's place, each bucket's
- * figures in words, and every event with its call chain (times in ns from the panel's start). */
+ * figures in words, and every event with its call chain (times in ns from the panel's start;
+ * "o": that start, in ns since the origin the times are shown from). */
 static void add_chain(struct strbuf *o, const struct model_report *r, int64_t callsite)
 {
     const struct model_callsite *cs = model_callsite(r, callsite);
@@ -1084,8 +1089,8 @@ static void hover_data(struct strbuf *o, const struct view *v)
         const struct model_tl_device *d = p->d;
         sb_printf(o,
                   "%s\n{\"x0\":%.1f,\"x1\":%.1f,\"y0\":%.1f,\"y1\":%.1f,\"span\":%" PRId64
-                  ",\"b\":[",
-                  i ? "," : "", ML, ML + W, MT, MT + H, p->t1 - p->t0);
+                  ",\"o\":%" PRId64 ",\"b\":[",
+                  i ? "," : "", ML, ML + W, MT, MT + H, p->t1 - p->t0, p->t0 - p->origin);
         struct strbuf t = { 0 };
         for (size_t k = 0; k < d->n_buckets; k++) {
             const struct model_tl_bucket *b = &d->buckets[k];
@@ -1105,7 +1110,8 @@ static void hover_data(struct strbuf *o, const struct view *v)
             else
                 sb_add(&t, "not measured yet");
             sb_printf(&t, "\n%" PRId64 " events in ", b->events);
-            timeline_view_add_reltime(&t, timeline_view_bucket_end(p, k) - b->t);
+            timeline_view_add_tick(&t, timeline_view_bucket_end(p, k) - b->t,
+                                   timeline_view_bucket_end(p, k) - b->t);
             sb_printf(o, "%s[%" PRId64 ",", k ? "," : "", b->t - p->t0);
             timeline_view_add_json(o, sb_str(&t), true);
             sb_addc(o, ']');
@@ -1125,7 +1131,7 @@ static void hover_data(struct strbuf *o, const struct view *v)
         char s1[UTIL_SIZE_LEN];
         for (size_t k = 0; k < r->n_failures; k++) {
             const struct model_failure *f = &r->failures[k];
-            if ((f->device.known ? f->device.v : -1) != ord)
+            if ((f->device.known ? f->device.v : -1) != ord || model_failure_is_retry(r, f))
                 continue;
             sb_printf(&t, "%s: %s of %s",
                       model_failure_is_real_oom(f) ? "out of memory" : "failure a retry overcame",
@@ -1182,15 +1188,16 @@ static const char html_tail[] =
         "document.querySelectorAll('svg title').forEach(function(t){var g=t.parentNode;\n"
         " if(g.tagName==='svg')return; g.setAttribute('data-tip',t.textContent); t.remove();});\n"
         "function p2(n){return (n<10?'0':'')+n;}\n"
-        "function rel(ns){var s=Math.floor(ns/1e9);if(ns<1e9)return '+'+Math.floor(ns/1e6)+'ms';\n"
-        " if(s<60)return '+'+(ns/1e9).toFixed(1)+'s'; if(s<3600)return '+'+Math.floor(s/60)+'m'+p2(s%60)+'s';\n"
-        " if(s<86400)return '+'+Math.floor(s/3600)+'h'+p2(Math.floor(s%3600/60))+'m';\n"
-        " return '+'+Math.floor(s/86400)+'d'+p2(Math.floor(s%86400/3600))+'h';}\n"
+        /* the report's form (util_fmt_reltime) of a time since the origin, P.o from the panel's start */
+        "function rel(ns){var a=Math.abs(ns),g=ns<0?'-':'+',c=Math.round(a/1e7),d=Math.round(a/1e8),s=Math.round(a/1e9);\n"
+        " if(c<6000)return g+Math.floor(c/100)+'.'+p2(c%100)+'s';\n"
+        " if(d<36000)return g+Math.floor(d/600)+'m'+p2(Math.floor(d%600/10))+'.'+(d%10)+'s';\n"
+        " return g+Math.floor(s/3600)+'h'+p2(Math.floor(s%3600/60))+'m'+p2(s%60)+'s';}\n"
         "function at(P,q){var t=(q.x-P.x0)/(P.x1-P.x0)*P.span,b=P.b,lo=0,hi=b.length-1,k=-1;\n"
         " while(lo<=hi){var m=(lo+hi)>>1;if(b[m][0]<=t){k=m;lo=m+1;}else hi=m-1;}\n"
-        " var s=rel(Math.max(0,t))+'\\n'+(k<0?'before the first allocation: nothing live':b[k][1]);\n"
+        " var s=rel(t+P.o)+'\\n'+(k<0?'before the first allocation: nothing live':b[k][1]);\n"
         " var n=null;P.e.forEach(function(e){if(!n||Math.abs(e[0]-t)<Math.abs(n[0]-t))n=e;});\n"
-        " if(n){s+='\\nnearest event, at '+rel(Math.max(0,n[0]))+': '+n[1];\n"
+        " if(n){s+='\\nnearest event, at '+rel(n[0]+P.o)+': '+n[1];\n"
         "  n[2].forEach(function(f){s+='\\n    '+f;});}\n"
         " return s;}\n"
         "function show(x,y){var el=document.elementFromPoint(x,y),txt=null;\n"
