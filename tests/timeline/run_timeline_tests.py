@@ -124,6 +124,43 @@ def svg_structure(svg_text):
     return "\n".join(out) + "\n"
 
 
+def reltime(ns):
+    """A time since the origin as `vramwatch report` writes it (util_fmt_reltime): "+0.83s"."""
+    sign, a = ("-", -ns) if ns < 0 else ("+", ns)
+    c = (a + 5000000) // 10000000
+    if c < 6000:
+        return "%s%d.%02ds" % (sign, c // 100, c % 100)
+    d = (a + 50000000) // 100000000
+    if d < 36000:
+        return "%s%dm%02d.%ds" % (sign, d // 600, d % 600 // 10, d % 10)
+    s = (a + 500000000) // 1000000000
+    return "%s%dh%02dm%02ds" % (sign, s // 3600, s % 3600 // 60, s % 60)
+
+
+def check_markers(what, svg_text, reports, crowded=False):
+    """Every marker listed under its panel with its whole label and its time since the process
+    start (the job's first), and no label above the plot cut with "…" where the panel has room."""
+    root = ET.fromstring(svg_text)
+    origin = min(r["process"]["start_unix_ns"] for r in reports)
+    panels = root.findall(SVG_NS + "g[@class='panel']")
+    for pg in panels:
+        title = "".join(pg.find(SVG_NS + "text").itertext())
+        r = reports[0] if len(reports) == 1 else next(
+            r for r in reports if "pid %d)" % r["process"]["pid"] in title)
+        key = pg.find(SVG_NS + "g[@class='marker-key']")
+        listed = [] if key is None else ["".join(t.itertext()) for t in key.iter(SVG_NS + "text")][1:]
+        want = ["%s %s" % (reltime(m["time_unix_ns"] - origin), m["label"]) for m in r.get("markers", [])]
+        check(listed == want, "%s: the markers' list under %r is %r, not %r" % (what, title, listed[:6], want[:6]))
+        if crowded:
+            continue
+        for g in pg.iter(SVG_NS + "g"):
+            if g.get("class") == "marker":
+                for t in g.findall(SVG_NS + "text"):
+                    text = "".join(t.itertext())
+                    check(not text.endswith("\u2026"), "%s: a marker's label is cut where the panel has room: %r"
+                          % (what, text))
+
+
 def fixtures(opts):
     return sorted(f for f in os.listdir(opts.data) if f.endswith(".json"))
 
@@ -179,6 +216,8 @@ def group_golden(opts):
             with open(svg, encoding="utf-8") as f:
                 svg_text = f.read()
             self_contained(svg_text, base + ".svg")
+            with open(src, encoding="utf-8") as f:
+                check_markers(name, svg_text, [json.load(f)], crowded=base == "crowded-markers")
             structure = svg_structure(svg_text)
             check(".live-line" in structure and ".reserved" in structure and "axis" in structure,
                   "%s: the SVG lacks the live line, reserved area or axes" % name)
@@ -209,7 +248,14 @@ def group_golden(opts):
         r = run(opts, ["timeline", "-o", svg] + ranks)
         check(r.returncode == 0 and r.stderr == b"", "job: svg: exit %d %s" % (r.returncode, r.stderr))
         with open(svg, encoding="utf-8") as f:
-            structure = svg_structure(f.read())
+            svg_text = f.read()
+        structure = svg_structure(svg_text)
+        job_reports = []
+        for p in ranks:
+            with open(p, encoding="utf-8") as f:
+                job_reports.append(json.load(f))
+        check_markers("job", svg_text, job_reports)
+        check("time since the job's first process started" in structure, "job: the shared axis does not say what it is")
         check(structure.index("rank 0 (") < structure.index("rank 1 ("), "job: panels in rank order")
         check(structure.count("\n  g.panel") == 2, "job: one panel per rank and device")
         compare_golden(opts, "job.svg.txt", structure)
@@ -676,6 +722,39 @@ window.addEventListener('load', function () {
     caps.forEach(function (c) { if (meet(b.r, c)) out.capacity.push(b.t); });
     marks.forEach(function (m) { if (meet(b.r, m)) out.marker_lines.push(b.t); });
   });
+  // the out-of-memory label: how far from its cross (in the picture's px), and which drawn line
+  // (a segment of the live or reserved line, the capacity line, a marker line) its box meets
+  function hits(p, q, b) {  // whether segment pq meets box b (Liang-Barsky)
+    var t0 = 0, t1 = 1, d = [-(q.x - p.x), q.x - p.x, -(q.y - p.y), q.y - p.y],
+        e = [p.x - b.x0, b.x1 - p.x, p.y - b.y0, b.y1 - p.y];
+    for (var i = 0; i < 4; i++) {
+      if (d[i] === 0) { if (e[i] < 0) return false; continue; }
+      var r = e[i] / d[i];
+      if (d[i] < 0) { if (r > t1) return false; t0 = Math.max(t0, r); }
+      else { if (r < t0) return false; t1 = Math.min(t1, r); }
+    }
+    return true;
+  }
+  out.oom = [];
+  var scale = sr.width / svg.viewBox.baseVal.width;
+  [].slice.call(svg.querySelectorAll('g.panel g.failure')).forEach(function (g) {
+    var t = g.querySelector('text'); if (!t) return;
+    var b = R(t), x = R(g.querySelector('path')), cx = (x.x0 + x.x1) / 2, cy = (x.y0 + x.y1) / 2;
+    var dx = Math.max(b.x0 - cx, 0, cx - b.x1), dy = Math.max(b.y0 - cy, 0, cy - b.y1);
+    var res = {t: t.textContent, dist: Math.sqrt(dx * dx + dy * dy) / scale, crosses: []};
+    var pg = g.closest('g.panel');
+    [].slice.call(pg.querySelectorAll('path.live-line, path.reserved-line, g.capacity line, g.marker line')).forEach(function (l) {
+      var m = l.getScreenCTM(), pts = [];
+      var n = l.tagName === 'line' ? [l.x1.baseVal.value, l.y1.baseVal.value, l.x2.baseVal.value, l.y2.baseVal.value]
+                                   : l.getAttribute('d').match(/-?[0-9.]+/g).map(Number);
+      for (var i = 0; i + 1 < n.length; i += 2) {
+        var pt = svg.createSVGPoint(); pt.x = n[i]; pt.y = n[i + 1]; pts.push(pt.matrixTransform(m));
+      }
+      for (var k = 0; k + 1 < pts.length; k++)
+        if (hits(pts[k], pts[k + 1], b)) { res.crosses.push(l.getAttribute('class') || l.parentNode.getAttribute('class')); break; }
+    });
+    out.oom.push(res);
+  });
   var dn = document.getElementById('vw-data'), data = dn ? JSON.parse(dn.textContent).panels : [];
   [].slice.call(svg.querySelectorAll('g.panel')).forEach(function (pg) {
     if (!data.length) return;
@@ -697,6 +776,7 @@ window.addEventListener('load', function () {
 """
 
 SIZES = ((1400, 1000), (820, 620))
+OOM_NEAR = 40  # px of the picture from the out-of-memory cross's middle to its label's box
 
 
 def chromium_path(opts):
@@ -783,6 +863,12 @@ def group_render(opts):
                 # milliseconds long, their peaks a pixel or two from a marker (each alone, too)
                 if base not in ("crowded-markers", "runs"):
                     check(not out["marker_lines"], "%s: labels over a marker line: %s" % (what, out["marker_lines"]))
+                # the out-of-memory label beside its cross, clear of every drawn line
+                for lab in out["oom"]:
+                    check(not lab["crosses"], "%s: the label %r crosses %s" % (what, lab["t"], lab["crosses"]))
+                    check(lab["dist"] <= OOM_NEAR, "%s: the label %r is %.0f px from its cross" % (what, lab["t"], lab["dist"]))
+                if base.startswith("oom-"):
+                    check(out["oom"], "%s: no out-of-memory label" % what)
                 check(out["hover"], "%s: no plot to hover" % what)
                 for tip in out["hover"]:
                     check(tip and all(k in tip for k in ("live ", "reserved ", "untracked ")),

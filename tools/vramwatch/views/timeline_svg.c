@@ -154,9 +154,6 @@ static void layout_add(struct layout *l, struct box b)
     l->boxes[l->n++] = b;
 }
 
-/* Whether a series' outline passes through the box: its values over the buckets under the box. */
-static bool outline_meets(const struct panel *p, const struct box *b);
-
 /* A label placed on the picture, where and which way its text runs. */
 struct label {
     bool on;
@@ -170,34 +167,57 @@ struct near {
     double x, y, w, size;
 };
 
-/* A label inside the plot, near the point it names: beside it, then further above and below,
- * right of it then left. The spot is set in lb (x, y, anchor); false when no spot is free (then
- * the first spot clear of other labels and lines, if any, else the first). */
-static bool place_near(struct layout *l, const struct panel *p, struct near at, int first_pass,
-                       int last_pass, struct label *lb)
+/* One spot around the point a label names, in the order tried: ring k (0 nearest) of eight
+ * directions, those towards the plot's middle first. Right and left of the point the text's
+ * middle is level with it; above and below, its box clears the point's symbol (7 px). */
+static struct label spot_around(struct near at, size_t k, size_t dir)
 {
-    double x = at.x, y = at.y, w = at.w, size = at.size;
-    static const double dys[] = { -10, 18, -24, 32, -38, 46, -52, 60, -66, 74, -80, 88 };
-    /* Pass 0: clear of everything and of the outlines; 1: may cross the outlines; 2: may also
-     * cross the soft boxes (marker lines); 3: the first spot, whatever it meets. */
-    for (int pass = first_pass; pass <= last_pass; pass++)
-        for (size_t k = 0; k < sizeof dys / sizeof dys[0]; k++)
-            for (int side = 0; side < 2; side++) {
-                bool right = (x < ML + W / 2) == (side == 0);
-                char a = right ? 's' : 'e';
-                double cx = right ? x + 8 : x - 8, cy = y + dys[k];
-                struct box bx = text_box(cx, cy, w, size, a);
+    bool toward_right = at.x < ML + W / 2;
+    double step = 6.0 * (double)k, up = at.y - 10 - step, down = at.y + 9 + 0.95 * at.size + step,
+           level = at.y + 0.35 * at.size;
+    /* right, above right, below right, left, above left, below left, above, below */
+    static const char anchors[] = "ssseeemm";
+    size_t d = dir < 6 && !toward_right ? (dir + 3) % 6 : dir;
+    double xs[] = { at.x + 10 + step, at.x + 4, at.x + 4, at.x - 10 - step, at.x - 4, at.x - 4,
+                    at.x,             at.x };
+    double ys[] = { level, up, down, level, up, down, up, down };
+    return (struct label){ true, xs[d], ys[d], anchors[d], NULL };
+}
+
+/* How high a label of the plot may go: into the rows above it (the marker labels', placed after),
+ * below the panel's title, so a point at the top of the plot keeps its label beside it. */
+#define LABEL_TOP 24.0
+
+/* A label of the plot, next to the point it names: the first spot around it (spot_around),
+ * nearest first, whose box is inside the plot (or above it, up to LABEL_TOP) and meets no label, symbol or drawn line (the live
+ * and reserved lines, the capacity line, the marker lines: all boxes of the layout). The spot is
+ * set in lb (x, y, anchor); false when none is free (then, with last_pass 3, the first spot clear
+ * of other labels and symbols, else the nearest). Deterministic: the same picture, the same
+ * spot. */
+static bool place_near(struct layout *l, struct near at, int first_pass, int last_pass,
+                       struct label *lb)
+{
+    /* Pass 0: clear of everything; 2: may cross the soft boxes (lines); 3: the nearest spot. */
+    for (int pass = first_pass; pass <= last_pass; pass++) {
+        if (pass == 1)
+            continue;
+        for (size_t k = 0; k < 8; k++)
+            for (size_t dir = 0; dir < 8; dir++) {
+                struct label s = spot_around(at, k, dir);
+                struct box bx = text_box(s.x, s.y, at.w, at.size, s.anchor);
                 if (pass == 3) {
-                    cy = y - 10 < MT + size ? MT + size : y - 10;
-                    bx = text_box(cx, cy, w, size, a);
-                } else if (!layout_free_of(l, &bx, MT + 1, MT + H - 1, pass < 2) ||
-                           (pass == 0 && outline_meets(p, &bx))) {
+                    s = spot_around(at, 0, 1);
+                    if (s.y < MT + at.size)
+                        s.y = MT + at.size;
+                    bx = text_box(s.x, s.y, at.w, at.size, s.anchor);
+                } else if (!layout_free_of(l, &bx, LABEL_TOP, MT + H - 1, pass < 2)) {
                     continue;
                 }
-                lb->x = cx, lb->y = cy, lb->anchor = a;
+                lb->x = s.x, lb->y = s.y, lb->anchor = s.anchor;
                 layout_add(l, bx);
                 return pass == 0;
             }
+    }
     return false;
 }
 
@@ -254,46 +274,57 @@ static double series(const struct model_tl_bucket *b, int which, bool last)
     return res + (u.known && u.v > 0 ? (double)u.v : 0);
 }
 
-static bool outline_meets(const struct panel *p, const struct box *bx)
-{
-    const struct model_tl_device *d = p->d;
-    double prev_lo = 0, prev_hi = 0;
-    for (size_t i = 0; i < d->n_buckets; i++) {
-        const struct model_tl_bucket *b = &d->buckets[i];
-        double lo = INFINITY, hi = -INFINITY;
-        for (int which = 0; which < 2; which++)
-            for (int last = 0; last < 2; last++) {
-                double y = py(p, series(b, which, last));
-                lo = fmin(lo, y);
-                hi = fmax(hi, y);
-            }
-        double x0 = px(p, b->t), x1 = i + 1 < d->n_buckets ? px(p, d->buckets[i + 1].t)
-                                                           : px(p, timeline_view_bucket_end(p, i));
-        /* the step up or down from the previous bucket's values is drawn at x0 */
-        double vlo = i ? fmin(lo, prev_lo) : lo, vhi = i ? fmax(hi, prev_hi) : hi;
-        prev_lo = lo, prev_hi = hi;
-        if (x1 < bx->x0 || x0 > bx->x1)
-            continue;
-        if (vhi >= bx->y0 - 2 && vlo <= bx->y1 + 2)
-            return true;
-    }
-    return false;
-}
+struct pt {
+    double x, y;
+};
 
-/* The outline of one series: each bucket at its most over its width, then its last value until
- * the next bucket starts. */
-static void add_outline(struct strbuf *o, const struct panel *p, int which, bool move_first)
+/* The points of one series' outline, as drawn: each bucket at its most over its width, then its
+ * last value until the next bucket starts. Up to 4 per bucket; freed by the caller. */
+static size_t outline_points(const struct panel *p, int which, struct pt **out)
 {
     const struct model_tl_device *d = p->d;
+    struct pt *v = util_xcalloc(d->n_buckets * 4 + 1, sizeof *v);
+    size_t n = 0;
     for (size_t i = 0; i < d->n_buckets; i++) {
         const struct model_tl_bucket *b = &d->buckets[i];
         double x0 = px(p, b->t), x1 = px(p, timeline_view_bucket_end(p, i)),
                y = py(p, series(b, which, false));
         double xn = i + 1 < d->n_buckets ? px(p, d->buckets[i + 1].t) : x1,
                yl = py(p, series(b, which, true));
-        sb_printf(o, "%s%.1f %.1f L%.1f %.1f", i == 0 && move_first ? "M" : " L", x0, y, x1, y);
-        if (xn > x1 || yl != y)
-            sb_printf(o, " L%.1f %.1f L%.1f %.1f", x1, yl, xn, yl);
+        v[n++] = (struct pt){ x0, y };
+        v[n++] = (struct pt){ x1, y };
+        if (xn > x1 || yl != y) {
+            v[n++] = (struct pt){ x1, yl };
+            v[n++] = (struct pt){ xn, yl };
+        }
+    }
+    *out = v;
+    return n;
+}
+
+/* The outline as path commands, after a move to its first point (move_first) or to a point
+ * already given. */
+static void add_outline(struct strbuf *o, const struct panel *p, int which, bool move_first)
+{
+    struct pt *v;
+    size_t n = outline_points(p, which, &v);
+    for (size_t i = 0; i < n; i++)
+        sb_printf(o, "%s%.1f %.1f", i == 0 && move_first ? "M" : " L", v[i].x, v[i].y);
+    free(v);
+}
+
+/* The live and reserved lines as boxes labels keep off: each segment (all run across or up and
+ * down), 2 px to either side. Soft: a label crosses one only where no spot is free. */
+static void layout_add_outlines(struct layout *l, const struct panel *p)
+{
+    for (int which = 0; which < 2; which++) {
+        struct pt *v;
+        size_t n = outline_points(p, which, &v);
+        for (size_t i = 0; i + 1 < n; i++)
+            layout_add(l, (struct box){ fmin(v[i].x, v[i + 1].x) - 2, fmin(v[i].y, v[i + 1].y) - 2,
+                                        fmax(v[i].x, v[i + 1].x) + 2, fmax(v[i].y, v[i + 1].y) + 2,
+                                        true });
+        free(v);
     }
 }
 
@@ -512,14 +543,14 @@ static void place_in_plot(struct plan *pl, const struct panel *p, struct label *
     lb->text = dup_sb(t.text);
     lb->on = true;
     double w = text_width(lb->text, 12, bold);
-    if (place_near(&pl->l, p, (struct near){ x, y, w, 12 }, 0, 1, lb))
+    if (place_near(&pl->l, (struct near){ x, y, w, 12 }, 0, 0, lb))
         return;
     if (brief > 0 && brief < strlen(lb->text)) {
         char *full = lb->text;
         lb->text = util_xmalloc(brief + 1);
         memcpy(lb->text, full, brief);
         lb->text[brief] = '\0';
-        if (place_near(&pl->l, p, (struct near){ x, y, text_width(lb->text, 12, bold), 12 }, 0, 1,
+        if (place_near(&pl->l, (struct near){ x, y, text_width(lb->text, 12, bold), 12 }, 0, 0,
                        lb)) {
             free(full);
             return;
@@ -527,7 +558,7 @@ static void place_in_plot(struct plan *pl, const struct panel *p, struct label *
         free(lb->text);
         lb->text = full;
     }
-    place_near(&pl->l, p, (struct near){ x, y, w, 12 }, 2, 3, lb);
+    place_near(&pl->l, (struct near){ x, y, w, 12 }, 2, 3, lb);
 }
 
 /* Splits a leak's sentence into at most two lines of the width given, the second cut with "…"
@@ -603,6 +634,12 @@ static void plan_obstacles(struct plan *pl, const struct model_report *r, const 
         if (mt >= p->t0 && mt <= p->t1)
             layout_add(l, (struct box){ px(p, mt) - 1.5, MT, px(p, mt) + 1.5, MT + H, true });
     }
+    layout_add_outlines(l, p);
+    for (size_t i = 0; i < p->d->n_steps; i++) {
+        const struct model_tl_step *s = &p->d->steps[i];
+        double x = px(p, s->time_unix_ns), y = py(p, (double)s->live_bytes_after);
+        layout_add(l, (struct box){ x - 4, y - 4, x + 4, y + 4, false });
+    }
     pl->band = pytorch_band(r, p);
     if (pl->band.on)
         layout_add(l, (struct box){ pl->band.x0, pl->band.y0, pl->band.x1, pl->band.y1, false });
@@ -626,8 +663,7 @@ static void plan_capacity(struct plan *pl, const struct panel *p)
             for (int below = 0; below < 2 && !found; below++) {
                 double ty = y + (below ? 14 : -5);
                 struct box b = text_box(x, ty, w, 12, 'e');
-                if (!layout_free_of(l, &b, MT - 2, MT + H + 12, pass < 2) ||
-                    (pass == 0 && outline_meets(p, &b)))
+                if (!layout_free_of(l, &b, MT - 2, MT + H + 12, pass < 2))
                     continue;
                 found = true;
                 pl->cap.x = x, pl->cap.y = ty, pl->cap.anchor = 'e';
@@ -826,6 +862,64 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
     }
 }
 
+/* The panel's markers listed under its axis: every marker of its report (those outside the plotted
+ * span too), its time since the origin and its whole label, which the labels above the plot may
+ * have to cut where markers crowd; in rows as wide as the picture, starting at y. An entry wider
+ * than a row is cut, whole on hover. Returns the rows; draws them only when o is not NULL. */
+#define KEY_ROW 16.0
+static int marker_key(struct strbuf *o, const struct model_report *r, const struct panel *p,
+                      double y)
+{
+    if (!r->n_markers)
+        return 0;
+    double x = ML, right = ML + W + MR - 4;
+    int row = 0;
+    struct strbuf t = { 0 };
+    if (o)
+        sb_printf(o, "<g class=\"marker-key\"><text class=\"heading\" x=\"%.1f\" y=\"%.1f\">"
+                     "Markers:</text>\n", x, y);
+    x += text_width("Markers:", 12, true) + 10;
+    for (size_t i = 0; i < r->n_markers; i++) {
+        const struct model_marker *m = &r->markers[i];
+        sb_truncate(&t, 0);
+        timeline_view_add_reltime(&t, m->time_unix_ns - p->origin);
+        sb_addc(&t, ' ');
+        util_add_text(&t, m->label);
+        double w = text_width(sb_str(&t), 12, false);
+        char *cut = w > right - ML ? cut_to_width(sb_str(&t), right - ML, 12, false) : NULL;
+        if (cut)
+            w = text_width(cut, 12, false);
+        if (x > ML && x + w > right) {
+            row++;
+            x = ML;
+        }
+        if (o) {
+            sb_printf(o, "%s<text x=\"%.1f\" y=\"%.1f\">", cut ? "<g>" : "", x, y + row * KEY_ROW);
+            add_xml(o, cut ? cut : sb_str(&t));
+            sb_add(o, "</text>");
+            if (cut) {
+                sb_add(o, "<title>");
+                add_xml(o, sb_str(&t));
+                sb_add(o, "</title></g>");
+            }
+            sb_addc(o, '\n');
+        }
+        free(cut);
+        x += w + 14;
+    }
+    if (o)
+        sb_add(o, "</g>\n");
+    sb_free(&t);
+    return row + 1;
+}
+
+/* A panel's height: the plot and its axis, and the rows of its markers' list. */
+static double panel_height(const struct view *v, size_t i)
+{
+    int rows = marker_key(NULL, v->owner[i], &v->panels[i], 0);
+    return PANEL_H + (rows ? rows * KEY_ROW + 6 : 0);
+}
+
 static void svg_panel(struct strbuf *o, const struct view *v, size_t index, double top,
                       const struct leaks *lk)
 {
@@ -898,6 +992,7 @@ static void svg_panel(struct strbuf *o, const struct view *v, size_t index, doub
         }
         sb_add(o, "</g>\n");
     }
+    marker_key(o, r, p, PANEL_H + 6);
     sb_add(o, "</g>\n");
     plan_free(&pl, r->n_markers);
 }
@@ -923,6 +1018,7 @@ static const char svg_style[] =
         ".peak circle{fill:#000}.peak text{font-weight:bold}.leak{fill:#c00000;font-weight:bold}\n"
         ".bucket{fill:transparent;stroke:none}.bucket:hover{fill:#000;fill-opacity:0.06}\n"
         ".legend rect{stroke:#555;stroke-width:0.5}\n"
+        ".marker-key text{fill:#2a7a2a}.marker-key .heading{font-weight:bold}\n"
         "</style>\n";
 
 /* The legend: every colour and symbol the panels use, in rows as wide as the picture. */
@@ -1001,7 +1097,9 @@ static void svg_document(struct strbuf *o, const struct view *v, bool inline_htm
     for (size_t i = 0; i < v->n_panels && !band; i++)
         band = pytorch_band(v->owner[i], &v->panels[i]).on;
     double legend_y = 30, first = legend_y + svg_legend(o, 0, band, false) * 16.0 + 4;
-    double width = ML + W + MR, height = first + (double)v->n_panels * PANEL_H + 8;
+    double width = ML + W + MR, height = first + 8;
+    for (size_t i = 0; i < v->n_panels; i++)
+        height += panel_height(v, i);
     if (!inline_html)
         sb_add(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     sb_printf(
@@ -1033,6 +1131,7 @@ static void svg_document(struct strbuf *o, const struct view *v, bool inline_htm
     svg_legend(o, legend_y, band, true);
     const struct model_report *leaks_of = NULL;
     struct leaks lk = { .n = 0 };
+    double top = first;
     for (size_t i = 0; i < v->n_panels; i++) {
         if (v->owner[i] != leaks_of) {
             leaks_of = v->owner[i];
@@ -1040,7 +1139,8 @@ static void svg_document(struct strbuf *o, const struct view *v, bool inline_htm
             if (lk.n > 4)
                 lk.n = 4;
         }
-        svg_panel(o, v, i, first + (double)i * PANEL_H, &lk);
+        svg_panel(o, v, i, top, &lk);
+        top += panel_height(v, i);
     }
     sb_add(o, "</svg>\n");
 }
@@ -1131,10 +1231,13 @@ static void hover_data(struct strbuf *o, const struct view *v)
         char s1[UTIL_SIZE_LEN];
         for (size_t k = 0; k < r->n_failures; k++) {
             const struct model_failure *f = &r->failures[k];
-            if ((f->device.known ? f->device.v : -1) != ord || model_failure_is_retry(r, f))
+            if ((f->device.known ? f->device.v : -1) != ord)
                 continue;
+            /* a retry that failed again has no cross of its own, but when it came is told */
             sb_printf(&t, "%s: %s of %s",
-                      model_failure_is_real_oom(f) ? "out of memory" : "failure a retry overcame",
+                      model_failure_is_retry(r, f) ? "the out-of-memory's retry, failed again"
+                      : model_failure_is_real_oom(f) ? "out of memory"
+                                                     : "failure a retry overcame",
                       f->api, util_fmt_size(f->size, s1));
             add_event(o, &first, f->time_unix_ns - p->t0, &t, r, f->callsite);
         }
