@@ -104,9 +104,13 @@ static double text_width(const char *s, double size, bool bold)
     return em * size * 1.02 + 1;
 }
 
+/* How firmly labels keep off a box: never over another label or a symbol; over a line only where
+ * nowhere else is free, a marker line (of which a crowded run has many) before a line of memory. */
+enum { HARD, SOFT_MARKER, SOFT_OUTLINE };
+
 struct box {
     double x0, y0, x1, y1;
-    bool soft; /* a line a label should keep off, but may cross when nowhere else is free */
+    int soft; /* HARD, SOFT_MARKER or SOFT_OUTLINE */
 };
 
 struct layout {
@@ -119,7 +123,7 @@ struct layout {
 static struct box text_box(double x, double y, double w, double size, char anchor)
 {
     double x0 = anchor == 'e' ? x - w : anchor == 'm' ? x - w / 2 : x;
-    return (struct box){ x0 - 2, y - 0.95 * size, x0 + w + 2, y + 0.25 * size, false };
+    return (struct box){ x0 - 2, y - 0.95 * size, x0 + w + 2, y + 0.25 * size, HARD };
 }
 
 static bool boxes_meet(const struct box *a, const struct box *b)
@@ -128,21 +132,22 @@ static bool boxes_meet(const struct box *a, const struct box *b)
 }
 
 /* Whether a box is inside the picture, between top and bottom, and meets no box placed before
- * it (with soft: also none of the soft ones). */
+ * it, less the soft ones up to `cross` (HARD: none may be crossed; SOFT_MARKER: marker lines may;
+ * SOFT_OUTLINE: the live and reserved lines too). */
 static bool layout_free_of(const struct layout *l, const struct box *b, double top, double bottom,
-                           bool soft)
+                           int cross)
 {
     if (b->x0 < 0 || b->x1 > l->width || b->y0 < top || b->y1 > bottom)
         return false;
     for (size_t i = 0; i < l->n; i++)
-        if ((soft || !l->boxes[i].soft) && boxes_meet(&l->boxes[i], b))
+        if ((l->boxes[i].soft == HARD || l->boxes[i].soft > cross) && boxes_meet(&l->boxes[i], b))
             return false;
     return true;
 }
 
 static bool layout_free(const struct layout *l, const struct box *b, double top, double bottom)
 {
-    return layout_free_of(l, b, top, bottom, true);
+    return layout_free_of(l, b, top, bottom, HARD);
 }
 
 static void layout_add(struct layout *l, struct box b)
@@ -197,10 +202,9 @@ static struct label spot_around(struct near at, size_t k, size_t dir)
 static bool place_near(struct layout *l, struct near at, int first_pass, int last_pass,
                        struct label *lb)
 {
-    /* Pass 0: clear of everything; 2: may cross the soft boxes (lines); 3: the nearest spot. */
+    /* Pass 0: clear of everything; 1: may cross marker lines; 2: the live and reserved lines too;
+     * 3: the nearest spot. */
     for (int pass = first_pass; pass <= last_pass; pass++) {
-        if (pass == 1)
-            continue;
         for (size_t k = 0; k < 8; k++)
             for (size_t dir = 0; dir < 8; dir++) {
                 struct label s = spot_around(at, k, dir);
@@ -210,7 +214,7 @@ static bool place_near(struct layout *l, struct near at, int first_pass, int las
                     if (s.y < MT + at.size)
                         s.y = MT + at.size;
                     bx = text_box(s.x, s.y, at.w, at.size, s.anchor);
-                } else if (!layout_free_of(l, &bx, LABEL_TOP, MT + H - 1, pass < 2)) {
+                } else if (!layout_free_of(l, &bx, LABEL_TOP, MT + H - 1, pass)) {
                     continue;
                 }
                 lb->x = s.x, lb->y = s.y, lb->anchor = s.anchor;
@@ -323,7 +327,7 @@ static void layout_add_outlines(struct layout *l, const struct panel *p)
         for (size_t i = 0; i + 1 < n; i++)
             layout_add(l, (struct box){ fmin(v[i].x, v[i + 1].x) - 2, fmin(v[i].y, v[i + 1].y) - 2,
                                         fmax(v[i].x, v[i + 1].x) + 2, fmax(v[i].y, v[i + 1].y) + 2,
-                                        true });
+                                        SOFT_OUTLINE });
         free(v);
     }
 }
@@ -518,6 +522,10 @@ static void place_marker(struct layout *l, const char *label, double x, struct l
         }
     }
     char *cut = best > 4 ? cut_to_width(label, best - 2, size, false) : NULL;
+    if (cut && strlen(cut) < 6 + 3) { /* "the …" names nothing: the list under the panel does */
+        free(cut);
+        cut = NULL;
+    }
     if (!cut) {
         *out = (struct label){ 0 };
         return;
@@ -558,7 +566,7 @@ static void place_in_plot(struct plan *pl, const struct panel *p, struct label *
         free(lb->text);
         lb->text = full;
     }
-    place_near(&pl->l, (struct near){ x, y, w, 12 }, 2, 3, lb);
+    place_near(&pl->l, (struct near){ x, y, w, 12 }, 1, 3, lb);
 }
 
 /* Splits a leak's sentence into at most two lines of the width given, the second cut with "…"
@@ -605,10 +613,10 @@ struct leaks {
 static void plan_obstacles(struct plan *pl, const struct model_report *r, const struct panel *p)
 {
     struct layout *l = &pl->l;
-    layout_add(l, (struct box){ ML, 0, ML + W, 22, false }); /* the panel title's row */
+    layout_add(l, (struct box){ ML, 0, ML + W, 22, HARD }); /* the panel title's row */
     if (p->capacity.known) {
         double y = py(p, (double)p->capacity.v);
-        layout_add(l, (struct box){ ML, y - 2, ML + W, y + 2, false });
+        layout_add(l, (struct box){ ML, y - 2, ML + W, y + 2, HARD });
     }
     int64_t ord = p->d->ordinal.known ? p->d->ordinal.v : -1;
     for (size_t i = 0; i < r->n_failures; i++) {
@@ -616,7 +624,7 @@ static void plan_obstacles(struct plan *pl, const struct model_report *r, const 
         if ((f->device.known ? f->device.v : -1) != ord || model_failure_is_retry(r, f))
             continue;
         double x = px(p, f->time_unix_ns), y = failure_y(p, f);
-        layout_add(l, (struct box){ x - 7, y - 7, x + 7, y + 7, false });
+        layout_add(l, (struct box){ x - 7, y - 7, x + 7, y + 7, HARD });
         if (f == model_real_oom(r))
             pl->oom_f = f;
     }
@@ -627,22 +635,22 @@ static void plan_obstacles(struct plan *pl, const struct model_report *r, const 
         pl->pk = NULL;
     if (pl->pk) {
         double pkx = px(p, pl->pk->peak_t), pky = py(p, (double)pl->pk->live_max);
-        layout_add(l, (struct box){ pkx - 5, pky - 5, pkx + 5, pky + 5, false });
+        layout_add(l, (struct box){ pkx - 5, pky - 5, pkx + 5, pky + 5, HARD });
     }
     for (size_t i = 0; i < r->n_markers; i++) {
         int64_t mt = r->markers[i].time_unix_ns;
         if (mt >= p->t0 && mt <= p->t1)
-            layout_add(l, (struct box){ px(p, mt) - 1.5, MT, px(p, mt) + 1.5, MT + H, true });
+            layout_add(l, (struct box){ px(p, mt) - 1.5, MT, px(p, mt) + 1.5, MT + H, SOFT_MARKER });
     }
     layout_add_outlines(l, p);
     for (size_t i = 0; i < p->d->n_steps; i++) {
         const struct model_tl_step *s = &p->d->steps[i];
         double x = px(p, s->time_unix_ns), y = py(p, (double)s->live_bytes_after);
-        layout_add(l, (struct box){ x - 4, y - 4, x + 4, y + 4, false });
+        layout_add(l, (struct box){ x - 4, y - 4, x + 4, y + 4, HARD });
     }
     pl->band = pytorch_band(r, p);
     if (pl->band.on)
-        layout_add(l, (struct box){ pl->band.x0, pl->band.y0, pl->band.x1, pl->band.y1, false });
+        layout_add(l, (struct box){ pl->band.x0, pl->band.y0, pl->band.x1, pl->band.y1, HARD });
 }
 
 /* The capacity's label: at the right end above its line, below it, then at the left end. */
@@ -663,7 +671,7 @@ static void plan_capacity(struct plan *pl, const struct panel *p)
             for (int below = 0; below < 2 && !found; below++) {
                 double ty = y + (below ? 14 : -5);
                 struct box b = text_box(x, ty, w, 12, 'e');
-                if (!layout_free_of(l, &b, MT - 2, MT + H + 12, pass < 2))
+                if (!layout_free_of(l, &b, MT - 2, MT + H + 12, pass))
                     continue;
                 found = true;
                 pl->cap.x = x, pl->cap.y = ty, pl->cap.anchor = 'e';
@@ -917,7 +925,7 @@ static int marker_key(struct strbuf *o, const struct model_report *r, const stru
 static double panel_height(const struct view *v, size_t i)
 {
     int rows = marker_key(NULL, v->owner[i], &v->panels[i], 0);
-    return PANEL_H + (rows ? rows * KEY_ROW + 6 : 0);
+    return PANEL_H + (rows ? rows * KEY_ROW + 8 : 0);
 }
 
 static void svg_panel(struct strbuf *o, const struct view *v, size_t index, double top,
@@ -992,7 +1000,7 @@ static void svg_panel(struct strbuf *o, const struct view *v, size_t index, doub
         }
         sb_add(o, "</g>\n");
     }
-    marker_key(o, r, p, PANEL_H + 6);
+    marker_key(o, r, p, PANEL_H + 8);
     sb_add(o, "</g>\n");
     plan_free(&pl, r->n_markers);
 }
