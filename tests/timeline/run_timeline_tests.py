@@ -514,6 +514,13 @@ def group_trace(opts):
                   "%s: trace: exit %d %s" % (name, r.returncode, r.stderr))
             text, doc = trace_ok(out, [src], name)
             check(doc.get("displayTimeUnit") == "ms", "%s: displayTimeUnit" % name)
+            # ts 0 is the process start, as the report's own times, and the file says so
+            with open(src, encoding="utf-8") as f:
+                start = json.load(f)["process"]["start_unix_ns"]
+            check(doc["baseTimeNanoseconds"] == start and
+                  doc["otherData"].get("time_origin") == "time since the process started",
+                  "%s: the trace counts from %r (%r), not the process start %r" %
+                  (name, doc["baseTimeNanoseconds"], doc["otherData"].get("time_origin"), start))
             compare_golden(opts, base + ".trace.json", text)
             # --format=trace: the same file, under any name or on standard output
             r = run(opts, ["timeline", "--format=trace", src])
@@ -529,6 +536,10 @@ def group_trace(opts):
         r = run(opts, ["timeline", "-o", out] + ranks)
         check(r.returncode == 0 and r.stderr == b"", "job: trace: exit %d %s" % (r.returncode, r.stderr))
         text, doc = trace_ok(out, ranks, "job")
+        starts = [json.load(open(p, encoding="utf-8"))["process"]["start_unix_ns"] for p in ranks]
+        check(doc["baseTimeNanoseconds"] == min(starts) and
+              doc["otherData"].get("time_origin") == "time since the job's first process started",
+              "job: the trace does not count from the job's first process start")
         order = [e["args"]["sort_index"] for e in doc["traceEvents"] if e["name"] == "process_sort_index"]
         check(order == [0, 1], "job: processes in rank order: %s" % order)
         compare_golden(opts, "job.trace.json", text)
