@@ -172,20 +172,24 @@ struct near {
     double x, y, w, size;
 };
 
-/* One spot around the point a label names, in the order tried: ring k (0 nearest) of eight
- * directions, those towards the plot's middle first. Right and left of the point the text's
- * middle is level with it; above and below, its box clears the point's symbol (7 px). */
+/* One spot around the point a label names, in the order tried: ring k (0 nearest) of SPOTS
+ * directions, the side towards the plot's middle first. Right and left of the point the text's
+ * middle is level with it; above and below, its box clears the point's symbol (7 px), first
+ * straight up or down, then also moved out sideways by the ring's distance (clear of a column of
+ * symbols under the point). */
+#define SPOTS 12
 static struct label spot_around(struct near at, size_t k, size_t dir)
 {
     bool toward_right = at.x < ML + W / 2;
     double step = 6.0 * (double)k, up = at.y - 10 - step, down = at.y + 9 + 0.95 * at.size + step,
            level = at.y + 0.35 * at.size;
-    /* right, above right, below right, left, above left, below left, above, below */
-    static const char anchors[] = "ssseeemm";
-    size_t d = dir < 6 && !toward_right ? (dir + 3) % 6 : dir;
-    double xs[] = { at.x + 10 + step, at.x + 4, at.x + 4, at.x - 10 - step, at.x - 4, at.x - 4,
-                    at.x,             at.x };
-    double ys[] = { level, up, down, level, up, down, up, down };
+    /* right: level, up, down, up and out, down and out; the same left; above; below */
+    static const char anchors[] = "ssssseeeeemm";
+    size_t d = dir < 10 && !toward_right ? (dir + 5) % 10 : dir;
+    double r = at.x + 4, l = at.x - 4;
+    double xs[] = { r + 6 + step, r, r, r + step, r + step, l - 6 - step, l, l, l - step, l - step,
+                    at.x,         at.x };
+    double ys[] = { level, up, down, up, down, level, up, down, up, down, up, down };
     return (struct label){ true, xs[d], ys[d], anchors[d], NULL };
 }
 
@@ -194,11 +198,11 @@ static struct label spot_around(struct near at, size_t k, size_t dir)
 #define LABEL_TOP 24.0
 
 /* A label of the plot, next to the point it names: the first spot around it (spot_around),
- * nearest first, whose box is inside the plot (or above it, up to LABEL_TOP) and meets no label, symbol or drawn line (the live
- * and reserved lines, the capacity line, the marker lines: all boxes of the layout). The spot is
- * set in lb (x, y, anchor); false when none is free (then, with last_pass 3, the first spot clear
- * of other labels and symbols, else the nearest). Deterministic: the same picture, the same
- * spot. */
+ * nearest first, whose box is inside the plot (or above it, up to LABEL_TOP) and meets no label,
+ * symbol or drawn line (the live and reserved lines, the capacity line, the marker lines: all
+ * boxes of the layout). The spot is set in lb (x, y, anchor); false when none is free (then, from
+ * first_pass 1, the first spot that only crosses lines, marker lines before the others; with
+ * last_pass 3, else the nearest). Deterministic: the same picture, the same spot. */
 static bool place_near(struct layout *l, struct near at, int first_pass, int last_pass,
                        struct label *lb)
 {
@@ -206,7 +210,7 @@ static bool place_near(struct layout *l, struct near at, int first_pass, int las
      * 3: the nearest spot. */
     for (int pass = first_pass; pass <= last_pass; pass++) {
         for (size_t k = 0; k < 8; k++)
-            for (size_t dir = 0; dir < 8; dir++) {
+            for (size_t dir = 0; dir < SPOTS; dir++) {
                 struct label s = spot_around(at, k, dir);
                 struct box bx = text_box(s.x, s.y, at.w, at.size, s.anchor);
                 if (pass == 3) {
