@@ -6,7 +6,9 @@ Usage: run_timeline_tests.py --vramwatch EXE --data DIR --golden DIR --long-run 
 GROUP:
   golden  recorded reports (data/*.json) drawn as SVG, HTML and in the terminal, and their
           `vramwatch report`: the SVG's structure (elements, classes and texts, without
-          coordinates), the terminal view and the report are compared with golden/ exactly;
+          coordinates), the terminal view and the report are compared with golden/ exactly; every
+          marker listed under its panel with its whole label at its time since the process start,
+          and no marker label cut with "…" where the panel has room;
           VRAMWATCH_UPDATE_GOLDEN=1 rewrites them instead (tests/lib/vwtest.py; read the diff before
           committing).
   usage   bad usage and bad input: exit 2, one line on stderr; old reports without a timeline.
@@ -14,10 +16,13 @@ GROUP:
           bounds, the peak at its time, the leak found, and every view drawn in under a second.
   terminal the terminal view as wide as the terminal (a pty's own size, $COLUMNS, else 80), the
           list of markers and the key wrapped at that width, untracked memory, cache flushes and
-          failures a retry overcame drawn and named, PyTorch's reserved-but-unallocated figure.
+          failures a retry overcame drawn and named, PyTorch's reserved-but-unallocated figure;
+          the out-of-memory at the time `vramwatch report` gives it, one X for a failure and its
+          failed retry, and the axis saying what its times count from.
   trace   `-o X.trace.json` (and --format=trace): a Chrome trace event file for every recorded
           report and the job, checked against the format's fields and the report
-          (check_trace.py), compared with golden/*.trace.json exactly; the checker itself is
+          (check_trace.py), ts 0 at the process start (the job's first) as otherData.time_origin
+          says, compared with golden/*.trace.json exactly; the checker itself is
           shown to refuse broken traces.
   runs    runs of one script at other settings (runs/: --batch 32 and --batch 64): each drawn on
           its own time axis and named by what differs, in the terminal, SVG, HTML and trace,
@@ -27,7 +32,9 @@ GROUP:
           present), kept under --shots; for every recorded report, the job and the runs at other
           settings, the browser's own text boxes (read back from the DOM) show no label over
           another, over the capacity line, over a marker line (where the markers leave room) or
-          off the picture, and hovering anywhere on a plot shows time, live,
+          off the picture, the out-of-memory label within OOM_NEAR px of its cross and meeting no
+          segment of the live, reserved, capacity or marker lines, and hovering anywhere on a plot
+          shows time, live,
           reserved, untracked and the nearest event with its call chain. Without Chromium this
           FAILS, as it must in CI (.ci/run and tools/install-deps.sh --tests install it); set
           VRAMWATCH_ALLOW_SKIP=1 to let it skip on a machine without Chromium.
