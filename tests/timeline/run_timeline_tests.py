@@ -249,6 +249,23 @@ def group_golden(opts):
             # 1: printed, for a run that did not fit (README; exact codes: tests/cli/run_conventions.py)
             check(r.returncode in (0, 1) and r.stdout, "%s: report: exit %d" % (name, r.returncode))
             compare_golden(opts, base + ".report.txt", r.stdout.decode("utf-8"))
+        # eight markers close together: more than the rows above the plot hold, each label still
+        # whole, beside its line at the top of the plot where nothing is drawn there
+        with open(os.path.join(opts.data, "leak-markers.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        mid = (doc["timeline"]["devices"][0]["start_unix_ns"] + doc["time_unix_ns"]) // 2
+        doc["markers"] = [dict(doc["markers"][0], time_unix_ns=mid + i * 100000, label="epoch %d train" % i)
+                          for i in range(8)]
+        cluster = os.path.join(tmp, "cluster.json")
+        with open(cluster, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        svg = os.path.join(tmp, "cluster.svg")
+        r = run(opts, ["timeline", "-o", svg, cluster])
+        check(r.returncode == 0, "cluster: svg: exit %d %s" % (r.returncode, r.stderr))
+        with open(svg, encoding="utf-8") as f:
+            svg_text = f.read()
+        check_markers("eight markers together", svg_text, [doc])
+        check(svg_text.count(">epoch ") == 8, "eight markers together: a label left out where the plot has room")
         # a job: its ranks' reports, or the file merge writes of them, on one time axis
         ranks = [os.path.join(opts.data, "..", "job", "rank%d.json" % i) for i in (1, 0)]
         svg = os.path.join(tmp, "job.svg")

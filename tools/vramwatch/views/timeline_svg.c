@@ -485,24 +485,42 @@ static char *dup_sb(struct strbuf *b)
     return s;
 }
 
-/* A marker's label above the plot: in one of three rows, right of its line or left of it; else
- * as much of it as fits beside the line, cut with "…"; else none (the line and its hover stay). */
+/* A marker's label: in one of three rows above the plot, right of its line or left of it (gap px
+ * from it); false when neither side is free. */
+static bool marker_at(struct layout *l, const char *label, double x, double y, double gap,
+                      struct label *out)
+{
+    double w = text_width(label, 11, false);
+    for (int side = 0; side < 2; side++) {
+        char a = side == 0 ? 's' : 'e';
+        double tx = side == 0 ? x + gap : x - gap;
+        struct box b = text_box(tx, y, w, 11, a);
+        if (layout_free(l, &b, 23, MT + H - 1)) {
+            *out = (struct label){ true, tx, y, a, util_xstrdup(label) };
+            layout_add(l, b);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A marker's label above the plot (marker_at); else at the top of the plot beside its line; else
+ * as much of it as fits beside the line above the plot, cut with "…"; else none (the line, its
+ * hover and the list under the panel stay). */
 static void place_marker(struct layout *l, const char *label, double x, struct label *out)
 {
     static const double rows[] = { MT - 5, MT - 19, MT - 33 };
-    const double size = 11, top = 23, bottom = MT - 1;
-    double w = text_width(label, size, false);
+    const double size = 11;
     for (size_t r = 0; r < 3; r++)
-        for (int side = 0; side < 2; side++) {
-            char a = side == 0 ? 's' : 'e';
-            double tx = side == 0 ? x + 2 : x - 2;
-            struct box b = text_box(tx, rows[r], w, size, a);
-            if (layout_free(l, &b, top, bottom)) {
-                *out = (struct label){ true, tx, rows[r], a, util_xstrdup(label) };
-                layout_add(l, b);
+        if (marker_at(l, label, x, rows[r], 2, out))
+            return;
+    /* Where the rows above are taken, the top of the plot beside its line, where nothing is
+     * drawn there (no line, label or symbol): the whole label rather than a cut one, moved out
+     * past the lines of markers close to its own where they stand in the way. */
+    for (double y = MT + 13; y < MT + H / 2; y += 14)
+        for (double gap = 4; gap <= 40; gap += 6)
+            if (marker_at(l, label, x, y, gap, out))
                 return;
-            }
-        }
     double best = 0, bx = 0, by = 0;
     char ba = 's';
     for (size_t r = 0; r < 3; r++) {
