@@ -6,7 +6,9 @@ Usage: run_timeline_tests.py --vramwatch EXE --data DIR --golden DIR --long-run 
 GROUP:
   golden  recorded reports (data/*.json) drawn as SVG, HTML and in the terminal, and their
           `vramwatch report`: the SVG's structure (elements, classes and texts, without
-          coordinates), the terminal view and the report are compared with golden/ exactly;
+          coordinates), the terminal view and the report are compared with golden/ exactly; every
+          marker listed under its panel with its whole label at its time since the process start,
+          and no marker label cut with "…" where the panel has room;
           VRAMWATCH_UPDATE_GOLDEN=1 rewrites them instead (tests/lib/vwtest.py; read the diff before
           committing).
   usage   bad usage and bad input: exit 2, one line on stderr; old reports without a timeline.
@@ -14,10 +16,13 @@ GROUP:
           bounds, the peak at its time, the leak found, and every view drawn in under a second.
   terminal the terminal view as wide as the terminal (a pty's own size, $COLUMNS, else 80), the
           list of markers and the key wrapped at that width, untracked memory, cache flushes and
-          failures a retry overcame drawn and named, PyTorch's reserved-but-unallocated figure.
+          failures a retry overcame drawn and named, PyTorch's reserved-but-unallocated figure;
+          the out-of-memory at the time `vramwatch report` gives it, one X for a failure and its
+          failed retry, and the axis saying what its times count from.
   trace   `-o X.trace.json` (and --format=trace): a Chrome trace event file for every recorded
           report and the job, checked against the format's fields and the report
-          (check_trace.py), compared with golden/*.trace.json exactly; the checker itself is
+          (check_trace.py), ts 0 at the process start (the job's first) as otherData.time_origin
+          says, compared with golden/*.trace.json exactly; the checker itself is
           shown to refuse broken traces.
   runs    runs of one script at other settings (runs/: --batch 32 and --batch 64): each drawn on
           its own time axis and named by what differs, in the terminal, SVG, HTML and trace,
@@ -32,7 +37,9 @@ GROUP:
           present), kept under --shots; for every recorded report, the job and the runs at other
           settings, the browser's own text boxes (read back from the DOM) show no label over
           another, over the capacity line, over a marker line (where the markers leave room) or
-          off the picture, and hovering anywhere on a plot shows time, live,
+          off the picture, the out-of-memory label within OOM_NEAR px of its cross and meeting no
+          segment of the live, reserved, capacity or marker lines, and hovering anywhere on a plot
+          shows time, live,
           reserved, untracked and the nearest event with its call chain. Without Chromium this
           FAILS, as it must in CI (.ci/run and tools/install-deps.sh --tests install it); set
           VRAMWATCH_ALLOW_SKIP=1 to let it skip on a machine without Chromium.
@@ -129,6 +136,43 @@ def svg_structure(svg_text):
     return "\n".join(out) + "\n"
 
 
+def reltime(ns):
+    """A time since the origin as `vramwatch report` writes it (util_fmt_reltime): "+0.83s"."""
+    sign, a = ("-", -ns) if ns < 0 else ("+", ns)
+    c = (a + 5000000) // 10000000
+    if c < 6000:
+        return "%s%d.%02ds" % (sign, c // 100, c % 100)
+    d = (a + 50000000) // 100000000
+    if d < 36000:
+        return "%s%dm%02d.%ds" % (sign, d // 600, d % 600 // 10, d % 10)
+    s = (a + 500000000) // 1000000000
+    return "%s%dh%02dm%02ds" % (sign, s // 3600, s % 3600 // 60, s % 60)
+
+
+def check_markers(what, svg_text, reports, crowded=False):
+    """Every marker listed under its panel with its whole label and its time since the process
+    start (the job's first), and no label above the plot cut with "…" where the panel has room."""
+    root = ET.fromstring(svg_text)
+    origin = min(r["process"]["start_unix_ns"] for r in reports)
+    panels = root.findall(SVG_NS + "g[@class='panel']")
+    for pg in panels:
+        title = "".join(pg.find(SVG_NS + "text").itertext())
+        r = reports[0] if len(reports) == 1 else next(
+            r for r in reports if "pid %d)" % r["process"]["pid"] in title)
+        key = pg.find(SVG_NS + "g[@class='marker-key']")
+        listed = [] if key is None else ["".join(t.itertext()) for t in key.iter(SVG_NS + "text")][1:]
+        want = ["%s %s" % (reltime(m["time_unix_ns"] - origin), m["label"]) for m in r.get("markers", [])]
+        check(listed == want, "%s: the markers' list under %r is %r, not %r" % (what, title, listed[:6], want[:6]))
+        if crowded:
+            continue
+        for g in pg.iter(SVG_NS + "g"):
+            if g.get("class") == "marker":
+                for t in g.findall(SVG_NS + "text"):
+                    text = "".join(t.itertext())
+                    check(not text.endswith("\u2026"), "%s: a marker's label is cut where the panel has room: %r"
+                          % (what, text))
+
+
 def fixtures(opts):
     return sorted(f for f in os.listdir(opts.data) if f.endswith(".json"))
 
@@ -184,6 +228,8 @@ def group_golden(opts):
             with open(svg, encoding="utf-8") as f:
                 svg_text = f.read()
             self_contained(svg_text, base + ".svg")
+            with open(src, encoding="utf-8") as f:
+                check_markers(name, svg_text, [json.load(f)], crowded=base == "crowded-markers")
             structure = svg_structure(svg_text)
             check(".live-line" in structure and ".reserved" in structure and "axis" in structure,
                   "%s: the SVG lacks the live line, reserved area or axes" % name)
@@ -208,13 +254,37 @@ def group_golden(opts):
             # 1: printed, for a run that did not fit (README; exact codes: tests/cli/run_conventions.py)
             check(r.returncode in (0, 1) and r.stdout, "%s: report: exit %d" % (name, r.returncode))
             compare_golden(opts, base + ".report.txt", r.stdout.decode("utf-8"))
+        # eight markers close together: more than the rows above the plot hold, each label still
+        # whole, beside its line at the top of the plot where nothing is drawn there
+        with open(os.path.join(opts.data, "leak-markers.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        mid = (doc["timeline"]["devices"][0]["start_unix_ns"] + doc["time_unix_ns"]) // 2
+        doc["markers"] = [dict(doc["markers"][0], time_unix_ns=mid + i * 100000, label="epoch %d train" % i)
+                          for i in range(8)]
+        cluster = os.path.join(tmp, "cluster.json")
+        with open(cluster, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        svg = os.path.join(tmp, "cluster.svg")
+        r = run(opts, ["timeline", "-o", svg, cluster])
+        check(r.returncode == 0, "cluster: svg: exit %d %s" % (r.returncode, r.stderr))
+        with open(svg, encoding="utf-8") as f:
+            svg_text = f.read()
+        check_markers("eight markers together", svg_text, [doc])
+        check(svg_text.count(">epoch ") == 8, "eight markers together: a label left out where the plot has room")
         # a job: its ranks' reports, or the file merge writes of them, on one time axis
         ranks = [os.path.join(opts.data, "..", "job", "rank%d.json" % i) for i in (1, 0)]
         svg = os.path.join(tmp, "job.svg")
         r = run(opts, ["timeline", "-o", svg] + ranks)
         check(r.returncode == 0 and r.stderr == b"", "job: svg: exit %d %s" % (r.returncode, r.stderr))
         with open(svg, encoding="utf-8") as f:
-            structure = svg_structure(f.read())
+            svg_text = f.read()
+        structure = svg_structure(svg_text)
+        job_reports = []
+        for p in ranks:
+            with open(p, encoding="utf-8") as f:
+                job_reports.append(json.load(f))
+        check_markers("job", svg_text, job_reports)
+        check("time since the job's first process started" in structure, "job: the shared axis does not say what it is")
         check(structure.index("rank 0 (") < structure.index("rank 1 ("), "job: panels in rank order")
         check(structure.count("\n  g.panel") == 2, "job: one panel per rank and device")
         compare_golden(opts, "job.svg.txt", structure)
@@ -378,6 +448,29 @@ def group_terminal(opts):
     check("2 failures a retry overcame (x):" in out, "flushes: the retried failures are not named")
     r = run(opts, ["timeline", os.path.join(opts.data, "oom-fragmented.json")])
     check(b"3.64 GiB reserved but unallocated" in r.stdout, "oom-fragmented: PyTorch's figure not shown")
+    same_times_as_report(opts)
+
+
+def same_times_as_report(opts):
+    """One time origin for every view: the terminal names the out-of-memory at the time `vramwatch
+    report` gives it (since the process start, "+0.83s"), the axis says what its times count from,
+    and the failure and its retry that failed again (one failure, as the application saw it) are
+    one X mark."""
+    for name in ("oom-b64.json", "oom-fragmented.json"):
+        src = os.path.join(opts.data, name)
+        rep = run(opts, ["report", src]).stdout.decode("utf-8")
+        m = re.search(r"^What failed: .* at (\+[0-9.ms]+)$", rep, re.M)
+        check(m, "%s: the report names no failure time" % name)
+        term = run(opts, ["timeline", src]).stdout.decode("utf-8")
+        t = re.search(r"^Out of memory \(X\) at ([^:]+):", term, re.M)
+        check(t and t.group(1) == m.group(1), "%s: the terminal says the out-of-memory was at %r, the report %r"
+              % (name, t and t.group(1), m.group(1)))
+        check("time since the process started" in term, "%s: the terminal's axis does not say what its times count from" % name)
+        marks = [l for l in term.splitlines() if l.startswith(" " * 13) and "X" in l and set(l.strip()) <= set("|fxX ")]
+        check(len(marks) == 1 and marks[0].count("X") == 1, "%s: the out-of-memory is not one X: %r" % (name, marks))
+    job = [os.path.join(opts.data, "..", "job", "rank%d.json" % i) for i in (0, 1)]
+    term = run(opts, ["timeline"] + job).stdout.decode("utf-8")
+    check("time since the job's first process started" in term, "job: the shared axis does not say what it counts from")
 
 
 def group_long(opts):
@@ -454,6 +547,13 @@ def group_trace(opts):
                   "%s: trace: exit %d %s" % (name, r.returncode, r.stderr))
             text, doc = trace_ok(out, [src], name)
             check(doc.get("displayTimeUnit") == "ms", "%s: displayTimeUnit" % name)
+            # ts 0 is the process start, as the report's own times, and the file says so
+            with open(src, encoding="utf-8") as f:
+                start = json.load(f)["process"]["start_unix_ns"]
+            check(doc["baseTimeNanoseconds"] == start and
+                  doc["otherData"].get("time_origin") == "time since the process started",
+                  "%s: the trace counts from %r (%r), not the process start %r" %
+                  (name, doc["baseTimeNanoseconds"], doc["otherData"].get("time_origin"), start))
             compare_golden(opts, base + ".trace.json", text)
             # --format=trace: the same file, under any name or on standard output
             r = run(opts, ["timeline", "--format=trace", src])
@@ -469,6 +569,10 @@ def group_trace(opts):
         r = run(opts, ["timeline", "-o", out] + ranks)
         check(r.returncode == 0 and r.stderr == b"", "job: trace: exit %d %s" % (r.returncode, r.stderr))
         text, doc = trace_ok(out, ranks, "job")
+        starts = [json.load(open(p, encoding="utf-8"))["process"]["start_unix_ns"] for p in ranks]
+        check(doc["baseTimeNanoseconds"] == min(starts) and
+              doc["otherData"].get("time_origin") == "time since the job's first process started",
+              "job: the trace does not count from the job's first process start")
         order = [e["args"]["sort_index"] for e in doc["traceEvents"] if e["name"] == "process_sort_index"]
         check(order == [0, 1], "job: processes in rank order: %s" % order)
         compare_golden(opts, "job.trace.json", text)
@@ -517,8 +621,8 @@ def group_runs(opts):
         titles = [l for l in term.splitlines() if ", Device 0" in l]
         check(len(titles) == 2 and all(t.startswith(w + ", Device 0") for t, w in zip(titles, labels)),
               "runs: one panel per run, named by what differs, in the order they began: %r" % titles)
-        # each axis runs from its own run's start: both begin at +0ms, and end at their own length
-        ends = [l.split() for l in term.splitlines() if l.strip().startswith("+0ms ")]
+        # each axis counts from its own run's process start, and ends at its own length
+        ends = [l.split() for l in term.splitlines() if "time since each run's process started" in l]
         check(len(ends) == 2 and ends[0][-1] != ends[1][-1], "runs: two time axes of their own: %r" % ends)
         check(term.lower().count("out of memory (x) at +") == 1 and
               "\n--batch 64 (out of memory): out of memory (X) at +" in term,
@@ -553,9 +657,15 @@ def group_runs(opts):
         meta = doc["otherData"].get("runs")
         check(isinstance(meta, list) and [m.get("label") for m in meta] == labels,
               "runs: trace: otherData.runs names the runs: %r" % meta)
+        starts = {os.path.basename(p): json.load(open(p))["process"]["start_unix_ns"] for p in runs}
+        check(doc["otherData"].get("time_origin") == "time since each run's process started",
+              "runs: trace: otherData.time_origin is %r" % doc["otherData"].get("time_origin"))
         for m in meta:
+            # ts 0 is the run's own process start, the report's own origin
+            check(m["base_time_ns"] in starts.values(), "runs: trace: %s counts from %r, no run's process start"
+                  % (m["label"], m["base_time_ns"]))
             first = min(e["ts"] for e in doc["traceEvents"] if e["ph"] == "C" and e["pid"] == m["pid"])
-            check(0 <= first < 1000, "runs: trace: %s starts at its own start (first counter at %r us)"
+            check(0 <= first < 60e6, "runs: trace: %s starts at %r us, not after its process start"
                   % (m["label"], first))
         compare_golden(opts, "runs.trace.json", text)
 
@@ -656,6 +766,39 @@ window.addEventListener('load', function () {
     caps.forEach(function (c) { if (meet(b.r, c)) out.capacity.push(b.t); });
     marks.forEach(function (m) { if (meet(b.r, m)) out.marker_lines.push(b.t); });
   });
+  // the out-of-memory label: how far from its cross (in the picture's px), and which drawn line
+  // (a segment of the live or reserved line, the capacity line, a marker line) its box meets
+  function hits(p, q, b) {  // whether segment pq meets box b (Liang-Barsky)
+    var t0 = 0, t1 = 1, d = [-(q.x - p.x), q.x - p.x, -(q.y - p.y), q.y - p.y],
+        e = [p.x - b.x0, b.x1 - p.x, p.y - b.y0, b.y1 - p.y];
+    for (var i = 0; i < 4; i++) {
+      if (d[i] === 0) { if (e[i] < 0) return false; continue; }
+      var r = e[i] / d[i];
+      if (d[i] < 0) { if (r > t1) return false; t0 = Math.max(t0, r); }
+      else { if (r < t0) return false; t1 = Math.min(t1, r); }
+    }
+    return true;
+  }
+  out.oom = [];
+  var scale = sr.width / svg.viewBox.baseVal.width;
+  [].slice.call(svg.querySelectorAll('g.panel g.failure')).forEach(function (g) {
+    var t = g.querySelector('text'); if (!t) return;
+    var b = R(t), x = R(g.querySelector('path')), cx = (x.x0 + x.x1) / 2, cy = (x.y0 + x.y1) / 2;
+    var dx = Math.max(b.x0 - cx, 0, cx - b.x1), dy = Math.max(b.y0 - cy, 0, cy - b.y1);
+    var res = {t: t.textContent, dist: Math.sqrt(dx * dx + dy * dy) / scale, crosses: []};
+    var pg = g.closest('g.panel');
+    [].slice.call(pg.querySelectorAll('path.live-line, path.reserved-line, g.capacity line, g.marker line')).forEach(function (l) {
+      var m = l.getScreenCTM(), pts = [];
+      var n = l.tagName === 'line' ? [l.x1.baseVal.value, l.y1.baseVal.value, l.x2.baseVal.value, l.y2.baseVal.value]
+                                   : l.getAttribute('d').match(/-?[0-9.]+/g).map(Number);
+      for (var i = 0; i + 1 < n.length; i += 2) {
+        var pt = svg.createSVGPoint(); pt.x = n[i]; pt.y = n[i + 1]; pts.push(pt.matrixTransform(m));
+      }
+      for (var k = 0; k + 1 < pts.length; k++)
+        if (hits(pts[k], pts[k + 1], b)) { res.crosses.push(l.getAttribute('class') || l.parentNode.getAttribute('class')); break; }
+    });
+    out.oom.push(res);
+  });
   var dn = document.getElementById('vw-data'), data = dn ? JSON.parse(dn.textContent).panels : [];
   [].slice.call(svg.querySelectorAll('g.panel')).forEach(function (pg) {
     if (!data.length) return;
@@ -677,6 +820,7 @@ window.addEventListener('load', function () {
 """
 
 SIZES = ((1400, 1000), (820, 620))
+OOM_NEAR = 40  # px of the picture from the out-of-memory cross's middle to its label's box
 
 
 def chromium_path(opts):
@@ -763,6 +907,12 @@ def group_render(opts):
                 # milliseconds long, their peaks a pixel or two from a marker (each alone, too)
                 if base not in ("crowded-markers", "runs"):
                     check(not out["marker_lines"], "%s: labels over a marker line: %s" % (what, out["marker_lines"]))
+                # the out-of-memory label beside its cross, clear of every drawn line
+                for lab in out["oom"]:
+                    check(not lab["crosses"], "%s: the label %r crosses %s" % (what, lab["t"], lab["crosses"]))
+                    check(lab["dist"] <= OOM_NEAR, "%s: the label %r is %.0f px from its cross" % (what, lab["t"], lab["dist"]))
+                if base.startswith("oom-"):
+                    check(out["oom"], "%s: no out-of-memory label" % what)
                 check(out["hover"], "%s: no plot to hover" % what)
                 for tip in out["hover"]:
                     check(tip and all(k in tip for k in ("live ", "reserved ", "untracked ")),

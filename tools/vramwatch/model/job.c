@@ -249,9 +249,9 @@ void job_build(struct job *j, const struct model_report *reports, size_t n)
         for (size_t d = 0; d < r->n_devices; d++)
             p->device_ids[d] = device_id(r, &r->devices[d]);
 
-        const model_int *s = &r->process.start_unix_ns;
-        if (s->known && (!j->start_unix_ns.known || s->v < j->start_unix_ns.v))
-            j->start_unix_ns = *s;
+        model_int s = model_time_origin(r);
+        if (s.known && (!j->start_unix_ns.known || s.v < j->start_unix_ns.v))
+            j->start_unix_ns = s;
 
         const model_int *w = &r->process.world_size;
         if (w->known) {

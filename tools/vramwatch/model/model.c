@@ -829,6 +829,31 @@ bool model_report_failure_is_real_oom(const struct model_report *r, const struct
     return model_failure_is_real_oom(f);
 }
 
+model_int model_time_origin(const struct model_report *r)
+{
+    return r->process.start_unix_ns;
+}
+
+static bool same_thread(const struct model_failure *a, const struct model_failure *b)
+{
+    return a->thread.known == b->thread.known && (!a->thread.known || a->thread.v == b->thread.v);
+}
+
+bool model_failure_is_retry(const struct model_report *r, const struct model_failure *f)
+{
+    /* the failure of the same thread just before this one, if any */
+    const struct model_failure *before = NULL;
+    for (size_t i = 0; i < r->n_failures; i++) {
+        const struct model_failure *g = &r->failures[i];
+        if (g != f && same_thread(g, f) && g->time_unix_ns <= f->time_unix_ns &&
+            (!before || g->time_unix_ns >= before->time_unix_ns))
+            before = g;
+    }
+    return before && before->retried == RETRIED_FAILED && before->size == f->size &&
+           before->device.known == f->device.known &&
+           (!f->device.known || before->device.v == f->device.v);
+}
+
 const struct model_failure *model_real_oom(const struct model_report *r)
 {
     const struct model_failure *best = NULL;

@@ -252,6 +252,13 @@ const struct model_device *model_device(const struct model_report *r, int64_t or
 /* The failure that is the real out-of-memory: the earliest that model_report_failure_is_real_oom
  * says is one. NULL if none. */
 const struct model_failure *model_real_oom(const struct model_report *r);
+/* The moment every view counts a report's times from, so that `report`, `timeline` and the
+ * trace say the same time for the same event: the process start; unknown when the report does
+ * not say it. */
+model_int model_time_origin(const struct model_report *r);
+/* Whether a failure is the retry of an earlier one whose retry failed (the same thread asking
+ * for the same size on the same device next): the application saw one failure, not two. */
+bool model_failure_is_retry(const struct model_report *r, const struct model_failure *f);
 /* Whether a failure is a real out-of-memory: oom true and its retry did not succeed (a retry that
  * succeeded was the caching allocator flushing: pressure). */
 bool model_failure_is_real_oom(const struct model_failure *f);

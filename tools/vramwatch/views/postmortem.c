@@ -19,8 +19,8 @@
 /* Times count from the process start; absolute when the report does not know it. */
 static const char *when(const struct model_report *r, int64_t t, char buf[UTIL_TIME_LEN])
 {
-    const model_int *start = &r->process.start_unix_ns;
-    return start->known ? util_fmt_reltime(t, start->v, buf) : util_fmt_abstime(t, buf);
+    model_int start = model_time_origin(r);
+    return start.known ? util_fmt_reltime(t, start.v, buf) : util_fmt_abstime(t, buf);
 }
 
 static void add_device_name(struct strbuf *b, model_int ordinal)

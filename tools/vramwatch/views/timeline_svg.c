@@ -104,9 +104,13 @@ static double text_width(const char *s, double size, bool bold)
     return em * size * 1.02 + 1;
 }
 
+/* How firmly labels keep off a box: never over another label or a symbol; over a line only where
+ * nowhere else is free, a marker line (of which a crowded run has many) before a line of memory. */
+enum { HARD, SOFT_MARKER, SOFT_OUTLINE };
+
 struct box {
     double x0, y0, x1, y1;
-    bool soft; /* a line a label should keep off, but may cross when nowhere else is free */
+    int soft; /* HARD, SOFT_MARKER or SOFT_OUTLINE */
 };
 
 struct layout {
@@ -119,7 +123,7 @@ struct layout {
 static struct box text_box(double x, double y, double w, double size, char anchor)
 {
     double x0 = anchor == 'e' ? x - w : anchor == 'm' ? x - w / 2 : x;
-    return (struct box){ x0 - 2, y - 0.95 * size, x0 + w + 2, y + 0.25 * size, false };
+    return (struct box){ x0 - 2, y - 0.95 * size, x0 + w + 2, y + 0.25 * size, HARD };
 }
 
 static bool boxes_meet(const struct box *a, const struct box *b)
@@ -128,21 +132,22 @@ static bool boxes_meet(const struct box *a, const struct box *b)
 }
 
 /* Whether a box is inside the picture, between top and bottom, and meets no box placed before
- * it (with soft: also none of the soft ones). */
+ * it, less the soft ones up to `cross` (HARD: none may be crossed; SOFT_MARKER: marker lines may;
+ * SOFT_OUTLINE: the live and reserved lines too). */
 static bool layout_free_of(const struct layout *l, const struct box *b, double top, double bottom,
-                           bool soft)
+                           int cross)
 {
     if (b->x0 < 0 || b->x1 > l->width || b->y0 < top || b->y1 > bottom)
         return false;
     for (size_t i = 0; i < l->n; i++)
-        if ((soft || !l->boxes[i].soft) && boxes_meet(&l->boxes[i], b))
+        if ((l->boxes[i].soft == HARD || l->boxes[i].soft > cross) && boxes_meet(&l->boxes[i], b))
             return false;
     return true;
 }
 
 static bool layout_free(const struct layout *l, const struct box *b, double top, double bottom)
 {
-    return layout_free_of(l, b, top, bottom, true);
+    return layout_free_of(l, b, top, bottom, HARD);
 }
 
 static void layout_add(struct layout *l, struct box b)
@@ -153,9 +158,6 @@ static void layout_add(struct layout *l, struct box b)
     }
     l->boxes[l->n++] = b;
 }
-
-/* Whether a series' outline passes through the box: its values over the buckets under the box. */
-static bool outline_meets(const struct panel *p, const struct box *b);
 
 /* A label placed on the picture, where and which way its text runs. */
 struct label {
@@ -170,34 +172,60 @@ struct near {
     double x, y, w, size;
 };
 
-/* A label inside the plot, near the point it names: beside it, then further above and below,
- * right of it then left. The spot is set in lb (x, y, anchor); false when no spot is free (then
- * the first spot clear of other labels and lines, if any, else the first). */
-static bool place_near(struct layout *l, const struct panel *p, struct near at, int first_pass,
-                       int last_pass, struct label *lb)
+/* One spot around the point a label names, in the order tried: ring k (0 nearest) of SPOTS
+ * directions, the side towards the plot's middle first. Right and left of the point the text's
+ * middle is level with it; above and below, its box clears the point's symbol (7 px), first
+ * straight up or down, then also moved out sideways by the ring's distance (clear of a column of
+ * symbols under the point). */
+#define SPOTS 12
+static struct label spot_around(struct near at, size_t k, size_t dir)
 {
-    double x = at.x, y = at.y, w = at.w, size = at.size;
-    static const double dys[] = { -10, 18, -24, 32, -38, 46, -52, 60, -66, 74, -80, 88 };
-    /* Pass 0: clear of everything and of the outlines; 1: may cross the outlines; 2: may also
-     * cross the soft boxes (marker lines); 3: the first spot, whatever it meets. */
-    for (int pass = first_pass; pass <= last_pass; pass++)
-        for (size_t k = 0; k < sizeof dys / sizeof dys[0]; k++)
-            for (int side = 0; side < 2; side++) {
-                bool right = (x < ML + W / 2) == (side == 0);
-                char a = right ? 's' : 'e';
-                double cx = right ? x + 8 : x - 8, cy = y + dys[k];
-                struct box bx = text_box(cx, cy, w, size, a);
+    bool toward_right = at.x < ML + W / 2;
+    double step = 6.0 * (double)k, up = at.y - 10 - step, down = at.y + 9 + 0.95 * at.size + step,
+           level = at.y + 0.35 * at.size;
+    /* right: level, up, down, up and out, down and out; the same left; above; below */
+    static const char anchors[] = "ssssseeeeemm";
+    size_t d = dir < 10 && !toward_right ? (dir + 5) % 10 : dir;
+    double r = at.x + 4, l = at.x - 4;
+    double xs[] = { r + 6 + step, r, r, r + step, r + step, l - 6 - step, l, l, l - step, l - step,
+                    at.x,         at.x };
+    double ys[] = { level, up, down, up, down, level, up, down, up, down, up, down };
+    return (struct label){ true, xs[d], ys[d], anchors[d], NULL };
+}
+
+/* How high a label of the plot may go: into the rows above it (the marker labels', placed after),
+ * below the panel's title, so a point at the top of the plot keeps its label beside it. */
+#define LABEL_TOP 24.0
+
+/* A label of the plot, next to the point it names: the first spot around it (spot_around),
+ * nearest first, whose box is inside the plot (or above it, up to LABEL_TOP) and meets no label,
+ * symbol or drawn line (the live and reserved lines, the capacity line, the marker lines: all
+ * boxes of the layout). The spot is set in lb (x, y, anchor); false when none is free (then, from
+ * first_pass 1, the first spot that only crosses lines, marker lines before the others; with
+ * last_pass 3, else the nearest). Deterministic: the same picture, the same spot. */
+static bool place_near(struct layout *l, struct near at, int first_pass, int last_pass,
+                       struct label *lb)
+{
+    /* Pass 0: clear of everything; 1: may cross marker lines; 2: the live and reserved lines too;
+     * 3: the nearest spot. */
+    for (int pass = first_pass; pass <= last_pass; pass++) {
+        for (size_t k = 0; k < 8; k++)
+            for (size_t dir = 0; dir < SPOTS; dir++) {
+                struct label s = spot_around(at, k, dir);
+                struct box bx = text_box(s.x, s.y, at.w, at.size, s.anchor);
                 if (pass == 3) {
-                    cy = y - 10 < MT + size ? MT + size : y - 10;
-                    bx = text_box(cx, cy, w, size, a);
-                } else if (!layout_free_of(l, &bx, MT + 1, MT + H - 1, pass < 2) ||
-                           (pass == 0 && outline_meets(p, &bx))) {
+                    s = spot_around(at, 0, 1);
+                    if (s.y < MT + at.size)
+                        s.y = MT + at.size;
+                    bx = text_box(s.x, s.y, at.w, at.size, s.anchor);
+                } else if (!layout_free_of(l, &bx, LABEL_TOP, MT + H - 1, pass)) {
                     continue;
                 }
-                lb->x = cx, lb->y = cy, lb->anchor = a;
+                lb->x = s.x, lb->y = s.y, lb->anchor = s.anchor;
                 layout_add(l, bx);
                 return pass == 0;
             }
+    }
     return false;
 }
 
@@ -254,46 +282,57 @@ static double series(const struct model_tl_bucket *b, int which, bool last)
     return res + (u.known && u.v > 0 ? (double)u.v : 0);
 }
 
-static bool outline_meets(const struct panel *p, const struct box *bx)
-{
-    const struct model_tl_device *d = p->d;
-    double prev_lo = 0, prev_hi = 0;
-    for (size_t i = 0; i < d->n_buckets; i++) {
-        const struct model_tl_bucket *b = &d->buckets[i];
-        double lo = INFINITY, hi = -INFINITY;
-        for (int which = 0; which < 2; which++)
-            for (int last = 0; last < 2; last++) {
-                double y = py(p, series(b, which, last));
-                lo = fmin(lo, y);
-                hi = fmax(hi, y);
-            }
-        double x0 = px(p, b->t), x1 = i + 1 < d->n_buckets ? px(p, d->buckets[i + 1].t)
-                                                           : px(p, timeline_view_bucket_end(p, i));
-        /* the step up or down from the previous bucket's values is drawn at x0 */
-        double vlo = i ? fmin(lo, prev_lo) : lo, vhi = i ? fmax(hi, prev_hi) : hi;
-        prev_lo = lo, prev_hi = hi;
-        if (x1 < bx->x0 || x0 > bx->x1)
-            continue;
-        if (vhi >= bx->y0 - 2 && vlo <= bx->y1 + 2)
-            return true;
-    }
-    return false;
-}
+struct pt {
+    double x, y;
+};
 
-/* The outline of one series: each bucket at its most over its width, then its last value until
- * the next bucket starts. */
-static void add_outline(struct strbuf *o, const struct panel *p, int which, bool move_first)
+/* The points of one series' outline, as drawn: each bucket at its most over its width, then its
+ * last value until the next bucket starts. Up to 4 per bucket; freed by the caller. */
+static size_t outline_points(const struct panel *p, int which, struct pt **out)
 {
     const struct model_tl_device *d = p->d;
+    struct pt *v = util_xcalloc(d->n_buckets * 4 + 1, sizeof *v);
+    size_t n = 0;
     for (size_t i = 0; i < d->n_buckets; i++) {
         const struct model_tl_bucket *b = &d->buckets[i];
         double x0 = px(p, b->t), x1 = px(p, timeline_view_bucket_end(p, i)),
                y = py(p, series(b, which, false));
         double xn = i + 1 < d->n_buckets ? px(p, d->buckets[i + 1].t) : x1,
                yl = py(p, series(b, which, true));
-        sb_printf(o, "%s%.1f %.1f L%.1f %.1f", i == 0 && move_first ? "M" : " L", x0, y, x1, y);
-        if (xn > x1 || yl != y)
-            sb_printf(o, " L%.1f %.1f L%.1f %.1f", x1, yl, xn, yl);
+        v[n++] = (struct pt){ x0, y };
+        v[n++] = (struct pt){ x1, y };
+        if (xn > x1 || yl != y) {
+            v[n++] = (struct pt){ x1, yl };
+            v[n++] = (struct pt){ xn, yl };
+        }
+    }
+    *out = v;
+    return n;
+}
+
+/* The outline as path commands, after a move to its first point (move_first) or to a point
+ * already given. */
+static void add_outline(struct strbuf *o, const struct panel *p, int which, bool move_first)
+{
+    struct pt *v;
+    size_t n = outline_points(p, which, &v);
+    for (size_t i = 0; i < n; i++)
+        sb_printf(o, "%s%.1f %.1f", i == 0 && move_first ? "M" : " L", v[i].x, v[i].y);
+    free(v);
+}
+
+/* The live and reserved lines as boxes labels keep off: each segment (all run across or up and
+ * down), 2 px to either side. Soft: a label crosses one only where no spot is free. */
+static void layout_add_outlines(struct layout *l, const struct panel *p)
+{
+    for (int which = 0; which < 2; which++) {
+        struct pt *v;
+        size_t n = outline_points(p, which, &v);
+        for (size_t i = 0; i + 1 < n; i++)
+            layout_add(l, (struct box){ fmin(v[i].x, v[i + 1].x) - 2, fmin(v[i].y, v[i + 1].y) - 2,
+                                        fmax(v[i].x, v[i + 1].x) + 2, fmax(v[i].y, v[i + 1].y) + 2,
+                                        SOFT_OUTLINE });
+        free(v);
     }
 }
 
@@ -317,7 +356,7 @@ static void svg_line(struct strbuf *o, const struct panel *p, int which, const c
     sb_add(o, "\"/>\n");
 }
 
-static void svg_axes(struct strbuf *o, const struct panel *p)
+static void svg_axes(struct strbuf *o, const struct panel *p, const char *caption)
 {
     /* Sizes: GiB when the scale reaches one, MiB below. */
     bool gib = p->ymax >= GiB;
@@ -330,23 +369,23 @@ static void svg_axes(struct strbuf *o, const struct panel *p)
         sb_printf(o, "<text class=\"ylabel\" x=\"%.1f\" y=\"%.1f\">%g %s</text>\n", ML - 8, y + 4,
                   v / unit, gib ? "GiB" : "MiB");
     }
-    int64_t span = p->t1 - p->t0, ts = time_step(span, 8);
-    for (int64_t t = 0; t <= span; t += ts) {
-        double x = px(p, p->t0 + t);
+    /* ticks at round times since the origin (the process start), within the span drawn */
+    int64_t span = p->t1 - p->t0, ts = time_step(span, 8), from = p->t0 - p->origin;
+    int64_t first = from > 0 ? (from + ts - 1) / ts * ts : 0;
+    for (int64_t t = first; t <= from + span; t += ts) {
+        double x = px(p, p->origin + t);
         sb_printf(o, "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", x,
                   MT + H, x, MT + H + 6);
         sb_printf(o, "<text class=\"xlabel\" x=\"%.1f\" y=\"%.1f\">", x, MT + H + 20);
-        timeline_view_add_reltime(o, t);
+        timeline_view_add_tick(o, t, ts);
         sb_add(o, "</text>\n");
     }
     sb_printf(o, "<line class=\"frame\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", ML, MT,
               ML, MT + H);
     sb_printf(o, "<line class=\"frame\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", ML,
               MT + H, ML + W, MT + H);
-    sb_printf(
-            o,
-            "<text class=\"xlabel\" x=\"%.1f\" y=\"%.1f\">time since the device's first allocation</text>\n",
-            ML + W / 2, MT + H + 38);
+    sb_printf(o, "<text class=\"xlabel caption\" x=\"%.1f\" y=\"%.1f\">%s</text>\n", ML + W / 2,
+              MT + H + 38, caption);
     sb_add(o, "</g>\n");
 }
 
@@ -361,7 +400,7 @@ static void svg_buckets_hover(struct strbuf *o, const struct panel *p)
                 o,
                 "<rect class=\"bucket\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"><title>",
                 x0, MT, x1 - x0 > 0.5 ? x1 - x0 : 0.5, H);
-        timeline_view_add_reltime(o, b->t - p->t0);
+        timeline_view_add_tick(o, b->t - p->origin, d->bucket_ns);
         sb_add(o, ": live ");
         timeline_view_add_size(o, b->live);
         sb_add(o, " (");
@@ -446,24 +485,42 @@ static char *dup_sb(struct strbuf *b)
     return s;
 }
 
-/* A marker's label above the plot: in one of three rows, right of its line or left of it; else
- * as much of it as fits beside the line, cut with "…"; else none (the line and its hover stay). */
+/* A marker's label: in one of three rows above the plot, right of its line or left of it (gap px
+ * from it); false when neither side is free. */
+static bool marker_at(struct layout *l, const char *label, double x, double y, double gap,
+                      struct label *out)
+{
+    double w = text_width(label, 11, false);
+    for (int side = 0; side < 2; side++) {
+        char a = side == 0 ? 's' : 'e';
+        double tx = side == 0 ? x + gap : x - gap;
+        struct box b = text_box(tx, y, w, 11, a);
+        if (layout_free(l, &b, 23, MT + H - 1)) {
+            *out = (struct label){ true, tx, y, a, util_xstrdup(label) };
+            layout_add(l, b);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A marker's label above the plot (marker_at); else at the top of the plot beside its line; else
+ * as much of it as fits beside the line above the plot, cut with "…"; else none (the line, its
+ * hover and the list under the panel stay). */
 static void place_marker(struct layout *l, const char *label, double x, struct label *out)
 {
     static const double rows[] = { MT - 5, MT - 19, MT - 33 };
-    const double size = 11, top = 23, bottom = MT - 1;
-    double w = text_width(label, size, false);
+    const double size = 11;
     for (size_t r = 0; r < 3; r++)
-        for (int side = 0; side < 2; side++) {
-            char a = side == 0 ? 's' : 'e';
-            double tx = side == 0 ? x + 2 : x - 2;
-            struct box b = text_box(tx, rows[r], w, size, a);
-            if (layout_free(l, &b, top, bottom)) {
-                *out = (struct label){ true, tx, rows[r], a, util_xstrdup(label) };
-                layout_add(l, b);
+        if (marker_at(l, label, x, rows[r], 2, out))
+            return;
+    /* Where the rows above are taken, the top of the plot beside its line, where nothing is
+     * drawn there (no line, label or symbol): the whole label rather than a cut one, moved out
+     * past the lines of markers close to its own where they stand in the way. */
+    for (double y = MT + 13; y < MT + H / 2; y += 14)
+        for (double gap = 4; gap <= 40; gap += 6)
+            if (marker_at(l, label, x, y, gap, out))
                 return;
-            }
-        }
     double best = 0, bx = 0, by = 0;
     char ba = 's';
     for (size_t r = 0; r < 3; r++) {
@@ -487,6 +544,10 @@ static void place_marker(struct layout *l, const char *label, double x, struct l
         }
     }
     char *cut = best > 4 ? cut_to_width(label, best - 2, size, false) : NULL;
+    if (cut && strlen(cut) < 6 + 3) { /* "the …" names nothing: the list under the panel does */
+        free(cut);
+        cut = NULL;
+    }
     if (!cut) {
         *out = (struct label){ 0 };
         return;
@@ -512,14 +573,14 @@ static void place_in_plot(struct plan *pl, const struct panel *p, struct label *
     lb->text = dup_sb(t.text);
     lb->on = true;
     double w = text_width(lb->text, 12, bold);
-    if (place_near(&pl->l, p, (struct near){ x, y, w, 12 }, 0, 1, lb))
+    if (place_near(&pl->l, (struct near){ x, y, w, 12 }, 0, 0, lb))
         return;
     if (brief > 0 && brief < strlen(lb->text)) {
         char *full = lb->text;
         lb->text = util_xmalloc(brief + 1);
         memcpy(lb->text, full, brief);
         lb->text[brief] = '\0';
-        if (place_near(&pl->l, p, (struct near){ x, y, text_width(lb->text, 12, bold), 12 }, 0, 1,
+        if (place_near(&pl->l, (struct near){ x, y, text_width(lb->text, 12, bold), 12 }, 0, 0,
                        lb)) {
             free(full);
             return;
@@ -527,7 +588,7 @@ static void place_in_plot(struct plan *pl, const struct panel *p, struct label *
         free(lb->text);
         lb->text = full;
     }
-    place_near(&pl->l, p, (struct near){ x, y, w, 12 }, 2, 3, lb);
+    place_near(&pl->l, (struct near){ x, y, w, 12 }, 1, 3, lb);
 }
 
 /* Splits a leak's sentence into at most two lines of the width given, the second cut with "…"
@@ -574,18 +635,18 @@ struct leaks {
 static void plan_obstacles(struct plan *pl, const struct model_report *r, const struct panel *p)
 {
     struct layout *l = &pl->l;
-    layout_add(l, (struct box){ ML, 0, ML + W, 22, false }); /* the panel title's row */
+    layout_add(l, (struct box){ ML, 0, ML + W, 22, HARD }); /* the panel title's row */
     if (p->capacity.known) {
         double y = py(p, (double)p->capacity.v);
-        layout_add(l, (struct box){ ML, y - 2, ML + W, y + 2, false });
+        layout_add(l, (struct box){ ML, y - 2, ML + W, y + 2, HARD });
     }
     int64_t ord = p->d->ordinal.known ? p->d->ordinal.v : -1;
     for (size_t i = 0; i < r->n_failures; i++) {
         const struct model_failure *f = &r->failures[i];
-        if ((f->device.known ? f->device.v : -1) != ord)
+        if ((f->device.known ? f->device.v : -1) != ord || model_failure_is_retry(r, f))
             continue;
         double x = px(p, f->time_unix_ns), y = failure_y(p, f);
-        layout_add(l, (struct box){ x - 7, y - 7, x + 7, y + 7, false });
+        layout_add(l, (struct box){ x - 7, y - 7, x + 7, y + 7, HARD });
         if (f == model_real_oom(r))
             pl->oom_f = f;
     }
@@ -596,16 +657,22 @@ static void plan_obstacles(struct plan *pl, const struct model_report *r, const 
         pl->pk = NULL;
     if (pl->pk) {
         double pkx = px(p, pl->pk->peak_t), pky = py(p, (double)pl->pk->live_max);
-        layout_add(l, (struct box){ pkx - 5, pky - 5, pkx + 5, pky + 5, false });
+        layout_add(l, (struct box){ pkx - 5, pky - 5, pkx + 5, pky + 5, HARD });
     }
     for (size_t i = 0; i < r->n_markers; i++) {
         int64_t mt = r->markers[i].time_unix_ns;
         if (mt >= p->t0 && mt <= p->t1)
-            layout_add(l, (struct box){ px(p, mt) - 1.5, MT, px(p, mt) + 1.5, MT + H, true });
+            layout_add(l, (struct box){ px(p, mt) - 1.5, MT, px(p, mt) + 1.5, MT + H, SOFT_MARKER });
+    }
+    layout_add_outlines(l, p);
+    for (size_t i = 0; i < p->d->n_steps; i++) {
+        const struct model_tl_step *s = &p->d->steps[i];
+        double x = px(p, s->time_unix_ns), y = py(p, (double)s->live_bytes_after);
+        layout_add(l, (struct box){ x - 4, y - 4, x + 4, y + 4, HARD });
     }
     pl->band = pytorch_band(r, p);
     if (pl->band.on)
-        layout_add(l, (struct box){ pl->band.x0, pl->band.y0, pl->band.x1, pl->band.y1, false });
+        layout_add(l, (struct box){ pl->band.x0, pl->band.y0, pl->band.x1, pl->band.y1, HARD });
 }
 
 /* The capacity's label: at the right end above its line, below it, then at the left end. */
@@ -626,8 +693,7 @@ static void plan_capacity(struct plan *pl, const struct panel *p)
             for (int below = 0; below < 2 && !found; below++) {
                 double ty = y + (below ? 14 : -5);
                 struct box b = text_box(x, ty, w, 12, 'e');
-                if (!layout_free_of(l, &b, MT - 2, MT + H + 12, pass < 2) ||
-                    (pass == 0 && outline_meets(p, &b)))
+                if (!layout_free_of(l, &b, MT - 2, MT + H + 12, pass))
                     continue;
                 found = true;
                 pl->cap.x = x, pl->cap.y = ty, pl->cap.anchor = 'e';
@@ -657,7 +723,7 @@ static void plan_plot_labels(struct plan *pl, const struct model_report *r, cons
         timeline_view_add_size(&t, pl->pk->live_max);
         size_t brief = t.len;
         sb_add(&t, " at ");
-        timeline_view_add_reltime(&t, pl->pk->peak_t - p->t0);
+        timeline_view_add_reltime(&t, pl->pk->peak_t - p->origin);
         place_in_plot(pl, p, &pl->peak, pkx, pky, (struct plot_text){ &t, brief, true });
     }
     if (pl->band.on) {
@@ -754,7 +820,7 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
         sb_add(o, "<title>marker \"");
         add_xml(o, m->label);
         sb_add(o, "\" at ");
-        timeline_view_add_reltime(o, m->time_unix_ns - p->t0);
+        timeline_view_add_reltime(o, m->time_unix_ns - p->origin);
         sb_add(o, ": live ");
         timeline_view_add_size(o, m->live_bytes);
         sb_add(o, " on all devices, phase peak ");
@@ -764,7 +830,7 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
     int64_t ord = p->d->ordinal.known ? p->d->ordinal.v : -1;
     for (size_t i = 0; i < r->n_failures; i++) {
         const struct model_failure *f = &r->failures[i];
-        if ((f->device.known ? f->device.v : -1) != ord)
+        if ((f->device.known ? f->device.v : -1) != ord || model_failure_is_retry(r, f))
             continue;
         double x = px(p, f->time_unix_ns), y = failure_y(p, f);
         bool real = model_failure_is_real_oom(f);
@@ -778,9 +844,11 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
         timeline_view_add_size(o, f->size);
         sb_add(o, real ? " failed (out of memory) at "
                        : " failed, and a retry after a cache flush succeeded, at ");
-        timeline_view_add_reltime(o, f->time_unix_ns - p->t0);
+        timeline_view_add_reltime(o, f->time_unix_ns - p->origin);
         sb_add(o, " from ");
         add_site_xml(o, r, f->callsite);
+        if (f->retried == RETRIED_FAILED) /* its retry is not drawn apart: the same failure */
+            sb_add(o, "; retried, and failed again");
         sb_add(o, "</title></g>\n");
     }
     for (size_t i = 0; i < r->n_pressure; i++) {
@@ -792,7 +860,7 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
                 o,
                 "<g class=\"flush\"><path d=\"M%.1f %.1f l6 10 l-12 0 Z\"/><title>cache flush at ",
                 x, MT + H - 12);
-        timeline_view_add_reltime(o, e->time_unix_ns - p->t0);
+        timeline_view_add_reltime(o, e->time_unix_ns - p->origin);
         sb_add(o, ": ");
         timeline_view_add_size(o, e->freed_bytes);
         sb_printf(o, " freed in %" PRId64 " frees to fit ", e->freed_count);
@@ -810,7 +878,7 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
         sb_add(o, " of ");
         timeline_view_add_size(o, s->size);
         sb_add(o, " at ");
-        timeline_view_add_reltime(o, s->time_unix_ns - p->t0);
+        timeline_view_add_reltime(o, s->time_unix_ns - p->origin);
         sb_add(o, " from ");
         add_site_xml(o, r, s->callsite);
         sb_add(o, "</title></g>\n");
@@ -824,9 +892,69 @@ static void svg_events(struct strbuf *o, const struct model_report *r, const str
     }
 }
 
-static void svg_panel(struct strbuf *o, const struct model_report *r, const struct panel *p,
-                      size_t index, double top, const struct leaks *lk)
+/* The panel's markers listed under its axis: every marker of its report (those outside the plotted
+ * span too), its time since the origin and its whole label, which the labels above the plot may
+ * have to cut where markers crowd; in rows as wide as the picture, starting at y. An entry wider
+ * than a row is cut, whole on hover. Returns the rows; draws them only when o is not NULL. */
+#define KEY_ROW 16.0
+static int marker_key(struct strbuf *o, const struct model_report *r, const struct panel *p,
+                      double y)
 {
+    if (!r->n_markers)
+        return 0;
+    double x = ML, right = ML + W + MR - 4;
+    int row = 0;
+    struct strbuf t = { 0 };
+    if (o)
+        sb_printf(o, "<g class=\"marker-key\"><text class=\"heading\" x=\"%.1f\" y=\"%.1f\">"
+                     "Markers:</text>\n", x, y);
+    x += text_width("Markers:", 12, true) + 10;
+    for (size_t i = 0; i < r->n_markers; i++) {
+        const struct model_marker *m = &r->markers[i];
+        sb_truncate(&t, 0);
+        timeline_view_add_reltime(&t, m->time_unix_ns - p->origin);
+        sb_addc(&t, ' ');
+        util_add_text(&t, m->label);
+        double w = text_width(sb_str(&t), 12, false);
+        char *cut = w > right - ML ? cut_to_width(sb_str(&t), right - ML, 12, false) : NULL;
+        if (cut)
+            w = text_width(cut, 12, false);
+        if (x > ML && x + w > right) {
+            row++;
+            x = ML;
+        }
+        if (o) {
+            sb_printf(o, "%s<text x=\"%.1f\" y=\"%.1f\">", cut ? "<g>" : "", x, y + row * KEY_ROW);
+            add_xml(o, cut ? cut : sb_str(&t));
+            sb_add(o, "</text>");
+            if (cut) {
+                sb_add(o, "<title>");
+                add_xml(o, sb_str(&t));
+                sb_add(o, "</title></g>");
+            }
+            sb_addc(o, '\n');
+        }
+        free(cut);
+        x += w + 14;
+    }
+    if (o)
+        sb_add(o, "</g>\n");
+    sb_free(&t);
+    return row + 1;
+}
+
+/* A panel's height: the plot and its axis, and the rows of its markers' list. */
+static double panel_height(const struct view *v, size_t i)
+{
+    int rows = marker_key(NULL, v->owner[i], &v->panels[i], 0);
+    return PANEL_H + (rows ? rows * KEY_ROW + 8 : 0);
+}
+
+static void svg_panel(struct strbuf *o, const struct view *v, size_t index, double top,
+                      const struct leaks *lk)
+{
+    const struct model_report *r = v->owner[index];
+    const struct panel *p = &v->panels[index];
     struct plan pl;
     plan_panel(&pl, r, p, lk);
     sb_printf(o, "<g class=\"panel\" data-panel=\"%zu\" transform=\"translate(0 %.1f)\">\n", index,
@@ -853,7 +981,7 @@ static void svg_panel(struct strbuf *o, const struct model_report *r, const stru
     /* the plot's ground: under the pointer anywhere on the plot, so hovering finds the panel */
     sb_printf(o, "<rect class=\"plot\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n",
               ML, MT, W, H);
-    svg_axes(o, p);
+    svg_axes(o, p, timeline_view_origin_text(v));
     svg_area(o, p, 2, "untracked");
     svg_area(o, p, 1, "reserved");
     svg_area(o, p, 0, "live");
@@ -894,6 +1022,7 @@ static void svg_panel(struct strbuf *o, const struct model_report *r, const stru
         }
         sb_add(o, "</g>\n");
     }
+    marker_key(o, r, p, PANEL_H + 8);
     sb_add(o, "</g>\n");
     plan_free(&pl, r->n_markers);
 }
@@ -919,6 +1048,7 @@ static const char svg_style[] =
         ".peak circle{fill:#000}.peak text{font-weight:bold}.leak{fill:#c00000;font-weight:bold}\n"
         ".bucket{fill:transparent;stroke:none}.bucket:hover{fill:#000;fill-opacity:0.06}\n"
         ".legend rect{stroke:#555;stroke-width:0.5}\n"
+        ".marker-key text{fill:#2a7a2a}.marker-key .heading{font-weight:bold}\n"
         "</style>\n";
 
 /* The legend: every colour and symbol the panels use, in rows as wide as the picture. */
@@ -997,7 +1127,9 @@ static void svg_document(struct strbuf *o, const struct view *v, bool inline_htm
     for (size_t i = 0; i < v->n_panels && !band; i++)
         band = pytorch_band(v->owner[i], &v->panels[i]).on;
     double legend_y = 30, first = legend_y + svg_legend(o, 0, band, false) * 16.0 + 4;
-    double width = ML + W + MR, height = first + (double)v->n_panels * PANEL_H + 8;
+    double width = ML + W + MR, height = first + 8;
+    for (size_t i = 0; i < v->n_panels; i++)
+        height += panel_height(v, i);
     if (!inline_html)
         sb_add(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     sb_printf(
@@ -1029,6 +1161,7 @@ static void svg_document(struct strbuf *o, const struct view *v, bool inline_htm
     svg_legend(o, legend_y, band, true);
     const struct model_report *leaks_of = NULL;
     struct leaks lk = { .n = 0 };
+    double top = first;
     for (size_t i = 0; i < v->n_panels; i++) {
         if (v->owner[i] != leaks_of) {
             leaks_of = v->owner[i];
@@ -1036,7 +1169,8 @@ static void svg_document(struct strbuf *o, const struct view *v, bool inline_htm
             if (lk.n > 4)
                 lk.n = 4;
         }
-        svg_panel(o, v->owner[i], &v->panels[i], i, first + (double)i * PANEL_H, &lk);
+        svg_panel(o, v, i, top, &lk);
+        top += panel_height(v, i);
     }
     sb_add(o, "</svg>\n");
 }
@@ -1044,7 +1178,8 @@ static void svg_document(struct strbuf *o, const struct view *v, bool inline_htm
 /* ---- HTML: the picture, what hovering shows, and a few lines of script ---- */
 
 /* The figures behind the hover, per panel, as JSON in the page: the plot's place, each bucket's
- * figures in words, and every event with its call chain (times in ns from the panel's start). */
+ * figures in words, and every event with its call chain (times in ns from the panel's start;
+ * "o": that start, in ns since the origin the times are shown from). */
 static void add_chain(struct strbuf *o, const struct model_report *r, int64_t callsite)
 {
     const struct model_callsite *cs = model_callsite(r, callsite);
@@ -1084,8 +1219,8 @@ static void hover_data(struct strbuf *o, const struct view *v)
         const struct model_tl_device *d = p->d;
         sb_printf(o,
                   "%s\n{\"x0\":%.1f,\"x1\":%.1f,\"y0\":%.1f,\"y1\":%.1f,\"span\":%" PRId64
-                  ",\"b\":[",
-                  i ? "," : "", ML, ML + W, MT, MT + H, p->t1 - p->t0);
+                  ",\"o\":%" PRId64 ",\"b\":[",
+                  i ? "," : "", ML, ML + W, MT, MT + H, p->t1 - p->t0, p->t0 - p->origin);
         struct strbuf t = { 0 };
         for (size_t k = 0; k < d->n_buckets; k++) {
             const struct model_tl_bucket *b = &d->buckets[k];
@@ -1105,7 +1240,8 @@ static void hover_data(struct strbuf *o, const struct view *v)
             else
                 sb_add(&t, "not measured yet");
             sb_printf(&t, "\n%" PRId64 " events in ", b->events);
-            timeline_view_add_reltime(&t, timeline_view_bucket_end(p, k) - b->t);
+            timeline_view_add_tick(&t, timeline_view_bucket_end(p, k) - b->t,
+                                   timeline_view_bucket_end(p, k) - b->t);
             sb_printf(o, "%s[%" PRId64 ",", k ? "," : "", b->t - p->t0);
             timeline_view_add_json(o, sb_str(&t), true);
             sb_addc(o, ']');
@@ -1127,8 +1263,11 @@ static void hover_data(struct strbuf *o, const struct view *v)
             const struct model_failure *f = &r->failures[k];
             if ((f->device.known ? f->device.v : -1) != ord)
                 continue;
+            /* a retry that failed again has no cross of its own, but when it came is told */
             sb_printf(&t, "%s: %s of %s",
-                      model_failure_is_real_oom(f) ? "out of memory" : "failure a retry overcame",
+                      model_failure_is_retry(r, f) ? "the out-of-memory's retry, failed again"
+                      : model_failure_is_real_oom(f) ? "out of memory"
+                                                     : "failure a retry overcame",
                       f->api, util_fmt_size(f->size, s1));
             add_event(o, &first, f->time_unix_ns - p->t0, &t, r, f->callsite);
         }
@@ -1182,15 +1321,16 @@ static const char html_tail[] =
         "document.querySelectorAll('svg title').forEach(function(t){var g=t.parentNode;\n"
         " if(g.tagName==='svg')return; g.setAttribute('data-tip',t.textContent); t.remove();});\n"
         "function p2(n){return (n<10?'0':'')+n;}\n"
-        "function rel(ns){var s=Math.floor(ns/1e9);if(ns<1e9)return '+'+Math.floor(ns/1e6)+'ms';\n"
-        " if(s<60)return '+'+(ns/1e9).toFixed(1)+'s'; if(s<3600)return '+'+Math.floor(s/60)+'m'+p2(s%60)+'s';\n"
-        " if(s<86400)return '+'+Math.floor(s/3600)+'h'+p2(Math.floor(s%3600/60))+'m';\n"
-        " return '+'+Math.floor(s/86400)+'d'+p2(Math.floor(s%86400/3600))+'h';}\n"
+        /* the report's form (util_fmt_reltime) of a time since the origin, P.o from the panel's start */
+        "function rel(ns){var a=Math.abs(ns),g=ns<0?'-':'+',c=Math.round(a/1e7),d=Math.round(a/1e8),s=Math.round(a/1e9);\n"
+        " if(c<6000)return g+Math.floor(c/100)+'.'+p2(c%100)+'s';\n"
+        " if(d<36000)return g+Math.floor(d/600)+'m'+p2(Math.floor(d%600/10))+'.'+(d%10)+'s';\n"
+        " return g+Math.floor(s/3600)+'h'+p2(Math.floor(s%3600/60))+'m'+p2(s%60)+'s';}\n"
         "function at(P,q){var t=(q.x-P.x0)/(P.x1-P.x0)*P.span,b=P.b,lo=0,hi=b.length-1,k=-1;\n"
         " while(lo<=hi){var m=(lo+hi)>>1;if(b[m][0]<=t){k=m;lo=m+1;}else hi=m-1;}\n"
-        " var s=rel(Math.max(0,t))+'\\n'+(k<0?'before the first allocation: nothing live':b[k][1]);\n"
+        " var s=rel(t+P.o)+'\\n'+(k<0?'before the first allocation: nothing live':b[k][1]);\n"
         " var n=null;P.e.forEach(function(e){if(!n||Math.abs(e[0]-t)<Math.abs(n[0]-t))n=e;});\n"
-        " if(n){s+='\\nnearest event, at '+rel(Math.max(0,n[0]))+': '+n[1];\n"
+        " if(n){s+='\\nnearest event, at '+rel(n[0]+P.o)+': '+n[1];\n"
         "  n[2].forEach(function(f){s+='\\n    '+f;});}\n"
         " return s;}\n"
         "function show(x,y){var el=document.elementFromPoint(x,y),txt=null;\n"

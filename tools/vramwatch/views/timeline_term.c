@@ -144,8 +144,10 @@ static bool panel_plot(struct term *t, const struct panel *p, int cols)
 
 /* Under the axis: the marks of markers, flushes and failures, and the times at both ends. Which
  * marks are drawn goes in has[] (| f x X). */
+static void time_ends(struct term *t, const struct panel *p, int cols, const char *caption);
+
 static void panel_marks(struct term *t, const struct model_report *r, const struct panel *p,
-                        int cols, bool has[4])
+                        int cols, bool has[4], const char *caption)
 {
     FILE *out = t->out;
     char *marks = util_xcalloc((size_t)cols + 1, 1);
@@ -163,7 +165,8 @@ static void panel_marks(struct term *t, const struct model_report *r, const stru
     }
     for (size_t i = 0; i < r->n_failures; i++) {
         const struct model_failure *f = &r->failures[i];
-        if ((f->device.known ? f->device.v : -1) != ord)
+        /* a retry that failed again is the same failure as the application saw it: one mark */
+        if ((f->device.known ? f->device.v : -1) != ord || model_failure_is_retry(r, f))
             continue;
         bool real = model_failure_is_real_oom(f);
         put_mark(marks, cols, (double)(f->time_unix_ns - p->t0) / span, real ? 'X' : 'x');
@@ -178,11 +181,25 @@ static void panel_marks(struct term *t, const struct model_report *r, const stru
         fputs("\u2500", out);
     fprintf(out, "\n%11s  %s%s%s\n", "", t->red, marks, t->reset);
     free(marks);
-    struct strbuf s = { 0 };
-    timeline_view_add_reltime(&s, 0);
-    struct strbuf e = { 0 };
-    timeline_view_add_reltime(&e, p->t1 - p->t0);
-    fprintf(out, "%11s  %-*s%s\n", "", cols - (int)e.len, sb_str(&s), sb_str(&e));
+    time_ends(t, p, cols, caption);
+}
+
+/* The times at both ends of the axis, since the view's origin, and what they count from between
+ * them where it fits. */
+static void time_ends(struct term *t, const struct panel *p, int cols, const char *caption)
+{
+    struct strbuf s = { 0 }, e = { 0 };
+    int64_t step = (p->t1 - p->t0) / 10;
+    timeline_view_add_tick(&s, p->t0 - p->origin, step);
+    timeline_view_add_tick(&e, p->t1 - p->origin, step);
+    int room = cols - (int)s.len - (int)e.len, len = (int)strlen(caption);
+    if (room >= len + 2) {
+        int before = (room - len) / 2;
+        fprintf(t->out, "%11s  %s%*s%s%*s%s\n", "", sb_str(&s), before, "", caption,
+                room - len - before, "", sb_str(&e));
+    } else {
+        fprintf(t->out, "%11s  %-*s%s\n", "", cols - (int)e.len, sb_str(&s), sb_str(&e));
+    }
     sb_free(&s);
     sb_free(&e);
 }
@@ -216,12 +233,12 @@ static void panel_key(struct term *t, const struct panel *p, bool untracked_draw
 }
 
 static void terminal_panel(struct term *t, const struct model_report *r, const struct panel *p,
-                           int cols)
+                           int cols, const char *caption)
 {
     bool has[4];
     panel_title(t, p);
     bool untracked_drawn = panel_plot(t, p, cols);
-    panel_marks(t, r, p, cols, has);
+    panel_marks(t, r, p, cols, has, caption);
     panel_key(t, p, untracked_drawn, has);
 }
 
@@ -421,7 +438,7 @@ void timeline_term_print(FILE *out, const struct view *v, bool color)
     for (size_t i = 0; i < v->n_panels; i++) {
         if (i)
             fputc('\n', out);
-        terminal_panel(&t, v->owner[i], &v->panels[i], cols);
+        terminal_panel(&t, v->owner[i], &v->panels[i], cols, timeline_view_origin_text(v));
     }
     for (size_t i = 0; i < v->n_reports; i++) {
         t.notes_open = false;

@@ -11,7 +11,8 @@
  *   ...]}
  *
  * "ts" is in microseconds (with nanoseconds as three decimals) since baseTimeNanoseconds, a Unix
- * time in ns: the same convention as PyTorch's (Kineto's) traces, so the two line up by the
+ * time in ns: the process start (a job's first), which the report's own times count from too, as
+ * otherData.time_origin says in words. The same convention as PyTorch's (Kineto's) traces, so the two line up by the
  * difference of their bases. pid is the report's process id, so the counters sit beside that
  * process's own tracks; tid is the kernel thread id of a failure's caller where the report has it.
  * Counters per device: "live", "reserved" and "untracked" (each its own track, so no viewer
@@ -375,14 +376,9 @@ static void runs_data(struct strbuf *o, const struct view *v, const int64_t *pid
 
 void timeline_trace_write(struct strbuf *o, const struct view *v)
 {
-    struct trace t = { .o = o, .base = INT64_MAX, .first = true };
-    for (size_t i = 0; i < v->n_panels; i++)
-        if (v->panels[i].t0 < t.base)
-            t.base = v->panels[i].t0;
-    if (t.base == INT64_MAX)
-        t.base = 0;
-    if (v->n_runs > 1 && v->n_reports)
-        t.base = v->origin[0]; /* each run's events are from its own start: the first run's */
+    /* ts 0 is the view's origin, the process start (a job's first), as the report's own times;
+     * runs at other settings each count from their own: the first run's is the base */
+    struct trace t = { .o = o, .base = v->n_reports ? v->origin[0] : 0, .first = true };
     /* The trace's pids: each process's own, unless two reports (of two hosts) share one. */
     int64_t *pids = util_xcalloc(v->n_reports ? v->n_reports : 1, sizeof *pids);
     for (size_t i = 0; i < v->n_reports; i++) {
@@ -402,6 +398,8 @@ void timeline_trace_write(struct strbuf *o, const struct view *v)
     add_str(o, sb_str(&cmd));
     sb_free(&cmd);
     sb_printf(o, ",\"processes\":%zu", v->n_reports);
+    sb_add(o, ",\"time_origin\":");
+    add_str(o, timeline_view_origin_text(v));
     runs_data(o, v, pids);
     sb_add(o, ",\"leaks\":[");
     bool any = false;

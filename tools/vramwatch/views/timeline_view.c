@@ -11,18 +11,30 @@
 
 void timeline_view_add_reltime(struct strbuf *b, int64_t ns)
 {
-    int64_t ms = ns / 1000000, s = ns / 1000000000;
-    if (ns < 1000000000LL)
-        sb_printf(b, "+%" PRId64 "ms", ms);
-    else if (s < 60)
-        sb_printf(b, ns % 1000000000LL ? "+%.1fs" : "+%.0fs", (double)ns / 1e9);
-    else if (s < 3600)
-        sb_printf(b, s % 60 ? "+%" PRId64 "m%02" PRId64 "s" : "+%" PRId64 "m", s / 60, s % 60);
-    else if (s < 86400)
-        sb_printf(b, s % 3600 ? "+%" PRId64 "h%02" PRId64 "m" : "+%" PRId64 "h", s / 3600,
-                  s % 3600 / 60);
+    char buf[UTIL_TIME_LEN];
+    sb_add(b, util_fmt_reltime(ns, 0, buf));
+}
+
+void timeline_view_add_tick(struct strbuf *b, int64_t ns, int64_t step)
+{
+    /* under a minute, seconds with the decimals the step needs; beyond, the report's form, whose
+     * steps (ten seconds and more there) it tells apart */
+    int decimals = step >= 1000000000LL ? 0 : step >= 100000000LL ? 1 : step >= 10000000LL ? 2 : 3;
+    if (ns >= 0 && ns < 60000000000LL && decimals != 2)
+        sb_printf(b, "+%.*fs", decimals, (double)ns / 1e9);
     else
-        sb_printf(b, "+%" PRId64 "d%02" PRId64 "h", s / 86400, s % 86400 / 3600);
+        timeline_view_add_reltime(b, ns);
+}
+
+const char *timeline_view_origin_text(const struct view *v)
+{
+    if (!v->from_start)
+        return v->n_runs > 1 ? "time since each run's first allocation"
+                             : "time since the first allocation";
+    if (v->n_runs > 1)
+        return "time since each run's process started";
+    return v->n_reports > 1 ? "time since the job's first process started"
+                            : "time since the process started";
 }
 
 void timeline_view_add_size(struct strbuf *b, int64_t bytes)
@@ -167,6 +179,27 @@ static void name_reports(struct view *v, const size_t *first)
     }
 }
 
+/* What each report's times count from (model_time_origin: the process start, as the report's
+ * own times): in a job, the first process's start, so the ranks share one axis; in runs at other
+ * settings, each run's own. Where a report does not know its start, every origin is its run's
+ * first allocation instead (first_alloc[g]), so the view never mixes the two. */
+static void set_origins(struct view *v, const int64_t *first_alloc)
+{
+    v->from_start = v->n_reports > 0;
+    for (size_t i = 0; i < v->n_reports; i++)
+        v->from_start &= model_time_origin(v->reports[i]).known;
+    for (size_t i = 0; i < v->n_reports; i++) {
+        size_t g = v->run_of[i];
+        int64_t o = INT64_MAX;
+        for (size_t k = 0; v->from_start && k < v->n_reports; k++)
+            if (v->run_of[k] == g && model_time_origin(v->reports[k]).v < o)
+                o = model_time_origin(v->reports[k]).v;
+        if (o == INT64_MAX)
+            o = first_alloc[g] != INT64_MAX ? first_alloc[g] : 0;
+        v->origin[i] = o;
+    }
+}
+
 void timeline_view_build(struct view *v, const struct model_report **reports, size_t n,
                          const size_t *run_of, size_t n_runs)
 {
@@ -208,19 +241,19 @@ void timeline_view_build(struct view *v, const struct model_report **reports, si
                 t1[g] = p->t1;
         }
     }
+    set_origins(v, t0);
     size_t at = 0;
     for (size_t i = 0; i < n; i++) {
         const struct model_report *r = reports[i];
         size_t g = v->run_of[i];
         bool shared = n > 1; /* a single report's devices keep their own spans, as ever */
-        v->origin[i] = shared && t0[g] != INT64_MAX ? t0[g]
-                       : r->timeline.n_devices      ? r->timeline.devices[0].start_unix_ns
-                                                    : 0;
-        for (size_t k = 0; k < r->timeline.n_devices; k++, at++)
+        for (size_t k = 0; k < r->timeline.n_devices; k++, at++) {
+            v->panels[at].origin = v->origin[i];
             if (shared) {
                 v->panels[at].t0 = t0[g];
                 v->panels[at].t1 = t1[g];
             }
+        }
     }
     free(t0);
     free(t1);

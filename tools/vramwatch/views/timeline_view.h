@@ -24,6 +24,7 @@ struct panel {
     bool emulated;
     const char *who; /* "rank 3 (node-a, pid 8104)" in a job's picture, "--batch 64" for a run at
                         other settings, else NULL */
+    int64_t origin;  /* what its times count from: its report's origin in the view */
 };
 
 /* What is drawn: one panel per device of each report; a job's panels share one time axis, so
@@ -36,7 +37,8 @@ struct view {
     struct panel *panels;
     const struct model_report **owner; /* the report of each panel */
     char **who;                        /* per report: NULL for a single report */
-    int64_t *origin;                   /* per report: the start of its time axis */
+    int64_t *origin; /* per report: what its times count from (timeline_view_origin_text) */
+    bool from_start; /* the origins are process starts (else, unknown, the first allocations) */
     size_t *run_of;                    /* per report: its run, from 0 */
     char **run_label;                  /* per run: what tells it apart; NULL for one run */
     size_t n_runs;                     /* 1: one job (or one report) */
@@ -55,8 +57,16 @@ void timeline_view_free(struct view *v);
  * the last bucket's values hold until the report. */
 int64_t timeline_view_bucket_end(const struct panel *p, size_t i);
 
-/* "+1m30s", "+2h", "+250ms", "+1d06h": a time relative to a panel's start. */
+/* "+0.64s", "+1m30.0s", "+2h03m04s": a time since the origin, as `vramwatch report` writes it
+ * (util_fmt_reltime), so every view names an event by the same time. */
 void timeline_view_add_reltime(struct strbuf *b, int64_t ns);
+/* The same for an axis' tick, with as many decimals as ticks `step` ns apart need to differ:
+ * "+0.832s" where the ticks are a millisecond apart. */
+void timeline_view_add_tick(struct strbuf *b, int64_t ns, int64_t step);
+/* What the times of the view count from, in words for a legend or an axis: "time since the
+ * process started", "time since the job's first process started", "time since each run's
+ * process started". */
+const char *timeline_view_origin_text(const struct view *v);
 /* "1.50 GiB", as every view prints sizes. */
 void timeline_view_add_size(struct strbuf *b, int64_t bytes);
 
