@@ -1,5 +1,7 @@
 /* cmd_top.c: `vramwatch top [DIR]`: a live view of the processes running under the library, read
- * from the live-state files they keep in their report folder (lib/base/livefile.h, docs/top.md). */
+ * from the live-state files they keep in their report folder (lib/base/livefile.h, docs/top.md).
+ * This file reads the files and prints the view for pipes and --once; top_screen.c is the
+ * interactive view on a terminal. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +22,7 @@
 #include "model.h"
 #include "redact.h"
 #include "sb.h"
+#include "top.h"
 #include "util.h"
 
 static const char usage[] =
@@ -27,26 +30,34 @@ static const char usage[] =
         "\n"
         "Shows every process running under vramwatch that keeps its reports in DIR (default:\n"
         "$VRAMWATCH_DIR, else the current folder), ranks and workers included: per device its\n"
-        "live, peak and reserved memory and its limit, and the call sites holding the most live\n"
-        "memory. Each process keeps a small file there (vramwatch-live.HOST.PID) while it runs;\n"
-        "several ranks that share the folder are shown together.\n"
+        "live, peak and reserved memory, its limit and the card's capacity, which physical GPU it\n"
+        "is (nvidia-smi's index and bus id), and the call sites holding the most live memory.\n"
+        "Each process keeps a small file there (vramwatch-live.HOST.PID) while it runs; several\n"
+        "ranks that share the folder are shown together.\n"
         "\n"
         "  --once               print one view and exit (for scripts and pipes)\n"
         "  --interval SECONDS   time between views, 0.1 to 3600 (default 1)\n"
         "  --help               this text\n"
         "\n"
-        "On a terminal the view is redrawn in place until Ctrl-C; otherwise views follow one\n"
-        "another. Files of processes that have exited on this host are left out and counted.\n"
+        "On a terminal the view is redrawn in place: q or Ctrl-C quits, the arrow keys (or j, k)\n"
+        "select a process and show its whole command, s changes the order (memory, growth,\n"
+        "pid; m, g, p choose one). Otherwise views follow one another. Files of processes that\n"
+        "have exited on this host are left out and counted.\n"
         "\n"
         "Exit status: 0 done; 2 bad usage or a folder that cannot be read.\n";
 
-struct proc {
-    struct vw_live_file f;
-    bool silent; /* another host's file that has not been updated for a while */
-};
+/* The file's size and version go together: version 2 appended `where` (livefile.h). */
+static bool known_layout(const struct vw_live_file *f, size_t got)
+{
+    if (memcmp(f->magic, VW_LIVE_MAGIC, 8) != 0)
+        return false;
+    return (f->version == VW_LIVE_VERSION && f->size == sizeof(*f) && got == sizeof(*f)) ||
+           (f->version == VW_LIVE_VERSION_1 && f->size == VW_LIVE_V1_SIZE &&
+            got == VW_LIVE_V1_SIZE);
+}
 
-/* A consistent copy of one live file, or false (not a live file of this version, or a writer
- * that kept changing it). */
+/* A consistent copy of one live file, or false (not a live file of a version we know, or a
+ * writer that kept changing it). */
 static bool read_live(int dirfd, const char *name, struct vw_live_file *out)
 {
     struct stat st;
@@ -54,15 +65,17 @@ static bool read_live(int dirfd, const char *name, struct vw_live_file *out)
     int fd = util_open_regular(dirfd, name, O_NOFOLLOW, &st, &kind);
     if (fd < 0)
         return false;
-    if (st.st_size != (off_t)sizeof(*out)) {
+    size_t size = (size_t)st.st_size;
+    if (st.st_size != (off_t)sizeof(*out) && st.st_size != (off_t)VW_LIVE_V1_SIZE) {
         close(fd);
         return false;
     }
+    memset(out, 0, sizeof(*out));
     /* read, not a mapping: a file cut short meanwhile is a short read here, not SIGBUS. */
     bool ok = false;
     for (int tries = 0; tries < 200 && !ok; tries++) {
         uint64_t s2;
-        if (pread(fd, out, sizeof(*out), 0) != (ssize_t)sizeof(*out))
+        if (pread(fd, out, size, 0) != (ssize_t)size)
             break;
         if (out->seq & 1) {
             struct timespec ts = { 0, 100000 };
@@ -74,9 +87,15 @@ static bool read_live(int dirfd, const char *name, struct vw_live_file *out)
              s2 == out->seq;
     }
     close(fd);
-    if (!ok || memcmp(out->magic, VW_LIVE_MAGIC, 8) != 0 || out->version != VW_LIVE_VERSION ||
-        out->size != sizeof(*out))
+    if (!ok || !known_layout(out, size))
         return false;
+    for (int k = 0; k < VW_LIVE_DEVICES; k++) {
+        struct vw_live_where *w = &out->where[k];
+        if (size == VW_LIVE_V1_SIZE) /* an older library's file: where is unknown */
+            w->nvml_index = -1;
+        w->pci_bus_id[sizeof(w->pci_bus_id) - 1] = 0;
+        w->uuid[sizeof(w->uuid) - 1] = 0;
+    }
     /* The strings end inside their fields whatever the file says; counts stay in range. */
     out->host[sizeof(out->host) - 1] = 0;
     out->cwd[sizeof(out->cwd) - 1] = 0;
@@ -108,7 +127,8 @@ static bool read_live(int dirfd, const char *name, struct vw_live_file *out)
 
 static int by_rank(const void *a, const void *b)
 {
-    const struct vw_live_file *x = &((const struct proc *)a)->f, *y = &((const struct proc *)b)->f;
+    const struct vw_live_file *x = &((const struct top_proc *)a)->f;
+    const struct vw_live_file *y = &((const struct top_proc *)b)->f;
     int h = strcmp(x->host, y->host);
     if (x->rank != y->rank)
         return x->rank < y->rank ? -1 : 1;
@@ -119,8 +139,8 @@ static int by_rank(const void *a, const void *b)
 
 /* Every live file in the folder: those of running processes into *procs; those of processes
  * gone from this host are counted in *exited. False when the folder cannot be read. */
-static bool scan(const char *dir, struct proc **procs, size_t *n, size_t *exited,
-                 struct strbuf *err)
+bool top_scan(const char *dir, struct top_proc **procs, size_t *n, size_t *exited,
+              struct strbuf *err)
 {
     *n = *exited = 0;
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -142,8 +162,9 @@ static bool scan(const char *dir, struct proc **procs, size_t *n, size_t *exited
             cap = cap ? cap * 2 : 16;
             *procs = util_xrealloc(*procs, cap * sizeof(**procs));
         }
-        struct proc *p = &(*procs)[*n];
+        struct top_proc *p = &(*procs)[*n];
         memset(p, 0, sizeof(*p));
+        p->growth = TOP_GROWTH_UNKNOWN;
         if (!read_live(dirfd, e->d_name, &p->f))
             continue;
         if (strcmp(p->f.host, host) == 0) {
@@ -228,8 +249,7 @@ static void add_int(struct strbuf *b, int64_t v, int width)
         sb_printf(b, "%*" PRId64, width, v);
 }
 
-static void render(struct strbuf *b, const char *dir, const struct proc *procs, size_t n,
-                   size_t exited)
+void top_add_header(struct strbuf *b, const char *dir, size_t n, size_t exited)
 {
     char when[UTIL_TIME_LEN];
     struct timespec ts;
@@ -240,17 +260,79 @@ static void render(struct strbuf *b, const char *dir, const struct proc *procs, 
     sb_printf(b, ", %s\n", when);
     if (exited)
         sb_printf(b, "(%zu more left a file and exited: not shown)\n", exited);
-    if (!n) {
+    if (!n)
         sb_add(b, "no process under vramwatch is running with this folder\n");
-        return;
+}
+
+void top_add_sites(struct strbuf *b, const struct vw_live_file *f, int indent)
+{
+    /* Call chains that end in the same line (one line reached along different paths) are one
+     * row, as in the report's table; the file lists them largest first. */
+    struct strbuf names[VW_LIVE_SITES] = { { 0 } }, site[VW_LIVE_SITES] = { { 0 } };
+    uint64_t bytes[VW_LIVE_SITES], blocks[VW_LIVE_SITES];
+    uint32_t rows_used = 0;
+    name_sites(site, f);
+    for (uint32_t j = 0; j < f->nsites; j++) {
+        struct strbuf nm = site[j];
+        uint32_t k = 0;
+        while (k < rows_used && strcmp(sb_str(&names[k]), sb_str(&nm)) != 0)
+            k++;
+        if (k == rows_used) {
+            names[rows_used] = nm;
+            bytes[rows_used] = blocks[rows_used] = 0;
+            rows_used++;
+        } else {
+            sb_free(&nm);
+        }
+        bytes[k] += f->sites[j].live_bytes;
+        blocks[k] += f->sites[j].live_count;
     }
-    sb_printf(b, "\n%8s %5s %-12s %3s %10s %10s %10s %10s  %s\n", "PID", "RANK", "HOST", "DEV",
-              "LIVE", "PEAK", "RESERVED", "LIMIT", "COMMAND");
+    for (uint32_t k = 0; k < rows_used; k++) {
+        char sz[UTIL_SIZE_LEN];
+        sb_printf(b, "%*s %10s in %" PRIu64 " block%s  %s\n", indent, "",
+                  util_fmt_size((int64_t)bytes[k], sz), blocks[k], blocks[k] == 1 ? "" : "s",
+                  sb_str(&names[k]));
+        sb_free(&names[k]);
+    }
+}
+
+/* One device's figures: ordinal, live, peak, reserved, limit, capacity, then where it is. */
+static void add_device(struct strbuf *b, const struct vw_live_file *f, uint32_t k)
+{
+    const struct vw_live_device *d = f->ndevices ? &f->devices[k] : NULL;
+    const struct vw_live_where *w = f->ndevices ? &f->where[k] : NULL;
+    if (d)
+        sb_printf(b, "%3d", d->ordinal);
+    else
+        sb_printf(b, "%3s", "-");
+    add_size(b, d ? d->live_bytes : -1, 10);
+    add_size(b, d ? d->peak_live_bytes : -1, 10);
+    add_size(b, d ? d->reserved_bytes : -1, 10);
+    add_size(b, d ? d->limit_bytes : -1, 10);
+    add_size(b, d ? d->total_bytes : -1, 10);
+    sb_addc(b, ' ');
+    add_int(b, w ? w->nvml_index : -1, 3);
+    sb_addc(b, ' ');
+    struct strbuf bus = { 0 };
+    util_add_text(&bus, w && w->pci_bus_id[0] ? w->pci_bus_id : "-");
+    sb_printf(b, "%-16.16s", sb_str(&bus));
+    sb_free(&bus);
+}
+
+/* The view for pipes and --once: every process with every device and its call sites. */
+static void render(struct strbuf *b, const char *dir, const struct top_proc *procs, size_t n,
+                   size_t exited)
+{
+    top_add_header(b, dir, n, exited);
+    if (!n)
+        return;
+    sb_printf(b, "\n%8s %5s %-12s %3s %10s %10s %10s %10s %10s %3s %-16s  %s\n", "PID", "RANK",
+              "HOST", "DEV", "LIVE", "PEAK", "RESERVED", "LIMIT", "CAPACITY", "GPU", "BUS-ID",
+              "COMMAND");
     for (size_t i = 0; i < n; i++) {
         const struct vw_live_file *f = &procs[i].f;
         uint32_t rows = f->ndevices ? f->ndevices : 1;
         for (uint32_t k = 0; k < rows; k++) {
-            const struct vw_live_device *d = f->ndevices ? &f->devices[k] : NULL;
             if (k == 0) {
                 sb_printf(b, "%8" PRId64 " ", f->pid);
                 add_int(b, f->rank, 5);
@@ -262,14 +344,7 @@ static void render(struct strbuf *b, const char *dir, const struct proc *procs, 
             } else {
                 sb_printf(b, "%8s %5s %-12s ", "", "", "");
             }
-            if (d)
-                sb_printf(b, "%3d", d->ordinal);
-            else
-                sb_printf(b, "%3s", "-");
-            add_size(b, d ? d->live_bytes : -1, 10);
-            add_size(b, d ? d->peak_live_bytes : -1, 10);
-            add_size(b, d ? d->reserved_bytes : -1, 10);
-            add_size(b, d ? d->limit_bytes : -1, 10);
+            add_device(b, f, k);
             if (k == 0) {
                 sb_add(b, "  ");
                 util_add_text(b, f->argv);
@@ -280,68 +355,18 @@ static void render(struct strbuf *b, const char *dir, const struct proc *procs, 
             }
             sb_addc(b, '\n');
         }
-        /* Call chains that end in the same line (one line reached along different paths) are
-         * one row, as in the report's table; the file lists them largest first. */
-        struct strbuf names[VW_LIVE_SITES] = { { 0 } }, site[VW_LIVE_SITES] = { { 0 } };
-        uint64_t bytes[VW_LIVE_SITES], blocks[VW_LIVE_SITES];
-        uint32_t rows_used = 0;
-        name_sites(site, f);
-        for (uint32_t j = 0; j < f->nsites; j++) {
-            struct strbuf nm = site[j];
-            uint32_t k = 0;
-            while (k < rows_used && strcmp(sb_str(&names[k]), sb_str(&nm)) != 0)
-                k++;
-            if (k == rows_used) {
-                names[rows_used] = nm;
-                bytes[rows_used] = blocks[rows_used] = 0;
-                rows_used++;
-            } else {
-                sb_free(&nm);
-            }
-            bytes[k] += f->sites[j].live_bytes;
-            blocks[k] += f->sites[j].live_count;
-        }
-        for (uint32_t k = 0; k < rows_used; k++) {
-            char sz[UTIL_SIZE_LEN];
-            sb_printf(b, "%14s %10s in %" PRIu64 " block%s  %s\n", "",
-                      util_fmt_size((int64_t)bytes[k], sz), blocks[k], blocks[k] == 1 ? "" : "s",
-                      sb_str(&names[k]));
-            sb_free(&names[k]);
-        }
+        top_add_sites(b, f, 14);
     }
 }
 
-/* A terminal shows the view from its top left corner, each line cut to its width and the view
- * to its height, so a redraw never scrolls. */
-static void draw(const char *text, bool tty)
+size_t top_cut(const char *p, size_t len, int cols)
 {
-    if (!tty) {
-        fputs(text, stdout);
-        fflush(stdout);
-        return;
+    size_t cut = 0;
+    for (int c = 0; cut < len && c < cols; c++) {
+        size_t step = util_utf8_len((const unsigned char *)p + cut, len - cut);
+        cut += step ? step : 1;
     }
-    struct winsize ws;
-    int cols = 80, lines = 24;
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 && ws.ws_row > 0) {
-        cols = ws.ws_col;
-        lines = ws.ws_row;
-    }
-    fputs("\033[H\033[2J", stdout);
-    int row = 0;
-    for (const char *p = text; *p && row < lines - 1; row++) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        /* Cut at a character boundary: the text is UTF-8, each column one character. */
-        size_t cut = 0;
-        for (int c = 0; cut < len && c < cols; c++) {
-            size_t step = util_utf8_len((const unsigned char *)p + cut, len - cut);
-            cut += step ? step : 1;
-        }
-        fwrite(p, 1, cut, stdout);
-        fputs("\033[K\n", stdout);
-        p = nl ? nl + 1 : p + len;
-    }
-    fflush(stdout);
+    return cut;
 }
 
 struct top_args {
@@ -386,22 +411,24 @@ int cmd_top(int argc, char **argv)
         return util_usage_error(&o.args, "one folder at most, %d given", (int)o.n_operands);
     const char *env = getenv("VRAMWATCH_DIR");
     const char *dir = o.n_operands ? o.operands[0] : env && *env ? env : ".";
-    bool tty = !t.once && isatty(STDOUT_FILENO);
-    struct proc *procs = NULL;
+    if (!t.once && isatty(STDOUT_FILENO))
+        return top_screen_run(dir, t.interval);
+    struct top_proc *procs = NULL;
     int status = EXIT_DONE;
     for (bool first = true;; first = false) {
         size_t n, exited;
         struct strbuf err = { 0 }, text = { 0 };
-        if (!scan(dir, &procs, &n, &exited, &err)) {
+        if (!top_scan(dir, &procs, &n, &exited, &err)) {
             util_err("top: %s", sb_str(&err));
             sb_free(&err);
             status = EXIT_USAGE;
             break;
         }
-        if (!first && !tty)
+        if (!first)
             sb_addc(&text, '\n');
         render(&text, dir, procs, n, exited);
-        draw(sb_str(&text), tty);
+        fputs(sb_str(&text), stdout);
+        fflush(stdout);
         sb_free(&text);
         if (t.once)
             break;
