@@ -5,8 +5,10 @@ simulated machine with two cards (CUDA_VISIBLE_DEVICES=0 and =1, so each is its 
 device 0). The screen shows the two nvidia-smi indices and bus ids, the script's name, the
 capacity bar with the limit's mark, and a footer saying how to quit; the arrow keys move the
 selection and the selected process shows its full command; `s` changes the sort and the rows
-follow; `q` and Ctrl-C end it with exit 0, SIGTERM by the signal, each with the terminal as it
-was (`stty -a` before and after)."""
+follow; a smaller pane (60 x 12) cuts the lines and scrolls the selection into view; `q` and
+Ctrl-C end it with exit 0, SIGTERM by the signal, the folder removed under it with exit 2 and
+one line, each with the terminal as it was (`stty -a` before and after, less the size); into a
+pipe it prints the plain view and leaves the terminal alone."""
 import argparse
 import os
 import re
@@ -98,11 +100,23 @@ def wait_file(path, seconds=15):
     return None
 
 
-def shell_line(o, d, tmp, tag):
-    """stty before, top, its exit status, stty after; the shell stays so the pane does too."""
+def settings(tmp, tag, when):
+    """`stty -a` as the pane's shell wrote it, less the size (the test resizes the pane)."""
+    text = wait_file(os.path.join(tmp, "%s.%s" % (tag, when)))
+    return re.sub(r"rows \d+; columns \d+;", "", text) if text is not None else None
+
+
+def restored(tmp, tag):
+    after = settings(tmp, tag, "after")
+    return after is not None and after == settings(tmp, tag, "before")
+
+
+def shell_line(o, d, tmp, tag, tail=""):
+    """stty before, top (its pid in TAG.pid), its exit status, stty after; the shell stays so the
+    pane does too. `tail` follows top's command (a pipe)."""
     t = os.path.join(tmp, tag)
-    return ("stty -a > %s.before; sh -c 'echo $$ > %s.pid; exec %s top --interval 0.3 %s'; "
-            "echo $? > %s.rc; stty -a > %s.after; exec sleep 120") % (t, t, o.vramwatch, d, t, t)
+    return ("stty -a > %s.before; sh -c 'echo $$ > %s.pid; exec %s top --interval 0.3 %s'%s; "
+            "echo $? > %s.rc; stty -a > %s.after; exec sleep 120") % (t, t, o.vramwatch, d, tail, t, t)
 
 
 def start_ranks(o, tmp, d, procs):
@@ -176,10 +190,21 @@ def run(o, tmp, procs):
     pane.keys("k")
     s = pane.wait_for(lambda s: re.search(r"^>\s*%d\s" % min(pids), s, re.M), "selection back up")
     check(re.search(r"^>\s*%d\s" % min(pids), s, re.M) is not None, "k selects the first row again")
+    # A small terminal: lines cut to its width, the footer on its last line, and the selected
+    # process scrolled into view below the cards.
+    subprocess.run(pane.tmux("resize-window", "-t", "a", "-x", "60", "-y", "12"), check=True)
+    pane.keys("j")
+    s = pane.wait_for(lambda s: len(s.splitlines()) <= 12 and "q quit" in s.splitlines()[-1] and
+                      re.search(r"^>", s, re.M), "the view in 60 x 12")
+    lines = s.splitlines()
+    check(all(len(l) <= 60 for l in lines) and lines and "q quit" in lines[-1],
+          "resized to 60 x 12: lines cut, the footer last (%r)" % lines[-1:])
+    check(re.search(r"^>\s*%d\s" % max(pids), s, re.M) is not None and "00000000:01:00.0" in s,
+          "resized: the selected row in view, the cards kept")
     pane.keys("q")
     rc = wait_file(os.path.join(tmp, "a.rc"))
     check(rc is not None and rc.strip() == "0", "q: exit 0 (%r)" % rc)
-    check(wait_file(os.path.join(tmp, "a.after")) == wait_file(os.path.join(tmp, "a.before")),
+    check(restored(tmp, "a"),
           "q: the terminal's settings restored")
 
     pane = Pane(tmp, "b", shell_line(o, d, tmp, "b"))
@@ -187,7 +212,7 @@ def run(o, tmp, procs):
     pane.keys("C-c")
     rc = wait_file(os.path.join(tmp, "b.rc"))
     check(rc is not None and rc.strip() == "0", "Ctrl-C: exit 0 (%r)" % rc)
-    check(wait_file(os.path.join(tmp, "b.after")) == wait_file(os.path.join(tmp, "b.before")),
+    check(restored(tmp, "b"),
           "Ctrl-C: the terminal's settings restored")
 
     pane = Pane(tmp, "c", shell_line(o, d, tmp, "c"))
@@ -197,10 +222,31 @@ def run(o, tmp, procs):
         os.kill(int(pid), 15)
     rc = wait_file(os.path.join(tmp, "c.rc"))
     check(rc is not None and rc.strip() == "143", "SIGTERM: ended by the signal (%r)" % rc)
-    check(wait_file(os.path.join(tmp, "c.after")) == wait_file(os.path.join(tmp, "c.before")),
+    check(restored(tmp, "c"),
           "SIGTERM: the terminal's settings restored")
     s = pane.screen()
     check("q quit" not in s, "SIGTERM: the view is gone from the screen (alternate screen left)")
+
+    # An error while it runs (the folder removed): one line, exit 2, the terminal restored.
+    gone = os.path.join(tmp, "gone")
+    os.mkdir(gone)
+    pane = Pane(tmp, "d", shell_line(o, gone, tmp, "d"))
+    pane.wait_for(lambda s: "q quit" in s, "the view of a folder to remove")
+    os.rmdir(gone)
+    rc = wait_file(os.path.join(tmp, "d.rc"))
+    check(rc is not None and rc.strip() == "2", "a folder removed: exit 2 (%r)" % rc)
+    check(restored(tmp, "d"),
+          "a folder removed: the terminal's settings restored")
+    s = pane.wait_for(lambda s: "vramwatch: top: " in s, "the error on the normal screen")
+    check(re.search(r"vramwatch: top: .*gone", s) is not None, "the error stays on the screen")
+
+    # Into a pipe: the plain view, the terminal never touched.
+    pane = Pane(tmp, "e", shell_line(o, d, tmp, "e", " | head -n 1 > %s" % os.path.join(tmp, "e.out")))
+    rc = wait_file(os.path.join(tmp, "e.rc"))
+    out = wait_file(os.path.join(tmp, "e.out")) or ""
+    check(out.startswith("vramwatch top: 2 processes"), "into a pipe: the plain view (%r)" % out)
+    check(restored(tmp, "e"),
+          "into a pipe: the terminal's settings as they were")
 
 
 if __name__ == "__main__":

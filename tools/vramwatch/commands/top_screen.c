@@ -83,7 +83,10 @@ struct screen {
     size_t sel;
     int64_t sel_pid;
     char sel_host[64];
-    int cols; /* the terminal's width at this paint */
+    int cols, rows; /* the terminal's size at this paint */
+    /* Where the last render put the process list and the selected process (lines from 0): a
+     * selection below the screen's end scrolls the list, not the cards above it. */
+    int list_at, sel_from, sel_to;
     struct seen {
         char host[64];
         int64_t pid, live, growth;
@@ -341,58 +344,78 @@ static void add_proc(struct strbuf *b, const struct top_proc *p, bool selected, 
         add_details(b, p, cols);
 }
 
-static void render(struct strbuf *b, const struct screen *s, const char *dir,
+static int lines_in(const struct strbuf *b)
+{
+    int n = 0;
+    for (const char *p = sb_str(b); (p = strchr(p, '\n')); p++)
+        n++;
+    return n;
+}
+
+static void render(struct strbuf *b, struct screen *s, const char *dir,
                    const struct top_proc *procs, size_t n, size_t exited)
 {
     top_add_header(b, dir, n, exited);
+    s->list_at = s->sel_from = s->sel_to = 0;
     if (!n)
         return;
     add_cards(b, procs, n);
     sb_printf(b, "\n%8s %5s %4s %10s %10s %10s %10s  %s\n", "PID", "RANK", "GPU", "LIVE", "PEAK",
               "GROWTH", "LIMIT", "NAME");
-    for (size_t i = 0; i < n; i++)
+    s->list_at = lines_in(b);
+    for (size_t i = 0; i < n; i++) {
+        if (i == s->sel)
+            s->sel_from = lines_in(b);
         add_proc(b, &procs[i], i == s->sel, s->cols);
+        if (i == s->sel)
+            s->sel_to = lines_in(b);
+    }
 }
 
 /* The view from the top left corner, each line cut to the terminal's width, the footer on its
  * last line; a redraw overwrites in place (no clearing first, so nothing flickers). */
-static void draw(const char *text, const char *footer)
+static void draw(const struct screen *s, const char *text, const char *footer)
 {
-    struct winsize ws;
-    int cols = 80, lines = 24;
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 && ws.ws_row > 0) {
-        cols = ws.ws_col;
-        lines = ws.ws_row;
+    /* The selected process's lines end on the screen (above the footer): lines of the list
+     * before it are left out, never its own first line. */
+    int room = s->rows - 1, skip = 0;
+    if (s->sel_to > room) {
+        skip = s->sel_to - room;
+        if (s->list_at + skip > s->sel_from)
+            skip = s->sel_from - s->list_at;
     }
     fputs("\033[H", stdout);
-    int row = 0;
-    for (const char *p = text; *p && row < lines - 1; row++) {
+    int row = 0, line = 0;
+    for (const char *p = text; *p && row < room; line++) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        fwrite(p, 1, top_cut(p, len, cols), stdout);
-        fputs("\033[K\n", stdout);
+        if (line < s->list_at || line >= s->list_at + skip) {
+            fwrite(p, 1, top_cut(p, len, s->cols), stdout);
+            fputs("\033[K\n", stdout);
+            row++;
+        }
         p = nl ? nl + 1 : p + len;
     }
-    printf("\033[J\033[%d;1H", lines);
-    fwrite(footer, 1, top_cut(footer, strlen(footer), cols), stdout);
+    printf("\033[J\033[%d;1H", s->rows);
+    fwrite(footer, 1, top_cut(footer, strlen(footer), s->cols), stdout);
     fputs("\033[K", stdout);
     fflush(stdout);
-}
-
-static int columns(void)
-{
-    struct winsize ws;
-    return ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
 }
 
 static void paint(struct screen *s, const char *dir, const struct top_proc *procs, size_t n,
                   size_t exited)
 {
     struct strbuf text = { 0 }, footer = { 0 };
-    s->cols = columns();
+    struct winsize ws;
+    s->cols = 80;
+    s->rows = 24;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 && ws.ws_row > 0) {
+        s->cols = ws.ws_col;
+        s->rows = ws.ws_row;
+    }
     render(&text, s, dir, procs, n, exited);
     sb_printf(&footer, "q quit  ↑↓ select  s sort: %s", sort_names[s->sort]);
-    draw(sb_str(&text), sb_str(&footer));
+    draw(s, sb_str(&text), sb_str(&footer));
     sb_free(&text);
     sb_free(&footer);
 }
