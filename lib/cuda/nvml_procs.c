@@ -12,7 +12,6 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,21 +36,20 @@ typedef int (*procs_fn)(void *, unsigned int *, struct nvml_proc *);
 
 typedef int (*index_fn)(void *, unsigned int *);
 
-/* Only one thread at a time asks for symbols: the report's writer and the library's thread both
- * may, and `own` is set once. */
-static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static void *nvml_symbol_of(const char *name, bool may_load)
 {
-    static void *own; /* our own handle, when the application had not loaded NVML */
+    /* Our own handle, when the application had not loaded NVML. The report's writer and the
+     * library's thread may both get here: no lock (a child forked while one was held would keep
+     * it held), and two threads that both dlopen get the same handle, only counted twice. */
+    static void *own;
     void *f = loaded_find("libnvidia-ml.", name);
     if (f)
         return f;
-    pthread_mutex_lock(&own_lock);
-    if (!own && may_load)
-        own = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
-    void *h = own;
-    pthread_mutex_unlock(&own_lock);
+    void *h = __atomic_load_n(&own, __ATOMIC_ACQUIRE);
+    if (!h && may_load) {
+        h = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+        __atomic_store_n(&own, h, __ATOMIC_RELEASE);
+    }
     return h ? dlsym(h, name) : NULL;
 }
 
