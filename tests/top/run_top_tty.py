@@ -147,6 +147,24 @@ def row_order(screen, pids):
     return sorted(at, key=at.get)
 
 
+UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def growths(screen, pids):
+    """pid -> the GROWTH column of its row (bytes; None for "-"), in the rows' order. The row is
+    "%c%7d %5s %4s %10s %10s %10s": GROWTH is columns 42 to 52."""
+    out = []
+    for line in screen.splitlines():
+        m = re.match(r"^[ >]\s*(\d+)\s", line)
+        if not m or int(m.group(1)) not in pids:
+            continue
+        g = line[42:52].strip()
+        v = re.match(r"([+-]?)(\d+(?:\.\d+)?) (\w+)$", g)
+        out.append((int(m.group(1)), None if not v else
+                    (-1 if v.group(1) == "-" else 1) * float(v.group(2)) * UNITS[v.group(3)]))
+    return out
+
+
 def check_screen(s, pids):
     lines = s.splitlines()
     check(all(len(l) <= 100 for l in lines), "no line is wider than the pane")
@@ -177,6 +195,15 @@ def run(o, tmp, procs):
     check_screen(s, pids)
     # By memory: rank 1 (more static memory) first; by pid: ascending.
     check(row_order(s, pids) == [pids[1], pids[0]], "sorted by memory: rank 1 first (%r)" % row_order(s, pids))
+    # Growth: known once each file has been seen updated twice (a second apart), then the order.
+    pane.keys("g")
+    s = pane.wait_for(lambda s: "sort: growth" in s and all(v is not None for _, v in growths(s, pids)) and
+                      len(growths(s, pids)) == 2, "growth of both")
+    g = growths(s, pids)
+    check(len(g) == 2 and all(v is not None for _, v in g), "the growth of each process is known (%r)" % g)
+    check([v for _, v in g] == sorted((v for _, v in g), reverse=True), "g: sorted by growth (%r)" % g)
+    pane.keys("m")
+    pane.wait_for(lambda s: "sort: memory" in s, "sort by memory again")
     pane.keys("s")
     pane.keys("s")
     s = pane.wait_for(lambda s: "sort: pid" in s, "sort by pid")
