@@ -29,20 +29,21 @@ static const char *const sort_names[SORT_COUNT] = { "memory", "growth", "pid" };
 /* The terminal as we found it, put back by restore() (from atexit too). */
 static struct termios saved;
 static bool raw, on_screen;
-static volatile sig_atomic_t got_signal, resized;
+static volatile sig_atomic_t got_signal;
 
+/* SIGWINCH is caught only to cut the wait short: the next paint asks the terminal's size. */
 static void on_signal(int sig)
 {
-    if (sig == SIGWINCH)
-        resized = 1;
-    else
+    if (sig != SIGWINCH)
         got_signal = sig;
 }
 
 static void restore(void)
 {
     if (on_screen) {
-        /* the cursor back, the normal screen back: write(2), stdio's buffer may be mid-view */
+        /* What stdio holds goes to the alternate screen first; then the cursor and the normal
+         * screen come back. */
+        fflush(stdout);
         static const char leave[] = "\033[?25h\033[?1049l";
         ssize_t w = write(STDOUT_FILENO, leave, sizeof(leave) - 1);
         (void)w;
@@ -488,8 +489,9 @@ static bool wait_input(struct screen *s, const struct top_proc *procs, size_t n,
     int ms = left > 0 ? (int)(left * 1000) + 1 : 0;
     struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
     /* Without raw mode stdin is not ours to read (a pipe, a file): only time and signals. */
+    if (got_signal) /* came while painting */
+        return true;
     int r = poll(raw ? &pfd : NULL, raw ? 1 : 0, ms);
-    resized = 0;
     if (r > 0 && (pfd.revents & (POLLIN | POLLHUP)))
         return keys(s, procs, n);
     return true;
