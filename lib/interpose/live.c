@@ -5,8 +5,9 @@
  * second: a copy of the core's counters (core_snapshot) and, when anything was allocated or
  * freed since, of its call sites to rank them; the copy of the call sites is spaced so that it
  * takes at most 1% of the thread's time (a run with tens of thousands of call sites refreshes
- * them less often). The file is created at the first tick, so a process that never made an
- * allocation call has none, and removed at exit.
+ * them less often). Where each device is (bus id, UUID, and nvidia-smi's index, which only NVML
+ * knows) is asked once per device, at the first tick that sees it in use. The file is created at
+ * the first tick, so a process that never made an allocation call has none, and removed at exit.
  *
  * No descriptor stays open between ticks: the folder and the file are opened by name at each
  * tick and closed again, and the file written only when it is still the one we made (same
