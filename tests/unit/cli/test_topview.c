@@ -31,8 +31,27 @@ static void bar_is(int64_t used, int64_t limit, int64_t cap, int width, const ch
     sb_free(&b);
 }
 
+static void wrap_is(const char *text, int width, const char *want)
+{
+    struct strbuf b = { 0 };
+    topview_wrap(&b, "> ", "  ", text, width);
+    if (strcmp(sb_str(&b), want) != 0) {
+        fprintf(stderr, "FAIL  wrap(%s, %d):\n%s\nexpected\n%s\n", text, width, sb_str(&b), want);
+        failures++;
+    }
+    sb_free(&b);
+}
+
 int main(void)
 {
+    /* 12 columns: 10 for the text. At spaces; a word longer than a line cut; UTF-8 counted as
+     * characters. */
+    wrap_is("python3 train.py --epochs 1", 12, "> python3\n  train.py\n  --epochs 1\n");
+    wrap_is("/a/very/long/path.py x", 12, "> /a/very/lo\n  ng/path.py\n  x\n");
+    wrap_is("äöü äöü äöü", 12, "> äöü äöü\n  äöü\n");
+    wrap_is("", 12, "> \n");
+    wrap_is("abc", 12, "> abc\n");
+
     name_is("/root/.pyenv/versions/3.11.9/bin/python3 /job/train_dual.py --batch 8", "train_dual.py");
     name_is("python3 -u train.py", "train.py");
     name_is("python -W ignore -X dev /a/b/run.py x", "run.py");

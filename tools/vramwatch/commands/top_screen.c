@@ -278,17 +278,7 @@ static void add_details(struct strbuf *b, const struct top_proc *p, int cols)
     const struct vw_live_file *f = &p->f;
     struct strbuf cmd = { 0 };
     util_add_text(&cmd, f->argv);
-    const char *s = sb_str(&cmd);
-    size_t len = strlen(s);
-    int room = cols > 20 ? cols - 11 : 9;
-    for (bool first = true; first || len; first = false) {
-        size_t cut = top_cut(s, len, room);
-        sb_printf(b, "%10s ", first ? "command:" : "");
-        sb_addn(b, s, cut);
-        sb_addc(b, '\n');
-        s += cut;
-        len -= cut;
-    }
+    topview_wrap(b, "  command: ", "           ", sb_str(&cmd), cols);
     sb_free(&cmd);
     struct strbuf h = { 0 };
     util_add_text(&h, f->host);

@@ -4,6 +4,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "util.h"
+
 /* The next word of a line of arguments joined by spaces: *s moves past it. */
 static bool next_word(const char **s, const char **w, size_t *n)
 {
@@ -144,4 +146,33 @@ void topview_bar(struct strbuf *b, int64_t used, int64_t limit, int64_t cap, int
             sb_addc(b, ' ');
     }
     sb_addc(b, ']');
+}
+
+void topview_wrap(struct strbuf *b, const char *first, const char *indent, const char *text,
+                  int width)
+{
+    int room = width - (int)strlen(indent);
+    if (room < 8)
+        room = 8; /* a terminal too narrow still shows the command, a few columns a line */
+    const char *p = text;
+    size_t len = strlen(p);
+    for (bool is_first = true; is_first || len; is_first = false) {
+        size_t cut = 0, space = 0;
+        for (int c = 0; cut < len && c < room; c++) {
+            if (p[cut] == ' ')
+                space = cut;
+            size_t step = util_utf8_len((const unsigned char *)p + cut, len - cut);
+            cut += step ? step : 1;
+        }
+        size_t take = cut < len && p[cut] != ' ' && space > 0 ? space : cut;
+        sb_add(b, is_first ? first : indent);
+        sb_addn(b, p, take);
+        sb_addc(b, '\n');
+        p += take;
+        len -= take;
+        while (len && *p == ' ') {
+            p++;
+            len--;
+        }
+    }
 }

@@ -21,4 +21,11 @@ void topview_script_name(const char *line, char *out, size_t cap);
  * is empty. Widths below 3 give nothing. Each column is one character (UTF-8). */
 void topview_bar(struct strbuf *b, int64_t used, int64_t limit, int64_t cap, int width);
 
+/* A command line in lines of at most `width` columns, each starting with `first` (the first) or
+ * `indent` (the others; both as wide, ASCII): broken at the last space that fits, and inside a
+ * word only when the word is longer than a line (a path), so nothing is left out. Each line ends
+ * with '\n'; an empty text is one line. */
+void topview_wrap(struct strbuf *b, const char *first, const char *indent, const char *text,
+                  int width);
+
 #endif
