@@ -29,6 +29,9 @@ static const char *const sort_names[SORT_COUNT] = { "memory", "growth", "pid" };
 /* The terminal as we found it, put back by restore() (from atexit too). */
 static struct termios saved;
 static bool raw, on_screen;
+/* A terminal that hung up without a SIGHUP (not our controlling one) would have poll return at
+ * once forever: it is no longer asked, and the view goes on with the time. */
+static bool hung_up;
 static volatile sig_atomic_t got_signal;
 
 /* SIGWINCH is caught only to cut the wait short: the next paint asks the terminal's size. */
@@ -479,12 +482,15 @@ static bool wait_input(struct screen *s, const struct top_proc *procs, size_t n,
     int ms = left > 0 ? (int)(left * 1000) + 1 : 0;
     struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
     /* Without raw mode stdin is not ours to read (a pipe, a file): only time and signals. */
+    bool ask = raw && !hung_up;
     if (got_signal) /* came while painting */
         return true;
-    int r = poll(raw ? &pfd : NULL, raw ? 1 : 0, ms);
-    if (r > 0 && (pfd.revents & (POLLIN | POLLHUP)))
-        return keys(s, procs, n);
-    return true;
+    int r = poll(ask ? &pfd : NULL, ask ? 1 : 0, ms);
+    if (r <= 0)
+        return true;
+    /* What was typed before a hang-up still counts. */
+    hung_up = (pfd.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
+    return (pfd.revents & POLLIN) ? keys(s, procs, n) : true;
 }
 
 int top_screen_run(const char *dir, double interval)
