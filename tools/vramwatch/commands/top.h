@@ -1,5 +1,5 @@
-/* top.h: what `vramwatch top`'s two views share: the live-state files read (cmd_top.c) and the
- * interactive screen on a terminal (top_screen.c). */
+/* top.h: what `vramwatch top`'s two views share (top.c: the live-state files read, the rows both
+ * print) and the interactive screen on a terminal (top_screen.c). */
 #ifndef VW_TOP_H
 #define VW_TOP_H
 
@@ -29,6 +29,10 @@ void top_add_header(struct strbuf *b, const char *dir, size_t n, size_t exited);
 
 /* The process's call sites holding the most live memory, one row each, `indent` spaces first. */
 void top_add_sites(struct strbuf *b, const struct vw_live_file *f, int indent);
+
+/* A size ("3.30 GiB") or a count right-aligned in `width` columns; "-" for a negative one. */
+void top_add_size(struct strbuf *b, int64_t v, int width);
+void top_add_int(struct strbuf *b, int64_t v, int width);
 
 /* The bytes of the first `cols` columns of p[0..len) (UTF-8, a character a column). */
 size_t top_cut(const char *p, size_t len, int cols);

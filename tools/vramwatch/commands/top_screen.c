@@ -218,20 +218,6 @@ static int by_index(const void *a, const void *b)
     return strcmp(x->w->pci_bus_id, y->w->pci_bus_id);
 }
 
-static void add_size(struct strbuf *b, int64_t v, int width)
-{
-    char s[UTIL_SIZE_LEN];
-    sb_printf(b, "%*s", width, v < 0 ? "-" : util_fmt_size(v, s));
-}
-
-static void add_index(struct strbuf *b, int64_t v, int width)
-{
-    if (v < 0)
-        sb_printf(b, "%*s", width, "-");
-    else
-        sb_printf(b, "%*" PRId64, width, v);
-}
-
 /* The cards: nvidia-smi's index and bus id, the bar, used / limit / capacity, the host. */
 static void add_cards(struct strbuf *b, const struct top_proc *procs, size_t n)
 {
@@ -242,18 +228,18 @@ static void add_cards(struct strbuf *b, const struct top_proc *procs, size_t n)
     sb_printf(b, "\n%4s  %-16s  %-22s  %10s   %10s   %10s  %s\n", "GPU", "BUS-ID", "MEMORY", "USED",
               "LIMIT", "CAPACITY", "HOST");
     for (size_t j = 0; j < m; j++) {
-        add_index(b, c[j].w->nvml_index, 4);
+        top_add_int(b, c[j].w->nvml_index, 4);
         sb_add(b, "  ");
         struct strbuf t = { 0 };
         util_add_text(&t, c[j].w->pci_bus_id[0] ? c[j].w->pci_bus_id : "-");
         sb_printf(b, "%-16.16s  ", sb_str(&t));
         topview_bar(b, c[j].used, c[j].limit, c[j].cap, 22);
         sb_add(b, "  ");
-        add_size(b, c[j].used, 10);
+        top_add_size(b, c[j].used, 10);
         sb_add(b, " / ");
-        add_size(b, c[j].limit, 10);
+        top_add_size(b, c[j].limit, 10);
         sb_add(b, " / ");
-        add_size(b, c[j].cap, 10);
+        top_add_size(b, c[j].cap, 10);
         sb_truncate(&t, 0);
         util_add_text(&t, c[j].host);
         sb_printf(b, "  %s\n", sb_str(&t));
@@ -292,7 +278,7 @@ static void add_details(struct strbuf *b, const struct top_proc *p, int cols)
         char pk[UTIL_SIZE_LEN], rs[UTIL_SIZE_LEN];
         const struct vw_live_device *d = &f->devices[k];
         sb_printf(b, "%10s %d (GPU ", k ? "" : "device:", d->ordinal);
-        add_index(b, f->where[k].nvml_index, 0);
+        top_add_int(b, f->where[k].nvml_index, 0);
         sb_printf(b, "): peak %s, reserved %s%s%s\n", util_fmt_size(d->peak_live_bytes, pk),
                   d->reserved_bytes < 0 ? "-" : util_fmt_size(d->reserved_bytes, rs),
                   f->where[k].uuid[0] ? ", " : "", f->where[k].uuid);
@@ -311,19 +297,19 @@ static void add_proc(struct strbuf *b, const struct top_proc *p, bool selected, 
         const struct vw_live_device *d = f->ndevices ? &f->devices[k] : NULL;
         if (k == 0) {
             sb_printf(b, "%c%7" PRId64 " ", selected ? '>' : ' ', f->pid);
-            add_index(b, f->rank, 5);
+            top_add_int(b, f->rank, 5);
         } else {
             sb_printf(b, "%8s %5s", "", "");
         }
         sb_addc(b, ' ');
-        add_index(b, d ? f->where[k].nvml_index : -1, 4);
+        top_add_int(b, d ? f->where[k].nvml_index : -1, 4);
         sb_addc(b, ' ');
-        add_size(b, d ? d->live_bytes : -1, 10);
+        top_add_size(b, d ? d->live_bytes : -1, 10);
         sb_addc(b, ' ');
-        add_size(b, d ? d->peak_live_bytes : -1, 10);
+        top_add_size(b, d ? d->peak_live_bytes : -1, 10);
         add_growth(b, k == 0 ? p->growth : TOP_GROWTH_UNKNOWN);
         sb_addc(b, ' ');
-        add_size(b, d ? d->limit_bytes : -1, 10);
+        top_add_size(b, d ? d->limit_bytes : -1, 10);
         if (k == 0) {
             sb_add(b, "  ");
             util_add_text(b, name);
