@@ -52,7 +52,8 @@ int main(void)
     wrap_is("", 12, "> \n");
     wrap_is("abc", 12, "> abc\n");
 
-    name_is("/root/.pyenv/versions/3.11.9/bin/python3 /job/train_dual.py --batch 8", "train_dual.py");
+    name_is("/root/.pyenv/versions/3.11.9/bin/python3 /job/train_dual.py --batch 8",
+            "train_dual.py");
     name_is("python3 -u train.py", "train.py");
     name_is("python -W ignore -X dev /a/b/run.py x", "run.py");
     name_is("python3.11 -Wignore -OO fit.py", "fit.py");
@@ -67,7 +68,8 @@ int main(void)
     name_is("python3", "python3");
     name_is("", "?");
     name_is("   ", "?");
-    name_is("/usr/bin/python3 /very/long/" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.py",
+    name_is("/usr/bin/python3 /very/long/"
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.py",
             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"); /* cut to the buffer */
 
     /* 16 columns: 14 inside. Half the card used, the limit at three quarters. */

@@ -255,8 +255,8 @@ static void add_growth(struct strbuf *b, int64_t g)
         sb_printf(b, " %10s", "-");
         return;
     }
-    snprintf(t, sizeof(t), "%s%s", g > 0 ? "+" : g < 0 ? "-" : "",
-             util_fmt_size(g < 0 ? -g : g, s));
+    const char *sign = g < 0 ? "-" : "+";
+    snprintf(t, sizeof(t), "%s%s", g ? sign : "", util_fmt_size(g < 0 ? -g : g, s));
     sb_printf(b, " %10s", t);
 }
 

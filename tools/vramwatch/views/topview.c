@@ -63,7 +63,7 @@ static char python_options(const char **s, const char **w, size_t *n)
             return 0; /* the script ("-" alone is standard input) */
         if ((*w)[1] == '-') {
             if (*n > 2)
-                continue; /* --version and the like */
+                continue;            /* --version and the like */
             if (!next_word(s, w, n)) /* "--": the script follows, if any */
                 *n = 0;
             return 0;
