@@ -1,4 +1,4 @@
-/* test_topview.c: the pure pieces of `vramwatch top`'s screen (views/topview.c): the name a
+/* test_topview.c: the pure pieces of `vramwatch top`'s screen (commands/topview.c): the name a
  * process goes by and the memory bar. */
 #include <stdio.h>
 #include <string.h>
