@@ -1,5 +1,5 @@
 /* topview.h: the pieces of `vramwatch top`'s screen that depend on nothing but their input: the
- * name a process goes by, and a memory bar (commands/cmd_top.c draws the rest). */
+ * name a process goes by, a memory bar, a command wrapped (top_screen.c draws the rest). */
 #ifndef VW_TOPVIEW_H
 #define VW_TOPVIEW_H
 
