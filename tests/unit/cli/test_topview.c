@@ -52,7 +52,7 @@ int main(void)
     wrap_is("", 12, "> \n");
     wrap_is("abc", 12, "> abc\n");
 
-    name_is("/root/.pyenv/versions/3.11.9/bin/python3 /job/train_dual.py --batch 8",
+    name_is("/home/ada/.pyenv/versions/3.11.9/bin/python3 /job/train_dual.py --batch 8",
             "train_dual.py");
     name_is("python3 -u train.py", "train.py");
     name_is("python -W ignore -X dev /a/b/run.py x", "run.py");
