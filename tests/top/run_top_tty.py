@@ -13,6 +13,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,6 +39,8 @@ def main():
     o.vramwatch, o.lib, o.sim = (os.path.abspath(x) for x in (o.vramwatch, o.lib, o.sim))
     if not shutil.which("tmux"):
         skip("tmux is not installed (tools/install-deps.sh --tests installs it)")
+    # meson ends a test that runs too long with SIGTERM: the tmux server and the ranks still go.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     tmp = tempfile.mkdtemp(prefix="vw-toptty-")
     procs = []
     try:
