@@ -17,9 +17,10 @@ tests=0
 pkgs=(meson ninja-build gcc pkg-config libunwind-dev uthash-dev libcriterion-dev libcjson-dev
       python3 python3-jsonschema python3-venv)
 if [ $tests = 1 ]; then
+  # tmux: `vramwatch top` is tested on a real terminal (tests/top/run_top_tty.py).
   # g++: without it c++ is clang++ once clang is in, and a sanitizer build's C++ test programs
   # get clang's runtime while the rest of the build (gcc) preloads gcc's.
-  pkgs+=(g++ chromium clang)
+  pkgs+=(g++ chromium clang tmux)
 fi
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }

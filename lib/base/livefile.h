@@ -7,21 +7,26 @@
  *
  *   offset  size   field
  *   0       8      magic "vwlive1\n"
- *   8       4      version (1), 4 size of the whole file in bytes
+ *   8       4      version (2; 1 before `where`), 4 size of the whole file in bytes
  *   16      8      seq: odd while the writer is changing the file, even when it is whole
  *   24      ...    struct vw_live_file below (native byte order and alignment, x86-64 / aarch64)
  *
  * The writer writes seq odd, then the whole file (seq odd in it), then seq even. A reader reads
  * the whole file, then seq again: the copy is consistent when its seq is even and the same as
  * the one read after it (a sequence lock); otherwise it reads again. Sizes are bytes; times nanoseconds since the epoch;
- * -1 where a figure is unknown. */
+ * -1 where a figure is unknown.
+ *
+ * Version 2 only appended `where` (the physical GPU of each device): a version 1 file is the
+ * first VW_LIVE_V1_SIZE bytes of this layout, and a reader takes both (its `where` unknown). */
 #ifndef VW_LIVEFILE_H
 #define VW_LIVEFILE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define VW_LIVE_MAGIC "vwlive1\n"
-#define VW_LIVE_VERSION 1
+#define VW_LIVE_VERSION 2
+#define VW_LIVE_VERSION_1 1
 #define VW_LIVE_PREFIX "vramwatch-live."
 #define VW_LIVE_DEVICES 8 /* the devices in use, lowest ordinals first */
 #define VW_LIVE_SITES 5   /* the call sites holding the most live memory, largest first */
@@ -53,6 +58,15 @@ struct vw_live_device {
     uint64_t alloc_calls, free_calls, failed_calls;
 };
 
+/* Which physical GPU a device of `devices` is (same index): the ordinal is the process's own
+ * (CUDA_VISIBLE_DEVICES renumbers), these are what nvidia-smi shows. */
+struct vw_live_where {
+    char pci_bus_id[32]; /* as nvidia-smi prints it, "00000000:3B:00.0"; "" unknown */
+    char uuid[48];       /* "GPU-…"; "" unknown */
+    int32_t nvml_index;  /* nvidia-smi's index (NVML's enumeration, in PCI bus order); -1 unknown */
+    uint32_t pad;
+};
+
 struct vw_live_file {
     char magic[8];
     uint32_t version, size;
@@ -69,6 +83,10 @@ struct vw_live_file {
     char argv[512]; /* the command line, arguments joined by spaces, cut on the right */
     struct vw_live_device devices[VW_LIVE_DEVICES];
     struct vw_live_site sites[VW_LIVE_SITES];
+    struct vw_live_where where[VW_LIVE_DEVICES]; /* version 2 */
 };
+
+/* A version 1 file: everything before `where`. */
+#define VW_LIVE_V1_SIZE offsetof(struct vw_live_file, where)
 
 #endif

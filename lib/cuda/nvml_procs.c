@@ -1,5 +1,6 @@
-/* nvml_procs.c: the other processes holding memory on a device, asked of NVML when an
- * out-of-memory report is written.
+/* nvml_procs.c: what the library asks NVML: the other processes holding memory on a device,
+ * when an out-of-memory report is written, and each device's index, once per device, for the
+ * live-state file (nvml_device_index).
  *
  * The driver's free memory already counts what other processes hold (it shows up as untracked
  * memory), but not whose it is. NVML lists the processes on a device with their memory; it is
@@ -33,15 +34,47 @@ typedef int (*init_fn)(void);
 typedef int (*by_bus_fn)(const char *, void **);
 typedef int (*procs_fn)(void *, unsigned int *, struct nvml_proc *);
 
-static void *nvml_symbol(const char *name)
+typedef int (*index_fn)(void *, unsigned int *);
+
+static void *nvml_symbol_of(const char *name, bool may_load)
 {
-    static void *own; /* our own handle, when the application had not loaded NVML */
+    /* Our own handle, when the application had not loaded NVML. The report's writer and the
+     * library's thread may both get here: no lock (a child forked while one was held would keep
+     * it held), and two threads that both dlopen get the same handle, only counted twice. */
+    static void *own;
     void *f = loaded_find("libnvidia-ml.", name);
     if (f)
         return f;
-    if (!own)
-        own = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
-    return own ? dlsym(own, name) : NULL;
+    void *h = __atomic_load_n(&own, __ATOMIC_ACQUIRE);
+    if (!h && may_load) {
+        h = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+        __atomic_store_n(&own, h, __ATOMIC_RELEASE);
+    }
+    return h ? dlsym(h, name) : NULL;
+}
+
+static void *nvml_symbol(const char *name)
+{
+    return nvml_symbol_of(name, true);
+}
+
+int nvml_device_index(const char *pci_bus_id, bool may_load)
+{
+    if (!pci_bus_id || !pci_bus_id[0])
+        return -1;
+    init_fn init = (init_fn)nvml_symbol_of("nvmlInit_v2", may_load);
+    init_fn shutdown = (init_fn)nvml_symbol_of("nvmlShutdown", may_load);
+    by_bus_fn by_bus = (by_bus_fn)nvml_symbol_of("nvmlDeviceGetHandleByPciBusId_v2", may_load);
+    index_fn index = (index_fn)nvml_symbol_of("nvmlDeviceGetIndex", may_load);
+    if (!init || !shutdown || !by_bus || !index || init() != NVML_OK)
+        return -1;
+    void *dev = NULL;
+    unsigned int i = 0;
+    int n = by_bus(pci_bus_id, &dev) == NVML_OK && index(dev, &i) == NVML_OK && i <= 0x7fffffffu
+                    ? (int)i
+                    : -1;
+    shutdown(); /* reference counted: the application's own nvmlInit stays in force */
+    return n;
 }
 
 /* /proc/PID/comm, or "" when it cannot be read (another PID namespace: NVML gives host pids). */

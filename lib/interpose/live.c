@@ -5,8 +5,9 @@
  * second: a copy of the core's counters (core_snapshot) and, when anything was allocated or
  * freed since, of its call sites to rank them; the copy of the call sites is spaced so that it
  * takes at most 1% of the thread's time (a run with tens of thousands of call sites refreshes
- * them less often). The file is created at the first tick, so a process that never made an
- * allocation call has none, and removed at exit.
+ * them less often). Where each device is (bus id, UUID, and nvidia-smi's index, which only NVML
+ * knows) is asked once per device, at the first tick that sees it in use. The file is created at
+ * the first tick, so a process that never made an allocation call has none, and removed at exit.
  *
  * No descriptor stays open between ticks: the folder and the file are opened by name at each
  * tick and closed again, and the file written only when it is still the one we made (same
@@ -36,6 +37,7 @@
 #include "interpose.h"
 #include "livefile.h"
 #include "log.h"
+#include "nvml_procs.h"
 #include "pyframes.h"
 #include "ranks.h"
 #include "redact.h"
@@ -60,6 +62,9 @@ static uint64_t *frames;
 static uint32_t sites_cap, frames_cap;
 static uint64_t sites_due_ns, sites_seen_calls;
 static int64_t total_of[VW_MAX_DEVICES];
+/* Where each device is, asked once, when the thread first sees it in use (never on the hook
+ * path): the driver's bus id and UUID, and NVML's index, the one nvidia-smi shows. */
+static struct vw_live_where where_of[VW_MAX_DEVICES];
 
 /* A path that does not fit keeps its end, where the file's name is. */
 static void put_tail(char *out, size_t cap, const char *s)
@@ -335,6 +340,31 @@ static void rank_sites(uint64_t now)
             (unsigned long long)(took / 1000));
 }
 
+/* The driver prints "0000:3B:00.0"; nvidia-smi and NVML's busId "00000000:3B:00.0": the
+ * latter, so the view matches what people compare it with. */
+static void bus_id_as_smi(const char *in, char *out, size_t cap)
+{
+    unsigned int domain, bus, dev, fn;
+    out[0] = 0;
+    if (sscanf(in, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) == 4)
+        snprintf(out, cap, "%08X:%02X:%02X.%X", domain, bus, dev, fn);
+}
+
+static void locate(int i, struct vw_live_where *w)
+{
+    char bus[32];
+    memset(w, 0, sizeof(*w));
+    w->nvml_index = -1;
+    if (driver_pci_bus_id(i, bus, (int)sizeof(bus)))
+        bus_id_as_smi(bus, w->pci_bus_id, sizeof(w->pci_bus_id));
+    if (!driver_device_uuid(i, w->uuid))
+        w->uuid[0] = 0;
+    /* Loading NVML mallocs (and maps it): a process under a finite RLIMIT_AS (`frugal`) is only
+     * asked through an NVML it loaded itself. */
+    if (w->pci_bus_id[0])
+        w->nvml_index = nvml_device_index(w->pci_bus_id, !frugal);
+}
+
 static void fill_devices(void)
 {
     uint32_t k = 0;
@@ -356,8 +386,10 @@ static void fill_devices(void)
         if (!total_of[i]) {
             size_t t;
             total_of[i] = driver_total_mem(i, &t) ? (int64_t)t : -1;
+            locate(i, &where_of[i]);
         }
         o->total_bytes = total_of[i];
+        stage.where[k - 1] = where_of[i];
         o->alloc_calls = d->alloc_calls;
         o->free_calls = d->free_calls;
         o->failed_calls = d->failed_calls;
@@ -456,4 +488,5 @@ void live_after_fork_child(void)
     sites_seen_calls = 0;
     sites_due_ns = 0;
     memset(total_of, 0, sizeof(total_of));
+    memset(where_of, 0, sizeof(where_of));
 }

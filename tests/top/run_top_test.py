@@ -104,6 +104,9 @@ def run(o, tmp):
         check(m is not None and m.group(2) == "0" and not m.group(3).startswith("0 "),
               "pid %d: device 0 with live bytes (%r)" % (pid, line))
         check("train_sim.py" in line, "pid %d: its command (%r)" % (pid, line))
+        # One simulated card: nvidia-smi's index 0, its bus id as nvidia-smi prints it, 16 GiB.
+        check(re.search(r" 16\.00 GiB\s+0 00000000:01:00\.0  ", line) is not None,
+              "pid %d: capacity, GPU index and bus id (%r)" % (pid, line))
         check(bool(sites) and re.search(r"train_sim\.py:\d+ in ", sites[0]) is not None,
               "pid %d: top call site is a line of train_sim.py (%r)" % (pid, sites[:1]))
     live_files = glob.glob(os.path.join(d, "vramwatch-live.*"))

@@ -1,25 +1,21 @@
 /* cmd_top.c: `vramwatch top [DIR]`: a live view of the processes running under the library, read
- * from the live-state files they keep in their report folder (lib/base/livefile.h, docs/top.md). */
-#include <dirent.h>
+ * from the live-state files they keep in their report folder (lib/base/livefile.h, docs/top.md).
+ * This file is the command and the view for pipes and --once; top.c reads the files, top_screen.c
+ * is the interactive view on a terminal. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "common.h"
 #include "livefile.h"
-#include "model.h"
-#include "redact.h"
 #include "sb.h"
+#include "top.h"
 #include "util.h"
 
 static const char usage[] =
@@ -27,233 +23,62 @@ static const char usage[] =
         "\n"
         "Shows every process running under vramwatch that keeps its reports in DIR (default:\n"
         "$VRAMWATCH_DIR, else the current folder), ranks and workers included: per device its\n"
-        "live, peak and reserved memory and its limit, and the call sites holding the most live\n"
-        "memory. Each process keeps a small file there (vramwatch-live.HOST.PID) while it runs;\n"
-        "several ranks that share the folder are shown together.\n"
+        "live, peak and reserved memory, its limit and the card's capacity, which physical GPU it\n"
+        "is (nvidia-smi's index and bus id), and the call sites holding the most live memory.\n"
+        "Each process keeps a small file there (vramwatch-live.HOST.PID) while it runs; several\n"
+        "ranks that share the folder are shown together.\n"
         "\n"
         "  --once               print one view and exit (for scripts and pipes)\n"
         "  --interval SECONDS   time between views, 0.1 to 3600 (default 1)\n"
         "  --help               this text\n"
         "\n"
-        "On a terminal the view is redrawn in place until Ctrl-C; otherwise views follow one\n"
-        "another. Files of processes that have exited on this host are left out and counted.\n"
+        "On a terminal the view is redrawn in place: q or Ctrl-C quits, the arrow keys (or j, k)\n"
+        "select a process and show its whole command, s changes the order (memory, growth,\n"
+        "pid; m, g, p choose one). Otherwise views follow one another. Files of processes that\n"
+        "have exited on this host are left out and counted.\n"
         "\n"
         "Exit status: 0 done; 2 bad usage or a folder that cannot be read.\n";
 
-struct proc {
-    struct vw_live_file f;
-    bool silent; /* another host's file that has not been updated for a while */
-};
-
-/* A consistent copy of one live file, or false (not a live file of this version, or a writer
- * that kept changing it). */
-static bool read_live(int dirfd, const char *name, struct vw_live_file *out)
+/* One device's figures: ordinal, live, peak, reserved, limit, capacity, then where it is. */
+static void add_device(struct strbuf *b, const struct vw_live_file *f, uint32_t k)
 {
-    struct stat st;
-    const char *kind;
-    int fd = util_open_regular(dirfd, name, O_NOFOLLOW, &st, &kind);
-    if (fd < 0)
-        return false;
-    if (st.st_size != (off_t)sizeof(*out)) {
-        close(fd);
-        return false;
-    }
-    /* read, not a mapping: a file cut short meanwhile is a short read here, not SIGBUS. */
-    bool ok = false;
-    for (int tries = 0; tries < 200 && !ok; tries++) {
-        uint64_t s2;
-        if (pread(fd, out, sizeof(*out), 0) != (ssize_t)sizeof(*out))
-            break;
-        if (out->seq & 1) {
-            struct timespec ts = { 0, 100000 };
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        ok = pread(fd, &s2, sizeof(s2), (off_t)offsetof(struct vw_live_file, seq)) ==
-                     (ssize_t)sizeof(s2) &&
-             s2 == out->seq;
-    }
-    close(fd);
-    if (!ok || memcmp(out->magic, VW_LIVE_MAGIC, 8) != 0 || out->version != VW_LIVE_VERSION ||
-        out->size != sizeof(*out))
-        return false;
-    /* The strings end inside their fields whatever the file says; counts stay in range. */
-    out->host[sizeof(out->host) - 1] = 0;
-    out->cwd[sizeof(out->cwd) - 1] = 0;
-    out->argv[sizeof(out->argv) - 1] = 0;
-    /* The command line is shown with the reports' rule for secrets: a file written by an older
-     * library holds it as the kernel had it. Only the arguments joined by spaces are here, so it
-     * is redacted as such a line (redact_line, lib/base/redact.h: it may replace more than the
-     * report's argv does, never less), then cut to the field, which only takes text away. */
-    char work[2 * sizeof(out->argv) + 8], shown[4 * sizeof(out->argv) + 16];
-    redact_line(out->argv, work, sizeof(work), shown, sizeof(shown));
-    size_t n = strnlen(shown, sizeof(out->argv) - 1);
-    memcpy(out->argv, shown, n);
-    out->argv[n] = 0;
-    if (out->ndevices > VW_LIVE_DEVICES)
-        out->ndevices = VW_LIVE_DEVICES;
-    if (out->nsites > VW_LIVE_SITES)
-        out->nsites = VW_LIVE_SITES;
-    for (uint32_t i = 0; i < out->nsites; i++) {
-        struct vw_live_site *s = &out->sites[i];
-        if (s->nframes > VW_LIVE_FRAMES)
-            s->nframes = VW_LIVE_FRAMES;
-        for (uint32_t j = 0; j < s->nframes; j++) {
-            s->frames[j].file_or_module[sizeof(s->frames[j].file_or_module) - 1] = 0;
-            s->frames[j].function_or_symbol[sizeof(s->frames[j].function_or_symbol) - 1] = 0;
-        }
-    }
-    return true;
-}
-
-static int by_rank(const void *a, const void *b)
-{
-    const struct vw_live_file *x = &((const struct proc *)a)->f, *y = &((const struct proc *)b)->f;
-    int h = strcmp(x->host, y->host);
-    if (x->rank != y->rank)
-        return x->rank < y->rank ? -1 : 1;
-    if (h)
-        return h;
-    return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-/* Every live file in the folder: those of running processes into *procs; those of processes
- * gone from this host are counted in *exited. False when the folder cannot be read. */
-static bool scan(const char *dir, struct proc **procs, size_t *n, size_t *exited,
-                 struct strbuf *err)
-{
-    *n = *exited = 0;
-    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = dirfd >= 0 ? fdopendir(dirfd) : NULL;
-    if (!d) {
-        sb_printf(err, "%s: %s", dir, strerror(errno));
-        if (dirfd >= 0)
-            close(dirfd);
-        return false;
-    }
-    char host[64];
-    util_host_name(host, sizeof(host));
-    uint64_t now = (uint64_t)time(NULL) * 1000000000ull;
-    size_t cap = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (strncmp(e->d_name, VW_LIVE_PREFIX, strlen(VW_LIVE_PREFIX)) != 0)
-            continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            *procs = util_xrealloc(*procs, cap * sizeof(**procs));
-        }
-        struct proc *p = &(*procs)[*n];
-        memset(p, 0, sizeof(*p));
-        if (!read_live(dirfd, e->d_name, &p->f))
-            continue;
-        if (strcmp(p->f.host, host) == 0) {
-            if (p->f.pid <= 0 || (kill((pid_t)p->f.pid, 0) != 0 && errno == ESRCH)) {
-                (*exited)++;
-                continue;
-            }
-        } else {
-            /* Another host's process cannot be asked: one that stopped updating is marked. */
-            uint64_t quiet = 10ull * 1000000000ull + 5ull * p->f.interval_ms * 1000000ull;
-            p->silent = p->f.update_unix_ns + quiet < now;
-        }
-        (*n)++;
-    }
-    closedir(d);
-    if (*n)
-        qsort(*procs, *n, sizeof(**procs), by_rank);
-    return true;
-}
-
-static void add_size(struct strbuf *b, int64_t v, int width)
-{
-    char s[UTIL_SIZE_LEN];
-    sb_printf(b, " %*s", width, v < 0 ? "-" : util_fmt_size(v, s));
-}
-
-/* One call site of the file in the report model's terms. */
-static void site_frames(struct model_frame *fr, const struct vw_live_site *s)
-{
-    for (uint32_t i = 0; i < s->nframes; i++) {
-        const struct vw_live_frame *x = &s->frames[i];
-        fr[i].python = x->python != 0;
-        if (x->python) {
-            fr[i].file = x->file_or_module;
-            fr[i].function = x->function_or_symbol;
-            fr[i].line = x->line_or_offset;
-        } else {
-            fr[i].module = x->file_or_module[0] ? x->file_or_module : NULL;
-            fr[i].symbol = x->function_or_symbol[0] ? x->function_or_symbol : NULL;
-            fr[i].offset = x->line_or_offset;
-            fr[i].symbol_offset.known = x->symbol_offset >= 0;
-            fr[i].symbol_offset.v = x->symbol_offset;
-        }
-    }
-}
-
-/* The names of the file's call sites by the report model's one rule (model.c), all of them in
- * one report: the rule looks at every call site (which lines reach an allocator function). */
-static void name_sites(struct strbuf *names, const struct vw_live_file *f)
-{
-    struct model_frame fr[VW_LIVE_SITES][VW_LIVE_FRAMES];
-    struct model_callsite cs[VW_LIVE_SITES];
-    memset(fr, 0, sizeof(fr));
-    memset(cs, 0, sizeof(cs));
-    for (uint32_t j = 0; j < f->nsites; j++) {
-        const struct vw_live_site *s = &f->sites[j];
-        site_frames(fr[j], s);
-        cs[j] = (struct model_callsite){
-            .id = (int64_t)s->id,
-            .frames = fr[j],
-            .n_frames = s->nframes,
-            .live_bytes = (int64_t)s->live_bytes,
-            .live_count = (int64_t)s->live_count,
-            .alloc_calls = (int64_t)s->alloc_calls,
-        };
-    }
-    struct model_report r;
-    memset(&r, 0, sizeof(r));
-    r.process.cwd = f->cwd[0] ? f->cwd : NULL;
-    r.callsites = cs;
-    r.n_callsites = f->nsites;
-    model_find_allocators(&r);
-    for (uint32_t j = 0; j < f->nsites; j++)
-        model_add_callsite(&names[j], &r, cs[j].id, MODEL_NAME_SHORT);
-}
-
-static void add_int(struct strbuf *b, int64_t v, int width)
-{
-    if (v < 0)
-        sb_printf(b, "%*s", width, "-");
+    const struct vw_live_device *d = f->ndevices ? &f->devices[k] : NULL;
+    const struct vw_live_where *w = f->ndevices ? &f->where[k] : NULL;
+    if (d)
+        sb_printf(b, "%3d", d->ordinal);
     else
-        sb_printf(b, "%*" PRId64, width, v);
+        sb_printf(b, "%3s", "-");
+    top_add_size(b, d ? d->live_bytes : -1, 11);
+    top_add_size(b, d ? d->peak_live_bytes : -1, 11);
+    top_add_size(b, d ? d->reserved_bytes : -1, 11);
+    top_add_size(b, d ? d->limit_bytes : -1, 11);
+    top_add_size(b, d ? d->total_bytes : -1, 11);
+    sb_addc(b, ' ');
+    top_add_int(b, w ? w->nvml_index : -1, 3);
+    sb_addc(b, ' ');
+    struct strbuf bus = { 0 };
+    util_add_text(&bus, w && w->pci_bus_id[0] ? w->pci_bus_id : "-");
+    sb_printf(b, "%-16.16s", sb_str(&bus));
+    sb_free(&bus);
 }
 
-static void render(struct strbuf *b, const char *dir, const struct proc *procs, size_t n,
+/* The view for pipes and --once: every process with every device and its call sites. */
+static void render(struct strbuf *b, const char *dir, const struct top_proc *procs, size_t n,
                    size_t exited)
 {
-    char when[UTIL_TIME_LEN];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    util_fmt_abstime((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, when);
-    sb_printf(b, "vramwatch top: %zu process%s in ", n, n == 1 ? "" : "es");
-    util_add_text(b, dir);
-    sb_printf(b, ", %s\n", when);
-    if (exited)
-        sb_printf(b, "(%zu more left a file and exited: not shown)\n", exited);
-    if (!n) {
-        sb_add(b, "no process under vramwatch is running with this folder\n");
+    top_add_header(b, dir, n, exited);
+    if (!n)
         return;
-    }
-    sb_printf(b, "\n%8s %5s %-12s %3s %10s %10s %10s %10s  %s\n", "PID", "RANK", "HOST", "DEV",
-              "LIVE", "PEAK", "RESERVED", "LIMIT", "COMMAND");
+    sb_printf(b, "\n%8s %5s %-12s %3s %10s %10s %10s %10s %10s %3s %-16s  %s\n", "PID", "RANK",
+              "HOST", "DEV", "LIVE", "PEAK", "RESERVED", "LIMIT", "CAPACITY", "GPU", "BUS-ID",
+              "COMMAND");
     for (size_t i = 0; i < n; i++) {
         const struct vw_live_file *f = &procs[i].f;
         uint32_t rows = f->ndevices ? f->ndevices : 1;
         for (uint32_t k = 0; k < rows; k++) {
-            const struct vw_live_device *d = f->ndevices ? &f->devices[k] : NULL;
             if (k == 0) {
                 sb_printf(b, "%8" PRId64 " ", f->pid);
-                add_int(b, f->rank, 5);
+                top_add_int(b, f->rank, 5);
                 sb_add(b, " ");
                 struct strbuf h = { 0 };
                 util_add_text(&h, f->host);
@@ -262,14 +87,7 @@ static void render(struct strbuf *b, const char *dir, const struct proc *procs, 
             } else {
                 sb_printf(b, "%8s %5s %-12s ", "", "", "");
             }
-            if (d)
-                sb_printf(b, "%3d", d->ordinal);
-            else
-                sb_printf(b, "%3s", "-");
-            add_size(b, d ? d->live_bytes : -1, 10);
-            add_size(b, d ? d->peak_live_bytes : -1, 10);
-            add_size(b, d ? d->reserved_bytes : -1, 10);
-            add_size(b, d ? d->limit_bytes : -1, 10);
+            add_device(b, f, k);
             if (k == 0) {
                 sb_add(b, "  ");
                 util_add_text(b, f->argv);
@@ -280,68 +98,8 @@ static void render(struct strbuf *b, const char *dir, const struct proc *procs, 
             }
             sb_addc(b, '\n');
         }
-        /* Call chains that end in the same line (one line reached along different paths) are
-         * one row, as in the report's table; the file lists them largest first. */
-        struct strbuf names[VW_LIVE_SITES] = { { 0 } }, site[VW_LIVE_SITES] = { { 0 } };
-        uint64_t bytes[VW_LIVE_SITES], blocks[VW_LIVE_SITES];
-        uint32_t rows_used = 0;
-        name_sites(site, f);
-        for (uint32_t j = 0; j < f->nsites; j++) {
-            struct strbuf nm = site[j];
-            uint32_t k = 0;
-            while (k < rows_used && strcmp(sb_str(&names[k]), sb_str(&nm)) != 0)
-                k++;
-            if (k == rows_used) {
-                names[rows_used] = nm;
-                bytes[rows_used] = blocks[rows_used] = 0;
-                rows_used++;
-            } else {
-                sb_free(&nm);
-            }
-            bytes[k] += f->sites[j].live_bytes;
-            blocks[k] += f->sites[j].live_count;
-        }
-        for (uint32_t k = 0; k < rows_used; k++) {
-            char sz[UTIL_SIZE_LEN];
-            sb_printf(b, "%14s %10s in %" PRIu64 " block%s  %s\n", "",
-                      util_fmt_size((int64_t)bytes[k], sz), blocks[k], blocks[k] == 1 ? "" : "s",
-                      sb_str(&names[k]));
-            sb_free(&names[k]);
-        }
+        top_add_sites(b, f, 14);
     }
-}
-
-/* A terminal shows the view from its top left corner, each line cut to its width and the view
- * to its height, so a redraw never scrolls. */
-static void draw(const char *text, bool tty)
-{
-    if (!tty) {
-        fputs(text, stdout);
-        fflush(stdout);
-        return;
-    }
-    struct winsize ws;
-    int cols = 80, lines = 24;
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 && ws.ws_row > 0) {
-        cols = ws.ws_col;
-        lines = ws.ws_row;
-    }
-    fputs("\033[H\033[2J", stdout);
-    int row = 0;
-    for (const char *p = text; *p && row < lines - 1; row++) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        /* Cut at a character boundary: the text is UTF-8, each column one character. */
-        size_t cut = 0;
-        for (int c = 0; cut < len && c < cols; c++) {
-            size_t step = util_utf8_len((const unsigned char *)p + cut, len - cut);
-            cut += step ? step : 1;
-        }
-        fwrite(p, 1, cut, stdout);
-        fputs("\033[K\n", stdout);
-        p = nl ? nl + 1 : p + len;
-    }
-    fflush(stdout);
 }
 
 struct top_args {
@@ -386,22 +144,24 @@ int cmd_top(int argc, char **argv)
         return util_usage_error(&o.args, "one folder at most, %d given", (int)o.n_operands);
     const char *env = getenv("VRAMWATCH_DIR");
     const char *dir = o.n_operands ? o.operands[0] : env && *env ? env : ".";
-    bool tty = !t.once && isatty(STDOUT_FILENO);
-    struct proc *procs = NULL;
+    if (!t.once && isatty(STDOUT_FILENO))
+        return top_screen_run(dir, t.interval);
+    struct top_proc *procs = NULL;
     int status = EXIT_DONE;
     for (bool first = true;; first = false) {
         size_t n, exited;
         struct strbuf err = { 0 }, text = { 0 };
-        if (!scan(dir, &procs, &n, &exited, &err)) {
+        if (!top_scan(dir, &procs, &n, &exited, &err)) {
             util_err("top: %s", sb_str(&err));
             sb_free(&err);
             status = EXIT_USAGE;
             break;
         }
-        if (!first && !tty)
+        if (!first)
             sb_addc(&text, '\n');
         render(&text, dir, procs, n, exited);
-        draw(sb_str(&text), tty);
+        fputs(sb_str(&text), stdout);
+        fflush(stdout);
         sb_free(&text);
         if (t.once)
             break;
