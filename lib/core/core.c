@@ -19,6 +19,7 @@
  * files. The state each lock guards is grouped with it below. */
 #include "core.h"
 #include "platform.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -411,6 +412,7 @@ static void reset_locked(void)
     rare.fail_nsites = 0;
     rare.fail_any = false;
     memset(&pending, 0, sizeof(pending));
+    trace_reset();
     if (state.tl)
         for (int i = 0; i <= VW_MAX_DEVICES; i++) {
             /* Cleared at its next first event: untouched pages stay so. */
@@ -1208,14 +1210,29 @@ static __attribute__((noinline)) bool alloc_other(const struct core_request *r)
     }
 }
 
+/* An allocation into the trace, its call site and device checked as its record's are. */
+static __attribute__((noinline)) void trace_alloc(const struct core_request *r)
+{
+    uint32_t site = r->callsite;
+    if (site >= __atomic_load_n(&sitetab.nsites, __ATOMIC_ACQUIRE))
+        site = 0;
+    int device = r->device >= 0 && r->device < VW_MAX_DEVICES ? r->device : VW_DEV_UNKNOWN;
+    struct trace_event e = { r->now_ns, r->key, r->size, r->api, site, (int16_t)device, false };
+    trace_add(&e);
+}
+
 bool core_alloc(const struct core_request *r)
 {
     if (!state.ready)
         return false;
     /* cudaMalloc and cuMemAlloc: the path every kind of memory it never has leaves out. */
-    if (VW_LIKELY(r->kind == CORE_DEVICE))
-        return alloc_kind(CORE_DEVICE, r);
-    return alloc_other(r);
+    bool tracked = VW_LIKELY(r->kind == CORE_DEVICE) ? alloc_kind(CORE_DEVICE, r) : alloc_other(r);
+    /* The trace (trace.h) after the lanes' lock is let go: it takes none of its own. Pinned host
+     * memory is not device memory, and an allocation the tables could not hold has no free to
+     * pair with. */
+    if (tracked && r->kind != CORE_HOST && __atomic_load_n(&trace_cap, __ATOMIC_RELAXED))
+        trace_alloc(r);
+    return tracked;
 }
 
 static inline bool kind_matches(enum core_kind want, enum core_kind have)
@@ -1380,9 +1397,16 @@ static __attribute__((noinline)) bool take_other(enum core_kind kind, uint64_t k
 
 bool core_take(enum core_kind kind, uint64_t key, struct core_alloc *out, uint64_t now_ns)
 {
-    if (VW_LIKELY(kind == CORE_DEVICE))
-        return take_kind(CORE_DEVICE, key, out, now_ns);
-    return take_other(kind, key, out, now_ns);
+    bool found = VW_LIKELY(kind == CORE_DEVICE) ? take_kind(CORE_DEVICE, key, out, now_ns)
+                                                : take_other(kind, key, out, now_ns);
+    /* Recorded before the real free runs, as the take is: an allocation that gets the address
+     * next comes after this free in the trace too. */
+    if (found && out->kind != CORE_HOST) {
+        struct trace_event e = { now_ns, out->key, out->size, out->api, out->callsite, out->device,
+                                 true };
+        trace_add(&e);
+    }
+    return found;
 }
 
 void core_untake(const struct core_alloc *a)
