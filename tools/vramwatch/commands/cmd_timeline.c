@@ -7,16 +7,19 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "colour.h"
 #include "commands.h"
 #include "common.h"
 #include "job.h"
 #include "sb.h"
+#include "timeline_torch.h"
 #include "timeline_view.h"
 
 static const char usage[] =
-        "usage: vramwatch timeline [-o FILE.svg|FILE.html|FILE.trace.json] [--format=FORMAT] [--color=WHEN]\n"
+        "usage: vramwatch timeline [-o FILE.svg|FILE.html|FILE.trace.json|FILE.pickle] [--format=FORMAT]\n"
+        "                          [--color=WHEN]\n"
         "                          REPORT...\n"
         "\n"
         "The report's memory over the whole run, per device: live and reserved memory (the band\n"
@@ -35,7 +38,14 @@ static const char usage[] =
         "                     terminal, as wide as the terminal (else $COLUMNS, else 80); the\n"
         "                     file is replaced whole, mode 0600: it holds the command line\n"
         "  --format=FORMAT    svg, html or trace, whatever the output's name (without -o, the\n"
-        "                     file is written on standard output)\n"
+        "                     file is written on standard output); or torch-snapshot (also\n"
+        "                     chosen by -o FILE.pickle): one report as the pickle PyTorch's\n"
+        "                     torch.cuda.memory._snapshot() returns, for torch.cuda._memory_viz\n"
+        "                     and pytorch.org/memory_viz. Each device allocation live at the end is\n"
+        "                     a segment of one active block: the blocks PyTorch cuts a segment into\n"
+        "                     never reach CUDA, so they cannot be seen from outside. The trace is\n"
+        "                     the report's latest allocations and frees (VRAMWATCH_TRACE) and its\n"
+        "                     out-of-memory failures; a report without one gives segments only\n"
         "  --color=WHEN       the terminal view's colour: auto (the default: on a terminal,\n"
         "                     unless NO_COLOR is set to a non-empty value or TERM is dumb),\n"
         "                     always, or never\n"
@@ -47,7 +57,7 @@ static const char usage[] =
 /* ---- the command ---- */
 
 /* What is written: the terminal view, or a file whose kind its name or --format says. */
-enum kind { TERMINAL, SVG, HTML, TRACE };
+enum kind { TERMINAL, SVG, HTML, TRACE, TORCH };
 
 struct timeline_args {
     const char *output, *format;
@@ -79,14 +89,18 @@ static int output_kind(const struct timeline_args *t, enum kind *kind)
             named = SVG;
         else if (util_has_suffix(t->output, ".trace.json"))
             named = TRACE;
+        else if (util_has_suffix(t->output, ".pickle"))
+            named = TORCH;
     }
     if (t->format) {
         *kind = strcmp(t->format, "svg") == 0     ? SVG
                 : strcmp(t->format, "html") == 0  ? HTML
                 : strcmp(t->format, "trace") == 0 ? TRACE
+                : strcmp(t->format, "torch-snapshot") == 0 ? TORCH
                                                   : TERMINAL;
         if (*kind == TERMINAL) {
-            util_err("timeline: --format=%s: expected svg, html or trace", t->format);
+            util_err("timeline: --format=%s: expected svg, html, trace or torch-snapshot",
+                     t->format);
             return EXIT_USAGE;
         }
         if (named != TERMINAL && named != *kind) {
@@ -97,8 +111,8 @@ static int output_kind(const struct timeline_args *t, enum kind *kind)
     } else if (t->output) {
         *kind = named;
         if (*kind == TERMINAL) {
-            util_err("timeline: %s: the output must end in .svg, .html or .trace.json (or give "
-                     "--format)",
+            util_err("timeline: %s: the output must end in .svg, .html, .trace.json or .pickle "
+                     "(or give --format)",
                      t->output);
             return EXIT_USAGE;
         }
@@ -232,6 +246,34 @@ static int draw_reports(const struct common_reports *r, enum job_together togeth
     return status;
 }
 
+/* --format=torch-snapshot: one report as PyTorch's memory snapshot (timeline_torch.c). */
+static int write_torch(const struct common_reports *r, const char *output)
+{
+    if (r->n != 1) {
+        util_err("timeline: --format=torch-snapshot converts one report at a time (%zu given)",
+                 r->n);
+        return EXIT_USAGE;
+    }
+    if (!output && isatty(STDOUT_FILENO)) {
+        util_err("timeline: a torch snapshot is binary: give -o FILE.pickle or redirect the output");
+        return EXIT_USAGE;
+    }
+    struct strbuf doc = { 0 };
+    if (!timeline_torch_write(&doc, &r->v[0]))
+        util_err("timeline: %s has no trace (written by an earlier version of vramwatch): the "
+                 "snapshot has its segments and out-of-memory entries only",
+                 r->v[0].path ? r->v[0].path : "the report");
+    int status = EXIT_DONE;
+    if (!output) {
+        write_doc(stdout, &doc);
+        status = common_flush("timeline", status);
+    } else if (!common_write_file("timeline", output, write_doc, &doc)) {
+        status = EXIT_USAGE;
+    }
+    sb_free(&doc);
+    return status;
+}
+
 int cmd_timeline(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -261,6 +303,11 @@ int cmd_timeline(int argc, char **argv)
     struct common_reports r;
     enum job_together together = JOB_RANKS;
     status = common_load_reports(&o, NULL, &r);
+    if (status == EXIT_DONE && kind == TORCH) {
+        status = write_torch(&r, t.output);
+        common_free_reports(&r);
+        return status;
+    }
     if (status == EXIT_DONE)
         status = check_reports(&r, o.operands, &together);
     if (status == EXIT_DONE)

@@ -38,7 +38,7 @@ _vramwatch_value() {
         COMPREPLY=($(compgen -f -- "$cur"))
         ;;
     --format)
-        COMPREPLY=($(compgen -W "svg html trace" -- "$cur"))
+        COMPREPLY=($(compgen -W "svg html trace torch-snapshot" -- "$cur"))
         ;;
     --color)
         COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
