@@ -1136,6 +1136,19 @@ sync:
     return alloc_sync(home, lane, kind, h, r, callsite);
 }
 
+/* A tracked device allocation into the trace (trace.h), once the lane's lock is let go: it takes
+ * none of its own. `callsite` as checked for its record; the device as fill_record keeps it.
+ * Pinned host memory is not device memory. */
+static inline __attribute__((always_inline)) void trace_alloc(enum core_kind kind,
+                                                              const struct core_request *r,
+                                                              uint32_t callsite)
+{
+    if (kind == CORE_HOST || !trace_on())
+        return;
+    int device = r->device >= 0 && r->device < VW_MAX_DEVICES ? r->device : VW_DEV_UNKNOWN;
+    trace_add(r->now_ns, r->key, r->size, r->api, trace_site_op(callsite, device, false));
+}
+
 /* core_alloc for one kind, a constant in each caller below. */
 static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind,
                                                              const struct core_request *r)
@@ -1159,7 +1172,8 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
     if (VW_UNLIKELY(mode != LANE_ALONE)) {
         if (mode == LANE_UNUSED)
             goto sync;
-        return alloc_shared(home, lane, kind, h, r, callsite);
+        tracked = alloc_shared(home, lane, kind, h, r, callsite);
+        goto traced;
     }
     /* The device's only lane in use: everything here, as one lock per device. */
     if (kind != CORE_HOST && VW_UNLIKELY(pending.active)) {
@@ -1188,10 +1202,16 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
         lane->c.alloc_calls++;
     }
     vl_unlock(&lane->lock);
+    if (tracked)
+        trace_alloc(kind, r, callsite);
     return tracked;
 sync:
     vl_unlock(&lane->lock);
-    return alloc_sync(home, lane, kind, h, r, callsite);
+    tracked = alloc_sync(home, lane, kind, h, r, callsite);
+traced:
+    if (tracked)
+        trace_alloc(kind, r, callsite);
+    return tracked;
 }
 
 static __attribute__((noinline)) bool alloc_other(const struct core_request *r)
@@ -1210,29 +1230,14 @@ static __attribute__((noinline)) bool alloc_other(const struct core_request *r)
     }
 }
 
-/* An allocation into the trace, its call site and device checked as its record's are. */
-static __attribute__((noinline)) void trace_alloc(const struct core_request *r)
-{
-    uint32_t site = r->callsite;
-    if (site >= __atomic_load_n(&sitetab.nsites, __ATOMIC_ACQUIRE))
-        site = 0;
-    int device = r->device >= 0 && r->device < VW_MAX_DEVICES ? r->device : VW_DEV_UNKNOWN;
-    struct trace_event e = { r->now_ns, r->key, r->size, r->api, site, (int16_t)device, false };
-    trace_add(&e);
-}
-
 bool core_alloc(const struct core_request *r)
 {
     if (!state.ready)
         return false;
     /* cudaMalloc and cuMemAlloc: the path every kind of memory it never has leaves out. */
-    bool tracked = VW_LIKELY(r->kind == CORE_DEVICE) ? alloc_kind(CORE_DEVICE, r) : alloc_other(r);
-    /* The trace (trace.h) after the lanes' lock is let go: it takes none of its own. Pinned host
-     * memory is not device memory, and an allocation the tables could not hold has no free to
-     * pair with. */
-    if (tracked && r->kind != CORE_HOST && __atomic_load_n(&trace_cap, __ATOMIC_RELAXED))
-        trace_alloc(r);
-    return tracked;
+    if (VW_LIKELY(r->kind == CORE_DEVICE))
+        return alloc_kind(CORE_DEVICE, r);
+    return alloc_other(r);
 }
 
 static inline bool kind_matches(enum core_kind want, enum core_kind have)
@@ -1379,6 +1384,11 @@ static inline __attribute__((always_inline)) bool take_kind(enum core_kind kind,
         pending.freed_bytes += out->size;
         pending.freed_count++;
     }
+    /* Recorded before the real free runs, as the take is: an allocation that gets the address
+     * next comes after this free in the trace too. */
+    if (kind != CORE_HOST && found && trace_on())
+        trace_add(now_ns, out->key, out->size, out->api,
+                  trace_site_op(out->callsite, out->device, true));
     return found;
 }
 
@@ -1397,16 +1407,9 @@ static __attribute__((noinline)) bool take_other(enum core_kind kind, uint64_t k
 
 bool core_take(enum core_kind kind, uint64_t key, struct core_alloc *out, uint64_t now_ns)
 {
-    bool found = VW_LIKELY(kind == CORE_DEVICE) ? take_kind(CORE_DEVICE, key, out, now_ns)
-                                                : take_other(kind, key, out, now_ns);
-    /* Recorded before the real free runs, as the take is: an allocation that gets the address
-     * next comes after this free in the trace too. */
-    if (found && out->kind != CORE_HOST) {
-        struct trace_event e = { now_ns, out->key, out->size, out->api, out->callsite, out->device,
-                                 true };
-        trace_add(&e);
-    }
-    return found;
+    if (VW_LIKELY(kind == CORE_DEVICE))
+        return take_kind(CORE_DEVICE, key, out, now_ns);
+    return take_other(kind, key, out, now_ns);
 }
 
 void core_untake(const struct core_alloc *a)

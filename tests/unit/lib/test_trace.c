@@ -12,9 +12,9 @@ static struct trace_event out[VW_TRACE_DEFAULT];
 
 static void add(uint64_t i, bool is_free)
 {
-    struct trace_event e = { 1000 + i,         0x1000 + i * 16, i + 1, "cudaMalloc",
-                             (uint32_t)(i % 7), (int16_t)(i % 3), is_free };
-    trace_add(&e);
+    if (trace_on())
+        trace_add(1000 + i, 0x1000 + i * 16, i + 1, "cudaMalloc",
+                  trace_site_op((uint32_t)(i % 7), (int)(i % 3), is_free));
 }
 
 Test(trace, off_keeps_nothing)
@@ -71,7 +71,7 @@ Test(trace, wraps_around_keeping_the_newest_oldest_first)
 Test(trace, device_unknown_and_reset)
 {
     cr_assert(trace_setup(4));
-    trace_add(&(struct trace_event){ 1, 2, 3, "cuMemAlloc_v2", 0, VW_DEV_UNKNOWN, false });
+    trace_add(1, 2, 3, "cuMemAlloc_v2", trace_site_op(0, VW_DEV_UNKNOWN, false));
     uint64_t total, lost;
     cr_assert_eq(trace_copy(out, 4, &total, &lost), 1);
     cr_assert_eq(out[0].device, VW_DEV_UNKNOWN);
@@ -88,7 +88,7 @@ static void *writer(void *arg)
 {
     uint32_t w = (uint32_t)(uintptr_t)arg;
     for (uint32_t i = 0; i < PER_WRITER; i++)
-        trace_add(&(struct trace_event){ i, ((uint64_t)w << 32) | i, i, "cudaMalloc", w, 0, false });
+        trace_add(i, ((uint64_t)w << 32) | i, i, "cudaMalloc", trace_site_op(w, 0, false));
     return NULL;
 }
 
