@@ -17,7 +17,9 @@
 #include <stdint.h>
 
 #define VW_TRACE_DEFAULT 8192u  /* events kept unless VRAMWATCH_TRACE says otherwise */
-#define VW_TRACE_MAX (1u << 20) /* 48 MiB of address space at most, touched as it fills */
+#define VW_TRACE_MAX (1u << 18) /* 12 MiB of address space at most, touched as it fills; a report
+                                   of that many events (about 45 MiB, 2 million JSON values) is
+                                   still within what the command line reads */
 
 struct trace_event {
     uint64_t time_ns, address, size;

@@ -342,7 +342,7 @@ Test(options, trace_events)
     setenv("VRAMWATCH_TRACE", "100000", 1);
     options_load();
     cr_assert_eq(options_current.trace_events, 100000);
-    const char *bad[] = { "lots", "-1", "", "12k", "1048577" };
+    const char *bad[] = { "lots", "-1", "", "12k", "262145" };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         setenv("VRAMWATCH_TRACE", bad[i], 1);
         options_load();

@@ -37,10 +37,16 @@
 
 #define MiB_ (1024 * 1024)
 
-/* The pickle being written, and how many objects its memo holds. */
+#define PK_NAMES 48 /* the format's keys and actions: each written once, then from the memo */
+
+/* The pickle being written, how many objects its memo holds, and the names already in it (by
+ * their static strings' addresses). */
 struct pk {
     struct strbuf *o;
     uint32_t memo;
+    const char *names[PK_NAMES];
+    uint32_t name_memo[PK_NAMES];
+    int n_names;
 };
 
 static void pk_byte(struct pk *p, unsigned char c)
@@ -140,6 +146,35 @@ static void pk_str(struct pk *p, const char *s)
     sb_free(&t);
 }
 
+/* A reference to memo entry i (BINGET, LONG_BINGET). */
+static void pk_get(struct pk *p, uint32_t i)
+{
+    if (i < 256) {
+        pk_byte(p, 'h');
+        pk_le(p, i, 1);
+    } else {
+        pk_byte(p, 'j');
+        pk_le(p, i, 4);
+    }
+}
+
+/* One of the format's own names (a static string): the second time on, from the memo, as
+ * Python's pickler does it, so that a trace of many entries does not repeat its keys. */
+static void pk_name(struct pk *p, const char *name)
+{
+    for (int i = 0; i < p->n_names; i++)
+        if (p->names[i] == name) {
+            pk_get(p, p->name_memo[i]);
+            return;
+        }
+    pk_str(p, name);
+    if (p->n_names == PK_NAMES)
+        return;
+    pk_byte(p, 0x94); /* MEMOIZE */
+    p->names[p->n_names] = name;
+    p->name_memo[p->n_names++] = p->memo++;
+}
+
 static void pk_open(struct pk *p, char empty)
 {
     pk_byte(p, (unsigned char)empty); /* '}' or ']' */
@@ -153,20 +188,27 @@ static void pk_close(struct pk *p, char op)
 
 static void kv_i(struct pk *p, const char *k, int64_t v)
 {
-    pk_str(p, k);
+    pk_name(p, k);
     pk_i(p, v);
 }
 
 static void kv_u(struct pk *p, const char *k, uint64_t v)
 {
-    pk_str(p, k);
+    pk_name(p, k);
     pk_u(p, v);
 }
 
 static void kv_s(struct pk *p, const char *k, const char *v)
 {
-    pk_str(p, k);
+    pk_name(p, k);
     pk_str(p, v);
+}
+
+/* A key whose value is one of the format's own names too ("action": "alloc"). */
+static void kv_n(struct pk *p, const char *k, const char *v)
+{
+    pk_name(p, k);
+    pk_name(p, v);
 }
 
 /* ---- call sites' frames, each list written once ---- */
@@ -220,13 +262,7 @@ static void frames_out(struct snap *s, int64_t id)
     struct site_ix key = { .id = id };
     struct site_ix *e = bsearch(&key, s->sites, s->n_sites, sizeof *s->sites, by_id);
     if (e && e->memo >= 0) {
-        if (e->memo < 256) {
-            pk_byte(&s->p, 'h');
-            pk_le(&s->p, (uint64_t)e->memo, 1);
-        } else {
-            pk_byte(&s->p, 'j');
-            pk_le(&s->p, (uint64_t)e->memo, 4);
-        }
+        pk_get(&s->p, (uint32_t)e->memo);
         return;
     }
     pk_open(&s->p, ']');
@@ -319,20 +355,20 @@ static void segment_out(struct snap *s, const struct seg *g)
     kv_i(p, "total_size", g->size);
     kv_i(p, "stream", 0);
     /* PyTorch's rule: requests of 1 MiB or less come from its small pool */
-    kv_s(p, "segment_type", g->size <= MiB_ ? "small" : "large");
+    kv_n(p, "segment_type", g->size <= MiB_ ? "small" : "large");
     kv_i(p, "allocated_size", g->size);
     kv_i(p, "active_size", g->size);
     kv_i(p, "requested_size", g->size);
-    pk_str(p, "is_expandable");
+    pk_name(p, "is_expandable");
     pk_byte(p, 0x89);
-    pk_str(p, "blocks");
+    pk_name(p, "blocks");
     pk_open(p, ']');
     pk_open(p, '}');
     kv_u(p, "address", g->addr);
     kv_i(p, "size", g->size);
     kv_i(p, "requested_size", g->size);
-    kv_s(p, "state", "active_allocated");
-    pk_str(p, "frames");
+    kv_n(p, "state", "active_allocated");
+    pk_name(p, "frames");
     frames_out(s, g->callsite);
     pk_close(p, 'u');
     pk_close(p, 'e');
@@ -353,7 +389,7 @@ static void entry_out(struct snap *s, const struct entry *e)
 {
     struct pk *p = &s->p;
     pk_open(p, '}');
-    kv_s(p, "action", e->action);
+    kv_n(p, "action", e->action);
     if (e->has_addr)
         kv_u(p, "addr", e->addr);
     kv_i(p, "size", e->size);
@@ -361,7 +397,7 @@ static void entry_out(struct snap *s, const struct entry *e)
     kv_i(p, "time_us", e->time_ns / 1000);
     if (e->device_free >= 0)
         kv_i(p, "device_free", e->device_free);
-    pk_str(p, "frames");
+    pk_name(p, "frames");
     frames_out(s, e->callsite);
     pk_close(p, 'u');
 }
