@@ -37,6 +37,7 @@
 #define HOST_SLOT (VW_MAX_DEVICES + 1) /* after the device slots and the unknown device's */
 #define NSLOTS (VW_MAX_DEVICES + 2)
 #define LANES 8 /* per device slot: threads allocating on one device spread over these */
+_Static_assert(LANES == VW_TRACE_RINGS, "the trace has one ring per lane (trace.h)");
 #define LINE 64
 
 /* ---------- locks ---------- */
@@ -1146,7 +1147,8 @@ static inline __attribute__((always_inline)) void trace_alloc(enum core_kind kin
     if (kind == CORE_HOST || !trace_on())
         return;
     int device = r->device >= 0 && r->device < VW_MAX_DEVICES ? r->device : VW_DEV_UNKNOWN;
-    trace_add(r->now_ns, r->key, r->size, r->api, trace_site_op(callsite, device, false));
+    trace_add((unsigned)lane_of_thread(), r->now_ns, r->key, r->size, r->api,
+              trace_site_op(callsite, device, false));
 }
 
 /* core_alloc for one kind, a constant in each caller below. */
@@ -1385,10 +1387,11 @@ static inline __attribute__((always_inline)) bool take_kind(enum core_kind kind,
         pending.freed_count++;
     }
     /* Recorded before the real free runs, as the take is: an allocation that gets the address
-     * next comes after this free in the trace too. */
+     * next comes after this free in the trace too. The coarse clock may read before the
+     * allocation's precise time: never before it (trace.h). */
     if (kind != CORE_HOST && found && trace_on())
-        trace_add(now_ns, out->key, out->size, out->api,
-                  trace_site_op(out->callsite, out->device, true));
+        trace_add((unsigned)lane_of_thread(), now_ns > out->time_ns ? now_ns : out->time_ns + 1,
+                  out->key, out->size, out->api, trace_site_op(out->callsite, out->device, true));
     return found;
 }
 

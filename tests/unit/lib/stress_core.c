@@ -132,7 +132,7 @@ int main(void)
     for (uintptr_t i = 0; i < THREADS; i++)
         pthread_create(&t[i], NULL, worker, (void *)(i + 1));
     /* The trace read while the workers write it (a report written mid-run): ThreadSanitizer's
-     * view of its lock-free ring, and every copied event whole. */
+     * view of its lock-free rings, and every copied event whole. */
     static struct trace_event ev[4096];
     for (int k = 0; k < 20; k++) {
         uint64_t total, lost;

@@ -13,7 +13,7 @@ static struct trace_event out[VW_TRACE_DEFAULT];
 static void add(uint64_t i, bool is_free)
 {
     if (trace_on())
-        trace_add(1000 + i, 0x1000 + i * 16, i + 1, "cudaMalloc",
+        trace_add(0, 1000 + i, 0x1000 + i * 16, i + 1, "cudaMalloc",
                   trace_site_op((uint32_t)(i % 7), (int)(i % 3), is_free));
 }
 
@@ -71,7 +71,7 @@ Test(trace, wraps_around_keeping_the_newest_oldest_first)
 Test(trace, device_unknown_and_reset)
 {
     cr_assert(trace_setup(4));
-    trace_add(1, 2, 3, "cuMemAlloc_v2", trace_site_op(0, VW_DEV_UNKNOWN, false));
+    trace_add(5, 1, 2, 3, "cuMemAlloc_v2", trace_site_op(0, VW_DEV_UNKNOWN, false));
     uint64_t total, lost;
     cr_assert_eq(trace_copy(out, 4, &total, &lost), 1);
     cr_assert_eq(out[0].device, VW_DEV_UNKNOWN);
@@ -80,26 +80,67 @@ Test(trace, device_unknown_and_reset)
     cr_assert_eq(total, 0);
 }
 
+/* Across rings the order is by time, and where times are equal a free comes first (an
+ * allocation's free is recorded at least 1 ns after it: core.c); each ring keeps its own order. */
+Test(trace, rings_merge_by_time_free_first)
+{
+    cr_assert(trace_setup(16));
+    trace_add(3, 30, 0xa, 1, "cudaMalloc", trace_site_op(1, 0, false));
+    trace_add(1, 10, 0xb, 2, "cudaMalloc", trace_site_op(1, 0, false));
+    trace_add(1, 30, 0xb, 2, "cudaMalloc", trace_site_op(1, 0, true));
+    trace_add(7, 20, 0xc, 3, "cudaMalloc", trace_site_op(1, 0, false));
+    trace_add(7, 5, 0xc, 3, "cudaMalloc", trace_site_op(1, 0, true)); /* out of time in its ring */
+    uint64_t total, lost;
+    uint32_t n = trace_copy(out, 16, &total, &lost);
+    cr_assert_eq(n, 5);
+    cr_assert_eq(total, 5);
+    uint64_t want_time[] = { 20, 5, 10, 30, 30 }; /* ring 7 keeps its order, read from the newest */
+    uint64_t want_addr[] = { 0xc, 0xc, 0xb, 0xb, 0xa };
+    for (uint32_t i = 0; i < n; i++) {
+        cr_assert_eq(out[i].time_ns, want_time[i], "event %u: time %llu", i,
+                     (unsigned long long)out[i].time_ns);
+        cr_assert_eq(out[i].address, want_addr[i], "event %u", i);
+    }
+    /* At most trace_cap in all, the newest. */
+    cr_assert(trace_setup(3));
+    for (uint64_t i = 0; i < 10; i++)
+        trace_add((unsigned)i, 100 + i, i, 1, "cudaMalloc", trace_site_op(0, 0, false));
+    n = trace_copy(out, 16, &total, &lost);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(total, 10);
+    cr_assert_eq(out[0].time_ns, 107);
+    cr_assert_eq(out[2].time_ns, 109);
+}
+
 #define WRITERS 4
 #define PER_WRITER 50000u
+
+struct writer_arg {
+    uint32_t w;
+    unsigned lane;
+};
 
 /* Each writer's events carry its number in the callsite and its own count in the size. */
 static void *writer(void *arg)
 {
-    uint32_t w = (uint32_t)(uintptr_t)arg;
+    const struct writer_arg *a = arg;
     for (uint32_t i = 0; i < PER_WRITER; i++)
-        trace_add(i, ((uint64_t)w << 32) | i, i, "cudaMalloc", trace_site_op(w, 0, false));
+        trace_add(a->lane, i, ((uint64_t)a->w << 32) | i, i, "cudaMalloc",
+                  trace_site_op(a->w, 0, false));
     return NULL;
 }
 
-/* Concurrent writers lose nothing they should not: every entry copied is whole (its fields agree
- * with each other) and each writer's events stay in its own order. */
-Test(trace, concurrent_writers_keep_whole_events_in_order, .timeout = 60)
+/* Concurrent writers, on rings of their own and all on one: every entry copied is whole (its
+ * fields agree with each other) and each writer's events stay in its own order. */
+static void concurrent(bool one_ring)
 {
     cr_assert(trace_setup(VW_TRACE_DEFAULT));
     pthread_t t[WRITERS];
-    for (uintptr_t w = 0; w < WRITERS; w++)
-        cr_assert_eq(pthread_create(&t[w], NULL, writer, (void *)w), 0);
+    struct writer_arg args[WRITERS];
+    for (uint32_t w = 0; w < WRITERS; w++) {
+        args[w] = (struct writer_arg){ w, one_ring ? 0 : w };
+        cr_assert_eq(pthread_create(&t[w], NULL, writer, &args[w]), 0);
+    }
     for (int w = 0; w < WRITERS; w++)
         pthread_join(t[w], NULL);
     uint64_t total, lost;
@@ -107,9 +148,7 @@ Test(trace, concurrent_writers_keep_whole_events_in_order, .timeout = 60)
     cr_assert_eq(total, (uint64_t)WRITERS * PER_WRITER);
     cr_assert_leq(n, VW_TRACE_DEFAULT);
     cr_assert_gt(n, VW_TRACE_DEFAULT / 2, "only %u of %u kept", n, VW_TRACE_DEFAULT);
-    int64_t last[WRITERS];
-    for (int w = 0; w < WRITERS; w++)
-        last[w] = -1;
+    int64_t last[WRITERS] = { -1, -1, -1, -1 };
     for (uint32_t i = 0; i < n; i++) {
         uint32_t w = out[i].callsite;
         cr_assert_lt(w, WRITERS);
@@ -121,6 +160,16 @@ Test(trace, concurrent_writers_keep_whole_events_in_order, .timeout = 60)
     /* The newest event of the last writer to finish is among the kept. */
     cr_assert(last[0] == PER_WRITER - 1 || last[1] == PER_WRITER - 1 ||
               last[2] == PER_WRITER - 1 || last[3] == PER_WRITER - 1);
+}
+
+Test(trace, concurrent_writers_on_rings_of_their_own, .timeout = 60)
+{
+    concurrent(false);
+}
+
+Test(trace, concurrent_writers_on_one_ring, .timeout = 60)
+{
+    concurrent(true);
 }
 
 /* Through the core: an allocation and its free, with the allocation's call site and device;
