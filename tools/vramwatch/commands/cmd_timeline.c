@@ -1,7 +1,8 @@
 /* cmd_timeline.c: `vramwatch timeline`: the report's whole-run timeline as one self-contained SVG
  * or HTML picture (timeline_svg.c; the HTML adds hover details and flame graphs of live memory by
  * call chain, timeline_flame.c), a Chrome trace event file for Perfetto and chrome://tracing
- * (timeline_trace.c), or in the terminal with Unicode blocks (timeline_term.c). What every
+ * (timeline_trace.c), or in the terminal with Unicode blocks (timeline_term.c); or one report as
+ * PyTorch's memory snapshot (timeline_torch.c), which is not a drawing. What every
  * drawing shows, a panel per device of each report, is built in timeline_view.c. This file reads
  * the options, loads the reports and writes the result. */
 #include <getopt.h>
