@@ -19,6 +19,7 @@
  * files. The state each lock guards is grouped with it below. */
 #include "core.h"
 #include "platform.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -36,6 +37,7 @@
 #define HOST_SLOT (VW_MAX_DEVICES + 1) /* after the device slots and the unknown device's */
 #define NSLOTS (VW_MAX_DEVICES + 2)
 #define LANES 8 /* per device slot: threads allocating on one device spread over these */
+_Static_assert(LANES == VW_TRACE_RINGS, "the trace has one ring per lane (trace.h)");
 #define LINE 64
 
 /* ---------- locks ---------- */
@@ -411,6 +413,7 @@ static void reset_locked(void)
     rare.fail_nsites = 0;
     rare.fail_any = false;
     memset(&pending, 0, sizeof(pending));
+    trace_reset();
     if (state.tl)
         for (int i = 0; i <= VW_MAX_DEVICES; i++) {
             /* Cleared at its next first event: untouched pages stay so. */
@@ -1134,6 +1137,20 @@ sync:
     return alloc_sync(home, lane, kind, h, r, callsite);
 }
 
+/* A tracked device allocation into the trace (trace.h), once the lane's lock is let go: it takes
+ * none of its own. `callsite` as checked for its record; the device as fill_record keeps it.
+ * Pinned host memory is not device memory. */
+static inline __attribute__((always_inline)) void trace_alloc(enum core_kind kind,
+                                                              const struct core_request *r,
+                                                              uint32_t callsite)
+{
+    if (kind == CORE_HOST || !trace_on())
+        return;
+    int device = r->device >= 0 && r->device < VW_MAX_DEVICES ? r->device : VW_DEV_UNKNOWN;
+    trace_add((unsigned)lane_of_thread(), r->now_ns, r->key, r->size, r->api,
+              trace_site_op(callsite, device, false));
+}
+
 /* core_alloc for one kind, a constant in each caller below. */
 static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind,
                                                              const struct core_request *r)
@@ -1157,7 +1174,8 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
     if (VW_UNLIKELY(mode != LANE_ALONE)) {
         if (mode == LANE_UNUSED)
             goto sync;
-        return alloc_shared(home, lane, kind, h, r, callsite);
+        tracked = alloc_shared(home, lane, kind, h, r, callsite);
+        goto traced;
     }
     /* The device's only lane in use: everything here, as one lock per device. */
     if (kind != CORE_HOST && VW_UNLIKELY(pending.active)) {
@@ -1186,10 +1204,16 @@ static inline __attribute__((always_inline)) bool alloc_kind(enum core_kind kind
         lane->c.alloc_calls++;
     }
     vl_unlock(&lane->lock);
+    if (tracked)
+        trace_alloc(kind, r, callsite);
     return tracked;
 sync:
     vl_unlock(&lane->lock);
-    return alloc_sync(home, lane, kind, h, r, callsite);
+    tracked = alloc_sync(home, lane, kind, h, r, callsite);
+traced:
+    if (tracked)
+        trace_alloc(kind, r, callsite);
+    return tracked;
 }
 
 static __attribute__((noinline)) bool alloc_other(const struct core_request *r)
@@ -1362,6 +1386,12 @@ static inline __attribute__((always_inline)) bool take_kind(enum core_kind kind,
         pending.freed_bytes += out->size;
         pending.freed_count++;
     }
+    /* Recorded before the real free runs, as the take is: an allocation that gets the address
+     * next comes after this free in the trace too. The coarse clock may read before the
+     * allocation's precise time: never before it (trace.h). */
+    if (kind != CORE_HOST && found && trace_on())
+        trace_add((unsigned)lane_of_thread(), now_ns > out->time_ns ? now_ns : out->time_ns + 1,
+                  out->key, out->size, out->api, trace_site_op(out->callsite, out->device, true));
     return found;
 }
 

@@ -12,6 +12,7 @@
 #include "core.h"
 #include "log.h"
 #include "sizes.h"
+#include "trace.h"
 
 /* The grammar's device count is the size of the library's tables. */
 _Static_assert(SIZES_MAX_DEVICES == VW_MAX_DEVICES, "sizes.h and core.h disagree on devices");
@@ -19,6 +20,7 @@ _Static_assert(SIZES_MAX_DEVICES == VW_MAX_DEVICES, "sizes.h and core.h disagree
 struct vw_options options_current = {
     .stack_depth = 32,
     .python = true,
+    .trace_events = VW_TRACE_DEFAULT,
 };
 
 static bool parse_bool(const char *v, bool *out)
@@ -63,6 +65,15 @@ void options_load(void)
                     v, VW_MAX_FRAMES, options_current.stack_depth);
         else
             options_current.stack_depth = (int)d;
+    }
+    if ((v = getenv("VRAMWATCH_TRACE"))) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (end == v || *end || n < 0 || n > (long)VW_TRACE_MAX)
+            log_msg(VW_LOG_WARN, "VRAMWATCH_TRACE=%s is not a number from 0 to %u; keeping %u", v,
+                    VW_TRACE_MAX, options_current.trace_events);
+        else
+            options_current.trace_events = (uint32_t)n;
     }
     if ((v = getenv("VRAMWATCH_PYTHON")) && !parse_bool(v, &options_current.python))
         log_msg(VW_LOG_WARN, "VRAMWATCH_PYTHON=%s is not 0 or 1; keeping it on", v);

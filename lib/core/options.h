@@ -20,6 +20,7 @@ struct vw_options {
     char status[PATH_MAX];    /* VRAMWATCH_STATUS: a file kept up to date with the peak */
     bool cuda_visible_set;    /* CUDA_VISIBLE_DEVICES is set: NVML indices are not CUDA's */
     bool torch_async_backend; /* PyTorch's allocator setting selects backend:cudaMallocAsync */
+    uint32_t trace_events;    /* VRAMWATCH_TRACE: latest allocations and frees kept, 0: off */
 };
 
 extern struct vw_options options_current;

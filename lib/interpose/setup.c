@@ -16,6 +16,7 @@
 #include "pyframes.h"
 #include "report.h"
 #include "status.h"
+#include "trace.h"
 
 VW_TLS int setup_depth;
 
@@ -58,6 +59,10 @@ static void init_body(void)
         log_warn_once(warned_init, "cannot map memory for the tables; recording is off");
         return;
     }
+    /* Before any allocation is recorded: the ring is mapped once, here (trace.h). */
+    if (!trace_setup(options_current.trace_events))
+        log_msg(VW_LOG_WARN, "cannot map memory for %u trace events; the report has no trace",
+                options_current.trace_events);
     status_open();
     set_up = true;
     lifecycle_start();

@@ -39,6 +39,7 @@
 #include "redact.h"
 #include "safefile.h"
 #include "platform.h"
+#include "trace.h"
 
 #define LIVE_MAX 1000
 #define CALLSITES_MAX 5000 /* sites with live memory listed; referenced ones are always added */
@@ -50,6 +51,13 @@ static struct core_snapshot snap;            /* under report_lock */
 static struct core_alloc live[LIVE_MAX];     /* under report_lock */
 static struct timeline_device tl_copy;       /* under report_lock: one device at a time */
 static struct timeline_step tl_steps[VW_TL_STEPS]; /* under report_lock */
+/* The trace's events copied at the snapshot, oldest first: malloc'd per report (the ring's size
+ * is the user's choice, up to 48 MiB), under report_lock. */
+static struct {
+    struct trace_event *ev;
+    uint32_t n;
+    uint64_t total, lost;
+} trace_copy_;
 static char path_buf[PATH_MAX + 512];        /* the folder, plus host and pid */
 static int64_t peak_reserved_seen[VW_MAX_DEVICES + 1];
 static unsigned report_seq;
@@ -675,6 +683,9 @@ static void mark_referenced(bool *want, uint32_t n, int nlive)
     for (int i = 0; i < snap.ncrossings; i++)
         if (snap.crossings[i].callsite < n)
             want[snap.crossings[i].callsite] = true;
+    for (uint32_t i = 0; i < trace_copy_.n; i++)
+        if (trace_copy_.ev[i].callsite < n)
+            want[trace_copy_.ev[i].callsite] = true;
     /* The timeline's growth steps name their call sites too. */
     for (int i = 0; i <= VW_MAX_DEVICES; i++) {
         if (!snap.devices[i].active || !core_copy_timeline(i, &tl_copy))
@@ -839,6 +850,45 @@ static void write_timeline(struct jsonw *w, const struct report_devinfo *info)
     jsonw_obj_end(w);
 }
 
+/* Copy the trace's ring (before the core's snapshot, so that every call site an event names is
+ * among the snapshot's). Without memory for it the report says kept 0. */
+static void trace_take(void)
+{
+    uint32_t cap = __atomic_load_n(&trace_cap, __ATOMIC_RELAXED);
+    free(trace_copy_.ev);
+    trace_copy_.ev = cap ? malloc(sizeof(*trace_copy_.ev) * cap) : NULL;
+    trace_copy_.n = trace_copy_.ev ? trace_copy(trace_copy_.ev, cap, &trace_copy_.total,
+                                                &trace_copy_.lost)
+                                   : 0;
+    if (!trace_copy_.ev)
+        trace_copy(NULL, 0, &trace_copy_.total, &trace_copy_.lost);
+}
+
+/* The latest allocations and frees one by one (docs/report-format.md, "trace"), oldest first. */
+static void write_trace(struct jsonw *w)
+{
+    jsonw_obj_begin(w, "trace");
+    jsonw_u64(w, "capacity", __atomic_load_n(&trace_cap, __ATOMIC_RELAXED));
+    jsonw_u64(w, "total", trace_copy_.total);
+    jsonw_u64(w, "kept", trace_copy_.n);
+    jsonw_u64(w, "lost", trace_copy_.lost);
+    jsonw_arr_begin(w, "events");
+    for (uint32_t i = 0; i < trace_copy_.n; i++) {
+        const struct trace_event *e = &trace_copy_.ev[i];
+        jsonw_obj_begin(w, NULL);
+        jsonw_u64(w, "time_unix_ns", e->time_ns);
+        jsonw_str(w, "action", e->is_free ? "free" : "alloc");
+        jsonw_hex(w, "address", e->address);
+        jsonw_u64(w, "size", e->size);
+        opt_i64(w, "device", e->device);
+        jsonw_str(w, "api", e->api);
+        jsonw_u64(w, "callsite", e->callsite);
+        jsonw_obj_end(w);
+    }
+    jsonw_arr_end(w);
+    jsonw_obj_end(w);
+}
+
 static bool write_body(int fd, const char *reason, const struct report_devinfo *info, int nlive,
                        uint64_t live_total)
 {
@@ -894,6 +944,7 @@ static bool write_body(int fd, const char *reason, const struct report_devinfo *
     }
     jsonw_arr_end(&w);
     write_timeline(&w, info);
+    write_trace(&w);
     jsonw_obj_begin(&w, "host_pinned");
     jsonw_u64(&w, "live_bytes", snap.host.live_bytes);
     jsonw_u64(&w, "peak_live_bytes", snap.host.peak_live_bytes);
@@ -1152,6 +1203,7 @@ int report_write(const char *reason, const struct report_devinfo *info)
     pthread_mutex_lock(&report_lock);
     struct safefile_quiet quiet; /* a file size limit fails the write, never ends the program */
     safefile_quiet_begin(&quiet);
+    trace_take(); /* first: the call sites it names are all older than the snapshot's count */
     core_snapshot(&snap);
     uint64_t live_total = 0;
     int nlive = core_largest_live(live, LIVE_MAX, &live_total);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "core.h"
+#include "trace.h"
 #include "core_calls.h"
 
 #define THREADS 8
@@ -124,12 +125,24 @@ static uint64_t fr[3 * (1 + THREADS * 64)];
 
 int main(void)
 {
-    if (!core_init())
+    if (!core_init() || !trace_setup(4096))
         return 1;
     pthread_t t[THREADS];
     pthread_barrier_init(&phase, NULL, THREADS + 1);
     for (uintptr_t i = 0; i < THREADS; i++)
         pthread_create(&t[i], NULL, worker, (void *)(i + 1));
+    /* The trace read while the workers write it (a report written mid-run): ThreadSanitizer's
+     * view of its lock-free rings, and every copied event whole. */
+    static struct trace_event ev[4096];
+    for (int k = 0; k < 20; k++) {
+        uint64_t total, lost;
+        uint32_t got = trace_copy(ev, 4096, &total, &lost);
+        for (uint32_t j = 0; j < got; j++)
+            if (!ev[j].api || ev[j].size == 0) {
+                fprintf(stderr, "stress_core: trace event %u torn\n", j);
+                return 1;
+            }
+    }
     pthread_barrier_wait(&phase);
     static struct core_snapshot s1;
     core_snapshot(&s1);

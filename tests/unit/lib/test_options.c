@@ -9,6 +9,7 @@
 #include "log.h"
 #include "options.h"
 #include "sizes.h"
+#include "trace.h"
 
 static uint64_t size_of(const char *s)
 {
@@ -325,4 +326,27 @@ Test(log, escapes_make_one_line)
     cr_assert_str_eq(small, "ab\\nc");
     log_escape("abcd\n", 5, small, sizeof(small));
     cr_assert_str_eq(small, "abcd");
+}
+
+/* VRAMWATCH_TRACE: events kept, 0 turns the trace off; a bad value or one past the maximum keeps
+ * what was there with one warning. */
+Test(options, trace_events)
+{
+    setenv("VRAMWATCH_LOG", "quiet", 1);
+    unsetenv("VRAMWATCH_TRACE");
+    options_load();
+    cr_assert_eq(options_current.trace_events, VW_TRACE_DEFAULT);
+    setenv("VRAMWATCH_TRACE", "0", 1);
+    options_load();
+    cr_assert_eq(options_current.trace_events, 0);
+    setenv("VRAMWATCH_TRACE", "50000", 1);
+    options_load();
+    cr_assert_eq(options_current.trace_events, 50000);
+    const char *bad[] = { "lots", "-1", "", "12k", "65537" };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("VRAMWATCH_TRACE", bad[i], 1);
+        options_load();
+        cr_assert_eq(options_current.trace_events, 50000, "'%s' was taken", bad[i]);
+    }
+    unsetenv("VRAMWATCH_TRACE");
 }

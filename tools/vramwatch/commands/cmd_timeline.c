@@ -2,12 +2,14 @@
  * or HTML picture (timeline_svg.c; the HTML adds hover details and flame graphs of live memory by
  * call chain, timeline_flame.c), a Chrome trace event file for Perfetto and chrome://tracing
  * (timeline_trace.c), what was live by call chain as collapsed stacks or speedscope's JSON
- * (timeline_stacks.c), or in the terminal with Unicode blocks (timeline_term.c). What every
+ * (timeline_stacks.c), or in the terminal with Unicode blocks (timeline_term.c); or one report as
+ * PyTorch's memory snapshot (timeline_torch.c), which is not a drawing. What every
  * drawing shows, a panel per device of each report, is built in timeline_view.c. This file reads
  * the options, loads the reports and writes the result. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "colour.h"
 #include "commands.h"
@@ -15,11 +17,12 @@
 #include "job.h"
 #include "sb.h"
 #include "timeline_stacks.h"
+#include "timeline_torch.h"
 #include "timeline_view.h"
 
 static const char usage[] =
-        "usage: vramwatch timeline [-o FILE.svg|FILE.html|FILE.trace.json] [--format=FORMAT] [--color=WHEN]\n"
-        "                          [--at=peak|failure] [--full] REPORT...\n"
+        "usage: vramwatch timeline [-o FILE] [--format=FORMAT] [--color=WHEN] [--at=peak|failure]\n"
+        "                          [--full] REPORT...\n"
         "\n"
         "The report's memory over the whole run, per device: live and reserved memory (the band\n"
         "between them is fragmentation), untracked memory, the card's capacity or emulated limit,\n"
@@ -40,9 +43,18 @@ static const char usage[] =
         "                     or FILE.folded, collapsed stacks (flamegraph.pl, speedscope),\n"
         "                     of what was live at the failure where a report keeps it, else at\n"
         "                     the peak; FILE.speedscope.json, speedscope's format, a profile of\n"
-        "                     each per report (several reports: each named in the root frame)\n"
+        "                     each per report (several reports: each named in the root frame);\n"
+        "                     FILE.pickle, PyTorch's memory snapshot (below)\n"
         "  --format=FORMAT    svg, html, trace, collapsed or speedscope, whatever the output's\n"
-        "                     name (without -o, the file is written on standard output)\n"
+        "                     name (without -o, the file is written on standard output); or\n"
+        "                     torch-snapshot (also chosen by -o FILE.pickle): one report as the\n"
+        "                     pickle PyTorch's torch.cuda.memory._snapshot() returns, for\n"
+        "                     torch.cuda._memory_viz and pytorch.org/memory_viz. Each device\n"
+        "                     allocation live at the end is a segment of one active block: the\n"
+        "                     blocks PyTorch cuts a segment into never reach CUDA, so they cannot\n"
+        "                     be seen from outside. The trace is the report's latest allocations\n"
+        "                     and frees (VRAMWATCH_TRACE) and its out-of-memory failures; a report\n"
+        "                     without one gives segments only\n"
         "  --at=MOMENT        collapsed and speedscope: what was live at the peak or at the\n"
         "                     (latest out-of-memory) failure only\n"
         "  --full             html, collapsed and speedscope: whole call chains, from the\n"
@@ -59,7 +71,7 @@ static const char usage[] =
 /* ---- the command ---- */
 
 /* What is written: the terminal view, or a file whose kind its name or --format says. */
-enum kind { TERMINAL, SVG, HTML, TRACE, COLLAPSED, SPEEDSCOPE };
+enum kind { TERMINAL, SVG, HTML, TRACE, COLLAPSED, SPEEDSCOPE, TORCH };
 
 struct timeline_args {
     const char *output, *format, *at;
@@ -101,16 +113,20 @@ static int output_kind(const struct timeline_args *t, enum kind *kind)
             named = COLLAPSED;
         else if (util_has_suffix(t->output, ".speedscope.json"))
             named = SPEEDSCOPE;
+        else if (util_has_suffix(t->output, ".pickle"))
+            named = TORCH;
     }
     if (t->format) {
-        *kind = strcmp(t->format, "svg") == 0          ? SVG
-                : strcmp(t->format, "html") == 0       ? HTML
-                : strcmp(t->format, "trace") == 0      ? TRACE
-                : strcmp(t->format, "collapsed") == 0  ? COLLAPSED
-                : strcmp(t->format, "speedscope") == 0 ? SPEEDSCOPE
-                                                       : TERMINAL;
+        *kind = strcmp(t->format, "svg") == 0              ? SVG
+                : strcmp(t->format, "html") == 0           ? HTML
+                : strcmp(t->format, "trace") == 0          ? TRACE
+                : strcmp(t->format, "collapsed") == 0      ? COLLAPSED
+                : strcmp(t->format, "speedscope") == 0     ? SPEEDSCOPE
+                : strcmp(t->format, "torch-snapshot") == 0 ? TORCH
+                                                           : TERMINAL;
         if (*kind == TERMINAL) {
-            util_err("timeline: --format=%s: expected svg, html, trace, collapsed or speedscope",
+            util_err("timeline: --format=%s: expected svg, html, trace, collapsed, speedscope or "
+                     "torch-snapshot",
                      t->format);
             return EXIT_USAGE;
         }
@@ -123,7 +139,7 @@ static int output_kind(const struct timeline_args *t, enum kind *kind)
         *kind = named;
         if (*kind == TERMINAL) {
             util_err("timeline: %s: the output must end in .svg, .html, .trace.json, .collapsed, "
-                     ".folded or .speedscope.json (or give --format)",
+                     ".folded, .speedscope.json or .pickle (or give --format)",
                      t->output);
             return EXIT_USAGE;
         }
@@ -302,6 +318,34 @@ static int draw_reports(const struct common_reports *r, enum job_together togeth
     return status;
 }
 
+/* --format=torch-snapshot: one report as PyTorch's memory snapshot (timeline_torch.c). */
+static int write_torch(const struct common_reports *r, const char *output)
+{
+    if (r->n != 1) {
+        util_err("timeline: --format=torch-snapshot converts one report at a time (%zu given)",
+                 r->n);
+        return EXIT_USAGE;
+    }
+    if (!output && isatty(STDOUT_FILENO)) {
+        util_err("timeline: a torch snapshot is binary: give -o FILE.pickle or redirect the output");
+        return EXIT_USAGE;
+    }
+    struct strbuf doc = { 0 };
+    if (!timeline_torch_write(&doc, &r->v[0]))
+        util_err("timeline: %s has no trace (written by an earlier version of vramwatch): the "
+                 "snapshot has its segments and out-of-memory entries only",
+                 r->v[0].path ? r->v[0].path : "the report");
+    int status = EXIT_DONE;
+    if (!output) {
+        write_doc(stdout, &doc);
+        status = common_flush("timeline", status);
+    } else if (!common_write_file("timeline", output, write_doc, &doc)) {
+        status = EXIT_USAGE;
+    }
+    sb_free(&doc);
+    return status;
+}
+
 int cmd_timeline(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -335,6 +379,11 @@ int cmd_timeline(int argc, char **argv)
     struct common_reports r;
     enum job_together together = JOB_RANKS;
     status = common_load_reports(&o, NULL, &r);
+    if (status == EXIT_DONE && kind == TORCH) {
+        status = write_torch(&r, t.output);
+        common_free_reports(&r);
+        return status;
+    }
     if (status == EXIT_DONE)
         status = check_reports(&r, o.operands, &together);
     if (status == EXIT_DONE)

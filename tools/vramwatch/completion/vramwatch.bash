@@ -38,7 +38,7 @@ _vramwatch_value() {
         COMPREPLY=($(compgen -f -- "$cur"))
         ;;
     --format)
-        COMPREPLY=($(compgen -W "svg html trace collapsed speedscope" -- "$cur"))
+        COMPREPLY=($(compgen -W "svg html trace collapsed speedscope torch-snapshot" -- "$cur"))
         ;;
     --at)
         COMPREPLY=($(compgen -W "peak failure" -- "$cur"))

@@ -503,6 +503,37 @@ static bool load_timeline(struct vctx *c, const cJSON *o, struct model_timeline 
     return !c->failed;
 }
 
+static bool load_trace_event(struct vctx *c, const cJSON *o, void *slot)
+{
+    struct model_trace_event *e = slot;
+    const char *action;
+    if (!req_int(c, o, "time_unix_ns", 0, &e->time_unix_ns) ||
+        !get_str(c, o, "action", F_REQ, &action))
+        return false;
+    if (strcmp(action, "alloc") && strcmp(action, "free"))
+        return fail_at(c, "action", "expected \"alloc\" or \"free\"");
+    e->is_free = action[0] == 'f';
+    if (!get_str(c, o, "address", F_REQ, &e->address))
+        return false;
+    if (!hex_address(e->address) || strlen(e->address) > 18)
+        return fail_at(c, "address", "expected \"0x\" and at most 16 hexadecimal digits");
+    e->addr = strtoull(e->address + 2, NULL, 16);
+    return req_int(c, o, "size", 0, &e->size) && get_int(c, o, "device", F_NULL, 0, &e->device) &&
+           get_str(c, o, "api", F_REQ, &e->api) && req_int(c, o, "callsite", 0, &e->callsite);
+}
+
+static bool load_trace(struct vctx *c, const cJSON *o, struct model_trace *t)
+{
+    if (!req_int(c, o, "capacity", 0, &t->capacity) || !req_int(c, o, "total", 0, &t->total) ||
+        !req_int(c, o, "kept", 0, &t->kept) || !req_int(c, o, "lost", 0, &t->lost))
+        return false;
+    t->events = load_list(c, o, (struct list_spec){ "events", F_REQ, sizeof *t->events,
+                                                    load_trace_event },
+                          &t->n_events);
+    t->known = !c->failed;
+    return !c->failed;
+}
+
 /* 64 KiB as the library cuts it, with room for what redaction adds: more is no report of ours. */
 #define MODEL_ARGV_MAX (1 << 20)
 
@@ -715,7 +746,7 @@ static bool load_host_pinned(struct vctx *c, const cJSON *pinned, struct model_h
 
 static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
 {
-    const cJSON *proc, *vw, *pinned, *fw, *tl;
+    const cJSON *proc, *vw, *pinned, *fw, *tl, *tr;
     if (!load_head(c, root, r) || !req_int(c, root, "time_unix_ns", 0, &r->time_unix_ns) ||
         !get_object(c, root, "process", F_REQ, &proc))
         return false;
@@ -730,11 +761,18 @@ static bool load_root(struct vctx *c, const cJSON *root, struct model_report *r)
         !get_object(c, root, "vramwatch", F_OPT, &vw) ||
         !get_object(c, root, "host_pinned", F_OPT, &pinned) ||
         !get_object(c, root, "framework", F_OPT, &fw) ||
-        !get_object(c, root, "timeline", F_OPT, &tl))
+        !get_object(c, root, "timeline", F_OPT, &tl) || !get_object(c, root, "trace", F_OPT, &tr))
         return false;
     if (tl) {
         k = push_key(c, "timeline");
         ok = load_timeline(c, tl, &r->timeline);
+        pop(c, k);
+        if (!ok)
+            return false;
+    }
+    if (tr) {
+        k = push_key(c, "trace");
+        ok = load_trace(c, tr, &r->trace);
         pop(c, k);
         if (!ok)
             return false;
@@ -786,6 +824,7 @@ void model_free(struct model_report *r)
         free(r->timeline.devices[i].steps);
     }
     free(r->timeline.devices);
+    free(r->trace.events);
     free(r->process.argv);
     free(r->process.env);
     cJSON_Delete(r->root);

@@ -156,6 +156,26 @@ struct model_timeline {
     size_t n_devices;
 };
 
+/* The report's "trace": the latest allocations and frees one by one, oldest first (absent in
+ * reports of earlier versions: known false). */
+struct model_trace_event {
+    int64_t time_unix_ns;
+    bool is_free;        /* action "free"; else "alloc" */
+    const char *address; /* "0x…" as written */
+    uint64_t addr;       /* the same as a number */
+    int64_t size;
+    model_int device;
+    const char *api;
+    int64_t callsite; /* the allocation's, for a free too */
+};
+
+struct model_trace {
+    bool known;
+    int64_t capacity, total, kept, lost;
+    struct model_trace_event *events;
+    size_t n_events;
+};
+
 /* One variable of the job's environment as the report lists it. */
 struct model_env_var {
     const char *name, *value;
@@ -233,6 +253,7 @@ struct model_report {
     struct model_marker *markers; /* oldest first; none in reports without the field */
     size_t n_markers;
     struct model_timeline timeline;
+    struct model_trace trace;
 };
 
 /* Loads and checks one report. On failure returns false with a one-line reason in err
