@@ -198,9 +198,16 @@ def g_old(a, tmp):
     bad = os.path.join(folder, "bad.json")
     with open(bad, "w", encoding="utf-8") as f:
         json.dump(doc, f)
+    # a second process of the job (one process's reports given twice are read as one)
+    other = json.loads(json.dumps(doc))
+    del other["trace"]
+    other["process"]["pid"] += 1
+    second = os.path.join(folder, "second.json")
+    with open(second, "w", encoding="utf-8") as f:
+        json.dump(other, f)
     for args in (["-o", os.path.join(folder, "bad.pickle"), bad],
                  ["--format=torch-snapshot", "-o", os.path.join(folder, "x.svg"), report],
-                 ["-o", os.path.join(folder, "two.pickle"), report, report]):
+                 ["-o", os.path.join(folder, "two.pickle"), report, second]):
         p = subprocess.run([a.vramwatch, "timeline"] + args, capture_output=True, text=True)
         eq(p.returncode, 2, "timeline %s: exit" % args)
         eq(len(p.stderr.strip().splitlines()), 1, "timeline %s: one line on stderr: %r" % (args, p.stderr))
