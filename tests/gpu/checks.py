@@ -66,8 +66,15 @@ class Ctx:
         else:
             cmd = args
         p = self.run(cmd, env, timeout=timeout, name=name)
-        reports = []
+        # One report per process: the dump it asked for (--report-at-end, the moment its own
+        # figures were printed), kept in a file of its own, else the report it left.
+        chosen = {}
         for f in sorted(glob.glob(os.path.join(d, "vramwatch-*.json"))):
+            key = re.sub(r"-request-\d+\.json$", ".json", f)
+            if "-request-" in f or key not in chosen:
+                chosen[key] = f
+        reports = []
+        for f in chosen.values():
             with open(f, encoding="utf-8") as fh:
                 reports.append(json.load(fh))
             shutil.copy(f, os.path.join(self.reports_dir, f"{name}-{os.path.basename(f)}"))
@@ -396,6 +403,61 @@ def check_overhead(ctx):
     return msg
 
 
+def check_viewers(ctx):
+    """fits_reserved's report in the viewers' formats: PyTorch's snapshot loads in the installed
+    PyTorch's _memory_viz with its segments adding up to the report's reserved memory (1%), and
+    collapsed stacks and speedscope's JSON are written."""
+    files = sorted(glob.glob(os.path.join(ctx.reports_dir, "fits_reserved-*.json")))
+    if not files:
+        raise Skipped("no report of fits_reserved")
+    with open(files[0], encoding="utf-8") as fh:
+        rep = json.load(fh)
+    snap = os.path.join(ctx.out, "snap.pickle")
+    p = ctx.run([ctx.cli, "timeline", "-o", snap, files[0]], name="torch-snapshot")
+    check(p.returncode == 0, f"timeline -o snap.pickle exit {p.returncode}: {p.stderr[-300:]}")
+    probe = ("import pickle, sys; from torch.cuda import _memory_viz as mv; "
+             "s = pickle.load(open(sys.argv[1], 'rb')); mv.trace_plot(s); mv.segment_plot(s); "
+             "print(len(s['segments']), sum(x['total_size'] for x in s['segments']), "
+             "sum(len(t) for t in s['device_traces']))")
+    p = ctx.run([sys.executable, "-c", probe, snap], name="memory_viz")
+    check(p.returncode == 0, f"_memory_viz failed: {p.stderr[-300:]}")
+    n, total, events = (int(x) for x in p.stdout.split())
+    reserved = dev0(rep)["reserved_bytes"]
+    check(within(total, reserved, 1), f"segments {total} vs the report's reserved {reserved}")
+    for name in ("run.collapsed", "run.speedscope.json"):
+        p = ctx.run([ctx.cli, "timeline", "--at=peak", "-o", os.path.join(ctx.out, name), files[0]],
+                    name=name)
+        check(p.returncode == 0, f"timeline -o {name} exit {p.returncode}: {p.stderr[-300:]}")
+    return f"{n} segments, {total} bytes (reserved {reserved}), {events} trace entries"
+
+
+def check_top_gpu(ctx):
+    """vramwatch top names the physical GPU as nvidia-smi does: index and bus id."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        raise Skipped("nvidia-smi is not installed")
+    q = ctx.run([smi, "--query-gpu=index,pci.bus_id", "--format=csv,noheader"], name="nvidia-smi")
+    gpus = [tuple(x.strip() for x in line.split(",")) for line in q.stdout.splitlines() if "," in line]
+    check(gpus, f"nvidia-smi listed no GPU: {q.stdout!r}")
+    d = tempfile.mkdtemp(prefix="vwgpu-top-", dir=ctx.out)
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import torch, time; x = torch.empty(1 << 30, dtype=torch.uint8, device='cuda'); "
+                               "print('ready', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True,
+                              env=dict(clean_env({}), LD_PRELOAD=ctx.lib, VRAMWATCH_DIR=d))
+    try:
+        check(holder.stdout.readline().strip() == "ready", "the holder process did not start")
+        time.sleep(2.5)  # the live-state file is written every second
+        p = ctx.run([ctx.cli, "top", "--once", d], name="top")
+    finally:
+        holder.kill()
+        holder.wait()
+    check(p.returncode == 0, f"top exit {p.returncode}: {p.stderr[-300:]}")
+    seen = [(i, b) for i, b in gpus if re.search(r"\b%s\b" % re.escape(b), p.stdout, re.I)]
+    check(seen, f"no bus id of nvidia-smi's ({gpus}) in top's view:\n{p.stdout[-1500:]}")
+    return f"top shows GPU {seen[0][0]} at {seen[0][1]}"
+
+
 CHECKS = [
     ("oom_default", check_oom_default),
     ("fits_reserved", check_fits_reserved),
@@ -407,6 +469,8 @@ CHECKS = [
     ("advice", check_advice),
     ("other_processes", check_other_processes),
     ("timeline", check_timeline),
+    ("viewers", check_viewers),
+    ("top_gpu", check_top_gpu),
     ("overhead", check_overhead),
 ]
 
