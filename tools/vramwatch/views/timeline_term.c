@@ -146,6 +146,20 @@ static bool panel_plot(struct term *t, const struct panel *p, int cols)
  * marks are drawn goes in has[] (| f x X). */
 static void time_ends(struct term *t, const struct panel *p, int cols, const char *caption);
 
+/* Whether the failure a flush rescued is listed: its x then stands for both (the flush is
+ * recorded when the retry succeeded, a moment later, which can fall in the next column). */
+static bool rescued_failure_listed(const struct model_report *r, const struct model_pressure *e)
+{
+    for (size_t i = 0; i < r->n_failures; i++) {
+        const struct model_failure *f = &r->failures[i];
+        if (f->retried == RETRIED_SUCCEEDED && f->size == e->size &&
+            f->device.known == e->device.known && (!f->device.known || f->device.v == e->device.v) &&
+            f->time_unix_ns <= e->time_unix_ns && e->time_unix_ns - f->time_unix_ns < 1000000000)
+            return true;
+    }
+    return false;
+}
+
 static void panel_marks(struct term *t, const struct model_report *r, const struct panel *p,
                         int cols, bool has[4], const char *caption)
 {
@@ -159,7 +173,7 @@ static void panel_marks(struct term *t, const struct model_report *r, const stru
     int64_t ord = p->d->ordinal.known ? p->d->ordinal.v : -1;
     for (size_t i = 0; i < r->n_pressure; i++) {
         const struct model_pressure *e = &r->pressure[i];
-        if ((e->device.known ? e->device.v : -1) != ord)
+        if ((e->device.known ? e->device.v : -1) != ord || rescued_failure_listed(r, e))
             continue;
         put_mark(marks, cols, (double)(e->time_unix_ns - p->t0) / span, 'f');
     }

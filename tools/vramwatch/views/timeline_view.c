@@ -72,6 +72,12 @@ static void panel_setup(const struct model_report *r, const struct model_tl_devi
     }
     if (p->t1 <= p->t0)
         p->t1 = p->t0 + 1000000;
+    /* A marker the program set before its first allocation on the device (PyTorch's `setup`
+     * while it imports) is drawn too: the span starts at it, unless that would more than double
+     * the span (a marker minutes before, which the list under the panel still gives). */
+    if (r->n_markers && r->markers[0].time_unix_ns < p->t0 &&
+        p->t0 - r->markers[0].time_unix_ns <= p->t1 - p->t0)
+        p->t0 = r->markers[0].time_unix_ns;
     p->emulated = d->limit_bytes.known;
     p->capacity = d->limit_bytes.known ? d->limit_bytes : d->capacity_bytes;
     double top = p->capacity.known ? (double)p->capacity.v : 0;
