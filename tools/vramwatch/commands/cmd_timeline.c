@@ -214,6 +214,17 @@ static void write_doc(FILE *f, const void *doc)
     fwrite(b->s, 1, b->len, f);
 }
 
+/* The finished document on standard output, or as the file output: whole or not at all, as
+ * merge -o (it holds the job's command line). EXIT_DONE, or EXIT_USAGE once said. */
+static int write_out(const struct strbuf *doc, const char *output)
+{
+    if (!output) {
+        write_doc(stdout, doc);
+        return common_flush("timeline", EXIT_DONE);
+    }
+    return common_write_file("timeline", output, write_doc, doc) ? EXIT_DONE : EXIT_USAGE;
+}
+
 /* What was live by call chain (collapsed stacks, speedscope) into doc: false once said. */
 static bool write_stacks(struct strbuf *doc, const struct view *v, enum kind kind,
                          const struct timeline_args *t)
@@ -244,15 +255,8 @@ static int draw(const struct view *v, enum kind kind, const struct timeline_args
         status = write_stacks(&doc, v, kind, t) ? EXIT_DONE : EXIT_USAGE;
     else
         timeline_svg_write(&doc, v, kind == HTML);
-    if (status != EXIT_DONE) {
-        /* nothing written: the reason is said */
-    } else if (!output) {
-        write_doc(stdout, &doc);
-        status = common_flush("timeline", status);
-    } else if (!common_write_file("timeline", output, write_doc, &doc)) {
-        /* whole or not at all, as merge -o: the picture holds the job's command line */
-        status = EXIT_USAGE;
-    }
+    if (status == EXIT_DONE)
+        status = write_out(&doc, output);
     sb_free(&doc);
     return status;
 }
@@ -335,13 +339,7 @@ static int write_torch(const struct common_reports *r, const char *output)
         util_err("timeline: %s has no trace (written by an earlier version of vramwatch): the "
                  "snapshot has its segments and out-of-memory entries only",
                  r->v[0].path ? r->v[0].path : "the report");
-    int status = EXIT_DONE;
-    if (!output) {
-        write_doc(stdout, &doc);
-        status = common_flush("timeline", status);
-    } else if (!common_write_file("timeline", output, write_doc, &doc)) {
-        status = EXIT_USAGE;
-    }
+    int status = write_out(&doc, output);
     sb_free(&doc);
     return status;
 }
