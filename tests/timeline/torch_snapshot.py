@@ -35,10 +35,18 @@ from vwtest import Failed, Skipped, check, clean_env, eq, run_group  # noqa: E40
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def plain_env():
+    """PyTorch's interpreter reading a pickle needs no GPU: run plainly, without a sanitizer
+    build's runtime preloaded and without its instrumented libraries (the simulated card's
+    libcudart, which PyTorch would load) on the library path."""
+    return clean_env(drop=("LD_LIBRARY_PATH",))
+
+
 def torch_usable(py):
     if not py:
         raise Skipped("no interpreter with PyTorch (configure with -Dtorch_python=PY)")
-    p = subprocess.run([py, "-c", "import torch.cuda._memory_viz"], capture_output=True, text=True)
+    p = subprocess.run([py, "-c", "import torch.cuda._memory_viz"], capture_output=True, text=True,
+                       env=plain_env())
     if p.returncode != 0:
         raise Skipped("%s cannot import torch.cuda._memory_viz" % py)
 
@@ -71,7 +79,7 @@ def convert(a, report, out, want_note=False):
 
 def load(a, pickle_path, html_dir):
     p = subprocess.run([a.torch_python, os.path.join(HERE, "snapshot_load.py"), pickle_path, html_dir],
-                       capture_output=True, text=True, timeout=300, env=clean_env())
+                       capture_output=True, text=True, timeout=300, env=plain_env())
     if p.returncode == 77:
         raise Skipped(p.stderr.strip())
     check(p.returncode == 0, "PyTorch's _memory_viz on the snapshot: %s" % p.stderr[-1500:])
