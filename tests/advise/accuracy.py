@@ -329,7 +329,8 @@ class Runner:
         # a card larger than the emulated one, so that observe mode can go over the limit
         self.env["SIMGPU_MEMORY"] = "64GiB"
         self.cache = {}     # (command, limit, environment): whether it ran to its end
-        self.truths = {}    # (command but the batch, image): (B_head, B_card)
+        self.truths = {}    # (command but the batch, image): a future of (B_head, B_card)
+        self.truths_lock = threading.Lock()
         # the real jobs' environment: `vramwatch run --sim` and `vramwatch sim` set the card,
         # offline, with the frameworks' own files in the run's folder
         self.real_env = clean_env(drop=("PYTHONPATH",), drop_prefixes=("SIMGPU_",))
@@ -406,13 +407,27 @@ class Runner:
         return lo
 
     def truth(self, row, img, env_extra=None):
-        """(B_head, B_card) of this row's job as run: its allocator, its style, its markers."""
+        """(B_head, B_card) of this row's job as run: its allocator, its style, its markers.
+        Found once per job: rows of the same job that run at the same time (a real job's observe
+        and first-oom rows) wait for the one that finds it instead of finding it again, and its
+        two bisections run side by side."""
         env_extra = env_extra or {}
         key = (tuple(self.job(row, 0, img)), img, tuple(sorted(env_extra.items())))
-        if key not in self.truths:
-            self.truths[key] = (self.largest_batch(row, env_extra, int(CARD * (1 - HEADROOM)), img),
-                                self.largest_batch(row, env_extra, CARD, img))
-        return self.truths[key]
+        with self.truths_lock:
+            found = self.truths.get(key)
+            mine = found is None
+            if mine:
+                found = self.truths[key] = concurrent.futures.Future()
+        if mine:
+            try:
+                with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+                    head = pool.submit(self.largest_batch, row, env_extra, int(CARD * (1 - HEADROOM)), img)
+                    card = pool.submit(self.largest_batch, row, env_extra, CARD, img)
+                    found.set_result((head.result(), card.result()))
+            except BaseException as e:  # the waiting rows see the same failure
+                found.set_exception(e)
+                raise
+        return found.result()
 
     def need(self, cmd, env_extra, guess):
         """The smallest card (to 0.5% of the guess) the command runs to its end on; None when it
