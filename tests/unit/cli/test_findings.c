@@ -1,0 +1,50 @@
+/* test_findings.c: when memory that grows is a leak (findings_leaks). A call site whose live
+ * allocations were made across the run reads as a leak without repeating markers; but a run
+ * that said it completed fewer than three training steps has not repeated anything yet: its
+ * growth is the steps themselves (multi-scale training's larger sides, a cache filling), and
+ * under load its allocations' times spread over the run's quarters by chance. */
+#include <stdio.h>
+
+#include "check.h"
+
+#include "findings.h"
+#include "model.h"
+
+static int failures;
+
+#define MiB (1ll << 20)
+
+static size_t leaks_with_steps(int64_t steps)
+{
+    static struct model_live live[4];
+    for (int i = 0; i < 4; i++)
+        live[i] = (struct model_live){ .address = "0x1", .size = 8 * MiB, .device = { 0, true },
+                                       .api = "cudaMalloc", .callsite = 1,
+                                       .time_unix_ns = 50 + 100 * i };
+    static struct model_callsite site = { .id = 1 };
+    struct model_device dev = { .ordinal = { 0, true },
+                                .total_bytes = { 1024 * MiB, true },
+                                .live_bytes = 32 * MiB,
+                                .peak_live_bytes = 32 * MiB,
+                                .steps = { .count = steps } };
+    struct model_report r = { .time_unix_ns = 400,
+                              .process = { .start_unix_ns = { 0, true } },
+                              .devices = &dev,
+                              .n_devices = 1,
+                              .callsites = &site,
+                              .n_callsites = 1,
+                              .live = live,
+                              .n_live = 4 };
+    struct leak_finding out[2];
+    return findings_leaks(&r, out, 2);
+}
+
+int main(void)
+{
+    EXPECT(leaks_with_steps(0) == 1); /* no steps said: the allocations' spread decides */
+    EXPECT(leaks_with_steps(2) == 0); /* two steps completed: nothing has repeated yet */
+    EXPECT(leaks_with_steps(6) == 1); /* growth across six steps */
+    if (failures)
+        fprintf(stderr, "%d checks failed\n", failures);
+    return failures ? 1 : 0;
+}
