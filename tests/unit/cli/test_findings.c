@@ -3,6 +3,7 @@
  * that said it completed fewer than three training steps has not repeated anything yet: its
  * growth is the steps themselves (multi-scale training's larger sides, a cache filling), and
  * under load its allocations' times spread over the run's quarters by chance. */
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "check.h"
@@ -14,13 +15,17 @@ static int failures;
 
 #define MiB (1ll << 20)
 
-static size_t leaks_with_steps(int64_t steps)
+/* Six allocations of the call site: evenly spread (one per iteration), or in three bursts of
+ * two, in three quarters of the run (steps that needed more). */
+static size_t leaks_with_steps(int64_t steps, bool bursts)
 {
-    static struct model_live live[4];
-    for (int i = 0; i < 4; i++)
+    static const int64_t even[6] = { 30, 90, 150, 210, 270, 330 };
+    static const int64_t burst[6] = { 50, 55, 150, 155, 350, 355 };
+    static struct model_live live[6];
+    for (int i = 0; i < 6; i++)
         live[i] = (struct model_live){ .address = "0x1", .size = 8 * MiB, .device = { 0, true },
                                        .api = "cudaMalloc", .callsite = 1,
-                                       .time_unix_ns = 50 + 100 * i };
+                                       .time_unix_ns = bursts ? burst[i] : even[i] };
     static struct model_callsite site = { .id = 1 };
     struct model_device dev = { .ordinal = { 0, true },
                                 .total_bytes = { 1024 * MiB, true },
@@ -34,16 +39,17 @@ static size_t leaks_with_steps(int64_t steps)
                               .callsites = &site,
                               .n_callsites = 1,
                               .live = live,
-                              .n_live = 4 };
+                              .n_live = 6 };
     struct leak_finding out[2];
     return findings_leaks(&r, out, 2);
 }
 
 int main(void)
 {
-    EXPECT(leaks_with_steps(0) == 1); /* no steps said: the allocations' spread decides */
-    EXPECT(leaks_with_steps(2) == 0); /* two steps completed: nothing has repeated yet */
-    EXPECT(leaks_with_steps(6) == 1); /* growth across six steps */
+    EXPECT(leaks_with_steps(0, false) == 1); /* no steps said: the allocations' spread decides */
+    EXPECT(leaks_with_steps(2, false) == 0); /* two steps completed: nothing has repeated yet */
+    EXPECT(leaks_with_steps(6, false) == 1); /* growth across six steps */
+    EXPECT(leaks_with_steps(0, true) == 0);  /* three bursts: steps that needed more */
     if (failures)
         fprintf(stderr, "%d checks failed\n", failures);
     return failures ? 1 : 0;

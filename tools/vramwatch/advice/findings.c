@@ -258,8 +258,17 @@ static size_t leaks_from_iterations(const struct model_report *r, struct leak_fi
         if (m < MIN_ITERATIONS || quarter[0] + quarter[1] + quarter[2] + quarter[3] < 3)
             continue;
         qsort(mine, m, sizeof *mine, cmp_live_time);
-        for (size_t k = 0; k + 1 < m; k++)
+        int64_t span = mine[m - 1]->time_unix_ns - mine[0]->time_unix_ns;
+        size_t bursts = 1;
+        for (size_t k = 0; k + 1 < m; k++) {
             gaps[k] = mine[k + 1]->time_unix_ns - mine[k]->time_unix_ns;
+            /* a pause longer than a quarter of the mean gap starts another burst */
+            bursts += (double)gaps[k] * 4.0 * (double)(m - 1) > (double)span;
+        }
+        /* A leak allocates again and again; a few bursts are steps that needed more (a larger
+         * side of multi-scale training), whichever quarters of the run they fell in. */
+        if (bursts < MIN_ITERATIONS)
+            continue;
         int64_t gap = lower_median(gaps, m - 1);
         int64_t per = bytes / (int64_t)m;
         if (gap <= 0 || per < MIN_GROWTH_PER_PHASE)
