@@ -23,6 +23,13 @@ int vramwatch_mark(const char *label);
  * is disabled. */
 int vramwatch_step(void);
 
+/* Say whether this program calls vramwatch_step after every training step (`on` 1; 0 takes it
+ * back). The report then says so (process.steps_reported), and a run that failed before its
+ * first step ended is known to have completed none, rather than to have said nothing: the advice
+ * then does not guess completed steps from pauses in the timeline. The PyTorch companion says so
+ * once it has hooked the optimizers' steps. Returns 0, or -1 when the library is disabled. */
+int vramwatch_step_reporting(int on);
+
 /* Write a report now. `reason` becomes the report's reason when it is one of the allowed
  * words ("oom", "exit", "request", "signal"), else "request". A "request" dump is also kept in a
  * file of its own, vramwatch-HOST-PID-request-N.json (N from 1, one per dump), which later

@@ -184,6 +184,8 @@ static struct {
     /* The whole-run timeline, one per device slot: mapped once, so its memory never grows. */
     struct timeline_device *tl;
     bool tl_on; /* recording into it; atomic (core_timeline_enable) */
+    /* the program said it calls vramwatch_step after every step; atomic (core_step_reporting) */
+    bool steps_reported;
 } state = { .once = PTHREAD_ONCE_INIT, .frame_arena = FRAME_ARENA, .tl_on = true };
 
 /* The device slots, each lane with the lock in it (struct slot). */
@@ -1610,6 +1612,16 @@ void core_mark(const char *label, uint64_t now_ns)
     m->label[n] = 0;
     vl_unlock(&rare.lock);
     unlock_slots();
+}
+
+void core_step_reporting(bool on)
+{
+    __atomic_store_n(&state.steps_reported, on, __ATOMIC_RELAXED);
+}
+
+bool core_steps_reported(void)
+{
+    return __atomic_load_n(&state.steps_reported, __ATOMIC_RELAXED);
 }
 
 void core_step(uint64_t now_ns)

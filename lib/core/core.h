@@ -244,6 +244,10 @@ struct core_snapshot {
 void core_snapshot(struct core_snapshot *s);
 /* A training step ended (vramwatch_step): every active device's level and phase peak now. */
 void core_step(uint64_t now_ns);
+/* The program says it calls vramwatch_step after every training step (or takes it back): a
+ * report without steps then means that no step ended, not that none was said to. */
+void core_step_reporting(bool on);
+bool core_steps_reported(void);
 /* Copy call-site records [0, n) into `out` (n <= ncallsites); frames are copied into `frames`
  * (capacity `fcap` entries), `out[i].frames_off` rebased onto it. Returns frames copied. */
 uint32_t core_copy_callsites(struct core_callsite *out, uint32_t n, uint64_t *frames,

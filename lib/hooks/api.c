@@ -21,6 +21,14 @@ VW_EXPORT int vramwatch_step(void)
     return 0;
 }
 
+VW_EXPORT int vramwatch_step_reporting(int on)
+{
+    if (!interpose_active())
+        return -1;
+    core_step_reporting(on != 0);
+    return 0;
+}
+
 VW_EXPORT int vramwatch_dump(const char *reason)
 {
     static const char *allowed[] = { "oom", "exit", "request", "signal" };

@@ -371,6 +371,7 @@ static void write_process(struct jsonw *w)
     write_rank(w, "local_rank", VW_LOCAL_RANK);
     write_rank(w, "world_size", VW_WORLD_SIZE);
     write_launcher(w);
+    jsonw_bool(w, "steps_reported", core_steps_reported());
 
     jsonw_obj_begin(w, "env");
     for (char **e = environ; e && *e; e++) {

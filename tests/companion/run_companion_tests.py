@@ -108,8 +108,10 @@ def case_markers(case):
     eq(labels(report), PHASES, "markers")
     check(facts["companion_loaded"] and facts["train_wrapped"], "the companion patched torch")
     check(not facts["finder_waiting"], "the import hook left sys.meta_path once torch was imported")
-    # one vramwatch_step per optimizer step, where torch has the global hook (2.0 on)
+    # one vramwatch_step per optimizer step, where torch has the global hook (2.0 on), and the
+    # promise of one after every step (a report without steps: none ended)
     eq(steps_of(report), 9 if facts["step_hook"] else 0, "steps")
+    eq(report["process"].get("steps_reported"), facts["step_hook"], "process.steps_reported")
 
 
 def case_torch_first(case):
@@ -242,6 +244,16 @@ def case_job_marks(case):
     eq(steps_of(report), 9 if facts["step_hook"] else 0, "steps")
 
 
+def case_job_steps(case):
+    """A job that looks vramwatch_step up and says where its steps end itself keeps exactly its
+    steps (one per epoch), and the companion's promise of a call after every step is taken back."""
+    report, facts, _ = case.start([case.args.python, script("torch_phases.py"), "--job-steps"])
+    check(facts["companion_loaded"] and facts["train_wrapped"], "the companion patched torch")
+    eq(labels(report), PHASES, "markers")
+    eq(steps_of(report), 3, "steps")
+    eq(report["process"].get("steps_reported"), False, "process.steps_reported")
+
+
 def case_installed(case):
     """meson install puts the companion under the datadir, and the installed vramwatch finds it
     there (through bin/../share, as in a DESTDIR staging)."""
@@ -264,7 +276,7 @@ def case_installed(case):
     eq(labels(report), PHASES, "markers")
 
 
-NEEDS_TORCH = {"markers", "torch_first", "chain", "no_companion", "plain_preload", "shebang", "not_preloaded", "job_marks",
+NEEDS_TORCH = {"markers", "torch_first", "chain", "no_companion", "plain_preload", "shebang", "not_preloaded", "job_marks", "job_steps",
                "installed"}
 
 

@@ -9,7 +9,9 @@ EMA copy that is already in eval mode (YOLOv9's validation), train(False), and a
 train() freezes its batch norm with eval() after super().train().
 
 --job-marks: the job looks vramwatch_mark up and marks its own phases; the companion then adds
-nothing."""
+nothing.
+--job-steps: the job looks vramwatch_step up and says where its steps end, once per epoch; the
+companion then calls it no more and takes back its promise of a call after every step."""
 import copy
 import ctypes
 import os
@@ -23,6 +25,7 @@ import facts  # noqa: E402
 
 MiB = 1 << 20
 job_marks = "--job-marks" in sys.argv[1:]
+job_steps = "--job-steps" in sys.argv[1:]
 facts.record({"step_hook": hasattr(sys.modules.get("torch.optim.optimizer"),
                                    "register_optimizer_step_post_hook")})
 
@@ -49,6 +52,9 @@ if job_marks:
     fn = ctypes.CDLL(None).vramwatch_mark
     fn.argtypes = [ctypes.c_char_p]
     mark = lambda label: fn(label.encode())  # noqa: E731
+end_step = lambda: None  # noqa: E731
+if job_steps:
+    end_step = ctypes.CDLL(None).vramwatch_step
 
 
 class FrozenNorm(nn.Module):
@@ -88,6 +94,7 @@ for epoch in range(3):
         model(x).sum().backward()
         opt.step()
         free_all()
+    end_step()
     mark("epoch %d val" % epoch)
     if epoch == 0:
         assert model.eval() is model

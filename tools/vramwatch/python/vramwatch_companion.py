@@ -34,6 +34,8 @@ class Phases:
         # ours would only duplicate them. The same for vramwatch_step and its steps.
         self.job_marks = False
         self.job_steps = False
+        # vramwatch_step_reporting once the companion promised a call after every step
+        self.step_reporting = None
 
     def switch(self, training):
         """Called when train(training) may be a switch: the wrappers have already seen that
@@ -159,6 +161,17 @@ def watch_steps(torch, phases):
             pass
 
     register(after_step)
+    # Every step now ends in a call: a report without steps then tells that none ended, so the
+    # advice does not read a pause within the first step as steps that completed.
+    try:
+        reporting = ctypes.CDLL(None).vramwatch_step_reporting
+    except (AttributeError, OSError):
+        return  # an older library: steps, but not the promise
+    reporting.argtypes = [ctypes.c_int]
+    reporting.restype = ctypes.c_int
+    if not phases.job_steps:
+        reporting(1)
+    phases.step_reporting = reporting
 
 
 def watch_job_lookups(phases):
@@ -173,8 +186,14 @@ def watch_job_lookups(phases):
     def getitem(self, name_or_ordinal):
         if name_or_ordinal == "vramwatch_mark":
             phases.job_marks = True
-        elif name_or_ordinal == "vramwatch_step":
+        elif name_or_ordinal == "vramwatch_step" and not phases.job_steps:
             phases.job_steps = True
+            # the job calls it on its own terms from now on: our promise no longer holds
+            if phases.step_reporting is not None:
+                try:
+                    phases.step_reporting(0)
+                except Exception:
+                    pass
         return lookup(self, name_or_ordinal)
 
     getitem.__wrapped__ = lookup
