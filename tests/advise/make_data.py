@@ -9,6 +9,17 @@ VRAMWATCH_UPDATE_GOLDEN=1 and read the differences.
 
 hf-fragmented.json is not made here: it holds PyTorch's own verdict, recorded from a real
 PyTorch message (see tests/integration).
+
+With --torch-python (an interpreter with PyTorch's CUDA wheel), torch-first-step-oom.json is
+recorded too: unchanged PyTorch (examples/train_torch.py --batch 128) on a simulated 16 GiB card,
+run by `vramwatch run --sim`, whose companion promises a vramwatch_step after every step. Its
+first step runs out of memory after a pause within itself that the timeline alone reads as a
+step that ended (the simulated card computes each layer on the CPU, before the next layer's
+memory is asked for, and the first stages take 450-550 ms against about 250 ms for the next:
+in about one run in three here the longest was more than twice the next: the run is repeated,
+on one CPU thread, up to 40 times until one shows it, or --torch-report names a recording of that
+command, made with `vramwatch run --sim 16GiB`, to trim instead); the report is trimmed to what the advice reads (no trace, 20 live
+allocations, Python frames and the three innermost native ones).
 """
 import argparse
 import glob
@@ -105,6 +116,8 @@ def main():
     ap.add_argument("--sim", required=True)
     ap.add_argument("--train-sim", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--torch-python", help="an interpreter with PyTorch: also record torch-first-step-oom.json")
+    ap.add_argument("--torch-report", help="a recording of that run to trim instead of recording one")
     ap.add_argument("--only", action="append",
                     help="record only these reports (repeatable; zero-ranks and cards-ranks: those ranks)")
     o = ap.parse_args()
@@ -144,6 +157,70 @@ def main():
     for stem, (flags, argv, cards) in (("zero-rank", ZERO_RANKS + (("16GiB", "16GiB"),)), ("cards-rank", CARD_RANKS)):
         if not o.only or stem + "s" in o.only:
             ranks(o, env, stem, flags, argv, cards)
+    if o.torch_python and (not o.only or "torch-first-step-oom" in o.only):
+        torch_first_step(o)
+
+
+def basis_without_promise(o, r):
+    """The advice's basis for report r read as if the program had promised nothing."""
+    with tempfile.TemporaryDirectory() as d:
+        q = json.loads(json.dumps(r))
+        q["process"].pop("steps_reported", None)
+        path = os.path.join(d, "r.json")
+        with open(path, "w") as f:
+            json.dump(q, f)
+        p = subprocess.run([o.vramwatch, "advise", "--json", path], capture_output=True, text=True)
+        # exit 1: advice for a run that failed; 2: no advice
+        return json.loads(p.stdout)["model"]["basis"] if p.returncode in (0, 1) else None
+
+
+def torch_first_step(o):
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(o.train_sim)))
+    argv = ["examples/train_torch.py", "--batch", "128", "--img", "640", "--cfg", "s", "--steps", "2",
+            "--val-steps", "1", "--workers", "0"]
+    def shows_pause(r):
+        return r["failures"] and r["process"].get("steps_reported") and basis_without_promise(o, r) == "timeline"
+
+    attempt = 0
+    if o.torch_report:
+        r = json.load(open(o.torch_report))
+        if not shows_pause(r):
+            sys.exit(f"make_data: {o.torch_report}: not a first-step failure with a pause read as a step")
+    for attempt in range(0 if o.torch_report else 40):
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run([o.vramwatch, "run", "--dir", d, "--sim", "16GiB", "--", o.torch_python] + argv,
+                           cwd=repo, env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True,
+                           timeout=600)
+            found = glob.glob(os.path.join(d, "*.json"))
+            if len(found) != 1:
+                sys.exit(f"make_data: torch-first-step-oom: expected one report, found {found}")
+            r = json.load(open(found[0]))
+        if shows_pause(r):
+            break
+    else:
+        if not o.torch_report:
+            sys.exit("make_data: torch-first-step-oom: no run in 40 paused within its first step "
+                     "(record more with vramwatch run and give one with --torch-report)")
+    r.pop("trace", None)
+    r["live_truncated"] += max(0, len(r["live"]) - 20)
+    r["live"] = r["live"][:20]
+    for cs in r["callsites"]:
+        native = [i for i, f in enumerate(cs["frames"]) if f["kind"] == "native"][:3]
+        cs["frames"] = [f for i, f in enumerate(cs["frames"]) if f["kind"] == "python" or i in native]
+    r["process"]["argv"] = ["python3"] + argv
+    r["process"]["cwd"] = "/home/user/job"
+    r["process"]["exe"] = "/usr/bin/python3.11"
+    r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k not in ("VRAMWATCH_DIR", "VRAMWATCH_STATUS")}
+    venv = os.path.dirname(os.path.dirname(o.torch_python))
+    # PyTorch's message is cut at a length of its own, maybe within a path of this machine
+    home = os.path.expanduser("~").rstrip("/") + "/"
+    r = json.loads(json.dumps(r).replace(venv, "/home/user/venv").replace(home, "/home/user/"))
+    r = neutral(r, repo)
+    with open(os.path.join(o.out, "torch-first-step-oom.json"), "w") as f:
+        json.dump(r, f, indent=1)
+        f.write("\n")
+    print(f"torch-first-step-oom: {len(r['failures'])} failures" +
+          (f", after {attempt + 1} run(s)" if not o.torch_report else f", from {o.torch_report}"))
 
 
 def ranks(o, env, stem, flags, argv, cards):

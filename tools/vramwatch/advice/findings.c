@@ -218,7 +218,8 @@ static int64_t steps_said(const struct model_report *r)
 }
 
 /* Without repeating markers: call sites whose live allocations were made steadily across the run.
- * A run that said it completed steps, fewer than three, has repeated nothing yet: its growth is
+ * A run that said it completed steps, fewer than three (none, where it promised to say so), has
+ * repeated nothing yet: its growth is
  * its steps' own (a larger side of multi-scale training, a cache filling up), and when the
  * allocations fall in three quarters of the run is a matter of timing (a loaded machine moved
  * them: a "leak" was advised first for train_sim --multi-scale in one of three runs of the suite
@@ -227,8 +228,8 @@ static size_t leaks_from_iterations(const struct model_report *r, struct leak_fi
                                     size_t max, size_t found)
 {
     int64_t start = run_start(r), end = r->time_unix_ns, steps = steps_said(r);
-    if (start == INT64_MAX || end <= start || r->n_live < MIN_ITERATIONS ||
-        (steps > 0 && steps < 3))
+    bool said = steps > 0 || r->process.steps_reported == 1;
+    if (start == INT64_MAX || end <= start || r->n_live < MIN_ITERATIONS || (said && steps < 3))
         return found;
     const struct model_live **mine = util_xcalloc(r->n_live, sizeof *mine);
     int64_t *gaps = util_xcalloc(r->n_live, sizeof *gaps);

@@ -668,6 +668,26 @@ static int64_t level_before_last_climb(const struct model_tl_device *t, int64_t 
     return high;
 }
 
+/* Whether call chains other than the failures' own first allocated in [from, until]: a step
+ * repeats the lines of the steps before it (forward, backward, optimizer), so a climb after a
+ * pause that runs through chains not seen before is the first step still under way, paused by
+ * a long layer or by a loaded machine, not a step after completed ones. */
+static bool fresh_chains_after(const struct model_report *r, int64_t from, int64_t until)
+{
+    for (size_t i = 0; i < r->n_callsites; i++) {
+        const struct model_callsite *cs = &r->callsites[i];
+        if (!cs->first_alloc_unix_ns.known || cs->first_alloc_unix_ns.v < from ||
+            cs->first_alloc_unix_ns.v > until)
+            continue;
+        bool failed_here = false;
+        for (size_t k = 0; k < r->n_failures && !failed_here; k++)
+            failed_here = r->failures[k].callsite == cs->id;
+        if (!failed_here)
+            return true;
+    }
+    return false;
+}
+
 /* Where the failing phase began and the level before it: the last marker before the failure
  * (without a failure: the first of training, "epoch ..."), else (no markers) the first call
  * chain after the model's own, where training began: its level is at most the static part
@@ -760,9 +780,12 @@ static bool steps_seen(const struct memmodel_obs *o, const struct model_failure 
      * first step's optimizer.step(), after that step's peak, so the second is the first to
      * hold all a step holds. */
     int64_t in_phase = st->phase_count.known ? st->phase_count.v : st->count;
-    if (st->count >= 1) {
-        /* a program that says when its steps end: they alone tell */
-        if (st->last_unix_ns < since || st->last_unix_ns > until || (f && in_phase < 2))
+    if (st->count >= 1 || o->report->process.steps_reported == 1) {
+        /* a program that says when its steps end: they alone tell; one that promised to say so
+         * and said nothing completed none (the first step of PyTorch on a slow card or under
+         * load pauses within itself, which the timeline would read as a step that ended) */
+        if (st->count < 1 || st->last_unix_ns < since || st->last_unix_ns > until ||
+            (f && in_phase < 2))
             return false;
         /* the phase peak resets at markers: the last step's is the most the phase's completed
          * steps reached; the first step's, that step's own */
@@ -772,6 +795,8 @@ static bool steps_seen(const struct memmodel_obs *o, const struct model_failure 
     } else if (quiet) {
         s->level = f ? level_before_last_climb(t, since, until, quiet, &s->from)
                      : level_before_first_quiet(t, since, quiet);
+        if (f && s->level >= 0 && fresh_chains_after(o->report, s->from, until))
+            s->level = -1;
         s->base = s->level;
     }
     if (!f && quiet)

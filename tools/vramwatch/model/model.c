@@ -617,7 +617,8 @@ static bool load_process(struct vctx *c, const cJSON *o, struct model_process *p
         !get_int(c, o, "rank", F_NULL, 0, &p->rank) ||
         !get_int(c, o, "local_rank", F_NULL, 0, &p->local_rank) ||
         !get_int(c, o, "world_size", F_NULL, 0, &p->world_size) ||
-        !get_object(c, o, "env", F_REQ, &env) || !get_str(c, o, "exe", F_OPT, &p->exe))
+        !get_object(c, o, "env", F_REQ, &env) || !get_str(c, o, "exe", F_OPT, &p->exe) ||
+        !get_bool(c, o, "steps_reported", F_OPT, &p->steps_reported))
         return false;
     if (!load_env(c, env, p))
         return false;

@@ -206,6 +206,9 @@ struct model_process {
      * process (unknown when absent, negative or not an integer) */
     model_int loaded_unix_ns;
     struct model_launcher launcher;
+    /* the program promised a vramwatch_step after every step (steps_reported; -1 when absent, as
+     * in reports of earlier versions): a device without steps then completed none */
+    int steps_reported;
 };
 
 struct model_host_pinned {
