@@ -227,9 +227,9 @@ static int64_t steps_said(const struct model_report *r)
 static size_t leaks_from_iterations(const struct model_report *r, struct leak_finding *out,
                                     size_t max, size_t found)
 {
-    int64_t start = run_start(r), end = r->time_unix_ns, steps = steps_said(r);
-    bool said = steps > 0 || r->process.steps_reported == 1;
-    if (start == INT64_MAX || end <= start || r->n_live < MIN_ITERATIONS || (said && steps < 3))
+    int64_t start = run_start(r), end = r->time_unix_ns;
+    if (start == INT64_MAX || end <= start || r->n_live < MIN_ITERATIONS ||
+        (model_tells_steps(r, NULL) && steps_said(r) < 3))
         return found;
     const struct model_live **mine = util_xcalloc(r->n_live, sizeof *mine);
     int64_t *gaps = util_xcalloc(r->n_live, sizeof *gaps);

@@ -780,7 +780,7 @@ static bool steps_seen(const struct memmodel_obs *o, const struct model_failure 
      * first step's optimizer.step(), after that step's peak, so the second is the first to
      * hold all a step holds. */
     int64_t in_phase = st->phase_count.known ? st->phase_count.v : st->count;
-    if (st->count >= 1 || o->report->process.steps_reported == 1) {
+    if (model_tells_steps(o->report, o->device)) {
         /* a program that says when its steps end: they alone tell; one that promised to say so
          * and said nothing completed none (the first step of PyTorch on a slow card or under
          * load pauses within itself, which the timeline would read as a step that ended) */

@@ -894,6 +894,16 @@ bool model_failure_is_retry(const struct model_report *r, const struct model_fai
            (!f->device.known || before->device.v == f->device.v);
 }
 
+bool model_tells_steps(const struct model_report *r, const struct model_device *d)
+{
+    if (r->process.steps_reported == 1)
+        return true;
+    for (size_t i = 0; i < r->n_devices; i++)
+        if ((!d || d == &r->devices[i]) && r->devices[i].steps.count > 0)
+            return true;
+    return false;
+}
+
 const struct model_failure *model_real_oom(const struct model_report *r)
 {
     const struct model_failure *best = NULL;

@@ -283,6 +283,10 @@ model_int model_time_origin(const struct model_report *r);
 /* Whether a failure is the retry of an earlier one whose retry failed (the same thread asking
  * for the same size on the same device next): the application saw one failure, not two. */
 bool model_failure_is_retry(const struct model_report *r, const struct model_failure *f);
+/* Whether the program tells when its training steps end on device d (NULL: on any device): it
+ * said some ended (vramwatch_step), or it promised a call after every step (steps_reported),
+ * and then a device without steps completed none. */
+bool model_tells_steps(const struct model_report *r, const struct model_device *d);
 /* Whether a failure is a real out-of-memory: oom true and its retry did not succeed (a retry that
  * succeeded was the caching allocator flushing: pressure). */
 bool model_failure_is_real_oom(const struct model_failure *f);

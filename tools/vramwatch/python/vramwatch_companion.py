@@ -169,8 +169,7 @@ def watch_steps(torch, phases):
         return  # an older library: steps, but not the promise
     reporting.argtypes = [ctypes.c_int]
     reporting.restype = ctypes.c_int
-    if not phases.job_steps:
-        reporting(1)
+    reporting(1)  # the job's lookups are watched only from here on (patch): none seen yet
     phases.step_reporting = reporting
 
 
