@@ -17,9 +17,10 @@ first step runs out of memory after a pause within itself that the timeline alon
 step that ended (the simulated card computes each layer on the CPU, before the next layer's
 memory is asked for, and the first stages take 450-550 ms against about 250 ms for the next:
 in about one run in three here the longest was more than twice the next: the run is repeated,
-on one CPU thread, up to 40 times until one shows it, or --torch-report names a recording of that
-command, made with `vramwatch run --sim 16GiB`, to trim instead); the report is trimmed to what the advice reads (no trace, 20 live
-allocations, Python frames and the three innermost native ones).
+on one CPU thread, up to 40 times until one shows it, or --torch-report names a recording of
+that command, made with `vramwatch run --sim 16GiB`, to trim instead); the report is trimmed to
+what the advice reads (no trace, 20 live allocations, Python frames and the three innermost
+native ones).
 """
 import argparse
 import glob
@@ -110,6 +111,15 @@ def neutral(r, repo):
     return json.loads(text)
 
 
+def as_users(r, argv, repo):
+    """The report as a user's job would leave it: the command line it stands for, a neutral
+    folder, none of the variables this recording set, and no path of this machine."""
+    r["process"]["argv"] = argv
+    r["process"]["cwd"] = "/home/user/job"
+    r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k not in ("VRAMWATCH_DIR", "VRAMWATCH_STATUS")}
+    return neutral(r, repo)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vramwatch", required=True)
@@ -140,10 +150,7 @@ def main():
             if len(found) != 1:
                 sys.exit(f"make_data: {name}: expected one report, found {found}")
             r = json.load(open(found[0]))
-        r["process"]["argv"] = argv
-        r["process"]["cwd"] = "/home/user/job"
-        r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k not in ("VRAMWATCH_DIR", "VRAMWATCH_STATUS")}
-        r = neutral(r, os.path.dirname(os.path.dirname(os.path.abspath(o.train_sim))))
+        r = as_users(r, argv, os.path.dirname(os.path.dirname(os.path.abspath(o.train_sim))))
         if drop_markers:
             r["markers"] = []
         for dev in r["devices"]:
@@ -161,66 +168,63 @@ def main():
         torch_first_step(o)
 
 
-def basis_without_promise(o, r):
-    """The advice's basis for report r read as if the program had promised nothing."""
-    with tempfile.TemporaryDirectory() as d:
-        q = json.loads(json.dumps(r))
-        q["process"].pop("steps_reported", None)
-        path = os.path.join(d, "r.json")
-        with open(path, "w") as f:
-            json.dump(q, f)
-        p = subprocess.run([o.vramwatch, "advise", "--json", path], capture_output=True, text=True)
-        # exit 1: advice for a run that failed; 2: no advice
-        return json.loads(p.stdout)["model"]["basis"] if p.returncode in (0, 1) else None
+def pause_stands_out(r):
+    """Whether the longest pause between the last marker before the failure and the failure is
+    one the timeline alone reads as the end of a step (docs/advice.md): at least four buckets and
+    5 ms, and more than twice every other pause."""
+    t = r["timeline"]["devices"][0]
+    width, until = t["bucket_ns"], r["failures"][-1]["time_unix_ns"]
+    since = max(m["time_unix_ns"] for m in r["markers"] if m["time_unix_ns"] <= until)
+    b = [x["t"] for x in t["buckets"] if x["t"] + width > since and x["t"] <= until]
+    gaps = sorted((b[k] - b[k - 1] - width for k in range(1, len(b))), reverse=True) + [0, 0]
+    return gaps[0] >= max(4 * width, 5_000_000) and gaps[0] >= 2 * gaps[1]
 
 
 def torch_first_step(o):
     repo = os.path.dirname(os.path.dirname(os.path.abspath(o.train_sim)))
     argv = ["examples/train_torch.py", "--batch", "128", "--img", "640", "--cfg", "s", "--steps", "2",
             "--val-steps", "1", "--workers", "0"]
-    def shows_pause(r):
-        return r["failures"] and r["process"].get("steps_reported") and basis_without_promise(o, r) == "timeline"
 
-    attempt = 0
+    def shows_pause(r):
+        return r["failures"] and r["markers"] and r["process"].get("steps_reported") and pause_stands_out(r)
+
     if o.torch_report:
         r = json.load(open(o.torch_report))
         if not shows_pause(r):
             sys.exit(f"make_data: {o.torch_report}: not a first-step failure with a pause read as a step")
-    for attempt in range(0 if o.torch_report else 40):
-        with tempfile.TemporaryDirectory() as d:
-            subprocess.run([o.vramwatch, "run", "--dir", d, "--sim", "16GiB", "--", o.torch_python] + argv,
-                           cwd=repo, env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True,
-                           timeout=600)
-            found = glob.glob(os.path.join(d, "*.json"))
-            if len(found) != 1:
-                sys.exit(f"make_data: torch-first-step-oom: expected one report, found {found}")
-            r = json.load(open(found[0]))
-        if shows_pause(r):
-            break
+        origin = f"from {o.torch_report}"
     else:
-        if not o.torch_report:
+        for attempt in range(1, 41):
+            with tempfile.TemporaryDirectory() as d:
+                subprocess.run([o.vramwatch, "run", "--dir", d, "--sim", "16GiB", "--", o.torch_python] + argv,
+                               cwd=repo, env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True,
+                               text=True, timeout=600)
+                found = glob.glob(os.path.join(d, "*.json"))
+                if len(found) != 1:
+                    sys.exit(f"make_data: torch-first-step-oom: expected one report, found {found}")
+                r = json.load(open(found[0]))
+            if shows_pause(r):
+                break
+        else:
             sys.exit("make_data: torch-first-step-oom: no run in 40 paused within its first step "
                      "(record more with vramwatch run and give one with --torch-report)")
+        origin = f"after {attempt} run(s)"
     r.pop("trace", None)
     r["live_truncated"] += max(0, len(r["live"]) - 20)
     r["live"] = r["live"][:20]
     for cs in r["callsites"]:
         native = [i for i, f in enumerate(cs["frames"]) if f["kind"] == "native"][:3]
         cs["frames"] = [f for i, f in enumerate(cs["frames"]) if f["kind"] == "python" or i in native]
-    r["process"]["argv"] = ["python3"] + argv
-    r["process"]["cwd"] = "/home/user/job"
     r["process"]["exe"] = "/usr/bin/python3.11"
-    r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k not in ("VRAMWATCH_DIR", "VRAMWATCH_STATUS")}
     venv = os.path.dirname(os.path.dirname(o.torch_python))
     # PyTorch's message is cut at a length of its own, maybe within a path of this machine
     home = os.path.expanduser("~").rstrip("/") + "/"
     r = json.loads(json.dumps(r).replace(venv, "/home/user/venv").replace(home, "/home/user/"))
-    r = neutral(r, repo)
+    r = as_users(r, ["python3"] + argv, repo)
     with open(os.path.join(o.out, "torch-first-step-oom.json"), "w") as f:
         json.dump(r, f, indent=1)
         f.write("\n")
-    print(f"torch-first-step-oom: {len(r['failures'])} failures" +
-          (f", after {attempt + 1} run(s)" if not o.torch_report else f", from {o.torch_report}"))
+    print(f"torch-first-step-oom: {len(r['failures'])} failures, {origin}")
 
 
 def ranks(o, env, stem, flags, argv, cards):
@@ -234,10 +238,7 @@ def ranks(o, env, stem, flags, argv, cards):
             if len(found) != 1:
                 sys.exit(f"make_data: {stem}{rank}: expected one report, found {found}")
             r = json.load(open(found[0]))
-        r = neutral(r, os.path.dirname(os.path.dirname(os.path.abspath(o.train_sim))))
-        r["process"]["argv"] = argv
-        r["process"]["cwd"] = "/home/user/job"
-        r["process"]["env"] = {k: v for k, v in r["process"]["env"].items() if k not in ("VRAMWATCH_DIR", "VRAMWATCH_STATUS")}
+        r = as_users(r, argv, os.path.dirname(os.path.dirname(os.path.abspath(o.train_sim))))
         with open(os.path.join(o.out, f"{stem}{rank}.json"), "w") as f:
             json.dump(r, f, indent=1)
             f.write("\n")
